@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything hcct needs from Debian 12's archive and builds it.
+# Usage: scripts/setup.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-"$here/build"}
+
+packages=(
+  build-essential cmake g++ gcc-12-plugin-dev         # toolchain and the GCC plugin headers
+  clang-14 llvm-14-dev libclang-rt-14-dev             # the LLVM 14 pass plugin (kpath)
+  catch2                                              # unit tests (v2 API)
+  libdw-dev libelf-dev                                # symbolization
+  libcli11-dev nlohmann-json3-dev                     # CLI and JSON
+  protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # pprof export and its check
+  graphviz valgrind python3                           # export checks and benchmarks
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages: ${missing[*]} (run as root, or install them)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)"
