@@ -1,0 +1,560 @@
+//===- hcct_plugin.cc - GCC plugin inserting gated hcct call/return probes ===//
+//
+// Inserts a probe at the entry and at every exit of each selected function:
+//
+//   if (&__hcct_gate != 0 && __hcct_gate != 0)      // weak undefined: may be absent
+//     __hcct_enter(&this_fn, __builtin_return_address(0));
+//   try {
+//     <original body>
+//   } finally {
+//     if (&__hcct_gate != 0 && __hcct_gate != 0)
+//       __hcct_exit(&this_fn);
+//   }
+//
+// The pass runs before "lower", i.e. while the body is still structured GIMPLE, so the exit probe is a
+// GIMPLE_TRY_FINALLY cleanup: gcc's EH lowering then runs it on every return *and* when an exception
+// unwinds the frame, exactly as it does for its own -finstrument-functions (gimplify.cc). Instrumenting
+// before inlining also keeps one probe pair per source-level call, like -finstrument-functions, so the
+// two produce the same calling-context tree.
+//
+// See docs/GCC-PLUGIN.md for the options, the selection rules and the generated code.
+//
+//===----------------------------------------------------------------------===//
+
+// System and C++ headers first: gcc's system.h (pulled in by gcc-plugin.h) poisons malloc, strdup, ...
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <regex.h>
+#include <unistd.h>
+
+#include "gcc-plugin.h"
+#include "plugin-version.h"
+
+#include "tree.h"
+#include "tree-pass.h"
+#include "context.h"
+#include "function.h"
+#include "basic-block.h"
+#include "gimple.h"
+#include "gimple-iterator.h"
+#include "gimple-walk.h"
+#include "gimple-expr.h"
+#include "stringpool.h"
+#include "attribs.h"
+#include "langhooks.h"
+#include "diagnostic-core.h"
+#include "ggc.h"
+#include "varasm.h"
+
+// gcc loads only plugins that declare themselves GPL-compatible.
+int plugin_is_GPL_compatible;
+
+namespace {
+
+constexpr const char *kPluginVersion = "hcct_plugin 0.1 (hcct probe ABI 1)";
+
+// ---------------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------------
+
+// One compiled POSIX extended regular expression and its source text (for messages).
+struct Pattern {
+  std::string source;
+  regex_t re;
+};
+
+struct Options {
+  // The plugin's argument prefix, e.g. "hcct_plugin" when loaded from hcct_plugin.so; gcc derives it
+  // from the file name, so messages print whatever the user has to type.
+  std::string prefix;
+  std::vector<Pattern *> include, exclude, include_file, exclude_file;
+  // Leaf functions with fewer GIMPLE statements than this are not instrumented; 0 disables.
+  unsigned long min_size = 0;
+  std::string list_path;
+  int list_fd = -1;
+};
+
+Options opts;
+
+bool matches_any(const std::vector<Pattern *> &patterns, const std::string &text) {
+  for (const Pattern *p : patterns)
+    if (regexec(&p->re, text.c_str(), 0, nullptr, 0) == 0)
+      return true;
+  return false;
+}
+
+// Compiles `value` for `-fplugin-arg-PREFIX-key=value`; reports a compile error and returns false if
+// it is missing or is not a valid POSIX extended regular expression.
+bool add_pattern(std::vector<Pattern *> &to, const char *key, const char *value) {
+  if (!value || !*value) {
+    error("%<-fplugin-arg-%s-%s%> needs a regular expression, e.g. %<-fplugin-arg-%s-%s=^ns::%>",
+          opts.prefix.c_str(), key, opts.prefix.c_str(), key);
+    return false;
+  }
+  Pattern *p = new Pattern{value, {}};
+  int rc = regcomp(&p->re, value, REG_EXTENDED | REG_NOSUB);
+  if (rc != 0) {
+    char msg[256];
+    regerror(rc, &p->re, msg, sizeof msg);
+    error("%<-fplugin-arg-%s-%s=%s%>: invalid regular expression: %s", opts.prefix.c_str(), key, value,
+          msg);
+    delete p;
+    return false;
+  }
+  to.push_back(p);
+  return true;
+}
+
+bool parse_size(const char *key, const char *value, unsigned long *out) {
+  // strtoul alone would accept " 12", "-1" (as ULONG_MAX) and "12abc"; only plain decimal digits are
+  // a size.
+  bool ok = value && *value;
+  for (const char *c = value; ok && *c; ++c)
+    ok = *c >= '0' && *c <= '9';
+  if (ok) {
+    errno = 0;
+    *out = strtoul(value, nullptr, 10);
+    ok = errno == 0;
+  }
+  if (!ok)
+    error("%<-fplugin-arg-%s-%s=%s%>: expected a non-negative decimal number of GIMPLE statements",
+          opts.prefix.c_str(), key, value ? value : "");
+  return ok;
+}
+
+bool parse_options(const plugin_name_args *info) {
+  bool ok = true;
+  for (int i = 0; i < info->argc; ++i) {
+    const char *key = info->argv[i].key;
+    const char *value = info->argv[i].value;
+    if (!strcmp(key, "include")) {
+      ok &= add_pattern(opts.include, key, value);
+    } else if (!strcmp(key, "exclude")) {
+      ok &= add_pattern(opts.exclude, key, value);
+    } else if (!strcmp(key, "include-file")) {
+      ok &= add_pattern(opts.include_file, key, value);
+    } else if (!strcmp(key, "exclude-file")) {
+      ok &= add_pattern(opts.exclude_file, key, value);
+    } else if (!strcmp(key, "min-size")) {
+      ok &= parse_size(key, value, &opts.min_size);
+    } else if (!strcmp(key, "list")) {
+      if (!value || !*value) {
+        error("%<-fplugin-arg-%s-list%> needs a file name", opts.prefix.c_str());
+        ok = false;
+        continue;
+      }
+      if (opts.list_fd >= 0) {
+        error("%<-fplugin-arg-%s-list%> given twice", opts.prefix.c_str());
+        ok = false;
+        continue;
+      }
+      // O_APPEND: parallel compiles share one list; each line is one write(2), which an O_APPEND file
+      // on a local file system receives whole and unmixed.
+      opts.list_path = value;
+      opts.list_fd = open(value, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+      if (opts.list_fd < 0) {
+        error("%<-fplugin-arg-%s-list=%s%>: cannot open: %s", opts.prefix.c_str(), value,
+              xstrerror(errno));
+        ok = false;
+      }
+    } else {
+      // gcc passes unknown keys through silently; a misspelt option must not silently instrument
+      // everything.
+      error("unknown option %<-fplugin-arg-%s-%s%>; known: include=RE, exclude=RE, include-file=RE, "
+            "exclude-file=RE, min-size=N, list=FILE",
+            opts.prefix.c_str(), key);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Selection
+// ---------------------------------------------------------------------------------------------------
+
+// The absolute, lexically normalised form of a source path (symlinks are not resolved), so that
+// file patterns such as `^/usr/include/` or `/third_party/` work however the file was named on the
+// command line or in an #include.
+std::string normalize_path(const char *file) {
+  std::string in = file;
+  if (in.empty() || in[0] == '<')  // <built-in>, <command-line>
+    return in;
+  if (in[0] != '/')
+    in = std::string(getpwd()) + "/" + in;
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (pos <= in.size()) {
+    size_t slash = in.find('/', pos);
+    if (slash == std::string::npos)
+      slash = in.size();
+    std::string part = in.substr(pos, slash - pos);
+    if (part == "..") {
+      if (!parts.empty())
+        parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    pos = slash + 1;
+  }
+  std::string out;
+  for (const std::string &part : parts)
+    out += "/" + part;
+  return out.empty() ? "/" : out;
+}
+
+// Paths repeat for every function of a file: remember the last one.
+const std::string &source_path(tree fd) {
+  static const char *last_in = nullptr;
+  static std::string last_out;
+  const char *file = DECL_SOURCE_FILE(fd);
+  if (!file)
+    file = "";
+  if (file != last_in) {
+    last_in = file;
+    last_out = normalize_path(file);
+  }
+  return last_out;
+}
+
+struct BodyStats {
+  unsigned long statements = 0;
+  bool calls = false;
+};
+
+// Counts the statements that do work (not binds, labels, debug markers or the containers of
+// try/catch), and notes whether any is a call to a function that could itself be instrumented: every
+// call except gcc's internal functions and the compiler's own __builtin_* intrinsics. Calls to C
+// library functions count as calls (qsort, exit and friends call back into user code).
+tree count_stmt(gimple_stmt_iterator *gsi, bool *handled_ops, walk_stmt_info *wi) {
+  *handled_ops = false;  // descend into binds, try bodies, cleanups and handlers
+  BodyStats *stats = static_cast<BodyStats *>(wi->info);
+  gimple *stmt = gsi_stmt(*gsi);
+  switch (gimple_code(stmt)) {
+  case GIMPLE_BIND:
+  case GIMPLE_LABEL:
+  case GIMPLE_NOP:
+  case GIMPLE_DEBUG:
+  case GIMPLE_PREDICT:
+  case GIMPLE_TRY:
+  case GIMPLE_CATCH:
+  case GIMPLE_EH_FILTER:
+  case GIMPLE_EH_ELSE:
+    return NULL_TREE;
+  case GIMPLE_CALL: {
+    if (!gimple_call_internal_p(stmt)) {
+      tree callee = gimple_call_fndecl(stmt);
+      if (!callee || !fndecl_built_in_p(callee, BUILT_IN_NORMAL) ||
+          strncmp(IDENTIFIER_POINTER(DECL_NAME(callee)), "__builtin_", 10) != 0)
+        stats->calls = true;
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  ++stats->statements;
+  return NULL_TREE;
+}
+
+BodyStats body_stats(gimple_seq body) {
+  BodyStats stats;
+  walk_stmt_info wi;
+  memset(&wi, 0, sizeof wi);
+  wi.info = &stats;
+  walk_gimple_seq(body, count_stmt, nullptr, &wi);
+  return stats;
+}
+
+bool has_attribute(tree fd, const char *name) {
+  return lookup_attribute(name, DECL_ATTRIBUTES(fd)) != NULL_TREE;
+}
+
+// Functions no option can select, because a probe in them would be wrong, not merely noisy.
+bool never_instrument(tree fd) {
+  // The user's opt-out. DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT cannot be used: gcc sets it on every
+  // function when -finstrument-functions is off.
+  if (has_attribute(fd, "no_instrument_function"))
+    return true;
+  // A naked function has no prologue or epilogue and its body is asm that must not be disturbed; a
+  // probe would clobber registers and run after its asm `ret`. (gcc's -finstrument-functions
+  // instruments them anyway and produces broken code.)
+  if (has_attribute(fd, "naked"))
+    return true;
+  // An x86 interrupt/exception handler runs with an interrupted context on its stack and need not
+  // preserve the SSE state a call into the runtime may clobber.
+  if (has_attribute(fd, "interrupt") ||
+      lookup_attribute("interrupt", TYPE_ATTRIBUTES(TREE_TYPE(fd))))  // a type attribute on x86
+    return true;
+  // gcc's own rule: an `extern inline` always_inline (gnu_inline) function has no body of its own in
+  // any object (glibc's _FORTIFY_SOURCE wrappers of printf, read, memcpy, ...).
+  if (DECL_DECLARED_INLINE_P(fd) && DECL_EXTERNAL(fd) && DECL_DISREGARD_INLINE_LIMITS(fd))
+    return true;
+  // The runtime's entry points, should the runtime itself be compiled with the plugin: a probe in
+  // __hcct_enter would recurse.
+  const char *name = IDENTIFIER_POINTER(DECL_NAME(fd));
+  if (!strncmp(name, "__hcct_", 7) || !strncmp(name, "__cyg_profile_func_", 19))
+    return true;
+  // C++ thread_local access helpers: the wrapper (_ZTW) is called on every access to a thread_local
+  // with dynamic initialisation, and it and the init function (_ZTH, __tls_init) do no work of the
+  // user's. Probes there would add a context per access and cost a probe pair each. All other
+  // compiler-generated functions (implicit constructors/destructors, lambda invokers, static
+  // initialisers) are instrumented as -finstrument-functions does: they run user code and their
+  // frames explain where it runs.
+  if (DECL_ARTIFICIAL(fd)) {
+    const char *asm_name = IDENTIFIER_POINTER(DECL_ASSEMBLER_NAME(fd));
+    if (!strncmp(asm_name, "_ZTW", 4) || !strncmp(asm_name, "_ZTH", 4) || !strcmp(name, "__tls_init"))
+      return true;
+  }
+  return false;
+}
+
+bool selected(tree fd, const std::string &name, const std::string &file, gimple_seq body) {
+  if (!opts.include.empty() && !matches_any(opts.include, name))
+    return false;
+  if (matches_any(opts.exclude, name))
+    return false;
+  if (!opts.include_file.empty() && !matches_any(opts.include_file, file))
+    return false;
+  if (matches_any(opts.exclude_file, file))
+    return false;
+  if (opts.min_size > 0) {
+    BodyStats stats = body_stats(body);
+    if (!stats.calls && stats.statements < opts.min_size)
+      return false;
+  }
+  (void)fd;
+  return true;
+}
+
+void write_list_line(tree fd, const std::string &name, const std::string &file) {
+  if (opts.list_fd < 0)
+    return;
+  const char *asm_name = IDENTIFIER_POINTER(DECL_ASSEMBLER_NAME(fd));
+  if (*asm_name == '*')  // "use this name verbatim" marker of asm labels
+    ++asm_name;
+  std::string line = name + "\t" + file + ":" + std::to_string(DECL_SOURCE_LINE(fd)) + "\t" +
+                     asm_name + "\n";
+  // One write(2) per line keeps lines whole in a list shared by parallel compiles.
+  ssize_t n = write(opts.list_fd, line.data(), line.size());
+  if (n != ssize_t(line.size()))
+    error("cannot write to %qs: %s", opts.list_path.c_str(),
+          n < 0 ? xstrerror(errno) : "short write");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Probes
+// ---------------------------------------------------------------------------------------------------
+
+// The runtime's symbols, built once per translation unit. They live across passes, so they are
+// registered as GC roots.
+tree gate_decl;
+tree enter_decl;
+tree exit_decl;
+
+const ggc_root_tab gc_roots[] = {
+    {&gate_decl, 1, sizeof(gate_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    {&enter_decl, 1, sizeof(enter_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    {&exit_decl, 1, sizeof(exit_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    LAST_GGC_ROOT_TAB};
+
+// Weak, so that a program links and runs without libhcct (the address is then 0), and of default
+// visibility even under -fvisibility=hidden: a hidden weak undefined symbol is bound to 0 at link time
+// and could never see the runtime's definition.
+void make_weak_extern(tree decl) {
+  TREE_PUBLIC(decl) = 1;
+  DECL_EXTERNAL(decl) = 1;
+  // Sets DECL_WEAK and adds the `weak` attribute, which is what makes varasm emit `.weak`.
+  declare_weak(decl);
+  DECL_ARTIFICIAL(decl) = 1;
+  DECL_IGNORED_P(decl) = 1;
+  DECL_VISIBILITY(decl) = VISIBILITY_DEFAULT;
+  DECL_VISIBILITY_SPECIFIED(decl) = 1;
+  TREE_USED(decl) = 1;
+}
+
+tree build_probe_fn(const char *name, tree type) {
+  tree decl = build_fn_decl(name, type);
+  make_weak_extern(decl);
+  // Never throws: a cleanup that may throw would need its own EH region.
+  TREE_NOTHROW(decl) = 1;
+  // `cold` makes gcc predict the call not taken and move it out of line (to f.cold at -O2), so the
+  // hot path keeps just the two tests. Not `leaf`: the runtime may call an allocator defined in the
+  // very unit being compiled.
+  DECL_ATTRIBUTES(decl) = tree_cons(get_identifier("cold"), NULL_TREE, DECL_ATTRIBUTES(decl));
+  return decl;
+}
+
+void build_runtime_decls() {
+  if (gate_decl)
+    return;
+  // extern volatile unsigned char __hcct_gate __attribute__((weak));
+  // Volatile: the runtime turns the gate on and off from other threads; each probe must test it
+  // anew rather than reuse a value loaded by an earlier (inlined) probe.
+  tree gate_type = build_qualified_type(unsigned_char_type_node, TYPE_QUAL_VOLATILE);
+  gate_decl = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier("__hcct_gate"), gate_type);
+  make_weak_extern(gate_decl);
+  TREE_THIS_VOLATILE(gate_decl) = 1;
+  TREE_SIDE_EFFECTS(gate_decl) = 1;
+
+  enter_decl = build_probe_fn(
+      "__hcct_enter",
+      build_function_type_list(void_type_node, ptr_type_node, ptr_type_node, NULL_TREE));
+  exit_decl =
+      build_probe_fn("__hcct_exit", build_function_type_list(void_type_node, ptr_type_node, NULL_TREE));
+}
+
+// Appends `if (&__hcct_gate != 0 && __hcct_gate != 0) { <then_seq> }` to *seq, in the label/goto
+// form structured GIMPLE uses before "lower".
+void append_gated(gimple_seq *seq, gimple_seq then_seq, location_t loc) {
+  tree l_test = create_artificial_label(loc);
+  tree l_call = create_artificial_label(loc);
+  tree l_done = create_artificial_label(loc);
+
+  // &__hcct_gate of a weak declaration is not known to be nonzero, so gcc keeps this test (and folds
+  // it away only if this unit defines the gate).
+  gimple *g = gimple_build_cond(NE_EXPR, build_fold_addr_expr(gate_decl), null_pointer_node, l_test,
+                                l_done);
+  gimple_set_location(g, loc);
+  gimple_seq_add_stmt(seq, g);
+  gimple_seq_add_stmt(seq, gimple_build_label(l_test));
+
+  tree value = create_tmp_var(unsigned_char_type_node, "hcct_gate");
+  g = gimple_build_assign(value, gate_decl);
+  gimple_set_location(g, loc);
+  gimple_seq_add_stmt(seq, g);
+  g = gimple_build_cond(NE_EXPR, value, build_zero_cst(unsigned_char_type_node), l_call, l_done);
+  gimple_set_location(g, loc);
+  gimple_seq_add_stmt(seq, g);
+
+  gimple_seq_add_stmt(seq, gimple_build_label(l_call));
+  gimple_seq_add_seq(seq, then_seq);
+  gimple_seq_add_stmt(seq, gimple_build_label(l_done));
+}
+
+// &this_fn as a void *. TREE_NO_TRAMPOLINE: the runtime wants the code address, and taking the
+// address of a GNU C nested function must not create a trampoline (gcc does the same for
+// -finstrument-functions).
+tree this_fn_address(tree fd) {
+  tree addr = build_fold_addr_expr_with_type(fd, ptr_type_node);
+  TREE_NO_TRAMPOLINE(addr) = 1;
+  return addr;
+}
+
+void instrument(tree fd) {
+  build_runtime_decls();
+  location_t entry_loc = DECL_SOURCE_LOCATION(fd);
+  location_t exit_loc = DECL_STRUCT_FUNCTION(fd)->function_end_locus;
+
+  // Entry: site = __builtin_return_address(0); __hcct_enter(&fn, site);
+  gimple_seq enter = NULL;
+  tree site = create_tmp_var(ptr_type_node, "hcct_site");
+  gcall *call = gimple_build_call(builtin_decl_implicit(BUILT_IN_RETURN_ADDRESS), 1, integer_zero_node);
+  gimple_call_set_lhs(call, site);
+  gimple_set_location(call, entry_loc);
+  gimple_seq_add_stmt(&enter, call);
+  call = gimple_build_call(enter_decl, 2, this_fn_address(fd), site);
+  gimple_set_location(call, entry_loc);
+  gimple_seq_add_stmt(&enter, call);
+
+  // Exit: __hcct_exit(&fn);
+  gimple_seq leave = NULL;
+  call = gimple_build_call(exit_decl, 1, this_fn_address(fd));
+  gimple_set_location(call, exit_loc);
+  gimple_seq_add_stmt(&leave, call);
+
+  gimple_seq cleanup = NULL;
+  append_gated(&cleanup, leave, exit_loc);
+  gimple *tf = gimple_build_try(gimple_body(fd), cleanup, GIMPLE_TRY_FINALLY);
+
+  gimple_seq body = NULL;
+  append_gated(&body, enter, entry_loc);
+  gimple_seq_add_stmt(&body, tf);
+
+  // Like gimplify_function_tree: the body of a function is a single GIMPLE_BIND.
+  gimple_seq new_body = NULL;
+  gimple_seq_add_stmt(&new_body, gimple_build_bind(NULL_TREE, body, NULL_TREE));
+  gimple_set_body(fd, new_body);
+}
+
+const pass_data instrument_pass_data = {
+    GIMPLE_PASS,
+    "hcct_instrument",
+    OPTGROUP_NONE,
+    TV_NONE,
+    PROP_gimple_any, // properties_required
+    0,               // properties_provided
+    0,               // properties_destroyed
+    0,               // todo_flags_start
+    0,               // todo_flags_finish
+};
+
+class InstrumentPass : public gimple_opt_pass {
+public:
+  explicit InstrumentPass(gcc::context *ctx) : gimple_opt_pass(instrument_pass_data, ctx) {}
+
+  unsigned int execute(function *fun) override {
+    tree fd = fun->decl;
+    // Only structured GIMPLE can be wrapped in a try/finally. Functions that reach the lowering
+    // passes already lowered (outlined OpenMP bodies, made from already instrumented code) are left
+    // alone.
+    if (!gimple_has_body_p(fd) || fun->cfg || (fun->curr_properties & PROP_gimple_lcf))
+      return 0;
+    if (never_instrument(fd))
+      return 0;
+    std::string name = lang_hooks.decl_printable_name(fd, 1);
+    const std::string &file = source_path(fd);
+    if (!selected(fd, name, file, gimple_body(fd)))
+      return 0;
+    instrument(fd);
+    write_list_line(fd, name, file);
+    return 0;
+  }
+};
+
+void finish(void *, void *) {
+  if (opts.list_fd >= 0)
+    close(opts.list_fd);
+  opts.list_fd = -1;
+}
+
+} // namespace
+
+int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
+  if (!plugin_default_version_check(version, &gcc_version)) {
+    error("%s was built for gcc %s and cannot be loaded by gcc %s", info->base_name,
+          gcc_version.basever, version->basever);
+    return 1;
+  }
+  opts.prefix = info->base_name;
+  if (!parse_options(info))
+    return 1;
+  if (flag_instrument_function_entry_exit)
+    warning(0, "%qs and %<-finstrument-functions%> both instrument every function: the runtime will "
+               "see each call twice",
+            info->base_name);
+
+  static plugin_info help = {kPluginVersion,
+                             "include=RE exclude=RE include-file=RE exclude-file=RE min-size=N "
+                             "list=FILE; see docs/GCC-PLUGIN.md"};
+  register_callback(info->base_name, PLUGIN_INFO, nullptr, &help);
+  register_callback(info->base_name, PLUGIN_REGISTER_GGC_ROOTS, nullptr,
+                    const_cast<ggc_root_tab *>(gc_roots));
+
+  // Before "lower" (the first instance of pass_lower_cf): the body is still structured, so a
+  // GIMPLE_TRY_FINALLY becomes both the normal-exit and the exception cleanup.
+  register_pass_info pass;
+  pass.pass = new InstrumentPass(g);
+  pass.reference_pass_name = "lower";
+  pass.ref_pass_instance_number = 1;
+  pass.pos_op = PASS_POS_INSERT_BEFORE;
+  register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &pass);
+  register_callback(info->base_name, PLUGIN_FINISH, finish, nullptr);
+  return 0;
+}
