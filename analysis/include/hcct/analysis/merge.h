@@ -1,0 +1,30 @@
+// Merging the trees of several threads of one process (`hcct report --merge-threads`).
+//
+// Nodes are matched by their path of (routine, call_site) pairs from the root; matched nodes' counts
+// add. Semantics by mode (all threads must share mode and key):
+//  - cct: exact. Every merged count is the exact number of entries into that context over all
+//    threads, and calls = Σ calls.
+//  - hcct: each thread's tree is a Space-Saving summary whose estimates overcount by at most that
+//    thread's min_count, and whose unmonitored contexts have true counts of at most min_count. A
+//    merged node is monitored if it was monitored in some thread; its estimate is the sum of the
+//    monitored estimates, which is within Σ min_count of the true count in both directions (the
+//    error bounds add). So min_count, calls and counters become sums, epsilon the largest ε.
+//  - empty: calls add, the tree is the root.
+// Flags: monitored and on-path are OR-ed (on-path then means "on some thread's calling path").
+// META: pid/ppid/exe/cmdline/runtime/key/mode from the first thread; thread_seq and tid of the
+// first thread; status live-at-exit if any thread was; dropped, tree_bytes and nodes_peak add;
+// max_depth is the maximum; start_ns the minimum, end_ns the maximum; extra key
+// "merged_threads" lists the merged thread_seq values, comma-separated. Modules are the union
+// (identical entries once), in first-seen order.
+#pragma once
+
+#include <span>
+
+#include "hcct/analysis/profile.h"
+
+namespace hcct::analysis {
+
+// Throws std::invalid_argument for an empty span or threads that differ in pid, mode or key.
+ThreadProfile merge_threads(std::span<const ThreadProfile> threads);
+
+}  // namespace hcct::analysis

@@ -1,0 +1,125 @@
+// In-memory model of hcct dump files (docs/FORMAT.md): one ThreadProfile per file, grouped into
+// processes. Plain data with value semantics; the reader (reader.h) guarantees every invariant
+// documented here for what it returns, the writer (writer.h) checks the structural ones.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hcct/format.h"
+
+namespace hcct::analysis {
+
+enum class Mode : uint8_t { empty, cct, hcct };
+enum class KeyKind : uint8_t { site, routine };
+enum class ThreadStatus : uint8_t { exited, live_at_exit };
+
+std::string_view to_string(Mode m);
+std::string_view to_string(KeyKind k);
+std::string_view to_string(ThreadStatus s);
+
+// One loaded ELF object of the profiled process (MODS section).
+struct Module {
+  uint64_t bias = 0;  // runtime address - link-time address
+  uint64_t lo = 0;    // [lo, hi): runtime addresses of its PT_LOAD segments
+  uint64_t hi = 0;
+  std::string path;
+  std::vector<uint8_t> build_id;  // empty if the object has none
+
+  bool contains(uint64_t addr) const { return lo <= addr && addr < hi; }
+  friend bool operator==(const Module &, const Module &) = default;
+};
+
+// One CCT node. Kept at 32 bytes: a 10-million-node tree costs 320 MB.
+struct Node {
+  uint64_t routine = 0;    // runtime address of the function
+  uint64_t call_site = 0;  // return address into the caller; 0 with key=routine
+  uint64_t count = 0;      // cct: exact entries; hcct: Space-Saving estimate if monitored, else 0
+  uint32_t parent = 0;     // index of the parent node (< own index); 0 for the root
+  uint8_t flags = 0;       // format::kNodeMonitored | format::kNodeOnPath
+
+  bool monitored() const { return flags & format::kNodeMonitored; }
+  bool on_path() const { return flags & format::kNodeOnPath; }
+  friend bool operator==(const Node &, const Node &) = default;
+};
+static_assert(sizeof(Node) == 32);
+
+inline constexpr uint32_t kRoot = 0;
+
+// META, with the keys of docs/FORMAT.md parsed into fields. Keys the format does not define are
+// kept verbatim, in file order, in `extra`.
+struct ThreadMeta {
+  std::string runtime;
+  uint64_t pid = 0, ppid = 0, thread_seq = 0, tid = 0;
+  ThreadStatus status = ThreadStatus::exited;
+  Mode mode = Mode::cct;
+  KeyKind key = KeyKind::site;
+  double epsilon = 0;      // hcct mode only
+  uint64_t counters = 0;   // hcct mode only
+  uint64_t min_count = 0;  // hcct mode only: error bound of every estimate
+  uint64_t calls = 0;      // N
+  uint64_t dropped = 0, max_depth = 0, tree_bytes = 0, nodes_peak = 0;
+  std::string exe;
+  std::vector<std::string> cmdline;
+  uint64_t start_ns = 0, end_ns = 0;
+  std::vector<std::pair<std::string, std::string>> extra;
+
+  // Value of an unknown key, or nullptr.
+  const std::string *find_extra(std::string_view key) const;
+};
+
+// The contents of one dump file. Invariants (checked by the reader): nodes is non-empty, in preorder,
+// nodes[0] is the root (routine = call_site = count = 0), every other node's parent is smaller than
+// its own index.
+struct ThreadProfile {
+  std::string source;  // the file it was read from, for messages; empty if built in memory
+  ThreadMeta meta;
+  std::vector<Module> modules;
+  std::vector<Node> nodes;
+
+  size_t monitored_nodes() const;
+  // Whether node `i` can be a hot context: hcct mode counts only monitored nodes (an unmonitored
+  // node's count is not an estimate); otherwise every node but the root.
+  bool countable(uint32_t i) const {
+    return i != kRoot && (meta.mode != Mode::hcct || nodes[i].monitored());
+  }
+};
+
+// All threads of one process, sorted by thread_seq.
+struct Process {
+  uint64_t pid = 0;
+  std::vector<ThreadProfile> threads;
+};
+
+// A profile directory, processes sorted by pid.
+struct ProfileSet {
+  std::string location;
+  std::vector<Process> processes;
+};
+
+// ---- Tree helpers over a preorder node array. All run in O(n) without recursion, so arbitrarily
+// deep trees (deep recursion in the profiled program) are fine.
+
+// Depth of every node; the root has depth 0.
+std::vector<uint32_t> node_depths(std::span<const Node> nodes);
+
+// One past the last index of each node's subtree: in preorder a subtree is the contiguous range
+// [i, end[i]).
+std::vector<uint32_t> subtree_ends(std::span<const Node> nodes);
+
+// Children lists in compressed form: the children of node i are
+// child[offset[i]] .. child[offset[i + 1] - 1], in increasing index order.
+struct ChildIndex {
+  std::vector<uint32_t> offset;
+  std::vector<uint32_t> child;
+  std::span<const uint32_t> of(uint32_t i) const {
+    return {child.data() + offset[i], child.data() + offset[i + 1]};
+  }
+};
+ChildIndex child_index(std::span<const Node> nodes);
+
+}  // namespace hcct::analysis

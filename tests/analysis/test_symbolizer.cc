@@ -1,0 +1,201 @@
+// Symbolizer on a real PIE and a dlopen()ed C++ library (tests/analysis/symtest), built with -g -O0.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <map>
+
+#include "hcct/analysis/symbolizer.h"
+#include "testutil.h"
+
+using namespace hcct::analysis;
+using hcct::test::marker_line;
+
+namespace {
+
+const std::filesystem::path kFixtureDir = std::filesystem::path(HCCT_SOURCE_DIR) / "tests/analysis/symtest";
+
+struct Fixture {
+  std::vector<Module> modules;
+  std::map<std::string, uint64_t> routines, sites;
+};
+
+std::vector<uint8_t> unhex(const std::string &s) {
+  std::vector<uint8_t> out;
+  if (s == "-") return out;
+  for (size_t i = 0; i + 1 < s.size(); i += 2) out.push_back(uint8_t(std::stoul(s.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+// Runs the fixture once and parses what it prints.
+const Fixture &fixture() {
+  static const Fixture f = [] {
+    Fixture f;
+    std::string cmd = std::string(SYMTEST_PROG) + " " + SYMTEST_LIB;
+    FILE *pipe = popen(cmd.c_str(), "r");
+    REQUIRE(pipe);
+    char line[8192];
+    while (fgets(line, sizeof line, pipe)) {
+      std::istringstream in(line);
+      std::string kind, name;
+      in >> kind;
+      if (kind == "module") {
+        Module m;
+        std::string bias, lo, hi, id;
+        in >> bias >> lo >> hi >> id >> m.path;
+        m.bias = std::stoull(bias, nullptr, 16);
+        m.lo = std::stoull(lo, nullptr, 16);
+        m.hi = std::stoull(hi, nullptr, 16);
+        m.build_id = unhex(id);
+        f.modules.push_back(m);
+      } else {
+        std::string addr;
+        in >> name >> addr;
+        (kind == "site" ? f.sites : f.routines)[name] = std::stoull(addr, nullptr, 16);
+      }
+    }
+    REQUIRE(pclose(pipe) == 0);
+    return f;
+  }();
+  return f;
+}
+
+bool ends_with(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("fixture really is a PIE with a dlopen()ed library", "[symbolizer]") {
+  const Fixture &f = fixture();
+  REQUIRE(f.modules.size() >= 2);
+  CHECK(ends_with(f.modules[0].path, "hcct_symtest_prog"));
+  CHECK(f.modules[0].bias != 0);  // PIE: loaded away from its link-time addresses
+  CHECK(std::any_of(f.modules.begin(), f.modules.end(),
+                    [](const Module &m) { return ends_with(m.path, "libhcct_symtest_lib.so"); }));
+}
+
+TEST_CASE("routines in the PIE and the library", "[symbolizer]") {
+  const Fixture &f = fixture();
+  std::vector<std::string> warnings;
+  Symbolizer sym(f.modules, nullptr, [&](const std::string &w) { warnings.push_back(w); });
+
+  const Symbol &leaf = sym.routine(f.routines.at("leaf"));
+  CHECK(leaf.resolved);
+  CHECK(leaf.function == "fixture_leaf");
+  CHECK(ends_with(leaf.file, "prog.c"));
+  CHECK(leaf.line == marker_line(kFixtureDir / "prog.c", "MARK:leaf_def"));
+  REQUIRE(leaf.frames.size() == 1);
+  CHECK(leaf.frames[0].function == "fixture_leaf");
+
+  const Symbol &main_sym = sym.routine(f.routines.at("main"));
+  CHECK(main_sym.function == "main");
+
+  const Symbol &widget = sym.routine(f.routines.at("widget"));
+  CHECK(widget.resolved);
+  CHECK(widget.function == "symtest::Widget::compute(int)");
+  CHECK(ends_with(widget.file, "lib.cc"));
+  CHECK(widget.line == marker_line(kFixtureDir / "lib.cc", "MARK:widget_def"));
+  REQUIRE(widget.module);
+  CHECK(ends_with(widget.module->path, "libhcct_symtest_lib.so"));
+  CHECK(warnings.empty());
+
+  // Cached: the same object comes back.
+  CHECK(&sym.routine(f.routines.at("leaf")) == &leaf);
+}
+
+TEST_CASE("call sites map to the line of the call", "[symbolizer]") {
+  const Fixture &f = fixture();
+  Symbolizer sym(f.modules);
+
+  const Symbol &direct = sym.call_site(f.sites.at("direct"));
+  CHECK(direct.function == "main");
+  CHECK(direct.address == f.sites.at("direct"));
+  CHECK(ends_with(direct.file, "prog.c"));
+  CHECK(direct.line == marker_line(kFixtureDir / "prog.c", "MARK:main_calls_leaf"));
+  REQUIRE(direct.frames.size() == 1);
+
+  const Symbol &lib = sym.call_site(f.sites.at("lib"));
+  CHECK(lib.function == "symtest_lib_entry");
+  CHECK(lib.line == marker_line(kFixtureDir / "lib.cc", "MARK:entry_calls_widget"));
+}
+
+TEST_CASE("a call from inlined code reports the inline chain", "[symbolizer]") {
+  const Fixture &f = fixture();
+  Symbolizer sym(f.modules);
+  const Symbol &s = sym.call_site(f.sites.at("inlined"));
+  CHECK(s.function == "main");  // the out-of-line function
+  CHECK(s.line == marker_line(kFixtureDir / "prog.c", "MARK:helper_calls_leaf"));
+  REQUIRE(s.frames.size() == 2);
+  CHECK(s.frames[0].function == "fixture_helper");
+  CHECK(s.frames[0].line == marker_line(kFixtureDir / "prog.c", "MARK:helper_calls_leaf"));
+  CHECK(s.frames[1].function == "main");
+  CHECK(ends_with(s.frames[1].file, "prog.c"));
+  CHECK(s.frames[1].line == marker_line(kFixtureDir / "prog.c", "MARK:main_calls_helper"));
+}
+
+TEST_CASE("unresolvable addresses get placeholders and one warning per module", "[symbolizer]") {
+  const Fixture &f = fixture();
+  hcct::test::TempDir dir;
+  std::vector<Module> mods = f.modules;
+  Module &prog = mods[0];
+  const uint64_t leaf = f.routines.at("leaf");
+
+  SECTION("outside every module") {
+    Symbolizer sym(mods);
+    const Symbol &s = sym.routine(0x10);
+    CHECK_FALSE(s.resolved);
+    CHECK(s.module == nullptr);
+    CHECK(s.function == "0x10");
+  }
+  SECTION("stale binary: build-id differs") {
+    prog.build_id.assign(20, 0xab);
+    std::vector<std::string> warnings;
+    Symbolizer sym(mods, nullptr, [&](const std::string &w) { warnings.push_back(w); });
+    const Symbol &s = sym.routine(leaf);
+    CHECK(s.stale);
+    CHECK_FALSE(s.resolved);
+    char expect[64];
+    std::snprintf(expect, sizeof expect, "hcct_symtest_prog+0x%llx", (unsigned long long)(leaf - prog.bias));
+    CHECK(s.function == expect);
+    sym.call_site(f.sites.at("direct"));
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Catch::Contains("rebuilt"));
+  }
+  SECTION("missing file") {
+    prog.path = (dir / "gone").string();
+    std::vector<std::string> warnings;
+    Symbolizer sym(mods, nullptr, [&](const std::string &w) { warnings.push_back(w); });
+    CHECK(sym.routine(leaf).function.rfind("gone+0x", 0) == 0);
+    sym.call_site(f.sites.at("direct"));
+    CHECK(warnings.size() == 1);
+  }
+  SECTION("a FIFO in place of the binary does not block") {
+    prog.path = (dir / "fifo").string();
+    REQUIRE(mkfifo(prog.path.c_str(), 0600) == 0);
+    Symbolizer sym(mods, nullptr, [](const std::string &) {});
+    CHECK_FALSE(sym.routine(leaf).resolved);
+  }
+  SECTION("not an ELF file") {
+    prog.path = (dir / "text").string();
+    std::ofstream(prog.path) << "hello";
+    std::vector<std::string> warnings;
+    Symbolizer sym(mods, nullptr, [&](const std::string &w) { warnings.push_back(w); });
+    CHECK_FALSE(sym.routine(leaf).resolved);
+    CHECK(warnings.size() == 1);
+  }
+}
+
+TEST_CASE("a shared cache serves several symbolizers", "[symbolizer]") {
+  const Fixture &f = fixture();
+  auto cache = std::make_shared<DebugInfoCache>();
+  Symbolizer a(f.modules, cache), b(f.modules, cache);
+  CHECK(a.routine(f.routines.at("leaf")).function == b.routine(f.routines.at("leaf")).function);
+}
+
+TEST_CASE("demangle", "[symbolizer]") {
+  CHECK(demangle("_ZN7symtest6Widget7computeEi") == "symtest::Widget::compute(int)");
+  CHECK(demangle("main") == "main");
+  CHECK(demangle("_Zgarbage") == "_Zgarbage");
+  CHECK(demangle(nullptr).empty());
+}
