@@ -1,24 +1,25 @@
 // C++ end-to-end example for the GCC plugin: exceptions, virtual calls, templates, lambdas,
 // recursion and a shared library, with a calling-context tree that is known exactly.
 //
-// Contexts (routine keys, counts per run), with kRounds = 4:
+// Contexts (routine keys, counts per run), with n = 4:
 //   main > run_shapes                                   1
 //   main > run_shapes > Circle::area                    6   (virtual, 6 circles)
 //   main > run_shapes > Square::area                    3   (virtual, 3 squares)
-//   main > run_shapes > Square::area > Square::side     3
+//   main > run_shapes > Square::area > Square::side     6   (twice per area)
 //   main > sum_twice<int>                               1
 //   main > sum_twice<int> > twice<int>                  5
 //   main > sum_twice<double>                            1
 //   main > sum_twice<double> > twice<double>            5
 //   main > for_n<lambda> > main::lambda                 7   (lambda called through a template)
 //   main > is_even > is_odd > is_even > ...                 mutual recursion, is_even(9): 10 calls
-//   main > descend (recursive, depth 3) > Guard::~Guard     destructors run during unwinding
-//   main > descend x4 > fail                            kRounds   (throws Oops)
+//   main > descend                                      4   (one per round)
+//   main > descend > descend > descend > descend        4 each level (recursion to depth 0)
+//   ... each descend level > Guard::~Guard              4   (run by the unwinder)
+//   main > descend x4 > fail                            4   (throws Oops)
 //   main > lib_sum > lib_step                          50   (shared library)
 //   main > lib_each > scaled                           12   (callback from the library)
-//   main > ~Guard ...
-// After each throw the exit probes of every unwound frame run, so the next round's contexts are
-// siblings under main again rather than children of the unwound frames.
+// After each throw the exit probes of every unwound frame run, so every round enters the same
+// contexts again instead of nesting under the previous round's unwound frames.
 #include <cstdio>
 
 #include "cct_lib.h"
@@ -79,8 +80,11 @@ bool is_odd(unsigned n) { return n == 0 ? false : is_even(n - 1); }
 
 int descend(int depth, int *destroyed) {
   Guard g{destroyed};
-  if (depth == 0)
-    fail(42);
+  if (depth <= 0) {
+    if (depth == 0)  // (a path that returns keeps gcc's -Winfinite-recursion quiet)
+      fail(42);
+    return 0;
+  }
   return descend(depth - 1, destroyed) + 1;
 }
 

@@ -1,0 +1,377 @@
+// Tests of the GCC plugin (gcc-plugin/hcct_plugin.cc) that need no runtime: the selection options'
+// effect on the instrumented-function list, argument validation, -fchecking builds of C and C++ at
+// -O0/-O2/-O3 with a -fPIC shared library, and the probes' behaviour under a tracing stand-in for
+// the runtime (tests/plugin/trace_runtime.c).
+#include <catch2/catch.hpp>
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "plugin_util.h"
+
+using namespace plugintest;
+using Names = std::set<std::string>;
+
+namespace {
+
+const Names kAllSelectable = {
+    "app::tiny_leaf",  "app::tiny_caller",  "app::big_leaf",       "app::Widget::check",
+    "app::twice<int>", "app::twice<double>", "util::helper",        "main",
+    "hdr::header_leaf", "hdr::header_caller",
+};
+
+Names without(Names names, const Names &removed) {
+  for (const std::string &n : removed)
+    names.erase(n);
+  return names;
+}
+
+} // namespace
+
+TEST_CASE("default selection: every function but the never-instrumented ones", "[plugin][select]") {
+  std::string dir = work_dir("select_default");
+  // opted_out (no_instrument_function) and naked_fn (naked) are never listed.
+  for (const char *opt : {"-O0", "-O2", "-O3"}) {
+    INFO(opt);
+    CHECK(selected_names(dir, {}, opt) == kAllSelectable);
+  }
+}
+
+TEST_CASE("include= keeps only matching qualified names", "[plugin][select]") {
+  std::string dir = work_dir("select_include");
+  CHECK(selected_names(dir, {"include=^app::"}) ==
+        Names{"app::tiny_leaf", "app::tiny_caller", "app::big_leaf", "app::Widget::check",
+              "app::twice<int>", "app::twice<double>"});
+  // Several include= options select the union; the match is a search, anchors are the user's.
+  CHECK(selected_names(dir, {"include=^util::", "include=^main$"}) == Names{"util::helper", "main"});
+  CHECK(selected_names(dir, {"include=Widget::check"}) == Names{"app::Widget::check"});
+  CHECK(selected_names(dir, {"include=twice<double>$"}) == Names{"app::twice<double>"});
+  CHECK(selected_names(dir, {"include=^nothing_matches$"}).empty());
+}
+
+TEST_CASE("exclude= removes matching names, also from an include= selection", "[plugin][select]") {
+  std::string dir = work_dir("select_exclude");
+  CHECK(selected_names(dir, {"exclude=::twice<"}) ==
+        without(kAllSelectable, {"app::twice<int>", "app::twice<double>"}));
+  CHECK(selected_names(dir, {"exclude=^hdr::", "exclude=^main$"}) ==
+        without(kAllSelectable, {"hdr::header_leaf", "hdr::header_caller", "main"}));
+  CHECK(selected_names(dir, {"include=^app::", "exclude=tiny|twice"}) ==
+        Names{"app::big_leaf", "app::Widget::check"});
+}
+
+TEST_CASE("include-file= and exclude-file= select by source file or directory", "[plugin][select]") {
+  std::string dir = work_dir("select_file");
+  const Names header = {"hdr::header_leaf", "hdr::header_caller"};
+  CHECK(selected_names(dir, {"exclude-file=selection\\.h$"}) == without(kAllSelectable, header));
+  CHECK(selected_names(dir, {"include-file=selection\\.h$"}) == header);
+  // Paths are absolute, so a directory pattern works for every file below it.
+  CHECK(selected_names(dir, {"exclude-file=/examples/plugin/"}).empty());
+  CHECK(selected_names(dir, {"include-file=^/"}) == kAllSelectable);
+  // File and name rules combine.
+  CHECK(selected_names(dir, {"include-file=selection\\.cc$", "include=^app::Widget"}) ==
+        Names{"app::Widget::check"});
+}
+
+TEST_CASE("min-size= skips only leaf functions below the threshold", "[plugin][select]") {
+  std::string dir = work_dir("select_size");
+  // The two-statement leaves are tiny_leaf, header_leaf and the two twice<> instances.
+  const Names tiny = {"app::tiny_leaf", "hdr::header_leaf", "app::twice<int>", "app::twice<double>"};
+  CHECK(selected_names(dir, {"min-size=0"}) == kAllSelectable);
+  CHECK(selected_names(dir, {"min-size=2"}) == kAllSelectable);
+  CHECK(selected_names(dir, {"min-size=3"}) == without(kAllSelectable, tiny));
+  // big_leaf is a leaf, just a bigger one; tiny_caller stays however small, since it makes a call
+  // and skipping it would reparent its callee in the tree.
+  Names big = without(kAllSelectable, tiny);
+  big.erase("app::big_leaf");
+  CHECK(selected_names(dir, {"min-size=100"}) == big);
+  CHECK(big.count("app::tiny_caller"));
+}
+
+TEST_CASE("selection does not depend on the optimisation level", "[plugin][select]") {
+  // The statement count is taken before lowering, so a function's fate is the same at every -O.
+  std::string dir = work_dir("select_levels");
+  Names o0 = selected_names(dir, {"min-size=3", "exclude=helper"}, "-O0");
+  CHECK(selected_names(dir, {"min-size=3", "exclude=helper"}, "-O2") == o0);
+  CHECK(selected_names(dir, {"min-size=3", "exclude=helper"}, "-O3") == o0);
+}
+
+TEST_CASE("list= writes name, absolute file:line and symbol, appending", "[plugin][select][list]") {
+  std::string dir = work_dir("list_format");
+  std::string list = dir + "/list.txt";
+  // Compile through a relative path: the list still names the file absolutely and normalised.
+  std::filesystem::path src = std::filesystem::path(example("selection.cc"));
+  std::string rel = "../" + src.parent_path().filename().string() + "/./" + src.filename().string();
+  std::string cmd = "cd " + sh_quote(src.parent_path().string()) + " && " + HCCT_CXX + " -O2 -c " +
+                    sh_quote(rel) + " -o " + sh_quote(dir + "/a.o") + " " + plugin_flags({"list=" + list});
+  RunResult r = run(cmd);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  r = run(cmd);  // a second compile appends
+  REQUIRE(r.status == 0);
+  std::vector<ListEntry> entries = read_list(list);
+  CHECK(entries.size() == 2 * kAllSelectable.size());
+  std::string canonical = std::filesystem::canonical(src).string();
+  bool found_tiny = false, found_header = false;
+  for (const ListEntry &e : entries) {
+    if (e.name == "app::tiny_leaf") {
+      found_tiny = true;
+      CHECK(e.file == canonical);
+      CHECK(e.line == 9);
+      CHECK(e.symbol == "_ZN3app9tiny_leafEi");
+    }
+    if (e.name == "hdr::header_leaf") {
+      found_header = true;
+      CHECK(e.file == src.parent_path().string() + "/selection.h");
+      CHECK(e.symbol == "_ZN3hdr11header_leafEi");
+    }
+    if (e.name == "main")
+      CHECK(e.symbol == "main");
+  }
+  CHECK(found_tiny);
+  CHECK(found_header);
+}
+
+TEST_CASE("list= stays line-intact under parallel compiles", "[plugin][select][list]") {
+  std::string dir = work_dir("list_parallel");
+  std::string list = dir + "/list.txt";
+  const int jobs = 8;
+  std::string cmd;
+  for (int i = 0; i < jobs; ++i)
+    cmd += std::string(HCCT_CXX) + " -O0 -c " + sh_quote(example("selection.cc")) + " -o " +
+           sh_quote(dir + "/o" + std::to_string(i) + ".o") + " " + plugin_flags({"list=" + list}) +
+           " & ";
+  cmd += "wait";
+  RunResult r = run(cmd);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::vector<ListEntry> entries = read_list(list);  // fails on any torn line
+  CHECK(entries.size() == jobs * kAllSelectable.size());
+  CHECK(list_names(entries) == kAllSelectable);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Argument validation: gcc accepts any -fplugin-arg-*; the plugin must refuse what it cannot honour.
+
+namespace {
+
+void expect_compile_error(const std::vector<std::string> &args, const std::string &message) {
+  std::string dir = work_dir("bad_args");
+  RunResult r = run(std::string(HCCT_CC) + " -O0 -c " + sh_quote(example("cct_lib.c")) + " -o " +
+                    sh_quote(dir + "/x.o") + " " + plugin_flags(args));
+  INFO("args: " << args.front() << "\noutput: " << r.output);
+  CHECK(r.status != 0);
+  CHECK(r.output.find("error") != std::string::npos);
+  CHECK(r.output.find(message) != std::string::npos);
+  CHECK(!std::filesystem::exists(dir + "/x.o"));
+}
+
+} // namespace
+
+TEST_CASE("bad plugin arguments are compile errors", "[plugin][args]") {
+  expect_compile_error({"incldue=foo"}, "unknown option '-fplugin-arg-hcct_plugin-incldue'");
+  expect_compile_error({"verbose"}, "unknown option");
+  expect_compile_error({"include=("}, "invalid regular expression");
+  expect_compile_error({"exclude=a{2,1}"}, "invalid regular expression");
+  expect_compile_error({"exclude-file=[z-a]"}, "invalid regular expression");
+  expect_compile_error({"include-file=*+"}, "invalid regular expression");
+  expect_compile_error({"include"}, "needs a regular expression");
+  expect_compile_error({"exclude="}, "needs a regular expression");
+  expect_compile_error({"min-size=abc"}, "expected a non-negative decimal number");
+  expect_compile_error({"min-size=-1"}, "expected a non-negative decimal number");
+  expect_compile_error({"min-size=12abc"}, "expected a non-negative decimal number");
+  expect_compile_error({"min-size= 3"}, "expected a non-negative decimal number");
+  expect_compile_error({"min-size"}, "expected a non-negative decimal number");
+  expect_compile_error({"min-size=99999999999999999999999"}, "expected a non-negative decimal number");
+  expect_compile_error({"list=/nonexistent-dir/list.txt"}, "cannot open");
+  expect_compile_error({"list"}, "needs a file name");
+  std::string dir = work_dir("bad_args_list");
+  expect_compile_error({"list=" + dir + "/a", "list=" + dir + "/b"}, "given twice");
+}
+
+TEST_CASE("good arguments compile cleanly", "[plugin][args]") {
+  std::string dir = work_dir("good_args");
+  RunResult r = run(std::string(HCCT_CC) + " -O2 -Wall -Werror -c " + sh_quote(example("cct_lib.c")) +
+                    " -o " + sh_quote(dir + "/x.o") + " " +
+                    plugin_flags({"include=.", "exclude=^$", "include-file=.", "exclude-file=^$",
+                                  "min-size=4", "list=" + dir + "/l.txt"}));
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.empty());
+}
+
+// ----------------------------------------------------------------------------------------------
+// Builds under -fchecking and probe behaviour at run time.
+
+namespace {
+
+struct Built {
+  std::string dir, lib, c_exe, cxx_exe;
+};
+
+// Builds the end-to-end examples with the plugin: cct_lib.c as a -fPIC shared library, cct_main.c and
+// cct_main.cc as (PIE) executables using it. -fchecking makes gcc verify its IL after every pass.
+Built build_examples(const std::string &name, const std::string &opt,
+                     const std::vector<std::string> &args = {}) {
+  Built b;
+  b.dir = work_dir(name);
+  b.lib = b.dir + "/libcct_lib.so";
+  b.c_exe = b.dir + "/cct_c";
+  b.cxx_exe = b.dir + "/cct_cxx";
+  std::string common = opt + " -g -fchecking -Wall -Werror " + plugin_flags(args);
+  std::string link = " -I" + sh_quote(HCCT_PLUGIN_EXAMPLES) + " -L" + sh_quote(b.dir) +
+                     " -lcct_lib -Wl,-rpath," + sh_quote(b.dir);
+  for (const std::string &cmd :
+       {std::string(HCCT_CC) + " " + common + " -fPIC -shared " + sh_quote(example("cct_lib.c")) +
+            " -o " + sh_quote(b.lib),
+        std::string(HCCT_CC) + " " + common + " " + sh_quote(example("cct_main.c")) + link + " -o " +
+            sh_quote(b.c_exe),
+        std::string(HCCT_CXX) + " " + common + " " + sh_quote(example("cct_main.cc")) + link +
+            " -o " + sh_quote(b.cxx_exe)}) {
+    RunResult r = run(cmd);
+    INFO(cmd << "\n" << r.output);
+    REQUIRE(r.status == 0);
+    CHECK(r.output.empty());  // no diagnostics, -fchecking ones included
+  }
+  return b;
+}
+
+const char *kCOutput = "4394\n";
+const char *kCxxOutput = "287.0 637 16\n";
+
+// Runs `exe` under the trace runtime and returns its report, per function by demangled name.
+Trace traced_run(const std::string &exe, const char *expected_output,
+                 const std::string &env = "") {
+  std::string out = exe + ".trace";
+  RunResult r = run("env " + env + " HCCT_TRACE_OUT=" + sh_quote(out) +
+                    " LD_PRELOAD=" + sh_quote(HCCT_TRACE_RUNTIME) + " " + sh_quote(exe));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output == expected_output);
+  Trace t = read_trace(out);
+  Trace demangled = t;
+  demangled.calls.clear();
+  for (const auto &[name, n] : t.calls) {
+    int status = 0;
+    char *d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+    demangled.calls[status == 0 && d ? d : name] += n;
+    std::free(d);
+  }
+  return demangled;
+}
+
+void check_balanced(const Trace &t) {
+  CHECK(t.totals.at("enters") > 0);
+  CHECK(t.totals.at("exits") == t.totals.at("enters"));
+  CHECK(t.totals.at("mismatches") == 0);
+  CHECK(t.totals.at("open") == 0);
+  CHECK(t.totals.at("bad_sites") == 0);
+  CHECK(t.totals.at("overflow") == 0);
+}
+
+unsigned long calls(const Trace &t, const std::string &fn) {
+  auto it = t.calls.find(fn);
+  return it == t.calls.end() ? 0 : it->second;
+}
+
+void check_c_counts(const Trace &t) {
+  check_balanced(t);
+  CHECK(calls(t, "main") == 1);
+  CHECK(calls(t, "apply") == 10);
+  CHECK(calls(t, "square") == 25);  // 5 through apply, 20 as lib_each's callback
+  CHECK(calls(t, "cube") == 5);
+  CHECK(calls(t, "fib") == 1973);  // 2 * F(16) - 1
+  CHECK(calls(t, "lib_sum") == 1);
+  CHECK(calls(t, "lib_step") == 100);
+  CHECK(calls(t, "lib_each") == 1);
+  CHECK(calls(t, "quiet") == 1);
+  CHECK(calls(t, "hidden") == 0);  // no_instrument_function
+  CHECK(calls(t, "leaf_under_hidden") == 3);
+  CHECK(t.totals.at("enters") == 2120);  // nothing else is instrumented
+}
+
+void check_cxx_counts(const Trace &t) {
+  check_balanced(t);
+  CHECK(calls(t, "main") == 1);
+  CHECK(calls(t, "run_shapes(Shape* const*, int)") == 1);
+  CHECK(calls(t, "Circle::area() const") == 6);
+  CHECK(calls(t, "Square::area() const") == 3);
+  CHECK(calls(t, "Square::side() const") == 6);
+  CHECK(calls(t, "int sum_twice<int>(int)") == 1);
+  CHECK(calls(t, "double sum_twice<double>(int)") == 1);
+  CHECK(calls(t, "int twice<int>(int)") == 5);
+  CHECK(calls(t, "double twice<double>(double)") == 5);
+  CHECK(calls(t, "main::{lambda(int)#1}::operator()(int) const") == 7);
+  CHECK(calls(t, "is_even(unsigned int)") == 5);
+  CHECK(calls(t, "is_odd(unsigned int)") == 5);
+  CHECK(calls(t, "descend(int, int*)") == 16);
+  CHECK(calls(t, "fail(int)") == 4);
+  CHECK(calls(t, "Guard::~Guard()") == 16);  // all run by the unwinder: every round throws
+  CHECK(calls(t, "scaled(int)") == 12);
+  CHECK(calls(t, "lib_sum") == 1);
+  CHECK(calls(t, "lib_step") == 50);
+  CHECK(calls(t, "lib_each") == 1);
+  // Implicit (artificial) special members are instrumented as with -finstrument-functions.
+  CHECK(calls(t, "Circle::Circle(double)") == 6);
+  CHECK(calls(t, "Shape::Shape()") == 9);
+}
+
+} // namespace
+
+TEST_CASE("examples build under -fchecking and run correctly without any runtime", "[plugin][build]") {
+  for (const char *opt : {"-O0", "-O2", "-O3"}) {
+    INFO(opt);
+    Built b = build_examples(std::string("nort") + opt, opt);
+    // The probes reference the runtime weakly: no libhcct, no link error, no crash.
+    for (const std::string &file : {b.lib, b.c_exe, b.cxx_exe}) {
+      RunResult nm = run("nm -D " + sh_quote(file));
+      INFO(file << ":\n" << nm.output);
+      for (const char *sym : {"__hcct_gate", "__hcct_enter", "__hcct_exit"}) {
+        CHECK(nm.output.find(std::string("w ") + sym + "\n") != std::string::npos);
+        CHECK(nm.output.find(std::string("U ") + sym + "\n") == std::string::npos);
+      }
+    }
+    RunResult r = run(sh_quote(b.c_exe));
+    CHECK(r.status == 0);
+    CHECK(r.output == kCOutput);
+    r = run(sh_quote(b.cxx_exe));
+    CHECK(r.status == 0);
+    CHECK(r.output == kCxxOutput);
+  }
+}
+
+TEST_CASE("probes pair up exactly, exceptions included, at every level", "[plugin][build][trace]") {
+  for (const char *opt : {"-O0", "-O2", "-O3"}) {
+    INFO(opt);
+    Built b = build_examples(std::string("trace") + opt, opt);
+    SECTION(std::string("C ") + opt) { check_c_counts(traced_run(b.c_exe, kCOutput)); }
+    SECTION(std::string("C++ ") + opt) { check_cxx_counts(traced_run(b.cxx_exe, kCxxOutput)); }
+  }
+}
+
+TEST_CASE("a closed gate keeps every probe out of the runtime", "[plugin][build][trace]") {
+  Built b = build_examples("gate_closed", "-O2");
+  for (const std::string &exe : {b.c_exe, b.cxx_exe}) {
+    Trace t = traced_run(exe, exe == b.c_exe ? kCOutput : kCxxOutput, "HCCT_TRACE_GATE=0");
+    CHECK(t.totals.at("enters") == 0);
+    CHECK(t.totals.at("exits") == 0);
+  }
+}
+
+TEST_CASE("selection options change what the runtime sees", "[plugin][build][trace]") {
+  Built b = build_examples("select_trace", "-O2", {"exclude=^(fib|cube)$", "min-size=3"});
+  Trace t = traced_run(b.c_exe, kCOutput);
+  check_balanced(t);
+  CHECK(calls(t, "fib") == 0);
+  CHECK(calls(t, "cube") == 0);
+  // square (2 statements) and lib_step are tiny leaves; apply and lib_sum make calls.
+  CHECK(calls(t, "square") == 0);
+  CHECK(calls(t, "lib_step") == 0);
+  CHECK(calls(t, "apply") == 10);
+  CHECK(calls(t, "lib_sum") == 1);
+  CHECK(calls(t, "main") == 1);
+}

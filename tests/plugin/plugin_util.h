@@ -1,0 +1,59 @@
+// Helpers shared by the GCC plugin tests: running compilers and programs, reading the plugin's
+// instrumented-function list and the trace runtime's report, and mapping addresses to symbols.
+#ifndef HCCT_TESTS_PLUGIN_PLUGIN_UTIL_H
+#define HCCT_TESTS_PLUGIN_PLUGIN_UTIL_H
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace plugintest {
+
+struct RunResult {
+  int status = -1;  // exit status, or 128 + signal
+  std::string output;  // stdout and stderr, interleaved
+};
+
+// Runs `cmd` with /bin/sh, capturing its output.
+RunResult run(const std::string &cmd);
+
+// Quotes `s` for /bin/sh.
+std::string sh_quote(const std::string &s);
+
+// A fresh, empty directory for one test (under the build tree), named after `name`.
+std::string work_dir(const std::string &name);
+
+std::string read_file(const std::string &path);
+std::vector<std::string> split_lines(const std::string &text);
+
+// `-fplugin=<hcct_plugin.so>` followed by `-fplugin-arg-hcct_plugin-K=V` for each argument.
+std::string plugin_flags(const std::vector<std::string> &args = {});
+
+// Paths of the example sources.
+std::string example(const std::string &file);
+
+// One line of a list=FILE output: name<TAB>file:line<TAB>symbol.
+struct ListEntry {
+  std::string name, file, symbol;
+  int line = 0;
+};
+std::vector<ListEntry> read_list(const std::string &path);
+std::set<std::string> list_names(const std::vector<ListEntry> &entries);
+
+// Compiles the selection example to an object with the given plugin arguments and returns the
+// names the plugin listed. Fails the current test if the compile fails.
+std::set<std::string> selected_names(const std::string &dir, const std::vector<std::string> &args,
+                                     const std::string &opt = "-O0");
+
+// The trace runtime's report (tests/plugin/trace_runtime.c).
+struct Trace {
+  std::map<std::string, unsigned long> totals;  // enters, exits, mismatches, bad_sites, open
+  std::map<std::string, unsigned long> calls;   // entries per function symbol name
+};
+// Reads a report, naming functions through `nm` on each module.
+Trace read_trace(const std::string &path);
+
+} // namespace plugintest
+
+#endif
