@@ -2,12 +2,13 @@
 //
 // Inserts a probe at the entry and at every exit of each selected function:
 //
-//   if (&__hcct_gate != 0 && __hcct_gate != 0)      // weak undefined: may be absent
+//   gate = &__hcct_gate ? &__hcct_gate : &__hcct_gate_closed;   // weak undefined: may be absent
+//   if (*gate)                                                    // volatile byte
 //     __hcct_enter(&this_fn, __builtin_return_address(0));
 //   try {
 //     <original body>
 //   } finally {
-//     if (&__hcct_gate != 0 && __hcct_gate != 0)
+//     if (*gate)
 //       __hcct_exit(&this_fn);
 //   }
 //
@@ -51,6 +52,7 @@
 #include "diagnostic-core.h"
 #include "ggc.h"
 #include "varasm.h"
+#include "cgraph.h"
 
 // gcc loads only plugins that declare themselves GPL-compatible.
 int plugin_is_GPL_compatible;
@@ -352,14 +354,16 @@ void write_list_line(tree fd, const std::string &name, const std::string &file) 
 // Probes
 // ---------------------------------------------------------------------------------------------------
 
-// The runtime's symbols, built once per translation unit. They live across passes, so they are
-// registered as GC roots.
+// The runtime's symbols and the unit's closed-gate byte, built once per translation unit. They live
+// across passes, so they are registered as GC roots.
 tree gate_decl;
+tree closed_decl;
 tree enter_decl;
 tree exit_decl;
 
 const ggc_root_tab gc_roots[] = {
     {&gate_decl, 1, sizeof(gate_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    {&closed_decl, 1, sizeof(closed_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     {&enter_decl, 1, sizeof(enter_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     {&exit_decl, 1, sizeof(exit_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     LAST_GGC_ROOT_TAB};
@@ -385,11 +389,13 @@ tree build_probe_fn(const char *name, tree type) {
   // Never throws: a cleanup that may throw would need its own EH region.
   TREE_NOTHROW(decl) = 1;
   // `cold` makes gcc predict the call not taken and move it out of line (to f.cold at -O2), so the
-  // hot path keeps just the two tests. Not `leaf`: the runtime may call an allocator defined in the
-  // very unit being compiled.
+  // hot path keeps just the test. Not `leaf`: the runtime may call an allocator defined in the very
+  // unit being compiled.
   DECL_ATTRIBUTES(decl) = tree_cons(get_identifier("cold"), NULL_TREE, DECL_ATTRIBUTES(decl));
   return decl;
 }
+
+tree gate_type() { return build_qualified_type(unsigned_char_type_node, TYPE_QUAL_VOLATILE); }
 
 void build_runtime_decls() {
   if (gate_decl)
@@ -397,11 +403,27 @@ void build_runtime_decls() {
   // extern volatile unsigned char __hcct_gate __attribute__((weak));
   // Volatile: the runtime turns the gate on and off from other threads; each probe must test it
   // anew rather than reuse a value loaded by an earlier (inlined) probe.
-  tree gate_type = build_qualified_type(unsigned_char_type_node, TYPE_QUAL_VOLATILE);
-  gate_decl = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier("__hcct_gate"), gate_type);
+  gate_decl = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier("__hcct_gate"), gate_type());
   make_weak_extern(gate_decl);
   TREE_THIS_VOLATILE(gate_decl) = 1;
   TREE_SIDE_EFFECTS(gate_decl) = 1;
+  TREE_ADDRESSABLE(gate_decl) = 1;
+
+  // static volatile unsigned char __hcct_gate_closed;  -- always 0
+  // What the probes read instead of the gate when the runtime is absent, so that both "off" states
+  // (no runtime; runtime with a closed gate) run the same straight-line code: one select (cmov) and
+  // one byte test, no taken branch. See "The gate" in docs/GCC-PLUGIN.md for the measurements.
+  closed_decl =
+      build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier("__hcct_gate_closed"), gate_type());
+  TREE_STATIC(closed_decl) = 1;
+  TREE_PUBLIC(closed_decl) = 0;
+  TREE_THIS_VOLATILE(closed_decl) = 1;
+  TREE_SIDE_EFFECTS(closed_decl) = 1;
+  TREE_ADDRESSABLE(closed_decl) = 1;
+  TREE_USED(closed_decl) = 1;
+  DECL_ARTIFICIAL(closed_decl) = 1;
+  DECL_IGNORED_P(closed_decl) = 1;
+  varpool_node::finalize_decl(closed_decl);
 
   enter_decl = build_probe_fn(
       "__hcct_enter",
@@ -410,23 +432,41 @@ void build_runtime_decls() {
       build_probe_fn("__hcct_exit", build_function_type_list(void_type_node, ptr_type_node, NULL_TREE));
 }
 
-// Appends `if (&__hcct_gate != 0 && __hcct_gate != 0) { <then_seq> }` to *seq, in the label/goto
-// form structured GIMPLE uses before "lower".
+// Appends to *seq, in the label/goto form structured GIMPLE uses before "lower":
+//
+//   p = &__hcct_gate;
+//   if (p == 0) p = &__hcct_gate_closed;    -- becomes a cmov at -O1 and above
+//   v = *p;                                  -- volatile
+//   if (v != 0) { <then_seq> }
+//
+// The entry and the exit probe each compute p; gcc shares the non-volatile part between them.
 void append_gated(gimple_seq *seq, gimple_seq then_seq, location_t loc) {
+  tree ptr_type = build_pointer_type(gate_type());
+  tree p = create_tmp_var(ptr_type, "hcct_gate_p");
+  tree l_absent = create_artificial_label(loc);
   tree l_test = create_artificial_label(loc);
   tree l_call = create_artificial_label(loc);
   tree l_done = create_artificial_label(loc);
 
   // &__hcct_gate of a weak declaration is not known to be nonzero, so gcc keeps this test (and folds
   // it away only if this unit defines the gate).
-  gimple *g = gimple_build_cond(NE_EXPR, build_fold_addr_expr(gate_decl), null_pointer_node, l_test,
-                                l_done);
+  gimple *g = gimple_build_assign(p, build_fold_addr_expr_with_type(gate_decl, ptr_type));
+  gimple_set_location(g, loc);
+  gimple_seq_add_stmt(seq, g);
+  g = gimple_build_cond(EQ_EXPR, p, build_int_cst(ptr_type, 0), l_absent, l_test);
+  gimple_set_location(g, loc);
+  gimple_seq_add_stmt(seq, g);
+  gimple_seq_add_stmt(seq, gimple_build_label(l_absent));
+  g = gimple_build_assign(p, build_fold_addr_expr_with_type(closed_decl, ptr_type));
   gimple_set_location(g, loc);
   gimple_seq_add_stmt(seq, g);
   gimple_seq_add_stmt(seq, gimple_build_label(l_test));
 
+  tree mem = build2(MEM_REF, gate_type(), p, build_int_cst(ptr_type, 0));
+  TREE_THIS_VOLATILE(mem) = 1;
+  TREE_SIDE_EFFECTS(mem) = 1;
   tree value = create_tmp_var(unsigned_char_type_node, "hcct_gate");
-  g = gimple_build_assign(value, gate_decl);
+  g = gimple_build_assign(value, mem);
   gimple_set_location(g, loc);
   gimple_seq_add_stmt(seq, g);
   g = gimple_build_cond(NE_EXPR, value, build_zero_cst(unsigned_char_type_node), l_call, l_done);
