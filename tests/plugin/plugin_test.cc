@@ -375,3 +375,37 @@ TEST_CASE("selection options change what the runtime sees", "[plugin][build][tra
   CHECK(calls(t, "lib_sum") == 1);
   CHECK(calls(t, "main") == 1);
 }
+
+TEST_CASE("the gate compiles to a GOT load, a cmov and one byte test", "[plugin][codegen]") {
+  // The hot path of someone else's program: check the shape documented in docs/GCC-PLUGIN.md.
+  std::string dir = work_dir("codegen");
+  std::string src = dir + "/f.c";
+  {
+    FILE *f = fopen(src.c_str(), "w");
+    REQUIRE(f);
+    fputs("extern int g(int);\nint f(int x) { return g(x) + 1; }\n", f);
+    fclose(f);
+  }
+  RunResult r = run(std::string(HCCT_CC) + " -O2 -fPIC -fchecking -S -o - " + sh_quote(src) + " " +
+                    plugin_flags());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  size_t begin = r.output.find("\nf:\n");
+  size_t end = r.output.find(".size\tf, .-f");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  std::string body = r.output.substr(begin, end - begin);
+  auto count = [&](const std::string &needle) {
+    size_t n = 0;
+    for (size_t at = body.find(needle); at != std::string::npos; at = body.find(needle, at + 1))
+      ++n;
+    return n;
+  };
+  CHECK(count("__hcct_gate@GOTPCREL(%rip)") == 1);  // one GOT load, shared by both probes
+  CHECK(count("__hcct_gate_closed(%rip)") == 1);
+  CHECK(count("cmov") == 1);  // no branch on the gate's address
+  CHECK(count("call\t__hcct_enter@PLT") == 1);
+  CHECK(count("call\t__hcct_exit@PLT") == 1);
+  // The exit call is cold: gcc moves it out of the function's hot text.
+  CHECK(body.find("f.cold") < body.find("call\t__hcct_exit@PLT"));
+}
