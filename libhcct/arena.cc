@@ -1,0 +1,93 @@
+#include "arena.h"
+
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace hcct::rt {
+
+namespace {
+size_t g_limit = size_t(4096) << 20;
+size_t g_used = 0;  // atomically updated
+
+constexpr size_t kPage = 4096;
+constexpr size_t kMaxChunk = size_t(2) << 20;
+
+HCCT_NOINST size_t round_to_pages(size_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
+}  // namespace
+
+HCCT_NOINST void *map_pages(size_t bytes) {
+  void *p = mmap(nullptr, round_to_pages(bytes), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+HCCT_NOINST void unmap_pages(void *p, size_t bytes) {
+  if (p) munmap(p, round_to_pages(bytes));
+}
+
+HCCT_NOINST void *remap_pages(void *p, size_t old_bytes, size_t new_bytes) {
+  void *q = mremap(p, round_to_pages(old_bytes), round_to_pages(new_bytes), MREMAP_MAYMOVE);
+  return q == MAP_FAILED ? nullptr : q;
+}
+
+HCCT_NOINST void set_tree_memory_limit(size_t bytes) { g_limit = bytes; }
+
+HCCT_NOINST void reset_tree_memory_accounting() { __atomic_store_n(&g_used, 0, __ATOMIC_RELAXED); }
+
+HCCT_NOINST void report_memory_exhausted() {
+  static bool said = false;
+  if (__atomic_exchange_n(&said, true, __ATOMIC_RELAXED)) return;
+  char msg[256];
+  int n = snprintf(msg, sizeof msg,
+                   "hcct: tree memory reached max_mb=%zu MiB; calls into new contexts are no longer "
+                   "recorded (counted as lost). Raise max_mb or use mode=hcct.\n",
+                   g_limit >> 20);
+  if (n > 0) (void)!write(2, msg, size_t(n) < sizeof msg ? size_t(n) : sizeof msg - 1);
+}
+
+HCCT_NOINST bool charge_tree_memory(size_t bytes) {
+  size_t now = __atomic_add_fetch(&g_used, bytes, __ATOMIC_RELAXED);
+  if (now <= g_limit) return true;
+  __atomic_sub_fetch(&g_used, bytes, __ATOMIC_RELAXED);
+  return false;
+}
+
+HCCT_NOINST void refund_tree_memory(size_t bytes) {
+  __atomic_sub_fetch(&g_used, bytes, __ATOMIC_RELAXED);
+}
+
+HCCT_NOINST void *Arena::allocate_slow(size_t bytes) {
+  size_t size = next_size_;
+  while (size < bytes + sizeof(Chunk)) size *= 2;
+  if (!charge_tree_memory(size)) return nullptr;
+  void *mem = map_pages(size);
+  if (!mem) {
+    refund_tree_memory(size);
+    return nullptr;
+  }
+  if (next_size_ < kMaxChunk) next_size_ *= 2;
+  auto *chunk = static_cast<Chunk *>(mem);
+  chunk->next = chunks_;
+  chunk->size = size;
+  chunks_ = chunk;
+  mapped_ += size;
+  cursor_ = static_cast<char *>(mem) + ((sizeof(Chunk) + 15) & ~size_t(15));
+  end_ = static_cast<char *>(mem) + size;
+  void *p = cursor_;
+  cursor_ += bytes;
+  return p;
+}
+
+HCCT_NOINST void Arena::release() {
+  for (Chunk *c = chunks_; c;) {
+    Chunk *next = c->next;
+    size_t size = c->size;
+    unmap_pages(c, size);
+    refund_tree_memory(size);
+    c = next;
+  }
+  *this = Arena{};
+}
+
+}  // namespace hcct::rt

@@ -1,0 +1,55 @@
+// Memory for the runtime's own data, straight from mmap: never the program's malloc, and released
+// wholesale when a thread's profile is gone.
+#ifndef HCCT_RT_ARENA_H
+#define HCCT_RT_ARENA_H
+
+#include "common.h"
+
+namespace hcct::rt {
+
+// Maps `bytes` (rounded up to pages) of zeroed memory; null on failure.
+void *map_pages(size_t bytes);
+void unmap_pages(void *p, size_t bytes);
+// Grows a mapping made by map_pages, possibly moving it; null on failure (the old one stays valid).
+void *remap_pages(void *p, size_t old_bytes, size_t new_bytes);
+
+// Process-wide budget for tree memory (option max_mb), charged per chunk, never per call.
+bool charge_tree_memory(size_t bytes);
+void refund_tree_memory(size_t bytes);
+void set_tree_memory_limit(size_t bytes);
+void reset_tree_memory_accounting();
+// Says once per process on stderr that the max_mb budget is used up.
+void report_memory_exhausted();
+
+// Bump allocator over a list of mmap'd chunks that double in size, so a thread that makes a few
+// calls costs a few pages while a large tree costs few mappings.
+class Arena {
+ public:
+  // Returns null when the memory budget or the kernel says no.
+  HCCT_NOINST void *allocate(size_t bytes) {
+    bytes = (bytes + 15) & ~size_t(15);
+    if (HCCT_UNLIKELY(size_t(end_ - cursor_) < bytes)) return allocate_slow(bytes);
+    void *p = cursor_;
+    cursor_ += bytes;
+    return p;
+  }
+  void release();
+  size_t bytes_mapped() const { return mapped_; }
+
+ private:
+  struct Chunk {
+    Chunk *next;
+    size_t size;
+  };
+  void *allocate_slow(size_t bytes);
+
+  Chunk *chunks_ = nullptr;
+  char *cursor_ = nullptr;
+  char *end_ = nullptr;
+  size_t mapped_ = 0;
+  size_t next_size_ = 16 * 1024;
+};
+
+}  // namespace hcct::rt
+
+#endif

@@ -1,0 +1,430 @@
+#include "dump.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hcct/format.h"
+
+namespace hcct::rt {
+
+namespace fmt = hcct::format;
+
+// ---------------------------------------------------------------------------------------------
+// ByteBuffer
+
+HCCT_NOINST ByteBuffer::~ByteBuffer() { unmap_pages(data_, capacity_); }
+
+HCCT_NOINST bool ByteBuffer::append(const void *data, size_t n) {
+  if (!ok_) return false;
+  if (size_ + n > capacity_) {
+    size_t want = capacity_ ? capacity_ : 64 * 1024;
+    while (want < size_ + n) want *= 2;
+    void *p = data_ ? remap_pages(data_, capacity_, want) : map_pages(want);
+    if (!p) return ok_ = false;
+    data_ = static_cast<unsigned char *>(p);
+    capacity_ = want;
+  }
+  memcpy(data_ + size_, data, n);
+  size_ += n;
+  return true;
+}
+
+HCCT_NOINST bool ByteBuffer::append_varint(uint64_t v) {
+  unsigned char tmp[fmt::kMaxVarintBytes];
+  return append(tmp, fmt::encode_varint(v, tmp));
+}
+
+HCCT_NOINST bool ByteBuffer::append_pair(const char *key, const char *value) {
+  return append(key, strlen(key) + 1) && append(value, strlen(value) + 1);
+}
+
+HCCT_NOINST bool ByteBuffer::append_pair(const char *key, uint64_t value) {
+  char text[24];
+  snprintf(text, sizeof text, "%llu", static_cast<unsigned long long>(value));
+  return append_pair(key, text);
+}
+
+HCCT_NOINST bool ByteBuffer::append_pair_double(const char *key, double value) {
+  char text[40];
+  snprintf(text, sizeof text, "%.17g", value);
+  return append_pair(key, text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// DumpFile
+
+HCCT_NOINST void DumpFile::begin_section(uint32_t tag) {
+  section_start_ = payload_.size();
+  payload_.append_u32(tag);
+  payload_.append_u32(0);
+  payload_.append_u64(0);  // patched by end_section
+}
+
+HCCT_NOINST void DumpFile::end_section() {
+  if (!payload_.ok()) return;
+  uint64_t length = payload_.size() - section_start_ - 16;
+  memcpy(payload_.data() + section_start_ + 8, &length, 8);
+  ++sections_;
+}
+
+namespace {
+
+HCCT_NOINST bool write_all(int fd, const void *data, size_t n) {
+  const char *p = static_cast<const char *>(data);
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+HCCT_NOINST int DumpFile::commit(const char *dir, int pid, uint32_t seq) {
+  if (!payload_.ok()) return ENOMEM;
+  char final_path[kMaxPath + 64], tmp_path[kMaxPath + 64];
+  snprintf(final_path, sizeof final_path, "%s/%d.%u%s", dir, pid, seq, fmt::kFileSuffix);
+  snprintf(tmp_path, sizeof tmp_path, "%s/.%d.%u%s.tmp", dir, pid, seq, fmt::kFileSuffix);
+
+  unsigned char header[fmt::kHeaderSize];
+  memcpy(header, fmt::kMagic, 8);
+  uint32_t version = fmt::kVersion;
+  uint64_t payload_size = payload_.size();
+  fmt::Fnv1a64 hash;
+  hash.update(payload_.data(), payload_.size());
+  memcpy(header + 8, &version, 4);
+  memcpy(header + 12, &sections_, 4);
+  memcpy(header + 16, &payload_size, 8);
+  memcpy(header + 24, &hash.state, 8);
+
+  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  bool ok = write_all(fd, header, sizeof header) && write_all(fd, payload_.data(), payload_.size());
+  int err = ok ? 0 : errno;
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && rename(tmp_path, final_path) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) unlink(tmp_path);
+  return ok ? 0 : (err ? err : EIO);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Module map
+
+namespace {
+
+constexpr size_t kMaxBuildId = 64;
+
+struct Module {
+  uint64_t bias, lo, hi;
+  char path[kMaxPath];
+  uint8_t build_id_size;
+  unsigned char build_id[kMaxBuildId];
+};
+
+// Modules seen before a dlclose, kept for the rest of the run (mmap'd array, grows by remap).
+Module *g_unloaded = nullptr;
+size_t g_unloaded_count = 0;
+size_t g_unloaded_capacity = 0;
+int g_unloaded_lock = 0;
+
+HCCT_NOINST void lock(int *l) {
+  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+HCCT_NOINST void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+HCCT_NOINST void read_build_id(const dl_phdr_info *info, Module *m) {
+  m->build_id_size = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char *p = reinterpret_cast<const char *>(info->dlpi_addr + ph.p_vaddr);
+    const char *end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto *note = reinterpret_cast<const ElfW(Nhdr) *>(p);
+      const char *name = p + sizeof(ElfW(Nhdr));
+      const char *desc = name + ((note->n_namesz + 3) & ~3u);
+      const char *next = desc + ((note->n_descsz + 3) & ~3u);
+      if (next > end || next <= p) break;
+      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+          note->n_descsz <= kMaxBuildId) {
+        memcpy(m->build_id, desc, note->n_descsz);
+        m->build_id_size = uint8_t(note->n_descsz);
+        return;
+      }
+      p = next;
+    }
+  }
+}
+
+HCCT_NOINST bool describe(const dl_phdr_info *info, Module *m) {
+  m->bias = info->dlpi_addr;
+  m->lo = ~uint64_t(0);
+  m->hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (lo < m->lo) m->lo = lo;
+    if (lo + ph.p_memsz > m->hi) m->hi = lo + ph.p_memsz;
+  }
+  if (m->lo >= m->hi) return false;
+  const char *name = info->dlpi_name;
+  if (!name || !*name) {
+    // The main program: its real path, so the symbolizer finds it from any directory.
+    ssize_t n = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
+    m->path[n > 0 ? n : 0] = 0;
+  } else {
+    snprintf(m->path, sizeof m->path, "%s", name);
+  }
+  read_build_id(info, m);
+  return true;
+}
+
+HCCT_NOINST bool append_module(ByteBuffer &out, const Module &m) {
+  size_t len = strlen(m.path);
+  return out.append_u64(m.bias) && out.append_u64(m.lo) && out.append_u64(m.hi) &&
+         out.append_u16(uint16_t(len)) && out.append(m.path, len) &&
+         out.append_u8(m.build_id_size) && out.append(m.build_id, m.build_id_size);
+}
+
+struct ModuleWalk {
+  ByteBuffer *out;
+  uint32_t count;
+  Module scratch;
+};
+
+HCCT_NOINST int emit_loaded(dl_phdr_info *info, size_t, void *arg) {
+  auto *walk = static_cast<ModuleWalk *>(arg);
+  if (describe(info, &walk->scratch) && append_module(*walk->out, walk->scratch)) ++walk->count;
+  return 0;
+}
+
+HCCT_NOINST int remember_loaded(dl_phdr_info *info, size_t, void *arg) {
+  Module *m = static_cast<Module *>(arg);
+  if (!describe(info, m)) return 0;
+  for (size_t i = 0; i < g_unloaded_count; ++i)
+    if (g_unloaded[i].lo == m->lo && strcmp(g_unloaded[i].path, m->path) == 0) return 0;
+  if (g_unloaded_count == g_unloaded_capacity) {
+    size_t want = g_unloaded_capacity ? 2 * g_unloaded_capacity : 16;
+    void *p = g_unloaded ? remap_pages(g_unloaded, g_unloaded_capacity * sizeof(Module),
+                                       want * sizeof(Module))
+                         : map_pages(want * sizeof(Module));
+    if (!p) return 1;
+    g_unloaded = static_cast<Module *>(p);
+    g_unloaded_capacity = want;
+  }
+  g_unloaded[g_unloaded_count++] = *m;
+  return 0;
+}
+
+struct LoadedCheck {
+  const Module *m;
+  bool found;
+  Module scratch;
+};
+
+HCCT_NOINST int find_loaded(dl_phdr_info *info, size_t, void *arg) {
+  auto *check = static_cast<LoadedCheck *>(arg);
+  if (describe(info, &check->scratch) && check->scratch.lo == check->m->lo &&
+      strcmp(check->scratch.path, check->m->path) == 0) {
+    check->found = true;
+    return 1;
+  }
+  return 0;
+}
+
+HCCT_NOINST bool write_modules(DumpFile &file) {
+  ByteBuffer &out = file.body();
+  file.begin_section(fmt::kTagModules);
+  size_t count_at = out.size();
+  out.append_u32(0);
+  ModuleWalk walk{&out, 0, {}};
+  dl_iterate_phdr(emit_loaded, &walk);
+  lock(&g_unloaded_lock);
+  for (size_t i = 0; i < g_unloaded_count; ++i) {
+    LoadedCheck check{&g_unloaded[i], false, {}};
+    dl_iterate_phdr(find_loaded, &check);
+    if (!check.found && append_module(out, g_unloaded[i])) ++walk.count;
+  }
+  unlock(&g_unloaded_lock);
+  if (!out.ok()) return false;
+  memcpy(out.data() + count_at, &walk.count, 4);
+  file.end_section();
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tree, in preorder. Iterative (trees may be a million levels deep); the preorder index of
+// each ancestor on the current branch is kept in an mmap'd array.
+
+class IndexStack {
+ public:
+  ~IndexStack() { unmap_pages(data_, capacity_ * sizeof(uint64_t)); }
+  HCCT_NOINST bool set(size_t depth, uint64_t value) {
+    if (depth >= capacity_) {
+      size_t want = capacity_ ? 2 * capacity_ : 1024;
+      while (want <= depth) want *= 2;
+      void *p = data_ ? remap_pages(data_, capacity_ * sizeof(uint64_t), want * sizeof(uint64_t))
+                      : map_pages(want * sizeof(uint64_t));
+      if (!p) return false;
+      data_ = static_cast<uint64_t *>(p);
+      capacity_ = want;
+    }
+    data_[depth] = value;
+    return true;
+  }
+  uint64_t get(size_t depth) const { return data_[depth]; }
+
+ private:
+  uint64_t *data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+constexpr uintptr_t kOnPathMark = 2;  // spare low bit of Node::parent_bits, set only while dumping
+
+HCCT_NOINST void mark_path(const ThreadProfile &profile, bool on) {
+  for (size_t i = 1; i <= profile.depth(); ++i) {
+    Node *n = profile.frames()[i].node;
+    if (n->parent() == nullptr) continue;  // the sink
+    n->parent_bits = on ? (n->parent_bits | kOnPathMark) : (n->parent_bits & ~kOnPathMark);
+  }
+}
+
+HCCT_NOINST bool write_tree(DumpFile &file, const ThreadProfile &profile, uint64_t *nodes,
+                            uint64_t *max_depth) {
+  ByteBuffer &out = file.body();
+  file.begin_section(fmt::kTagTree);
+  out.append_varint(profile.live_nodes() + 1);
+  const Node *root = profile.root();
+  IndexStack path;
+  uint64_t index = 0;
+  size_t depth = 0, deepest = 0;
+  // Root: delta 0, routine 0, site 0, count 0, flags: on the path (the root always is).
+  out.append_varint(0);
+  out.append_varint(0);
+  out.append_varint(0);
+  out.append_varint(0);
+  out.append_u8(fmt::kNodeOnPath);
+  if (!path.set(0, 0)) return false;
+  const Node *node = root;
+  for (;;) {
+    if (node->first_child) {
+      node = node->first_child;
+      ++depth;
+    } else {
+      while (node != root && !node->next_sibling) {
+        node = node->parent();
+        --depth;
+      }
+      if (node == root) break;
+      node = node->next_sibling;
+    }
+    ++index;
+    if (depth > deepest) deepest = depth;
+    if (!path.set(depth, index)) return false;
+    uint8_t flags = 0;
+    if (profile.mode() == Mode::kHcct && node->monitored()) flags |= fmt::kNodeMonitored;
+    if (node->parent_bits & kOnPathMark) flags |= fmt::kNodeOnPath;
+    out.append_varint(index - path.get(depth - 1));
+    out.append_varint(node->routine);
+    out.append_varint(node->call_site);
+    out.append_varint(profile.mode() == Mode::kHcct && !node->monitored() ? 0 : node->count);
+    out.append_u8(flags);
+  }
+  if (!out.ok() || index != profile.live_nodes()) return false;
+  file.end_section();
+  *nodes = index + 1;
+  *max_depth = deepest;
+  return true;
+}
+
+HCCT_NOINST void append_cmdline(ByteBuffer &out) {
+  char buf[8192];
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  if (n <= 0) n = 0;
+  while (n > 0 && buf[n - 1] == 0) --n;
+  for (ssize_t i = 0; i < n; ++i)
+    if (buf[i] == 0) buf[i] = fmt::kArgSeparator;
+  buf[n] = 0;
+  out.append_pair("cmdline", buf);
+}
+
+}  // namespace
+
+HCCT_NOINST void remember_modules_before_unload() {
+  Module scratch;
+  lock(&g_unloaded_lock);
+  dl_iterate_phdr(remember_loaded, &scratch);
+  unlock(&g_unloaded_lock);
+}
+
+HCCT_NOINST uint64_t wall_clock_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &profile,
+                                        const ThreadMeta &meta) {
+  uint64_t nodes = 0, max_depth = 0;
+  mark_path(profile, true);
+  bool tree_ok = write_tree(file, profile, &nodes, &max_depth);
+  mark_path(profile, false);
+  if (!tree_ok) return false;
+
+  ByteBuffer &out = file.body();
+  file.begin_section(fmt::kTagMeta);
+  out.append_pair("runtime", "hcct " HCCT_VERSION);
+  out.append_pair("pid", uint64_t(meta.pid));
+  out.append_pair("ppid", uint64_t(meta.ppid));
+  out.append_pair("thread_seq", meta.seq);
+  out.append_pair("tid", uint64_t(meta.tid));
+  out.append_pair("status", meta.live_at_exit ? "live-at-exit" : "exited");
+  out.append_pair("mode", mode_name(profile.mode()));
+  out.append_pair("key", profile.key() == KeyBy::kSite ? "site" : "routine");
+  if (profile.mode() == Mode::kHcct) {
+    out.append_pair_double("epsilon", profile.epsilon());
+    out.append_pair("counters", profile.counters());
+    out.append_pair("min_count", profile.min_count());
+  }
+  out.append_pair("calls", profile.calls());
+  out.append_pair("dropped", meta.dropped);
+  out.append_pair("lost", profile.lost_events());
+  out.append_pair("unmatched_exits", profile.unmatched_exits());
+  out.append_pair("max_depth", max_depth);
+  out.append_pair("tree_bytes", profile.tree_bytes());
+  out.append_pair("nodes_peak", profile.peak_nodes() + 1);
+  char exe[kMaxPath];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  out.append_pair("exe", exe);
+  append_cmdline(out);
+  out.append_pair("start_ns", meta.start_ns);
+  out.append_pair("end_ns", wall_clock_ns());
+  file.end_section();
+
+  return write_modules(file) && out.ok();
+}
+
+}  // namespace hcct::rt

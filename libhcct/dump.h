@@ -1,0 +1,70 @@
+// Writes one thread's profile file (docs/FORMAT.md), atomically: a temporary file renamed into place.
+#ifndef HCCT_RT_DUMP_H
+#define HCCT_RT_DUMP_H
+
+#include "profile.h"
+
+namespace hcct::rt {
+
+// A growable byte buffer on mmap'd memory (never the program's malloc).
+class ByteBuffer {
+ public:
+  ~ByteBuffer();
+  bool append(const void *data, size_t n);
+  bool append_varint(uint64_t v);
+  bool append_u8(uint8_t v) { return append(&v, 1); }
+  bool append_u16(uint16_t v) { return append(&v, 2); }
+  bool append_u32(uint32_t v) { return append(&v, 4); }
+  bool append_u64(uint64_t v) { return append(&v, 8); }
+  // META helpers: `key NUL value NUL`.
+  bool append_pair(const char *key, const char *value);
+  bool append_pair(const char *key, uint64_t value);
+  bool append_pair_double(const char *key, double value);
+  unsigned char *data() { return data_; }
+  size_t size() const { return size_; }
+  bool ok() const { return ok_; }
+
+ private:
+  unsigned char *data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+  bool ok_ = true;
+};
+
+// Assembles sections and writes the file. Other components (kpath) add their own sections.
+class DumpFile {
+ public:
+  // Starts a section; its length is patched by end_section.
+  void begin_section(uint32_t tag);
+  void end_section();
+  ByteBuffer &body() { return payload_; }
+  // Writes <dir>/<pid>.<seq>.hcct via a dot-named temporary. Returns 0 or an errno value.
+  int commit(const char *dir, int pid, uint32_t seq);
+
+ private:
+  ByteBuffer payload_;
+  size_t section_start_ = 0;
+  uint32_t sections_ = 0;
+};
+
+struct ThreadMeta {
+  int pid;
+  int ppid;
+  int tid;
+  uint32_t seq;
+  bool live_at_exit;
+  uint64_t dropped;
+  uint64_t start_ns;
+};
+
+// Appends the META, MODS and CCT sections for `profile`.
+bool write_profile_sections(DumpFile &file, const ThreadProfile &profile, const ThreadMeta &meta);
+
+// Remembers the module map before a dlclose so unloaded libraries still symbolize.
+void remember_modules_before_unload();
+
+uint64_t wall_clock_ns();
+
+}  // namespace hcct::rt
+
+#endif

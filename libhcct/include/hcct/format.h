@@ -1,0 +1,78 @@
+// The dump format's constants and primitive encodings (docs/FORMAT.md).
+// Shared by the runtime's writer and the offline readers/writers, so it depends on nothing but
+// <stdint.h>/<stddef.h> and never allocates.
+#ifndef HCCT_FORMAT_H
+#define HCCT_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace hcct::format {
+
+inline constexpr char kMagic[8] = {'H', 'C', 'C', 'T', 'D', 'U', 'M', 'P'};
+inline constexpr uint32_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 32;
+inline constexpr size_t kMaxVarintBytes = 10;
+inline constexpr const char *kFileSuffix = ".hcct";
+
+constexpr uint32_t tag(char a, char b, char c, char d) {
+  return uint32_t(uint8_t(a)) | uint32_t(uint8_t(b)) << 8 | uint32_t(uint8_t(c)) << 16 |
+         uint32_t(uint8_t(d)) << 24;
+}
+inline constexpr uint32_t kTagMeta = tag('M', 'E', 'T', 'A');
+inline constexpr uint32_t kTagModules = tag('M', 'O', 'D', 'S');
+inline constexpr uint32_t kTagTree = tag('C', 'C', 'T', ' ');
+
+// Node flag bits in the CCT section.
+inline constexpr uint8_t kNodeMonitored = 1u << 0;
+inline constexpr uint8_t kNodeOnPath = 1u << 1;
+inline constexpr uint8_t kNodeKnownFlags = kNodeMonitored | kNodeOnPath;
+
+// Separator between arguments in META's cmdline value.
+inline constexpr char kArgSeparator = '\x1f';
+
+struct Fnv1a64 {
+  uint64_t state = 0xcbf29ce484222325ull;
+  __attribute__((no_instrument_function)) void update(const void *data, size_t n) {
+    const unsigned char *p = static_cast<const unsigned char *>(data);
+    uint64_t h = state;
+    for (size_t i = 0; i < n; ++i) {
+      h ^= p[i];
+      h *= 0x100000001b3ull;
+    }
+    state = h;
+  }
+};
+
+// Writes `v` as unsigned LEB128 into `out` (at least kMaxVarintBytes long); returns bytes written.
+__attribute__((no_instrument_function)) inline size_t encode_varint(uint64_t v, unsigned char *out) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    out[n++] = static_cast<unsigned char>(v | 0x80);
+    v >>= 7;
+  }
+  out[n++] = static_cast<unsigned char>(v);
+  return n;
+}
+
+// Decodes one varint from [p, end). Returns bytes consumed, or 0 if truncated, longer than
+// kMaxVarintBytes, or carrying bits beyond 64.
+__attribute__((no_instrument_function)) inline size_t decode_varint(const unsigned char *p,
+                                                                    const unsigned char *end,
+                                                                    uint64_t *value) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < kMaxVarintBytes && p + i < end; ++i) {
+    uint64_t byte = p[i];
+    if (i == kMaxVarintBytes - 1 && byte > 1) return 0;  // would overflow 64 bits
+    v |= (byte & 0x7f) << (7 * i);
+    if (!(byte & 0x80)) {
+      *value = v;
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace hcct::format
+
+#endif

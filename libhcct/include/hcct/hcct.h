@@ -1,0 +1,21 @@
+// The libhcct runtime's public interface (docs/RUNTIME-ABI.md).
+#ifndef HCCT_HCCT_H
+#define HCCT_HCCT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Nonzero while compiler probes must call into the runtime: 1 = mode empty, 2 = profiling.
+extern unsigned char __hcct_gate;
+
+void __cyg_profile_func_enter(void *fn, void *call_site) __attribute__((no_instrument_function));
+void __cyg_profile_func_exit(void *fn, void *call_site) __attribute__((no_instrument_function));
+void __hcct_enter(void *fn, void *call_site) __attribute__((no_instrument_function));
+void __hcct_exit(void *fn) __attribute__((no_instrument_function));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

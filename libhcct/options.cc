@@ -1,0 +1,115 @@
+#include "options.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+namespace hcct::rt {
+
+namespace {
+
+struct Token {
+  const char *begin;
+  size_t size;
+  HCCT_NOINST bool is(const char *word) const {
+    return strlen(word) == size && memcmp(begin, word, size) == 0;
+  }
+};
+
+HCCT_NOINST bool parse_u64(Token t, uint64_t *out) {
+  if (t.size == 0 || t.size > 19) return false;
+  uint64_t v = 0;
+  for (size_t i = 0; i < t.size; ++i) {
+    if (t.begin[i] < '0' || t.begin[i] > '9') return false;
+    v = v * 10 + uint64_t(t.begin[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+HCCT_NOINST bool parse_double(Token t, double *out) {
+  char buf[64];
+  if (t.size == 0 || t.size >= sizeof buf) return false;
+  memcpy(buf, t.begin, t.size);
+  buf[t.size] = 0;
+  char *end = nullptr;
+  double v = strtod(buf, &end);
+  if (end != buf + t.size || !(v == v)) return false;
+  *out = v;
+  return true;
+}
+
+HCCT_NOINST bool fail(char *error, size_t size, const char *fmt, Token key, Token value) {
+  snprintf(error, size, fmt, int(key.size), key.begin, int(value.size), value.begin);
+  return false;
+}
+
+}  // namespace
+
+const char *mode_name(Mode m) {
+  switch (m) {
+    case Mode::kOff: return "off";
+    case Mode::kEmpty: return "empty";
+    case Mode::kCct: return "cct";
+    case Mode::kHcct: return "hcct";
+  }
+  return "?";
+}
+
+HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t error_size) {
+  *o = Options{};
+  if (!text) return true;
+  const char *p = text;
+  while (*p) {
+    const char *end = strchr(p, ':');
+    if (!end) end = p + strlen(p);
+    if (end == p) {  // tolerate empty items ("a=b::c=d", trailing ':')
+      p = *end ? end + 1 : end;
+      continue;
+    }
+    const char *eq = static_cast<const char *>(memchr(p, '=', size_t(end - p)));
+    if (!eq) {
+      Token item{p, size_t(end - p)};
+      return fail(error, error_size, "option '%.*s%.*s' has no value (expected key=value)", item,
+                  Token{"", 0});
+    }
+    Token key{p, size_t(eq - p)};
+    Token value{eq + 1, size_t(end - eq - 1)};
+    if (key.is("mode")) {
+      if (value.is("off")) o->mode = Mode::kOff;
+      else if (value.is("empty")) o->mode = Mode::kEmpty;
+      else if (value.is("cct")) o->mode = Mode::kCct;
+      else if (value.is("hcct")) o->mode = Mode::kHcct;
+      else return fail(error, error_size, "%.*s='%.*s' is not one of off, empty, cct, hcct", key, value);
+    } else if (key.is("key")) {
+      if (value.is("site")) o->key = KeyBy::kSite;
+      else if (value.is("routine")) o->key = KeyBy::kRoutine;
+      else return fail(error, error_size, "%.*s='%.*s' is not one of site, routine", key, value);
+    } else if (key.is("epsilon")) {
+      // Below 1e-7 the counter array alone would exceed a gigabyte per thread.
+      if (!parse_double(value, &o->epsilon) || !(o->epsilon >= 1e-7 && o->epsilon < 1))
+        return fail(error, error_size, "%.*s='%.*s' must be a number in [1e-7, 1)", key, value);
+    } else if (key.is("max_mb")) {
+      if (!parse_u64(value, &o->max_mb) || o->max_mb == 0 || o->max_mb > (uint64_t(1) << 30))
+        return fail(error, error_size, "%.*s='%.*s' must be a whole number of MiB, at least 1", key,
+                    value);
+    } else if (key.is("verbose")) {
+      if (value.is("1")) o->verbose = true;
+      else if (value.is("0")) o->verbose = false;
+      else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
+    } else if (key.is("out")) {
+      if (value.size == 0 || value.size >= kMaxPath)
+        return fail(error, error_size, "%.*s='%.*s' must be a directory path", key, value);
+      memcpy(o->out, value.begin, value.size);
+      o->out[value.size] = 0;
+    } else {
+      return fail(error, error_size,
+                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, verbose)", key,
+                  Token{"", 0});
+    }
+    p = *end ? end + 1 : end;
+  }
+  return true;
+}
+
+}  // namespace hcct::rt

@@ -1,0 +1,31 @@
+// Run-time configuration from HCCT_OPTIONS (sanitizer style: `key=value:key=value`).
+#ifndef HCCT_RT_OPTIONS_H
+#define HCCT_RT_OPTIONS_H
+
+#include "common.h"
+
+namespace hcct::rt {
+
+enum class Mode : uint8_t { kOff, kEmpty, kCct, kHcct };
+enum class KeyBy : uint8_t { kSite, kRoutine };
+
+inline constexpr size_t kMaxPath = 4096;
+
+struct Options {
+  Mode mode = Mode::kHcct;
+  KeyBy key = KeyBy::kSite;
+  double epsilon = 2e-5;           // thesis defaults: phi = 1e-4, epsilon = phi / 5
+  uint64_t max_mb = 4096;          // cap on tree memory for the whole process
+  bool verbose = false;
+  char out[kMaxPath] = "hcct.data";  // made absolute at start-up
+};
+
+// Parses `text` (may be null: defaults). On error writes one message into `error` (NUL-terminated,
+// at most `error_size` bytes) and returns false; `out` is then unspecified.
+bool parse_options(const char *text, Options *out, char *error, size_t error_size);
+
+const char *mode_name(Mode m);
+
+}  // namespace hcct::rt
+
+#endif

@@ -1,0 +1,208 @@
+#include "profile.h"
+
+#include <math.h>
+
+namespace hcct::rt {
+
+namespace {
+constexpr size_t kInitialFrames = 4096;
+}
+
+HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
+  mode_ = config.mode;
+  key_ = config.key;
+  epsilon_ = config.epsilon;
+  stack_lo_ = config.stack_lo;
+  stack_size_ = config.stack_size;
+  root_ = Node{};
+  frames_ = static_cast<Frame *>(map_pages(kInitialFrames * sizeof(Frame)));
+  if (!frames_) return false;
+  frames_end_ = frames_ + kInitialFrames;
+  top_ = frames_;
+  top_->node = &root_;
+  top_->sp = kForeignStack;  // the root is never popped
+  if (mode_ == Mode::kHcct) {
+    double want = ceil(1.0 / epsilon_);
+    capacity_ = want > 1e9 ? 1000000000u : uint32_t(want);
+    if (capacity_ < 1) capacity_ = 1;
+    if (!charge_tree_memory(capacity_ * sizeof(Node *))) {
+      destroy();
+      return false;
+    }
+    slots_ = static_cast<Node **>(map_pages(capacity_ * sizeof(Node *)));
+    if (!slots_) {
+      refund_tree_memory(capacity_ * sizeof(Node *));
+      destroy();
+      return false;
+    }
+  }
+  return true;
+}
+
+HCCT_NOINST void ThreadProfile::destroy() {
+  if (frames_) unmap_pages(frames_, size_t(frames_end_ - frames_) * sizeof(Frame));
+  if (slots_) {
+    unmap_pages(slots_, capacity_ * sizeof(Node *));
+    refund_tree_memory(capacity_ * sizeof(Node *));
+  }
+  arena_.release();
+  *this = ThreadProfile{};
+}
+
+HCCT_NOINST Frame *ThreadProfile::pop_stale(Frame *top, uintptr_t sp) {
+  Node *left = top->node;
+  while (top->sp < sp) --top;  // the root's sp is kForeignStack: the loop stops there
+  if (mode_ == Mode::kHcct && left != top->node) prune(left, top->node);
+  return top;
+}
+
+HCCT_NOINST Node *ThreadProfile::new_node(Node *parent, uintptr_t fn, uintptr_t site) {
+  Node *node = free_nodes_;
+  if (node) {
+    free_nodes_ = node->next_sibling;
+  } else {
+    node = static_cast<Node *>(arena_.allocate(sizeof(Node)));
+    if (HCCT_UNLIKELY(!node)) {
+      report_memory_exhausted();
+      return &sink_;
+    }
+  }
+  node->routine = fn;
+  node->call_site = site;
+  node->parent_bits = reinterpret_cast<uintptr_t>(parent);
+  node->first_child = nullptr;
+  node->count = 0;
+  // Linked last, so a reader that follows child links never sees a half-made node.
+  node->next_sibling = parent->first_child;
+  compiler_fence();
+  parent->first_child = node;
+  if (++live_nodes_ > peak_nodes_) peak_nodes_ = live_nodes_;
+  return node;
+}
+
+// Linear scan with move-to-front: the thesis measured 2-3 siblings scanned on average, and moving
+// the hit to the front makes the next call from the same loop a first-child hit.
+HCCT_NOINST Node *ThreadProfile::find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site) {
+  if (parent == &sink_) return &sink_;
+  Node *prev = parent->first_child;
+  if (prev) {
+    for (Node *node = prev->next_sibling; node; prev = node, node = node->next_sibling) {
+      if (node->routine == fn && node->call_site == site) {
+        prev->next_sibling = node->next_sibling;
+        node->next_sibling = parent->first_child;
+        parent->first_child = node;
+        return node;
+      }
+    }
+  }
+  return new_node(parent, fn, site);
+}
+
+// Space-Saving update for a context that is not monitored (thesis §3.1.3): take a free counter,
+// else replace the minimum one, whose context then leaves M and is pruned if it is a leaf.
+HCCT_NOINST void ThreadProfile::monitor(Node *node) {
+  node->set_monitored(true);
+  if (size_ < capacity_) {
+    slots_[size_++] = node;
+    node->count = 1;
+    return;
+  }
+  uint32_t i = find_min();
+  Node *victim = slots_[i];
+  slots_[i] = node;
+  node->count = min_ + 1;
+  victim->set_monitored(false);
+  victim->count = 0;
+  prune(victim, node);
+}
+
+// Thesis Algorithm 2. Counters never decrease, so a counter equal to min_ can only lie at or after
+// min_idx_; when none is left, a full rescan finds the new minimum and its *first* position, so the
+// victim is always a true minimum (the original implementation could evict one a little above it).
+HCCT_NOINST uint32_t ThreadProfile::find_min() {
+  uint32_t i = min_idx_;
+  while (i < size_ && slots_[i]->count != min_) ++i;
+  if (i == size_) {
+    uint64_t m = slots_[0]->count;
+    i = 0;
+    for (uint32_t j = 1; j < size_; ++j) {
+      if (slots_[j]->count < m) {
+        m = slots_[j]->count;
+        i = j;
+      }
+    }
+    min_ = m;
+  }
+  min_idx_ = i;
+  return i;
+}
+
+HCCT_NOINST uint64_t ThreadProfile::min_count() const {
+  if (size_ < capacity_ || size_ == 0) return 0;
+  uint64_t m = slots_[0]->count;
+  for (uint32_t j = 1; j < size_; ++j)
+    if (slots_[j]->count < m) m = slots_[j]->count;
+  return m;
+}
+
+// Thesis Algorithm 1, and the same walk when the cursor leaves a context: remove an unmonitored
+// leaf and then every unmonitored ancestor it leaves childless, never the cursor or the root. This
+// keeps the MCCT exactly the minimal subtree spanning M and the current calling path.
+HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
+  while (node != cursor && node != &root_ && !node->first_child && !node->monitored()) {
+    Node *parent = node->parent();
+    unlink(node);
+    node->next_sibling = free_nodes_;
+    free_nodes_ = node;
+    --live_nodes_;
+    node = parent;
+  }
+}
+
+HCCT_NOINST void ThreadProfile::unlink(Node *node) {
+  Node *parent = node->parent();
+  if (parent->first_child == node) {
+    parent->first_child = node->next_sibling;
+    return;
+  }
+  Node *prev = parent->first_child;
+  while (prev->next_sibling != node) prev = prev->next_sibling;
+  prev->next_sibling = node->next_sibling;
+}
+
+HCCT_NOINST Frame *ThreadProfile::grow_frames(Frame *top) {
+  size_t old_count = size_t(frames_end_ - frames_);
+  size_t index = size_t(top - frames_);
+  auto *moved = static_cast<Frame *>(
+      remap_pages(frames_, old_count * sizeof(Frame), 2 * old_count * sizeof(Frame)));
+  if (!moved) {
+    report_memory_exhausted();
+    top_ = frames_ + index - 1;  // the frame cannot be kept; its exit will be ignored
+    return nullptr;
+  }
+  frames_ = moved;
+  frames_end_ = moved + 2 * old_count;
+  return moved + index;
+}
+
+HCCT_NOINST void ThreadProfile::restart_from_current_path() {
+  Arena old_arena = arena_;
+  arena_ = Arena{};
+  root_.first_child = nullptr;
+  free_nodes_ = nullptr;
+  live_nodes_ = peak_nodes_ = 0;
+  size_ = 0;
+  min_ = 0;
+  min_idx_ = 0;
+  calls_ = unmatched_exits_ = 0;
+  sink_.count = 0;
+  Node *parent = &root_;
+  for (Frame *f = frames_ + 1; f <= top_; ++f) {
+    Node *node = f->node == &sink_ ? &sink_ : find_or_add_child(parent, f->node->routine, f->node->call_site);
+    f->node = node;
+    parent = node;
+  }
+  old_arena.release();
+}
+
+}  // namespace hcct::rt

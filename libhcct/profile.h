@@ -1,0 +1,179 @@
+// One thread's calling-context profile: the exact CCT or the MCCT of the (phi, epsilon)-HCCT
+// (thesis §3.1.3), driven by enter/exit events. Deterministic and free of threads, TLS and system
+// calls other than mmap, so unit tests drive it directly with chosen stack pointers.
+#ifndef HCCT_RT_PROFILE_H
+#define HCCT_RT_PROFILE_H
+
+#include "arena.h"
+#include "options.h"
+
+namespace hcct::rt {
+
+// A calling context. The monitored flag of Space-Saving is packed into the low bit of `parent_bits`
+// (nodes are 16-byte aligned), as in the thesis, so an MCCT node costs no more than a CCT node.
+struct Node {
+  uintptr_t routine;
+  uintptr_t call_site;
+  uintptr_t parent_bits;
+  Node *first_child;
+  Node *next_sibling;
+  uint64_t count;
+
+  HCCT_NOINST Node *parent() const { return reinterpret_cast<Node *>(parent_bits & ~uintptr_t(3)); }
+  HCCT_NOINST bool monitored() const { return parent_bits & 1; }
+  HCCT_NOINST void set_monitored(bool on) {
+    parent_bits = (parent_bits & ~uintptr_t(1)) | uintptr_t(on);
+  }
+};
+
+// A shadow-stack frame: the context entered and the stack pointer (the probe's CFA) at entry, which
+// tells at any later event whether the machine frame still exists.
+struct Frame {
+  Node *node;
+  uintptr_t sp;
+};
+
+// Stack-pointer tag of frames on a stack other than the thread's own (sigaltstack, coroutines):
+// never popped by the stack-pointer rule, only by their own exits.
+inline constexpr uintptr_t kForeignStack = ~uintptr_t(0);
+
+struct ProfileConfig {
+  Mode mode = Mode::kCct;
+  KeyBy key = KeyBy::kSite;
+  double epsilon = 2e-5;
+  // The thread's stack: frames whose sp lies outside [stack_lo, stack_lo + stack_size) are foreign.
+  uintptr_t stack_lo = 0;
+  uintptr_t stack_size = ~uintptr_t(0);
+};
+
+class ThreadProfile {
+ public:
+  // Maps the initial memory. False if the kernel or the memory budget refuses.
+  bool init(const ProfileConfig &config);
+  void destroy();
+
+  HCCT_NOINST void enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+    Frame *top = top_;
+    if (HCCT_LIKELY(sp - stack_lo_ < stack_size_)) {
+      // Frames below the new frame's stack pointer were left without an exit probe. Equal stack
+      // pointers are live: probes of inlined callees run in their caller's machine frame.
+      if (HCCT_UNLIKELY(top->sp < sp)) top = pop_stale(top, sp);
+    } else {
+      sp = kForeignStack;
+    }
+    if (key_ == KeyBy::kRoutine) site = 0;
+    Node *parent = top->node;
+    Node *node = parent->first_child;
+    if (HCCT_UNLIKELY(!node || node->routine != fn || node->call_site != site)) {
+      node = find_or_add_child(parent, fn, site);  // the sink when memory is exhausted
+    }
+    ++calls_;
+    if (mode_ == Mode::kCct) {
+      ++node->count;
+    } else if (!node->monitored()) {
+      monitor(node);
+    } else {
+      ++node->count;
+    }
+    if (HCCT_UNLIKELY(++top == frames_end_)) {
+      top = grow_frames(top);
+      if (!top) return;
+    }
+    top->node = node;
+    top->sp = sp;
+    top_ = top;
+  }
+
+  HCCT_NOINST void exit(uintptr_t fn, uintptr_t sp) {
+    Frame *top = top_;
+    Node *left = top->node;
+    if (HCCT_LIKELY(sp - stack_lo_ < stack_size_) && HCCT_UNLIKELY(top->sp < sp))
+      top = pop_stale(top, sp);
+    if (HCCT_LIKELY(top->node->routine == fn && top != frames_)) {
+      --top;
+    } else if (top->node == &sink_) {
+      --top;
+    } else {
+      ++unmatched_exits_;
+    }
+    top_ = top;
+    if (mode_ == Mode::kHcct && left != top->node) prune(left, top->node);
+  }
+
+  // Pops every frame whose machine frame lies below `sp`: called when control is known to have
+  // moved to the frame at `sp` without exit probes (longjmp target, catch handler).
+  void unwind_to(uintptr_t sp) {
+    if (sp - stack_lo_ < stack_size_ && top_->sp < sp) top_ = pop_stale(top_, sp);
+  }
+
+  // Rebuilds the calling path in a fresh tree without counting it, then drops the old tree: the
+  // profile starts over from the current context (used after fork).
+  void restart_from_current_path();
+
+  // Accessors for the dump writer and tests.
+  const Node *root() const { return &root_; }
+  Node *cursor() const { return top_->node; }
+  size_t depth() const { return size_t(top_ - frames_); }
+  const Frame *frames() const { return frames_; }
+  // Enter events counted into the tree (N) and those lost because tree memory ran out.
+  uint64_t calls() const { return calls_ - sink_.count; }
+  uint64_t lost_events() const { return sink_.count; }
+  uint64_t unmatched_exits() const { return unmatched_exits_; }
+  size_t live_nodes() const { return live_nodes_; }
+  size_t peak_nodes() const { return peak_nodes_; }
+  size_t tree_bytes() const { return arena_.bytes_mapped(); }
+  Mode mode() const { return mode_; }
+  KeyBy key() const { return key_; }
+  double epsilon() const { return epsilon_; }
+  uint32_t counters() const { return capacity_; }
+  uint32_t monitored_count() const { return size_; }
+  // Smallest monitored counter: the error bound of every estimate (0 until all counters are used).
+  uint64_t min_count() const;
+  bool out_of_memory() const { return sink_.count != 0; }
+  // Space-Saving's counter array, for tests.
+  Node *const *slots() const { return slots_; }
+
+ private:
+  Frame *pop_stale(Frame *top, uintptr_t sp);
+  Node *find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site);
+  Node *new_node(Node *parent, uintptr_t fn, uintptr_t site);
+  void monitor(Node *node);
+  uint32_t find_min();
+  void prune(Node *node, Node *cursor);
+  void unlink(Node *node);
+  Frame *grow_frames(Frame *top);
+
+  Node root_{};
+  // Absorbs every call made while tree memory is exhausted, so that later calls are not attributed
+  // to a wrong context; its frames pop on any exit. Never in the tree; flagged monitored so that
+  // Space-Saving only counts it.
+  Node sink_{0, 0, 1, nullptr, nullptr, 0};
+  Frame *frames_ = nullptr;
+  Frame *top_ = nullptr;
+  Frame *frames_end_ = nullptr;
+  uintptr_t stack_lo_ = 0;
+  uintptr_t stack_size_ = ~uintptr_t(0);
+  Mode mode_ = Mode::kCct;
+  KeyBy key_ = KeyBy::kSite;
+  double epsilon_ = 0;
+
+  Arena arena_;
+  Node *free_nodes_ = nullptr;
+  size_t live_nodes_ = 0;
+  size_t peak_nodes_ = 0;
+
+  // Lazy Space-Saving (thesis Algorithm 2): counters live in the nodes; slots_ is the unordered
+  // array M; min_/min_idx_ are the lazily maintained minimum and its first position.
+  Node **slots_ = nullptr;
+  uint32_t capacity_ = 0;
+  uint32_t size_ = 0;
+  uint64_t min_ = 0;
+  uint32_t min_idx_ = 0;
+
+  uint64_t calls_ = 0;
+  uint64_t unmatched_exits_ = 0;
+};
+
+}  // namespace hcct::rt
+
+#endif

@@ -1,0 +1,357 @@
+// The runtime proper: the exported probes, per-thread state, thread start/exit, fork, dlclose and
+// the final dump. See docs/RUNTIME.md for the design and docs/RUNTIME-ABI.md for the contract.
+#include <dlfcn.h>
+#include <new>
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dump.h"
+#include "hcct/hcct.h"
+#include "interpose.h"
+#include "profile.h"
+#include "thread.h"
+
+using namespace hcct::rt;
+
+// 0: no events; 1: events reach the runtime, which returns at once (mode=empty, the instrumentation
+// floor); 2: profiling.
+extern "C" __attribute__((visibility("default"))) unsigned char __hcct_gate;
+unsigned char __hcct_gate = 0;
+
+namespace {
+
+
+
+Options g_options;
+char g_out_dir[kMaxPath];
+pthread_key_t g_thread_key;
+bool g_have_membarrier = false;
+bool g_finished = false;
+
+int g_registry_lock = 0;
+ThreadState *g_threads = nullptr;
+uint32_t g_next_seq = 0;
+int g_dumps_in_flight = 0;
+
+
+HCCT_NOINST void lock_registry() {
+  while (__atomic_exchange_n(&g_registry_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+HCCT_NOINST void unlock_registry() { __atomic_store_n(&g_registry_lock, 0, __ATOMIC_RELEASE); }
+
+HCCT_NOINST void say(const char *fmt, const char *a, const char *b) {
+  char msg[kMaxPath + 512];
+  int n = snprintf(msg, sizeof msg, fmt, a, b);
+  if (n > 0) (void)!write(2, msg, size_t(n) < sizeof msg ? size_t(n) : sizeof msg - 1);
+}
+
+HCCT_NOINST int current_tid() { return int(syscall(SYS_gettid)); }
+
+// The calling thread's stack, so that frames on other stacks (sigaltstack, coroutines) are
+// recognised. Unknown bounds make every address "own stack".
+HCCT_NOINST void own_stack(uintptr_t *lo, uintptr_t *size) {
+  *lo = 0;
+  *size = ~uintptr_t(0);
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void *addr = nullptr;
+  size_t bytes = 0;
+  if (pthread_attr_getstack(&attr, &addr, &bytes) == 0 && bytes) {
+    *lo = reinterpret_cast<uintptr_t>(addr);
+    *size = bytes;
+  }
+  pthread_attr_destroy(&attr);
+}
+
+}  // namespace
+
+namespace hcct::rt {
+
+// Marks a thread whose profile is finished (or could not start): every later event returns at once.
+ThreadState g_inert = [] {
+  ThreadState s{};
+  s.busy = 1;
+  return s;
+}();
+
+__thread ThreadState *t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+HCCT_NOINST ThreadState *attach_thread() {
+  // Events during set-up (an instrumented allocator, a signal) are dropped, not recursed into.
+  t_state = &g_inert;
+  void *mem = map_pages(sizeof(ThreadState));
+  if (!mem) return nullptr;
+  auto *s = new (mem) ThreadState{};
+  ProfileConfig config;
+  config.mode = g_options.mode;
+  config.key = g_options.key;
+  config.epsilon = g_options.epsilon;
+  own_stack(&config.stack_lo, &config.stack_size);
+  if (!s->profile.init(config)) {
+    unmap_pages(s, sizeof(ThreadState));
+    report_memory_exhausted();
+    return nullptr;
+  }
+  s->tid = current_tid();
+  s->start_ns = wall_clock_ns();
+  lock_registry();
+  s->seq = g_next_seq++;
+  s->next = g_threads;
+  g_threads = s;
+  unlock_registry();
+  pthread_setspecific(g_thread_key, s);  // its destructor writes the file at thread exit
+  t_state = s;
+  return s;
+}
+
+}  // namespace hcct::rt
+
+namespace {
+
+HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit) {
+  DumpFile file;
+  ThreadMeta meta{getpid(), getppid(), s->tid, s->seq, live_at_exit, s->dropped, s->start_ns};
+  int err = ENOMEM;
+  if (write_profile_sections(file, s->profile, meta) &&
+      (!hcct_kpath_write_sections || hcct_kpath_write_sections(file, *s)))
+    err = file.commit(g_out_dir, meta.pid, s->seq);
+  if (err) {
+    static bool said = false;
+    if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+      say("hcct: cannot write the profile to '%s': %s\n", g_out_dir, strerror(err));
+  }
+}
+
+HCCT_NOINST bool claim(ThreadState *s) { return !__atomic_exchange_n(&s->claimed, 1, __ATOMIC_ACQ_REL); }
+
+HCCT_NOINST void free_thread(ThreadState *s) {
+  if (hcct_kpath_release) hcct_kpath_release(*s);
+  s->profile.destroy();
+  unmap_pages(s, sizeof(ThreadState));
+}
+
+// pthread key destructor: the thread is exiting.
+HCCT_NOINST void on_thread_exit(void *arg) {
+  auto *s = static_cast<ThreadState *>(arg);
+  t_state = &g_inert;
+  if (!claim(s)) return;  // the final dump has it
+  __atomic_add_fetch(&g_dumps_in_flight, 1, __ATOMIC_ACQ_REL);
+  write_thread(s, /*live_at_exit=*/false);
+  lock_registry();
+  for (ThreadState **p = &g_threads; *p; p = &(*p)->next) {
+    if (*p == s) {
+      *p = s->next;
+      break;
+    }
+  }
+  unlock_registry();
+  __atomic_sub_fetch(&g_dumps_in_flight, 1, __ATOMIC_ACQ_REL);
+  free_thread(s);
+}
+
+HCCT_NOINST void sleep_briefly() {
+  timespec ts{0, 1000000};  // 1 ms
+  nanosleep(&ts, nullptr);
+}
+
+// Stops every thread from updating its tree: close the gate, then make sure each thread either
+// saw the closed gate or is visibly busy (asymmetric Dekker: threads pay only a compiler fence,
+// this side pays a membarrier).
+HCCT_NOINST void stop_all_threads() {
+  __atomic_store_n(&__hcct_gate, kGateOff, __ATOMIC_SEQ_CST);
+  if (!g_have_membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    // Without membarrier, a scheduling round trip is the best available approximation.
+    sleep_briefly();
+  }
+}
+
+HCCT_NOINST bool wait_until_idle(ThreadState *s) {
+  for (int i = 0; i < 1000; ++i) {  // at most ~1 s: a thread stuck in a handler is skipped
+    if (!s->busy) return true;
+    sleep_briefly();
+  }
+  return false;
+}
+
+HCCT_NOINST void on_fork_prepare() { lock_registry(); }
+HCCT_NOINST void on_fork_parent() { unlock_registry(); }
+
+// In the child only the forking thread exists: it keeps profiling from its current context in a
+// fresh tree, so the child's file holds what the child did.
+HCCT_NOINST void on_fork_child() {
+  ThreadState *self = t_state;
+  for (ThreadState *s = g_threads; s;) {
+    ThreadState *next = s->next;
+    if (s != self) free_thread(s);
+    s = next;
+  }
+  g_threads = nullptr;
+  g_next_seq = 0;
+  g_dumps_in_flight = 0;
+  if (self && self != &g_inert) {
+    self->profile.restart_from_current_path();
+    self->seq = g_next_seq++;
+    self->tid = current_tid();
+    self->start_ns = wall_clock_ns();
+    self->dropped = 0;
+    self->claimed = 0;
+    self->next = nullptr;
+    g_threads = self;
+  }
+  unlock_registry();
+}
+
+// Creates `path` and its parents; true if it exists as a writable directory afterwards.
+HCCT_NOINST bool make_directory(char *path) {
+  for (char *p = path + 1; *p; ++p) {
+    if (*p != '/') continue;
+    *p = 0;
+    mkdir(path, 0755);
+    *p = '/';
+  }
+  mkdir(path, 0755);
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(path, W_OK | X_OK) == 0;
+}
+
+HCCT_NOINST bool resolve_out_dir() {
+  if (g_options.out[0] == '/') {
+    snprintf(g_out_dir, sizeof g_out_dir, "%s", g_options.out);
+  } else {
+    char cwd[kMaxPath];
+    if (!getcwd(cwd, sizeof cwd)) return false;
+    if (snprintf(g_out_dir, sizeof g_out_dir, "%s/%s", cwd, g_options.out) >= int(sizeof g_out_dir))
+      return false;
+  }
+  return true;
+}
+
+__attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
+  char error[512];
+  if (!parse_options(getenv("HCCT_OPTIONS"), &g_options, error, sizeof error)) {
+    say("hcct: HCCT_OPTIONS: %s; profiling is off for this run%s\n", error, "");
+    return;
+  }
+  if (g_options.mode == Mode::kOff) return;
+  if (g_options.mode == Mode::kEmpty) {
+    __hcct_gate = kGateEmpty;
+    return;
+  }
+  if (!resolve_out_dir() || !make_directory(g_out_dir)) {
+    say("hcct: cannot create or write the profile directory '%s': %s; profiling is off for this run\n",
+        g_out_dir[0] ? g_out_dir : g_options.out, strerror(errno ? errno : EACCES));
+    return;
+  }
+  set_tree_memory_limit(size_t(g_options.max_mb) << 20);
+  if (pthread_key_create(&g_thread_key, on_thread_exit) != 0) {
+    say("hcct: %s%s\n", "cannot create a thread key; profiling is off for this run", "");
+    return;
+  }
+  pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+  g_have_membarrier =
+      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  __atomic_store_n(&__hcct_gate, kGateProfiling, __ATOMIC_RELEASE);
+}
+
+// Runs after the program's atexit handlers and static destructors, from whichever thread exits.
+__attribute__((destructor(101))) HCCT_NOINST void hcct_finish() {
+  if (__atomic_load_n(&__hcct_gate, __ATOMIC_ACQUIRE) != kGateProfiling || g_finished) return;
+  g_finished = true;
+  stop_all_threads();
+  ThreadState *self = t_state;
+
+  lock_registry();
+  size_t count = 0;
+  for (ThreadState *s = g_threads; s; s = s->next) ++count;
+  auto **mine = static_cast<ThreadState **>(map_pages((count + 1) * sizeof(ThreadState *)));
+  size_t n = 0;
+  for (ThreadState *s = g_threads; s && mine; s = s->next)
+    if (claim(s)) mine[n++] = s;
+  unlock_registry();
+
+  size_t written = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!wait_until_idle(mine[i])) continue;
+    write_thread(mine[i], /*live_at_exit=*/mine[i] != self);
+    ++written;
+  }
+  for (int i = 0; i < 2000 && __atomic_load_n(&g_dumps_in_flight, __ATOMIC_ACQUIRE); ++i)
+    sleep_briefly();
+  unmap_pages(mine, (count + 1) * sizeof(ThreadState *));
+  if (g_options.verbose) {
+    char msg[kMaxPath + 128];
+    int len = snprintf(msg, sizeof msg, "hcct: process %d wrote %zu thread profile(s) to %s\n",
+                       getpid(), written, g_out_dir);
+    if (len > 0) (void)!write(2, msg, size_t(len) < sizeof msg ? size_t(len) : sizeof msg - 1);
+  }
+}
+
+// The per-event work, shared by the -finstrument-functions hooks and the plugin's probes.
+__attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  ThreadState *s = event_begin(/*attach=*/true);
+  if (HCCT_UNLIKELY(!s)) return;
+  s->profile.enter(fn, site, sp);
+  event_end(s);
+}
+
+__attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp) {
+  ThreadState *s = event_begin(/*attach=*/false);
+  if (HCCT_UNLIKELY(!s)) return;
+  s->profile.exit(fn, sp);
+  event_end(s);
+}
+
+}  // namespace
+
+// Called by the longjmp and catch interposers (interpose.cc) with the stack pointer of the frame
+// that control moves to.
+HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
+  ThreadState *s = event_begin(/*attach=*/false);
+  if (!s) return;
+  s->profile.unwind_to(sp);
+  event_end(s);
+}
+
+// The stack tag is the probe's CFA: the caller's stack pointer at the call, the same for the enter
+// and exit probes of one frame whatever each hook's own frame looks like.
+HCCT_EXPORT void __cyg_profile_func_enter(void *fn, void *site) {
+  if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
+    on_enter(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
+             reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+}
+
+HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *) {
+  if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
+    on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+}
+
+HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
+  if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
+    on_enter(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
+             reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+}
+
+HCCT_EXPORT void __hcct_exit(void *fn) {
+  if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
+    on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+}
+
+// A library unloaded before the dump must still be in the module map.
+HCCT_EXPORT int dlclose(void *handle) {
+  static int (*real_dlclose)(void *) = nullptr;
+  if (!real_dlclose) {
+    real_dlclose = reinterpret_cast<int (*)(void *)>(dlsym(RTLD_NEXT, "dlclose"));
+    if (!real_dlclose) return -1;
+  }
+  if (__atomic_load_n(&__hcct_gate, __ATOMIC_RELAXED) == kGateProfiling) remember_modules_before_unload();
+  return real_dlclose(handle);
+}

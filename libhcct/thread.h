@@ -1,0 +1,76 @@
+// Per-thread runtime state and the protocol every event follows (runtime.cc owns the lifecycle).
+// Other runtime components (kpath's path profiler) keep their per-thread data here too.
+#ifndef HCCT_RT_THREAD_H
+#define HCCT_RT_THREAD_H
+
+#include "dump.h"
+#include "hcct/hcct.h"
+#include "profile.h"
+
+namespace hcct::rt {
+
+inline constexpr unsigned char kGateOff = 0;
+inline constexpr unsigned char kGateEmpty = 1;
+inline constexpr unsigned char kGateProfiling = 2;
+
+struct KpathThreadState;  // defined by the path profiler
+
+struct ThreadState {
+  ThreadProfile profile;
+  KpathThreadState *kpath;  // created by the path profiler on its first event in this thread
+  // Set while this thread is inside the runtime. Only this thread writes it; the final dump reads
+  // it (after a membarrier) to know the thread has left.
+  volatile unsigned char busy;
+  // Whoever sets it first (the exiting thread or the final dump) writes this thread's file.
+  unsigned char claimed;
+  uint32_t seq;
+  int tid;
+  uint64_t start_ns;
+  uint64_t dropped;
+  ThreadState *next;
+};
+
+extern ThreadState g_inert;
+extern __thread ThreadState *t_state __attribute__((tls_model("initial-exec")));
+
+// Registers the calling thread (slow path of its first event); null if it cannot be profiled.
+ThreadState *attach_thread();
+
+// Starts an event: null if the event must be ignored (gate closed, thread not profiled, or this
+// thread already inside the runtime — e.g. a signal handler that interrupted it). A non-null
+// result must be passed to event_end.
+__attribute__((always_inline, no_instrument_function)) inline ThreadState *event_begin(bool attach) {
+  ThreadState *s = t_state;
+  if (HCCT_UNLIKELY(!s)) {
+    if (!attach) return nullptr;
+    s = attach_thread();
+    if (!s) return nullptr;
+  }
+  if (HCCT_UNLIKELY(s->busy)) {
+    if (s != &g_inert) ++s->dropped;
+    return nullptr;
+  }
+  s->busy = 1;
+  compiler_fence();
+  // Re-read after `busy` is set: the final dump closes the gate and then waits for busy threads.
+  if (HCCT_UNLIKELY(__hcct_gate != kGateProfiling)) {
+    compiler_fence();
+    s->busy = 0;
+    return nullptr;
+  }
+  return s;
+}
+
+__attribute__((always_inline, no_instrument_function)) inline void event_end(ThreadState *s) {
+  compiler_fence();
+  s->busy = 0;
+}
+
+}  // namespace hcct::rt
+
+// Hooks of the path profiler (kpath_runtime.cc), weak so the runtime works without it.
+__attribute__((weak)) bool hcct_kpath_write_sections(hcct::rt::DumpFile &file,
+                                                     hcct::rt::ThreadState &thread);
+__attribute__((weak)) void hcct_kpath_release(hcct::rt::ThreadState &thread);
+
+#endif
