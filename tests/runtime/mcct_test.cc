@@ -1,0 +1,199 @@
+// The MCCT (thesis §3.1.3, Algorithm 1) after every step of random call/return sequences: it must
+// be exactly the minimal subtree spanning the monitored contexts and the current calling path, and
+// its counters must keep Space-Saving's guarantees against the exact CCT of the same stream.
+#include <catch2/catch.hpp>
+
+#include "oracle.h"
+
+using namespace hcct;
+using test::ContextKey;
+using test::key_of;
+
+namespace {
+
+constexpr uintptr_t kStackTop = uintptr_t(1) << 40;
+constexpr uintptr_t kFrameSize = 64;
+
+struct Step {
+  bool enter;
+  uintptr_t fn, site;
+};
+
+// A random call/return sequence whose contexts are skewed (a few hot functions and sites).
+std::vector<Step> random_walk(std::mt19937_64 &rng, size_t steps, size_t max_depth) {
+  std::vector<Step> out;
+  std::vector<uintptr_t> stack;
+  test::Zipf pick_fn(12, 1.1), pick_site(4, 1.5);
+  for (size_t i = 0; i < steps; ++i) {
+    bool can_exit = !stack.empty();
+    bool can_enter = stack.size() < max_depth;
+    bool enter = can_enter && (!can_exit || rng() % 100 < 52);
+    if (enter) {
+      uintptr_t fn = 0x1000 * (1 + pick_fn(rng));
+      uintptr_t site = 0x10 * (1 + pick_site(rng));
+      stack.push_back(fn);
+      out.push_back({true, fn, site});
+    } else {
+      out.push_back({false, stack.back(), 0});
+      stack.pop_back();
+    }
+  }
+  return out;
+}
+
+class Checker {
+ public:
+  Checker(rt::Mode mode, double epsilon) {
+    rt::ProfileConfig config;
+    config.mode = mode;
+    config.epsilon = epsilon;
+    REQUIRE(profile_.init(config));
+  }
+  ~Checker() { profile_.destroy(); }
+
+  void apply(const Step &s) {
+    if (s.enter) {
+      path_.emplace_back(s.fn, s.site);
+      ++truth_[path_];
+      ++n_;
+      profile_.enter(s.fn, s.site, kStackTop - kFrameSize * path_.size());
+    } else {
+      profile_.exit(s.fn, kStackTop - kFrameSize * path_.size());
+      path_.pop_back();
+    }
+  }
+
+  void check_structure() {
+    auto nodes = test::all_nodes(profile_.root());
+    REQUIRE(nodes.size() == profile_.live_nodes() + 1);
+    std::set<const rt::Node *> on_path;
+    for (size_t i = 0; i <= profile_.depth(); ++i) on_path.insert(profile_.frames()[i].node);
+    REQUIRE(profile_.depth() == path_.size());
+    REQUIRE(key_of(profile_.cursor()) == path_);
+    size_t monitored = 0;
+    std::set<ContextKey> keys;
+    for (const rt::Node *n : nodes) {
+      for (const rt::Node *c = n->first_child; c; c = c->next_sibling) REQUIRE(c->parent() == n);
+      REQUIRE(keys.insert(key_of(n)).second);  // no context twice
+      if (n->monitored()) ++monitored;
+      // Minimality: a leaf is monitored or on the current path (the root counts as on it).
+      if (profile_.mode() == rt::Mode::kHcct && !n->first_child)
+        REQUIRE((n->monitored() || on_path.count(n)));
+    }
+    REQUIRE(monitored == profile_.monitored_count());
+  }
+
+  void check_counts() {
+    uint64_t least = profile_.min_count();
+    uint64_t sum = 0;
+    for (const rt::Node *n : test::all_nodes(profile_.root())) {
+      if (profile_.mode() == rt::Mode::kCct) {
+        if (n->parent()) REQUIRE(n->count == truth_.at(key_of(n)));
+        continue;
+      }
+      if (!n->monitored()) continue;
+      uint64_t f = truth_.at(key_of(n));
+      REQUIRE(n->count >= f);
+      REQUIRE(n->count <= f + least);
+      sum += n->count;
+    }
+    if (profile_.mode() == rt::Mode::kHcct) {
+      REQUIRE(sum == n_);
+      REQUIRE(double(least) <= profile_.epsilon() * double(n_) + 1e-9);
+      for (auto &[key, f] : truth_)
+        if (f > least) REQUIRE(find(key) != nullptr);
+    }
+  }
+
+  // The (phi, epsilon)-HCCT query: monitored contexts with count >= floor(phi N).
+  void check_query(double phi) {
+    uint64_t hot = uint64_t(std::floor(phi * double(n_)));
+    uint64_t cold = uint64_t(std::floor((phi - profile_.epsilon()) * double(n_)));
+    for (auto &[key, f] : truth_) {
+      const rt::Node *node = find(key);
+      bool reported = node && node->monitored() && node->count >= hot;
+      if (f >= hot) REQUIRE(reported);
+      if (f <= cold) REQUIRE(!reported);
+    }
+  }
+
+  const rt::Node *find(const ContextKey &key) const {
+    const rt::Node *node = profile_.root();
+    for (auto &[fn, site] : key) {
+      const rt::Node *c = node->first_child;
+      while (c && (c->routine != fn || c->call_site != site)) c = c->next_sibling;
+      if (!c) return nullptr;
+      node = c;
+    }
+    return node;
+  }
+
+  uint64_t n() const { return n_; }
+
+ private:
+  rt::ThreadProfile profile_;
+  ContextKey path_;
+  std::map<ContextKey, uint64_t> truth_;
+  uint64_t n_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("mcct: minimal subtree and counter bounds after every step", "[mcct]") {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    std::mt19937_64 rng(seed);
+    double epsilon = seed % 2 ? 0.05 : 0.02;
+    Checker check(rt::Mode::kHcct, epsilon);
+    for (const Step &s : random_walk(rng, 6000, 2 + seed % 7)) {
+      check.apply(s);
+      check.check_structure();
+      check.check_counts();
+    }
+    for (double phi : {0.3, 0.1, 0.06}) check.check_query(phi);
+  }
+}
+
+TEST_CASE("mcct: (phi, epsilon) query on long skewed runs", "[mcct]") {
+  for (uint64_t seed = 11; seed <= 14; ++seed) {
+    std::mt19937_64 rng(seed);
+    Checker check(rt::Mode::kHcct, 0.002);
+    for (const Step &s : random_walk(rng, 200000, 6)) check.apply(s);
+    check.check_structure();
+    check.check_counts();
+    for (double phi : {0.05, 0.02, 0.01, 0.005}) check.check_query(phi);
+  }
+}
+
+TEST_CASE("cct: exact counts after every step", "[cct]") {
+  std::mt19937_64 rng(3);
+  Checker check(rt::Mode::kCct, 0);
+  for (const Step &s : random_walk(rng, 5000, 9)) {
+    check.apply(s);
+    check.check_structure();
+    check.check_counts();
+  }
+}
+
+TEST_CASE("mcct: memory is bounded by epsilon however long the run", "[mcct]") {
+  std::mt19937_64 rng(5);
+  rt::ThreadProfile profile;
+  rt::ProfileConfig config;
+  config.mode = rt::Mode::kHcct;
+  config.epsilon = 0.01;
+  REQUIRE(profile.init(config));
+  size_t depth = 0;
+  size_t peak_after_warmup = 0;
+  for (int i = 0; i < 2000000; ++i) {
+    // Contexts drawn from an ever-growing universe: an exact CCT would grow without bound.
+    if (depth < 3 && (depth == 0 || rng() % 2)) {
+      profile.enter(0x1000 + rng() % (1000 + uint64_t(i)), 0, kStackTop - 64 * ++depth);
+    } else {
+      profile.exit(profile.cursor()->routine, kStackTop - 64 * depth--);
+    }
+    if (i == 200000) peak_after_warmup = profile.peak_nodes();
+  }
+  // Monitored nodes plus their cold ancestors (depth 3) plus the path.
+  CHECK(profile.peak_nodes() <= 3 * profile.counters() + 4);
+  CHECK(profile.peak_nodes() <= peak_after_warmup + 2 * profile.counters());
+  profile.destroy();
+}

@@ -1,0 +1,178 @@
+// Shadow-stack resynchronisation with chosen stack pointers: skipped exits (longjmp, exceptions
+// without cleanup probes), probes of inlined callees sharing their caller's frame, foreign stacks,
+// deep recursion, memory exhaustion and restart after fork.
+#include <catch2/catch.hpp>
+
+#include "oracle.h"
+
+using namespace hcct;
+using test::key_of;
+
+namespace {
+
+using Key = test::ContextKey;
+
+struct Fixture {
+  rt::ThreadProfile p;
+  explicit Fixture(rt::Mode mode = rt::Mode::kCct, uintptr_t lo = 0, uintptr_t size = ~uintptr_t(0)) {
+    rt::ProfileConfig c;
+    c.mode = mode;
+    c.epsilon = 0.1;
+    c.stack_lo = lo;
+    c.stack_size = size;
+    REQUIRE(p.init(c));
+  }
+  ~Fixture() { p.destroy(); }
+  Key cursor() const { return key_of(p.cursor()); }
+};
+
+constexpr uintptr_t A = 0xa0, B = 0xb0, C = 0xc0, D = 0xd0, E = 0xe0;
+
+}  // namespace
+
+TEST_CASE("shadow stack: longjmp target pops exactly the skipped frames", "[shadow-stack]") {
+  Fixture f;
+  f.p.enter(A, 1, 1000);
+  f.p.enter(B, 2, 900);
+  f.p.enter(C, 3, 800);
+  f.p.enter(D, 4, 700);
+  f.p.unwind_to(900);  // longjmp back into B's frame
+  CHECK(f.cursor() == Key{{A, 1}, {B, 2}});
+  f.p.enter(E, 5, 800);  // a new call from B at the stack depth C had
+  CHECK(f.cursor() == Key{{A, 1}, {B, 2}, {E, 5}});
+  f.p.exit(E, 800);
+  f.p.exit(B, 900);
+  f.p.exit(A, 1000);
+  CHECK(f.p.depth() == 0);
+  CHECK(f.p.unmatched_exits() == 0);
+  CHECK(f.p.calls() == 5);
+}
+
+TEST_CASE("shadow stack: an exit above skipped frames pops them", "[shadow-stack]") {
+  Fixture f;
+  f.p.enter(A, 1, 1000);
+  f.p.enter(B, 2, 900);
+  f.p.enter(C, 3, 800);  // B and C unwound without exit probes (clang + exception)
+  f.p.exit(A, 1000);
+  CHECK(f.p.depth() == 0);
+  CHECK(f.p.unmatched_exits() == 0);
+}
+
+TEST_CASE("shadow stack: a deeper enter pops frames below it", "[shadow-stack]") {
+  Fixture f;
+  f.p.enter(A, 1, 1000);
+  f.p.enter(B, 2, 800);
+  f.p.enter(C, 3, 700);  // both skipped
+  f.p.enter(D, 4, 900);  // next call from A, higher on the stack than B's frame
+  CHECK(f.cursor() == Key{{A, 1}, {D, 4}});
+}
+
+TEST_CASE("shadow stack: a catch handler's frame pops the frames the exception unwound", "[shadow-stack]") {
+  Fixture f;
+  f.p.enter(A, 1, 1000);
+  for (int i = 0; i < 3; ++i) {  // a loop that calls B from one site; B throws through C
+    f.p.enter(B, 2, 900);
+    f.p.enter(C, 3, 800);
+    f.p.unwind_to(1000);  // __cxa_begin_catch in A
+    CHECK(f.cursor() == Key{{A, 1}});
+  }
+  CHECK(f.p.root()->first_child->first_child->count == 3);
+  CHECK(f.p.live_nodes() == 3);
+}
+
+TEST_CASE("shadow stack: inlined callees share their caller's stack pointer", "[shadow-stack]") {
+  Fixture f;
+  f.p.enter(A, 1, 1000);
+  f.p.enter(A, 1, 1000);  // A inlined into itself: same frame, same return address
+  f.p.enter(B, 1, 1000);
+  CHECK(f.cursor() == Key{{A, 1}, {A, 1}, {B, 1}});
+  f.p.exit(B, 1000);
+  f.p.exit(A, 1000);
+  f.p.exit(A, 1000);
+  CHECK(f.p.depth() == 0);
+  CHECK(f.p.unmatched_exits() == 0);
+}
+
+TEST_CASE("shadow stack: frames on a foreign stack are popped by their exits only", "[shadow-stack]") {
+  Fixture f(rt::Mode::kCct, /*lo=*/0x100000, /*size=*/0x100000);
+  f.p.enter(A, 1, 0x1ff000);
+  f.p.enter(B, 2, 0x1fe000);
+  f.p.enter(C, 3, 0x900000);  // signal handler on a sigaltstack, far above the thread's stack
+  f.p.enter(D, 4, 0x8ff000);
+  CHECK(f.cursor() == Key{{A, 1}, {B, 2}, {C, 3}, {D, 4}});
+  f.p.exit(D, 0x8ff000);
+  f.p.exit(C, 0x900000);
+  CHECK(f.cursor() == Key{{A, 1}, {B, 2}});
+  f.p.exit(B, 0x1fe000);
+  f.p.exit(A, 0x1ff000);
+  CHECK(f.p.depth() == 0);
+}
+
+TEST_CASE("shadow stack: an exit that matches no frame is ignored", "[shadow-stack]") {
+  Fixture f;
+  f.p.exit(A, 1000);  // entered before profiling started
+  f.p.enter(B, 2, 900);
+  f.p.exit(C, 900);
+  CHECK(f.cursor() == Key{{B, 2}});
+  CHECK(f.p.unmatched_exits() == 2);
+}
+
+TEST_CASE("shadow stack: recursion one million frames deep", "[shadow-stack]") {
+  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
+    Fixture f(mode);
+    constexpr uintptr_t kDepth = 1000000;
+    uintptr_t top = uintptr_t(1) << 40;
+    for (uintptr_t i = 0; i < kDepth; ++i) f.p.enter(A, 1, top - 64 * i);
+    CHECK(f.p.depth() == kDepth);
+    for (uintptr_t i = kDepth; i-- > 0;) f.p.exit(A, top - 64 * i);
+    CHECK(f.p.depth() == 0);
+    CHECK(f.p.unmatched_exits() == 0);
+    CHECK(f.p.calls() == kDepth);
+  }
+}
+
+TEST_CASE("memory cap: calls into new contexts are lost, never misattributed", "[shadow-stack]") {
+  rt::set_tree_memory_limit(64 * 1024);
+  {
+    Fixture f;
+    uint64_t entered = 0;
+    for (uintptr_t i = 0; i < 5000; ++i) {
+      f.p.enter(0x1000 + i, 1, 1000);
+      f.p.enter(A, 2, 900);  // a call below a lost context must not land under another one
+      f.p.exit(A, 900);
+      f.p.exit(0x1000 + i, 1000);
+      entered += 2;
+    }
+    CHECK(f.p.out_of_memory());
+    CHECK(f.p.calls() + f.p.lost_events() == entered);
+    uint64_t sum = 0;
+    for (const rt::Node *n : test::all_nodes(f.p.root())) {
+      sum += n->count;
+      if (n->routine == A) CHECK(n->parent()->routine == 0x1000 + (n->parent()->routine - 0x1000));
+      if (n->parent() && n->parent()->parent()) CHECK(n->routine == A);
+    }
+    CHECK(sum == f.p.calls());
+    CHECK(f.p.depth() == 0);
+  }
+  rt::set_tree_memory_limit(size_t(4096) << 20);
+}
+
+TEST_CASE("restart from the current path (after fork)", "[shadow-stack]") {
+  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
+    Fixture f(mode);
+    f.p.enter(A, 1, 1000);
+    f.p.enter(B, 2, 900);
+    f.p.enter(C, 3, 800);
+    f.p.exit(C, 800);
+    f.p.restart_from_current_path();
+    CHECK(f.p.calls() == 0);
+    CHECK(f.cursor() == Key{{A, 1}, {B, 2}});
+    CHECK(f.p.live_nodes() == 2);
+    f.p.enter(D, 4, 800);
+    f.p.exit(D, 800);
+    f.p.exit(B, 900);
+    f.p.exit(A, 1000);
+    CHECK(f.p.calls() == 1);
+    CHECK(f.p.unmatched_exits() == 0);
+  }
+}
