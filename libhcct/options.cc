@@ -97,6 +97,10 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       if (value.is("1")) o->verbose = true;
       else if (value.is("0")) o->verbose = false;
       else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
+    } else if (key.is("exact")) {
+      if (value.is("1")) o->exact = true;
+      else if (value.is("0")) o->exact = false;
+      else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
     } else if (key.is("out")) {
       if (value.size == 0 || value.size >= kMaxPath)
         return fail(error, error_size, "%.*s='%.*s' must be a directory path", key, value);
@@ -104,10 +108,14 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       o->out[value.size] = 0;
     } else {
       return fail(error, error_size,
-                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, verbose)", key,
+                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, exact, verbose)", key,
                   Token{"", 0});
     }
     p = *end ? end + 1 : end;
+  }
+  if (o->exact && o->mode != Mode::kHcct) {
+    snprintf(error, error_size, "exact=1 needs mode=hcct (it keeps the exact CCT beside the HCCT)");
+    return false;
   }
   return true;
 }

@@ -17,6 +17,7 @@ struct Options {
   double epsilon = 2e-5;           // thesis defaults: phi = 1e-4, epsilon = phi / 5
   uint64_t max_mb = 4096;          // cap on tree memory for the whole process
   bool verbose = false;
+  bool exact = false;              // hcct mode: also keep the exact CCT, written to <out>/exact
   char out[kMaxPath] = "hcct.data";  // made absolute at start-up
 };
 

@@ -33,6 +33,8 @@ namespace {
 
 Options g_options;
 char g_out_dir[kMaxPath];
+char g_exact_dir[kMaxPath + 8];
+bool g_exact = false;  // option exact=1
 pthread_key_t g_thread_key;
 bool g_have_membarrier = false;
 bool g_finished = false;
@@ -96,7 +98,10 @@ HCCT_NOINST ThreadState *attach_thread() {
   config.key = g_options.key;
   config.epsilon = g_options.epsilon;
   own_stack(&config.stack_lo, &config.stack_size);
-  if (!s->profile.init(config)) {
+  ProfileConfig exact_config = config;
+  exact_config.mode = Mode::kCct;
+  if (!s->profile.init(config) || (g_exact && !s->exact.init(exact_config))) {
+    s->profile.destroy();
     unmap_pages(s, sizeof(ThreadState));
     report_memory_exhausted();
     return nullptr;
@@ -118,12 +123,19 @@ HCCT_NOINST ThreadState *attach_thread() {
 namespace {
 
 HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit) {
-  DumpFile file;
   ThreadMeta meta{getpid(), getppid(), s->tid, s->seq, live_at_exit, s->dropped, s->start_ns};
   int err = ENOMEM;
-  if (write_profile_sections(file, s->profile, meta) &&
-      (!hcct_kpath_write_sections || hcct_kpath_write_sections(file, *s)))
-    err = file.commit(g_out_dir, meta.pid, s->seq);
+  {
+    DumpFile file;
+    if (write_profile_sections(file, s->profile, meta) &&
+        (!hcct_kpath_write_sections || hcct_kpath_write_sections(file, *s)))
+      err = file.commit(g_out_dir, meta.pid, s->seq);
+  }
+  if (!err && g_exact) {
+    DumpFile file;
+    err = write_profile_sections(file, s->exact, meta) ? file.commit(g_exact_dir, meta.pid, s->seq)
+                                                       : ENOMEM;
+  }
   if (err) {
     static bool said = false;
     if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
@@ -136,6 +148,7 @@ HCCT_NOINST bool claim(ThreadState *s) { return !__atomic_exchange_n(&s->claimed
 HCCT_NOINST void free_thread(ThreadState *s) {
   if (hcct_kpath_release) hcct_kpath_release(*s);
   s->profile.destroy();
+  s->exact.destroy();
   unmap_pages(s, sizeof(ThreadState));
 }
 
@@ -199,6 +212,7 @@ HCCT_NOINST void on_fork_child() {
   g_dumps_in_flight = 0;
   if (self && self != &g_inert) {
     self->profile.restart_from_current_path();
+    if (g_exact) self->exact.restart_from_current_path();
     self->seq = g_next_seq++;
     self->tid = current_tid();
     self->start_ns = wall_clock_ns();
@@ -246,7 +260,13 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
     __hcct_gate = kGateEmpty;
     return;
   }
-  if (!resolve_out_dir() || !make_directory(g_out_dir)) {
+  g_exact = g_options.exact;
+  bool dirs_ok = resolve_out_dir() && make_directory(g_out_dir);
+  if (dirs_ok && g_exact) {
+    snprintf(g_exact_dir, sizeof g_exact_dir, "%s/exact", g_out_dir);
+    dirs_ok = make_directory(g_exact_dir);
+  }
+  if (!dirs_ok) {
     say("hcct: cannot create or write the profile directory '%s': %s; profiling is off for this run\n",
         g_out_dir[0] ? g_out_dir : g_options.out, strerror(errno ? errno : EACCES));
     return;
@@ -300,6 +320,7 @@ __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site
   ThreadState *s = event_begin(/*attach=*/true);
   if (HCCT_UNLIKELY(!s)) return;
   s->profile.enter(fn, site, sp);
+  if (HCCT_UNLIKELY(g_exact)) s->exact.enter(fn, site, sp);
   event_end(s);
 }
 
@@ -307,6 +328,7 @@ __attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp) {
   ThreadState *s = event_begin(/*attach=*/false);
   if (HCCT_UNLIKELY(!s)) return;
   s->profile.exit(fn, sp);
+  if (HCCT_UNLIKELY(g_exact)) s->exact.exit(fn, sp);
   event_end(s);
 }
 
@@ -318,6 +340,7 @@ HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
   ThreadState *s = event_begin(/*attach=*/false);
   if (!s) return;
   s->profile.unwind_to(sp);
+  if (g_exact) s->exact.unwind_to(sp);
   event_end(s);
 }
 

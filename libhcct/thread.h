@@ -17,6 +17,7 @@ struct KpathThreadState;  // defined by the path profiler
 
 struct ThreadState {
   ThreadProfile profile;
+  ThreadProfile exact;      // option exact=1: the exact CCT of the same events, beside the MCCT
   KpathThreadState *kpath;  // created by the path profiler on its first event in this thread
   // Set while this thread is inside the runtime. Only this thread writes it; the final dump reads
   // it (after a membarrier) to know the thread has left.
