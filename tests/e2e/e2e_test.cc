@@ -1,0 +1,342 @@
+// The runtime end to end on compiled programs: exact counts against closed forms, the HCCT against
+// the exact CCT of the same run, robustness (deep recursion, threads, fork, exceptions, longjmp,
+// bad options, unwritable output) and symbolization (PIE, dlopen).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "harness.h"
+#include "hcct/analysis/hot.h"
+
+using namespace e2e;
+namespace ha = hcct::analysis;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kExamples = EXAMPLES_DIR;
+const std::string kE2e = E2E_DIR;
+
+// Number of fib calls at each recursion depth (1-based) of fib(n).
+std::vector<uint64_t> fib_calls_by_depth(unsigned n) {
+  std::vector<uint64_t> out;
+  std::map<unsigned, uint64_t> level{{n, 1}};
+  while (!level.empty()) {
+    uint64_t total = 0;
+    std::map<unsigned, uint64_t> next;
+    for (auto &[m, c] : level) {
+      total += c;
+      if (m >= 2) {
+        next[m - 1] += c;
+        next[m - 2] += c;
+      }
+    }
+    out.push_back(total);
+    level = std::move(next);
+  }
+  return out;
+}
+
+std::map<NamePath, uint64_t> calls_expected(unsigned n, uint64_t rounds) {
+  std::map<NamePath, uint64_t> want{{{"main"}, 1},
+                                    {{"main", "work"}, 1},
+                                    {{"main", "work", "square"}, rounds},
+                                    {{"main", "work", "cube"}, rounds},
+                                    {{"main", "work", "cube", "square"}, rounds}};
+  NamePath path{"main"};
+  for (uint64_t c : fib_calls_by_depth(n)) {
+    path.push_back("fib");
+    want[path] = c;
+  }
+  return want;
+}
+
+const ha::ThreadProfile &only_thread(const ha::ProfileSet &set) {
+  REQUIRE(set.processes.size() == 1);
+  REQUIRE(set.processes[0].threads.size() == 1);
+  return set.processes[0].threads[0];
+}
+
+// Contexts below main in the exception and longjmp programs.
+std::map<NamePath, uint64_t> unwinding_expected(const std::string &prefix, uint64_t rounds) {
+  std::map<NamePath, uint64_t> want{{{"main"}, 1}, {{"main", "after"}, rounds}};
+  NamePath path{"main"};
+  for (int i = 1; i <= 10; ++i) {
+    path.push_back(prefix + std::to_string(i));
+    want[path] = rounds;
+  }
+  return want;
+}
+
+std::set<std::string> unwinding_names(const std::string &prefix) {
+  std::set<std::string> keep{"main", "after"};
+  for (int i = 1; i <= 10; ++i) keep.insert(prefix + std::to_string(i));
+  return keep;
+}
+
+}  // namespace
+
+TEST_CASE("exact CCT of the C example equals the closed form", "[e2e][cct]") {
+  for (const char *key : {"site", "routine"}) {
+    auto p = run_profiled({kExamples + "/calls", "18", "5000"}, std::string("mode=cct:key=") + key);
+    REQUIRE(p.result.status == 0);
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = only_thread(set);
+    CHECK(named_counts(t) == calls_expected(18, 5000));
+    CHECK(t.meta.calls == 2 + 3 * 5000 + 2 * 4181 - 1);  // main, work, 3R leaves, fib(18) calls
+  }
+}
+
+TEST_CASE("exact CCT of the threaded C++ example equals the closed form", "[e2e][cct]") {
+  const int threads = 3, iters = 7000;
+  auto p = run_profiled({kExamples + "/shapes", std::to_string(threads), std::to_string(iters)}, "mode=cct");
+  REQUIRE(p.result.status == 0);
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 1);
+  REQUIRE(set.processes[0].threads.size() == threads + 1);
+  uint64_t fails = 0, odd_ok = 0, even_ok = 0;
+  for (int i = 0; i < iters; ++i) {
+    if (i % 7 == 0) ++fails;
+    else if (i % 2) ++odd_ok;
+    else ++even_ok;
+  }
+  std::map<NamePath, uint64_t> want{{{"worker"}, 1},
+                                    {{"worker", "checked_area"}, uint64_t(iters)},
+                                    {{"worker", "checked_area", "Square::area"}, odd_ok},
+                                    {{"worker", "checked_area", "Circle::area"}, even_ok},
+                                    {{"worker", "checked_area", "fail"}, fails},
+                                    {{"worker", "scaled<double>"}, odd_ok + even_ok}};
+  std::set<std::string> keep{"worker", "checked_area", "Square::area", "Circle::area", "fail",
+                             "scaled<double>"};
+  for (const auto &t : set.processes[0].threads) {
+    auto got = projected_counts(t, keep);
+    if (t.meta.thread_seq == 0) CHECK(got.empty());
+    else CHECK(got == want);
+  }
+}
+
+TEST_CASE("the HCCT contains every hot context of the exact CCT of the same run", "[e2e][hcct]") {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string epsilon;
+  };
+  for (const Case &c : {Case{{kExamples + "/calls", "22", "20000"}, "0.002"},
+                        Case{{kExamples + "/shapes", "2", "20000"}, "0.01"}}) {
+    auto p = run_profiled(c.argv, "mode=hcct:exact=1:epsilon=" + c.epsilon);
+    REQUIRE(p.result.status == 0);
+    auto hcct = ha::read_profiles(p.dir);
+    auto exact = ha::read_profiles(p.dir / "exact");
+    REQUIRE(hcct.processes.size() == 1);
+    REQUIRE(exact.processes[0].threads.size() == hcct.processes[0].threads.size());
+    size_t hot_checked = 0;
+    for (size_t k = 0; k < hcct.processes[0].threads.size(); ++k) {
+      const auto &h = hcct.processes[0].threads[k];
+      const auto &e = exact.processes[0].threads[k];
+      REQUIRE(h.meta.calls == e.meta.calls);
+      // Exact counts by (routine, site) path; within one run addresses are identical.
+      std::map<std::vector<std::pair<uint64_t, uint64_t>>, uint64_t> truth;
+      std::vector<std::vector<std::pair<uint64_t, uint64_t>>> epath(e.nodes.size());
+      for (size_t i = 1; i < e.nodes.size(); ++i) {
+        epath[i] = epath[e.nodes[i].parent];
+        epath[i].emplace_back(e.nodes[i].routine, e.nodes[i].call_site);
+        truth[epath[i]] = e.nodes[i].count;
+      }
+      std::vector<std::vector<std::pair<uint64_t, uint64_t>>> hpath(h.nodes.size());
+      std::map<std::vector<std::pair<uint64_t, uint64_t>>, size_t> in_hcct;
+      for (size_t i = 1; i < h.nodes.size(); ++i) {
+        hpath[i] = hpath[h.nodes[i].parent];
+        hpath[i].emplace_back(h.nodes[i].routine, h.nodes[i].call_site);
+        in_hcct[hpath[i]] = i;
+      }
+      for (double phi : {0.05, 0.01, 0.002, 0.0005}) {
+        auto hot_exact = ha::query_hot(e, phi);
+        auto hot_hcct = ha::query_hot(h, phi);
+        for (size_t i = 1; i < e.nodes.size(); ++i) {
+          if (hot_exact.cls[i] != ha::NodeClass::hot) continue;
+          ++hot_checked;
+          auto it = in_hcct.find(epath[i]);
+          REQUIRE(it != in_hcct.end());
+          CHECK(hot_hcct.cls[it->second] == ha::NodeClass::hot);
+          CHECK(h.nodes[it->second].count >= e.nodes[i].count);
+          CHECK(h.nodes[it->second].count <= e.nodes[i].count + h.meta.min_count);
+        }
+        // And nothing reported hot is at or below floor((phi - epsilon) N).
+        uint64_t cold = ha::hot_threshold(std::max(0.0, phi - h.meta.epsilon), h.meta.calls);
+        for (size_t i = 1; i < h.nodes.size(); ++i)
+          if (hot_hcct.cls[i] == ha::NodeClass::hot) CHECK(truth.at(hpath[i]) > cold);
+      }
+    }
+    CHECK(hot_checked > 10);
+  }
+}
+
+TEST_CASE("robustness: recursion one million frames deep", "[e2e][robustness]") {
+  for (const char *mode : {"cct", "hcct"}) {
+    auto p = run_profiled({kE2e + "/e2e_deep_recursion", "1000000"}, std::string("mode=") + mode);
+    REQUIRE(p.result.status == 0);
+    CHECK(p.result.out == "depth 1000000\n");
+    auto set = ha::read_profiles(p.dir);
+    const auto &worker = set.processes.at(0).threads.at(1);
+    CHECK(worker.meta.calls == 1000001);  // run + 1,000,000 descend
+    CHECK(worker.meta.max_depth == 1000001);
+    if (std::string(mode) == "cct") {
+      CHECK(worker.nodes.size() == 1000002);
+      for (size_t i = 1; i < worker.nodes.size(); ++i) CHECK(worker.nodes[i].count == 1);
+    }
+  }
+}
+
+TEST_CASE("robustness: 32 threads, thread churn, OpenMP and a thread live at exit", "[e2e][robustness]") {
+  const int churn = 2000;
+  auto p = run_profiled({kE2e + "/e2e_threads", std::to_string(churn)}, "mode=cct");
+  REQUIRE(p.result.status == 0);
+  CHECK(p.result.out == "done\n");
+  CHECK(p.result.err.empty());
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 1);
+  const auto &threads = set.processes[0].threads;
+  // main, the forever thread, 32 long-lived, the churned ones, 3 more OpenMP workers.
+  CHECK(threads.size() == 1 + 1 + 32 + churn + 3);
+  uint64_t task = 0, omp = 0, spin = 0;
+  bool spinner_live = false;
+  for (const auto &t : threads) {
+    auto counts = named_counts(t);
+    for (auto &[path, c] : counts) {
+      if (path.back() == "task") task += c;
+      if (path.back() == "omp_task") omp += c;
+      if (path.back() == "spin") {
+        spin += c;
+        spinner_live = t.meta.status == ha::ThreadStatus::live_at_exit;
+      }
+    }
+  }
+  CHECK(task == 32 * 1000 + uint64_t(churn) * 10);
+  CHECK(omp == 4 * 100);
+  CHECK(spinner_live);  // (libgomp's pool threads are live at exit too)
+  CHECK(spin > 0);
+}
+
+TEST_CASE("robustness: fork gives the child its own profile", "[e2e][robustness]") {
+  auto p = run_profiled({kE2e + "/e2e_forks"}, "mode=cct");
+  REQUIRE(p.result.status == 0);
+  CHECK(p.result.out == "child exited with 7\n");
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 2);
+  const ha::ThreadProfile *parent = nullptr, *child = nullptr;
+  for (auto &proc : set.processes) {
+    REQUIRE(proc.threads.size() == 1);
+    (proc.threads[0].meta.ppid == set.processes[0].pid || proc.threads[0].meta.ppid == set.processes[1].pid
+         ? child
+         : parent) = &proc.threads[0];
+  }
+  REQUIRE(parent);
+  REQUIRE(child);
+  CHECK(child->meta.ppid == parent->meta.pid);
+  auto pc = named_counts(*parent);
+  auto cc = named_counts(*child);
+  CHECK(pc.at({"main", "before"}) == 10);
+  CHECK(pc.at({"main", "after"}) == 30);
+  CHECK(pc.at({"main", "spawn"}) == 1);
+  CHECK(pc.count({"main", "spawn", "in_child"}) == 0);
+  // The child starts from the context it was forked in, with nothing counted before the fork.
+  CHECK(cc == std::map<NamePath, uint64_t>{{{"main", "spawn", "in_child"}, 20}});
+  CHECK(child->meta.calls == 20);
+}
+
+TEST_CASE("robustness: exceptions through 10 frames, gcc and clang builds", "[e2e][robustness]") {
+  for (const char *exe : {"/e2e_exceptions", "/e2e_exceptions_clang"}) {
+    INFO(exe);
+    auto p = run_profiled({kE2e + exe, "50"}, "mode=cct");
+    REQUIRE(p.result.status == 0);
+    CHECK(p.result.out == "caught 50\n");
+    auto set = ha::read_profiles(p.dir);
+    CHECK(projected_counts(only_thread(set), unwinding_names("f")) == unwinding_expected("f", 50));
+  }
+}
+
+TEST_CASE("robustness: longjmp out of 10 frames, gcc and clang builds", "[e2e][robustness]") {
+  for (const char *exe : {"/e2e_longjmps", "/e2e_longjmps_clang"}) {
+    for (const char *mode : {"cct", "hcct"}) {
+      INFO(exe << " " << mode);
+      auto p = run_profiled({kE2e + exe, "50"}, std::string("mode=") + mode);
+      REQUIRE(p.result.status == 0);
+      CHECK(p.result.out == "jumps 50\n");
+      auto set = ha::read_profiles(p.dir);
+      // clang also instruments glibc's inline atoi: compare on the functions of the test.
+      CHECK(projected_counts(only_thread(set), unwinding_names("l")) == unwinding_expected("l", 50));
+    }
+  }
+}
+
+TEST_CASE("robustness: a bad HCCT_OPTIONS or output directory changes nothing but one message", "[e2e][robustness]") {
+  auto native = run({kExamples + "/calls", "15", "100"});
+  REQUIRE(native.status == 0);
+  struct Case {
+    std::string options, message;
+  };
+  for (const Case &c :
+       {Case{"mode=fast", "hcct: HCCT_OPTIONS: mode='fast' is not one of off, empty, cct, hcct; profiling is off for this run\n"},
+        Case{"epsilon=2:mode=hcct", "hcct: HCCT_OPTIONS: epsilon='2' must be a number in [1e-7, 1); profiling is off for this run\n"},
+        Case{"mode=cct:out=/proc/self/hcct-cannot-exist",
+             "hcct: cannot create or write the profile directory '/proc/self/hcct-cannot-exist': No such file or directory; profiling is off for this run\n"},
+        Case{"mode=cct:out=/etc/hostname/sub",
+             "hcct: cannot create or write the profile directory '/etc/hostname/sub': Not a directory; profiling is off for this run\n"}}) {
+    INFO(c.options);
+    auto r = run({kExamples + "/calls", "15", "100"},
+                 {std::string("LD_PRELOAD=") + HCCT_RUNTIME, "HCCT_OPTIONS=" + c.options});
+    CHECK(r.status == native.status);
+    CHECK(r.out == native.out);
+    CHECK(r.err == c.message);
+  }
+}
+
+TEST_CASE("symbolization: a default (PIE) gcc build", "[e2e][symbols]") {
+  auto p = run_profiled({kExamples + "/calls", "5", "3"}, "mode=cct");
+  REQUIRE(p.result.status == 0);
+  auto set = ha::read_profiles(p.dir);
+  const auto &t = only_thread(set);
+  ha::Symbolizer symbols(t.modules);
+  // Line of fib's definition in the source.
+  std::ifstream src(std::string(HCCT_SOURCE_ROOT) + "/examples/calls.c");
+  std::string line;
+  uint32_t fib_line = 0;
+  for (uint32_t n = 1; std::getline(src, line); ++n)
+    if (line.find("unsigned fib(unsigned n)") != std::string::npos) fib_line = n;
+  REQUIRE(fib_line > 0);
+  bool seen = false;
+  for (size_t i = 1; i < t.nodes.size(); ++i) {
+    const auto &s = symbols.routine(t.nodes[i].routine);
+    if (s.function.rfind("fib", 0) != 0) continue;
+    seen = true;
+    CHECK(s.resolved);
+    CHECK(fs::path(s.file).filename() == "calls.c");
+    CHECK(s.line == fib_line);
+    // The call site of a recursive call is inside fib itself.
+    if (t.nodes[t.nodes[i].parent].routine == t.nodes[i].routine)
+      CHECK(symbols.call_site(t.nodes[i].call_site).function.rfind("fib", 0) == 0);
+  }
+  CHECK(seen);
+  CHECK(t.modules.size() >= 2);
+  CHECK(t.modules[0].bias != 0);  // PIE: loaded away from its link-time address
+}
+
+TEST_CASE("symbolization: a function in a library loaded with dlopen (and unloaded)", "[e2e][symbols]") {
+  auto p = run_profiled({kE2e + "/e2e_dlopen_main", E2E_PLUGIN_LIB}, "mode=cct");
+  REQUIRE(p.result.status == 0);
+  CHECK(p.result.out == "plugin returned 30\n");
+  auto set = ha::read_profiles(p.dir);
+  const auto &t = only_thread(set);
+  auto counts = named_counts(t);
+  CHECK(counts.at({"main", "plugin_entry"}) == 1);
+  CHECK(counts.at({"main", "plugin_entry", "plugin_leaf"}) == 5);
+  ha::Symbolizer symbols(t.modules);
+  for (size_t i = 1; i < t.nodes.size(); ++i) {
+    const auto &s = symbols.routine(t.nodes[i].routine);
+    if (s.function.rfind("plugin_leaf", 0) == 0) {
+      CHECK(fs::path(s.file).filename() == "plugin_lib.c");
+      CHECK(s.line == 3);
+      REQUIRE(s.module);
+      CHECK(fs::path(s.module->path).filename() == fs::path(E2E_PLUGIN_LIB).filename());
+    }
+  }
+}

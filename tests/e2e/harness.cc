@@ -1,0 +1,132 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char **environ;
+
+namespace e2e {
+
+namespace fs = std::filesystem;
+namespace ha = hcct::analysis;
+
+fs::path fresh_dir(const std::string &name) {
+  static std::atomic<int> counter{0};
+  fs::path dir = fs::temp_directory_path() /
+                 ("hcct-e2e-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+static std::string slurp(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result run(const std::vector<std::string> &argv, const std::vector<std::string> &env) {
+  fs::path tmp = fresh_dir("io");
+  fs::create_directories(tmp);
+  std::vector<std::string> envs;
+  for (char **e = environ; *e; ++e) {
+    std::string entry = *e;
+    bool overridden = false;
+    for (auto &x : env)
+      if (entry.substr(0, entry.find('=') + 1) == x.substr(0, x.find('=') + 1)) overridden = true;
+    if (!overridden && entry.rfind("LD_PRELOAD=", 0) != 0 && entry.rfind("HCCT_OPTIONS=", 0) != 0)
+      envs.push_back(entry);
+  }
+  for (auto &x : env) envs.push_back(x);
+  std::vector<char *> cargv, cenv;
+  for (auto &a : argv) cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (auto &e : envs) cenv.push_back(const_cast<char *>(e.c_str()));
+  cenv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, (tmp / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, (tmp / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  int rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot run " + argv[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Result r;
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(tmp / "out");
+  r.err = slurp(tmp / "err");
+  fs::remove_all(tmp);
+  return r;
+}
+
+Profiled run_profiled(const std::vector<std::string> &argv, const std::string &options) {
+  Profiled p;
+  p.dir = fresh_dir(fs::path(argv[0]).filename().string());
+  std::string opts = options.empty() ? "" : options + ":";
+  p.result = run(argv, {std::string("LD_PRELOAD=") + HCCT_RUNTIME,
+                        "HCCT_OPTIONS=" + opts + "out=" + p.dir.string()});
+  return p;
+}
+
+std::string short_name(const std::string &demangled) {
+  // Drop the parameter list (and any cv-qualifier after it), keep template arguments.
+  int depth = 0;
+  for (size_t i = 0; i < demangled.size(); ++i) {
+    char c = demangled[i];
+    if (c == '<') ++depth;
+    if (c == '>') --depth;
+    if (c == '(' && depth == 0 && i > 0) {
+      std::string name = demangled.substr(0, i);
+      // "double scaled<double>" -> "scaled<double>": a template's return type comes first.
+      size_t space = name.rfind(' ');
+      if (space != std::string::npos && name.find('<') != std::string::npos && space < name.find('<'))
+        name = name.substr(space + 1);
+      return name;
+    }
+  }
+  return demangled;
+}
+
+static std::vector<NamePath> node_paths(const ha::ThreadProfile &profile,
+                                        const std::set<std::string> *keep) {
+  ha::Symbolizer symbols(profile.modules);
+  std::vector<NamePath> paths(profile.nodes.size());
+  for (size_t i = 1; i < profile.nodes.size(); ++i) {
+    const ha::Node &n = profile.nodes[i];
+    paths[i] = paths[n.parent];
+    std::string name = short_name(symbols.routine(n.routine).function);
+    if (!keep || keep->count(name)) paths[i].push_back(name);
+  }
+  return paths;
+}
+
+std::map<NamePath, uint64_t> named_counts(const ha::ThreadProfile &profile) {
+  return projected_counts(profile, {});
+}
+
+std::map<NamePath, uint64_t> projected_counts(const ha::ThreadProfile &profile,
+                                              const std::set<std::string> &keep) {
+  auto paths = node_paths(profile, keep.empty() ? nullptr : &keep);
+  std::map<NamePath, uint64_t> out;
+  for (uint32_t i = 1; i < profile.nodes.size(); ++i) {
+    // Zero counts are contexts on a calling path that never completed an entry (after fork).
+    if (!profile.countable(i) || paths[i].empty() || profile.nodes[i].count == 0) continue;
+    const ha::Node &n = profile.nodes[i];
+    // A frame spliced out by the projection contributes nothing of its own.
+    if (!keep.empty() && paths[i] == paths[n.parent]) continue;
+    out[paths[i]] += n.count;
+  }
+  return out;
+}
+
+}  // namespace e2e
