@@ -56,6 +56,16 @@ HCCT_NOINST Frame *ThreadProfile::pop_stale(Frame *top, uintptr_t sp) {
   return top;
 }
 
+HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintptr_t sp) {
+  if (top->sp >= sp) {  // no frame below: the function was entered before profiling started
+    ++unmatched_exits_;
+    return top;
+  }
+  while (top[-1].sp < sp) --top;  // frames skipped without exits lie below the exiting one
+  if (top->node->routine != fn && top->node != &sink_) ++unmatched_exits_;
+  return top - 1;
+}
+
 HCCT_NOINST Node *ThreadProfile::new_node(Node *parent, uintptr_t fn, uintptr_t site) {
   Node *node = free_nodes_;
   if (node) {

@@ -84,17 +84,24 @@ class ThreadProfile {
     top_ = top;
   }
 
-  HCCT_NOINST void exit(uintptr_t fn, uintptr_t sp) {
+  // `torn_down`: the probe was tail-called after the function's frame was released, so `sp` is
+  // the caller's stack pointer (gcc emits `jmp __cyg_profile_func_exit` at the end of void
+  // functions). The exiting frame is then the last one below `sp`, not one at or above it.
+  HCCT_NOINST void exit(uintptr_t fn, uintptr_t sp, bool torn_down = false) {
     Frame *top = top_;
     Node *left = top->node;
-    if (HCCT_LIKELY(sp - stack_lo_ < stack_size_) && HCCT_UNLIKELY(top->sp < sp))
-      top = pop_stale(top, sp);
-    if (HCCT_LIKELY(top->node->routine == fn && top != frames_)) {
-      --top;
-    } else if (top->node == &sink_) {
-      --top;
+    bool own_stack = sp - stack_lo_ < stack_size_;
+    if (HCCT_UNLIKELY(torn_down) && own_stack) {
+      top = exit_torn_down(top, fn, sp);
     } else {
-      ++unmatched_exits_;
+      if (HCCT_LIKELY(own_stack) && HCCT_UNLIKELY(top->sp < sp)) top = pop_stale(top, sp);
+      if (HCCT_LIKELY(top->node->routine == fn && top != frames_)) {
+        --top;
+      } else if (top->node == &sink_) {
+        --top;
+      } else {
+        ++unmatched_exits_;
+      }
     }
     top_ = top;
     if (mode_ == Mode::kHcct && left != top->node) prune(left, top->node);
@@ -135,6 +142,7 @@ class ThreadProfile {
 
  private:
   Frame *pop_stale(Frame *top, uintptr_t sp);
+  Frame *exit_torn_down(Frame *top, uintptr_t fn, uintptr_t sp);
   Node *find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site);
   Node *new_node(Node *parent, uintptr_t fn, uintptr_t site);
   void monitor(Node *node);

@@ -324,11 +324,11 @@ __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site
   event_end(s);
 }
 
-__attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp) {
+__attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
   ThreadState *s = event_begin(/*attach=*/false);
   if (HCCT_UNLIKELY(!s)) return;
-  s->profile.exit(fn, sp);
-  if (HCCT_UNLIKELY(g_exact)) s->exact.exit(fn, sp);
+  s->profile.exit(fn, sp, torn_down);
+  if (HCCT_UNLIKELY(g_exact)) s->exact.exit(fn, sp, torn_down);
   event_end(s);
 }
 
@@ -352,9 +352,11 @@ HCCT_EXPORT void __cyg_profile_func_enter(void *fn, void *site) {
              reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
-HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *) {
+// A probe that returns straight to `site` was tail-called from the function's epilogue.
+HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *site) {
   if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
-    on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+    on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+            __builtin_return_address(0) == site);
 }
 
 HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
@@ -363,9 +365,10 @@ HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
              reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
-HCCT_EXPORT void __hcct_exit(void *fn) {
+HCCT_EXPORT void __hcct_exit(void *fn, void *site) {
   if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
-    on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+    on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+            __builtin_return_address(0) == site);
 }
 
 // A library unloaded before the dump must still be in the module map.

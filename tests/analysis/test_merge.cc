@@ -95,7 +95,7 @@ TEST_CASE("merge refuses incompatible threads", "[merge]") {
   d.meta.pid = 5;
   std::vector<ThreadProfile> pids{a, d};
   CHECK_THROWS_WITH(merge_threads(pids), Catch::Contains("another process"));
-  CHECK_THROWS_AS(merge_threads({}), std::invalid_argument);
+  CHECK_THROWS_AS(merge_threads(std::span<const ThreadProfile>()), std::invalid_argument);
 }
 
 TEST_CASE("merging one thread reproduces it", "[merge]") {

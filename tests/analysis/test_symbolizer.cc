@@ -15,48 +15,11 @@ namespace {
 
 const std::filesystem::path kFixtureDir = std::filesystem::path(HCCT_SOURCE_DIR) / "tests/analysis/symtest";
 
-struct Fixture {
-  std::vector<Module> modules;
-  std::map<std::string, uint64_t> routines, sites;
-};
+using Fixture = hcct::test::SymtestFixture;
 
-std::vector<uint8_t> unhex(const std::string &s) {
-  std::vector<uint8_t> out;
-  if (s == "-") return out;
-  for (size_t i = 0; i + 1 < s.size(); i += 2) out.push_back(uint8_t(std::stoul(s.substr(i, 2), nullptr, 16)));
-  return out;
-}
-
-// Runs the fixture once and parses what it prints.
+// Runs the fixture once.
 const Fixture &fixture() {
-  static const Fixture f = [] {
-    Fixture f;
-    std::string cmd = std::string(SYMTEST_PROG) + " " + SYMTEST_LIB;
-    FILE *pipe = popen(cmd.c_str(), "r");
-    REQUIRE(pipe);
-    char line[8192];
-    while (fgets(line, sizeof line, pipe)) {
-      std::istringstream in(line);
-      std::string kind, name;
-      in >> kind;
-      if (kind == "module") {
-        Module m;
-        std::string bias, lo, hi, id;
-        in >> bias >> lo >> hi >> id >> m.path;
-        m.bias = std::stoull(bias, nullptr, 16);
-        m.lo = std::stoull(lo, nullptr, 16);
-        m.hi = std::stoull(hi, nullptr, 16);
-        m.build_id = unhex(id);
-        f.modules.push_back(m);
-      } else {
-        std::string addr;
-        in >> name >> addr;
-        (kind == "site" ? f.sites : f.routines)[name] = std::stoull(addr, nullptr, 16);
-      }
-    }
-    REQUIRE(pclose(pipe) == 0);
-    return f;
-  }();
+  static const Fixture f = hcct::test::run_symtest_fixture(SYMTEST_PROG, SYMTEST_LIB);
   return f;
 }
 

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -165,6 +167,76 @@ inline ThreadProfile small_profile(Mode mode = Mode::hcct) {
   p.nodes = nodes;
   p.modules.push_back({0, 0x400000, 0x402000, "/bin/prog", {1, 2, 3, 4, 5, 6, 7, 8}});
   p.modules.push_back({0x7f0000000000, 0x7f0000001000, 0x7f0000003000, "/lib/libx.so", {}});
+  return p;
+}
+
+// What tests/analysis/symtest/prog.c prints: its module map and runtime addresses of known
+// functions (routines) and return addresses (sites).
+struct SymtestFixture {
+  std::vector<analysis::Module> modules;
+  std::map<std::string, uint64_t> routines, sites;
+};
+
+inline SymtestFixture run_symtest_fixture(const std::string &prog, const std::string &lib) {
+  SymtestFixture f;
+  std::string cmd = prog + " " + lib;
+  FILE *pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run " + cmd);
+  char line[8192];
+  while (fgets(line, sizeof line, pipe)) {
+    std::istringstream in(line);
+    std::string kind;
+    in >> kind;
+    if (kind == "module") {
+      analysis::Module m;
+      std::string bias, lo, hi, id;
+      in >> bias >> lo >> hi >> id >> m.path;
+      m.bias = std::stoull(bias, nullptr, 16);
+      m.lo = std::stoull(lo, nullptr, 16);
+      m.hi = std::stoull(hi, nullptr, 16);
+      for (size_t i = 0; id != "-" && i + 1 < id.size(); i += 2)
+        m.build_id.push_back(uint8_t(std::stoul(id.substr(i, 2), nullptr, 16)));
+      f.modules.push_back(m);
+    } else {
+      std::string name, addr;
+      in >> name >> addr;
+      (kind == "site" ? f.sites : f.routines)[name] = std::stoull(addr, nullptr, 16);
+    }
+  }
+  if (pclose(pipe) != 0) throw std::runtime_error(cmd + " failed");
+  return f;
+}
+
+// A profile of the fixture's process with real addresses (N = 705):
+//   root
+//     main                                  1   (call site 0)
+//       fixture_leaf     @ site "direct"    500
+//       fixture_leaf     @ site "inlined"   3
+//       Widget::compute  @ site "lib"       200
+//         fixture_leaf   @ site "direct"    1
+// In hcct mode everything but main is monitored.
+inline ThreadProfile symtest_profile(const SymtestFixture &f, Mode mode, uint64_t pid = 4242, uint64_t seq = 0) {
+  std::mt19937_64 rng(1);
+  const uint64_t main_fn = f.routines.at("main"), leaf = f.routines.at("leaf"), widget = f.routines.at("widget");
+  const uint8_t mon = mode == Mode::hcct ? format::kNodeMonitored : 0;
+  std::vector<Node> nodes(6);
+  nodes[1] = {main_fn, 0, uint64_t(mode == Mode::hcct ? 0 : 1), 0, 0};
+  nodes[2] = {leaf, f.sites.at("direct"), 500, 1, mon};
+  nodes[3] = {leaf, f.sites.at("inlined"), 3, 1, mon};
+  nodes[4] = {widget, f.sites.at("lib"), 200, 1, mon};
+  nodes[5] = {leaf, f.sites.at("direct"), 1, 4, mon};
+  ThreadProfile p = make_profile(nodes, Mode::cct, rng, pid, seq);
+  p.nodes = nodes;  // make_profile randomizes counts; keep the ones above
+  p.meta.mode = mode;
+  p.meta.calls = 705;
+  if (mode == Mode::hcct) {
+    p.meta.counters = 4;
+    p.meta.epsilon = 0.25;
+    p.meta.min_count = 1;
+  }
+  p.modules = f.modules;
+  p.meta.exe = f.modules.at(0).path;
+  p.meta.cmdline = {f.modules.at(0).path, "arg with space"};
   return p;
 }
 

@@ -209,40 +209,6 @@ TEST_CASE("good arguments compile cleanly", "[plugin][args]") {
 
 namespace {
 
-struct Built {
-  std::string dir, lib, c_exe, cxx_exe;
-};
-
-// Builds the end-to-end examples with the plugin: cct_lib.c as a -fPIC shared library, cct_main.c and
-// cct_main.cc as (PIE) executables using it. -fchecking makes gcc verify its IL after every pass.
-Built build_examples(const std::string &name, const std::string &opt,
-                     const std::vector<std::string> &args = {}) {
-  Built b;
-  b.dir = work_dir(name);
-  b.lib = b.dir + "/libcct_lib.so";
-  b.c_exe = b.dir + "/cct_c";
-  b.cxx_exe = b.dir + "/cct_cxx";
-  std::string common = opt + " -g -fchecking -Wall -Werror " + plugin_flags(args);
-  std::string link = " -I" + sh_quote(HCCT_PLUGIN_EXAMPLES) + " -L" + sh_quote(b.dir) +
-                     " -lcct_lib -Wl,-rpath," + sh_quote(b.dir);
-  for (const std::string &cmd :
-       {std::string(HCCT_CC) + " " + common + " -fPIC -shared " + sh_quote(example("cct_lib.c")) +
-            " -o " + sh_quote(b.lib),
-        std::string(HCCT_CC) + " " + common + " " + sh_quote(example("cct_main.c")) + link + " -o " +
-            sh_quote(b.c_exe),
-        std::string(HCCT_CXX) + " " + common + " " + sh_quote(example("cct_main.cc")) + link +
-            " -o " + sh_quote(b.cxx_exe)}) {
-    RunResult r = run(cmd);
-    INFO(cmd << "\n" << r.output);
-    REQUIRE(r.status == 0);
-    CHECK(r.output.empty());  // no diagnostics, -fchecking ones included
-  }
-  return b;
-}
-
-const char *kCOutput = "4394\n";
-const char *kCxxOutput = "287.0 637 16\n";
-
 // Runs `exe` under the trace runtime and returns its report, per function by demangled name.
 Trace traced_run(const std::string &exe, const char *expected_output,
                  const std::string &env = "") {
@@ -325,7 +291,7 @@ void check_cxx_counts(const Trace &t) {
 TEST_CASE("examples build under -fchecking and run correctly without any runtime", "[plugin][build]") {
   for (const char *opt : {"-O0", "-O2", "-O3"}) {
     INFO(opt);
-    Built b = build_examples(std::string("nort") + opt, opt);
+    Built b = build_examples(std::string("nort") + opt, opt, plugin_flags());
     // The probes reference the runtime weakly: no libhcct, no link error, no crash.
     for (const std::string &file : {b.lib, b.c_exe, b.cxx_exe}) {
       RunResult nm = run("nm -D " + sh_quote(file));
@@ -347,14 +313,14 @@ TEST_CASE("examples build under -fchecking and run correctly without any runtime
 TEST_CASE("probes pair up exactly, exceptions included, at every level", "[plugin][build][trace]") {
   for (const char *opt : {"-O0", "-O2", "-O3"}) {
     INFO(opt);
-    Built b = build_examples(std::string("trace") + opt, opt);
+    Built b = build_examples(std::string("trace") + opt, opt, plugin_flags());
     SECTION(std::string("C ") + opt) { check_c_counts(traced_run(b.c_exe, kCOutput)); }
     SECTION(std::string("C++ ") + opt) { check_cxx_counts(traced_run(b.cxx_exe, kCxxOutput)); }
   }
 }
 
 TEST_CASE("a closed gate keeps every probe out of the runtime", "[plugin][build][trace]") {
-  Built b = build_examples("gate_closed", "-O2");
+  Built b = build_examples("gate_closed", "-O2", plugin_flags());
   for (const std::string &exe : {b.c_exe, b.cxx_exe}) {
     Trace t = traced_run(exe, exe == b.c_exe ? kCOutput : kCxxOutput, "HCCT_TRACE_GATE=0");
     CHECK(t.totals.at("enters") == 0);
@@ -363,7 +329,7 @@ TEST_CASE("a closed gate keeps every probe out of the runtime", "[plugin][build]
 }
 
 TEST_CASE("selection options change what the runtime sees", "[plugin][build][trace]") {
-  Built b = build_examples("select_trace", "-O2", {"exclude=^(fib|cube)$", "min-size=3"});
+  Built b = build_examples("select_trace", "-O2", plugin_flags({"exclude=^(fib|cube)$", "min-size=3"}));
   Trace t = traced_run(b.c_exe, kCOutput);
   check_balanced(t);
   CHECK(calls(t, "fib") == 0);

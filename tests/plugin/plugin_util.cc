@@ -120,6 +120,31 @@ std::set<std::string> selected_names(const std::string &dir, const std::vector<s
   return list_names(read_list(list));
 }
 
+Built build_examples(const std::string &name, const std::string &opt, const std::string &instrument) {
+  Built b;
+  b.dir = work_dir(name);
+  b.lib = b.dir + "/libcct_lib.so";
+  b.c_exe = b.dir + "/cct_c";
+  b.cxx_exe = b.dir + "/cct_cxx";
+  // -fchecking makes gcc verify its IL after every pass.
+  std::string common = opt + " -g -fchecking -Wall -Werror " + instrument;
+  std::string link = " -I" + sh_quote(HCCT_PLUGIN_EXAMPLES) + " -L" + sh_quote(b.dir) +
+                     " -lcct_lib -Wl,-rpath," + sh_quote(b.dir);
+  for (const std::string &cmd :
+       {std::string(HCCT_CC) + " " + common + " -fPIC -shared " + sh_quote(example("cct_lib.c")) +
+            " -o " + sh_quote(b.lib),
+        std::string(HCCT_CC) + " " + common + " " + sh_quote(example("cct_main.c")) + link + " -o " +
+            sh_quote(b.c_exe),
+        std::string(HCCT_CXX) + " " + common + " " + sh_quote(example("cct_main.cc")) + link +
+            " -o " + sh_quote(b.cxx_exe)}) {
+    RunResult r = run(cmd);
+    INFO(cmd << "\n" << r.output);
+    REQUIRE(r.status == 0);
+    CHECK(r.output.empty());  // no diagnostics, -fchecking ones included
+  }
+  return b;
+}
+
 namespace {
 
 // Function symbols of a module by their link-time address.

@@ -46,6 +46,19 @@ std::set<std::string> list_names(const std::vector<ListEntry> &entries);
 std::set<std::string> selected_names(const std::string &dir, const std::vector<std::string> &args,
                                      const std::string &opt = "-O0");
 
+// The end-to-end examples built into `dir`: cct_lib.c as a -fPIC shared library, cct_main.c and
+// cct_main.cc as (PIE) executables using it, all at `opt` with `instrument` (plugin_flags(...) or
+// -finstrument-functions), -g, -fchecking and -Wall -Werror. Fails the current test if a build fails
+// or prints anything.
+struct Built {
+  std::string dir, lib, c_exe, cxx_exe;
+};
+Built build_examples(const std::string &name, const std::string &opt, const std::string &instrument);
+
+// What the examples print.
+inline constexpr const char *kCOutput = "4394\n";
+inline constexpr const char *kCxxOutput = "287.0 637 16\n";
+
 // The trace runtime's report (tests/plugin/trace_runtime.c).
 struct Trace {
   std::map<std::string, unsigned long> totals;  // enters, exits, mismatches, bad_sites, open

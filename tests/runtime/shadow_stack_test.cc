@@ -176,3 +176,34 @@ TEST_CASE("restart from the current path (after fork)", "[shadow-stack]") {
     CHECK(f.p.unmatched_exits() == 0);
   }
 }
+
+TEST_CASE("shadow stack: exit probes tail-called after the frame is released", "[shadow-stack]") {
+  // gcc ends void functions with `jmp __cyg_profile_func_exit`: the probe's stack pointer is then
+  // the caller's. In recursion that equals the outer frame's tag, which must survive.
+  Fixture f;
+  f.p.enter(A, 1, 1000);  // A's body runs at 1000
+  f.p.enter(A, 2, 900);   // recursive call made from A's body at 1000 - (return address) ...
+  f.p.enter(A, 3, 800);
+  f.p.exit(A, 900, /*torn_down=*/true);  // innermost A returns to the middle one (sp 900)
+  CHECK(f.cursor() == Key{{A, 1}, {A, 2}});
+  f.p.enter(B, 4, 800);  // the middle A goes on calling
+  f.p.exit(B, 900, true);
+  CHECK(f.cursor() == Key{{A, 1}, {A, 2}});
+  f.p.exit(A, 1000, true);
+  CHECK(f.cursor() == Key{{A, 1}});
+  f.p.exit(A, 1100, true);
+  CHECK(f.p.depth() == 0);
+  CHECK(f.p.unmatched_exits() == 0);
+  f.p.exit(A, 1200, true);  // nothing left below: unmatched
+  CHECK(f.p.unmatched_exits() == 1);
+}
+
+TEST_CASE("shadow stack: a torn-down exit also pops frames skipped below it", "[shadow-stack]") {
+  Fixture f;
+  f.p.enter(A, 1, 1000);
+  f.p.enter(B, 2, 900);
+  f.p.enter(C, 3, 800);  // C skipped its exit (longjmp into B without interposition)
+  f.p.exit(B, 1000, true);
+  CHECK(f.cursor() == Key{{A, 1}});
+  CHECK(f.p.unmatched_exits() == 0);
+}

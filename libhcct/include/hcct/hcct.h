@@ -12,7 +12,7 @@ extern unsigned char __hcct_gate;
 void __cyg_profile_func_enter(void *fn, void *call_site) __attribute__((no_instrument_function));
 void __cyg_profile_func_exit(void *fn, void *call_site) __attribute__((no_instrument_function));
 void __hcct_enter(void *fn, void *call_site) __attribute__((no_instrument_function));
-void __hcct_exit(void *fn) __attribute__((no_instrument_function));
+void __hcct_exit(void *fn, void *call_site) __attribute__((no_instrument_function));
 
 #ifdef __cplusplus
 }
