@@ -1,0 +1,104 @@
+// Plugin entry point and the module pass. Where it runs (docs/KPATH.md, "Pipeline position"):
+//   early (default): at PipelineStart, before any optimisation, on the CFG clang emitted: path IDs
+//     are stable across -O levels and map to source statements; the probes then constrain the
+//     optimiser (a loop that emits cannot be vectorised) and inlined callees keep their own probes.
+//   late: at OptimizerLast, on the optimised CFG: fewer, cheaper probes, but IDs describe the
+//     optimised code (inlined functions disappear into their callers).
+// Choose with `-mllvm -kpath-stage=late` (clang needs `-Xclang -load -Xclang kpath.so` for -mllvm
+// to know the option) or the environment variable HCCT_KPATH_STAGE=late; with opt, use
+// -passes=kpath or -passes=kpath-late.
+#include "KPathPass.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "FunctionDag.h"
+#include "MetadataBuilder.h"
+#include "PathInstrumenter.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/PassPlugin.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace {
+
+cl::opt<std::string> g_stage("kpath-stage", cl::desc("hcct kpath: instrument 'early' (PipelineStart) or 'late' (OptimizerLast)"),
+                             cl::init(""));
+cl::opt<uint64_t> g_max_paths("kpath-max-paths",
+                              cl::desc("hcct kpath: largest number of acyclic paths per function before edges are cut"),
+                              cl::init(uint64_t(1) << 62));
+cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each function's path count"), cl::init(false));
+
+constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
+
+bool stage_is_late() {
+  std::string stage = g_stage;
+  if (stage.empty())
+    if (const char *env = std::getenv("HCCT_KPATH_STAGE")) stage = env;
+  if (stage.empty() || stage == "early") return false;
+  if (stage == "late") return true;
+  report_fatal_error(Twine("hcct kpath: stage '") + stage + "' is not 'early' or 'late'", false);
+}
+
+}  // namespace
+
+namespace hcct::kpath {
+
+bool should_instrument(const Function &f) {
+  if (f.isDeclaration() || f.hasAvailableExternallyLinkage()) return false;
+  if (f.hasFnAttribute(Attribute::Naked)) return false;
+  // The runtime's own code, if it is ever compiled with the plugin.
+  if (f.getName().startswith("__hcct") || f.getName().startswith("__cyg_profile")) return false;
+  return true;
+}
+
+PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
+  // A module instrumented twice (both stages, or opt then clang) would emit every path twice.
+  if (m.getModuleFlag(kDoneFlag)) return PreservedAnalyses::all();
+  m.addModuleFlag(Module::Warning, kDoneFlag, 1);
+  RuntimeApi api = RuntimeApi::declare(m);
+  MetadataBuilder meta(m);
+  bool changed = false;
+  for (Function &f : m) {
+    if (!should_instrument(f)) continue;
+    std::string why;
+    std::optional<FunctionDag> dag = FunctionDag::build(f, options_.max_paths, &why);
+    if (!dag) {
+      errs() << "hcct kpath: " << f.getName() << " not instrumented: " << why << "\n";
+      continue;
+    }
+    uint64_t id = f.getGUID();
+    meta.add(f, *dag, id, options_.late ? kFlagLate : 0);
+    if (g_verbose)
+      errs() << "hcct kpath: " << f.getName() << ": " << dag->blocks().size() << " blocks, "
+             << dag->graph().num_paths() << " paths" << (dag->has_cut_edges() ? " (edges cut)" : "") << "\n";
+    PathInstrumenter(f, *dag, id, api).run();
+    changed = true;
+  }
+  meta.emit();
+  return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+}
+
+}  // namespace hcct::kpath
+
+extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
+  using hcct::kpath::KPathOptions;
+  using hcct::kpath::KPathPass;
+  return {LLVM_PLUGIN_API_VERSION, "hcct-kpath", "0.1", [](PassBuilder &pb) {
+            pb.registerPipelineStartEPCallback([](ModulePassManager &mpm, OptimizationLevel) {
+              if (!stage_is_late()) mpm.addPass(KPathPass(KPathOptions{false, g_max_paths}));
+            });
+            pb.registerOptimizerLastEPCallback([](ModulePassManager &mpm, OptimizationLevel) {
+              if (stage_is_late()) mpm.addPass(KPathPass(KPathOptions{true, g_max_paths}));
+            });
+            pb.registerPipelineParsingCallback(
+                [](StringRef name, ModulePassManager &mpm, ArrayRef<PassBuilder::PipelineElement>) {
+                  if (name != "kpath" && name != "kpath-late") return false;
+                  mpm.addPass(KPathPass(KPathOptions{name == "kpath-late", g_max_paths}));
+                  return true;
+                });
+          }};
+}

@@ -1,0 +1,29 @@
+// The module pass: numbers and instruments every defined function and records its metadata.
+#pragma once
+
+#include <cstdint>
+
+#include "llvm/IR/PassManager.h"
+
+namespace hcct::kpath {
+
+struct KPathOptions {
+  bool late = false;  // runs at OptimizerLast instead of PipelineStart
+  uint64_t max_paths = uint64_t(1) << 62;
+};
+
+class KPathPass : public llvm::PassInfoMixin<KPathPass> {
+ public:
+  explicit KPathPass(KPathOptions options) : options_(options) {}
+  llvm::PreservedAnalyses run(llvm::Module &m, llvm::ModuleAnalysisManager &am);
+  // Runs at -O0 and on optnone functions too: an uninstrumented function would break the stream.
+  static bool isRequired() { return true; }
+
+ private:
+  KPathOptions options_;
+};
+
+// Functions the pass leaves alone (declarations, the runtime, naked functions, ...).
+bool should_instrument(const llvm::Function &f);
+
+}  // namespace hcct::kpath

@@ -1,0 +1,66 @@
+// Inserts the Ball-Larus probes for one function (docs/KPATH.md, "Instrumentation"):
+//   entry:            r = 0; __hcct_path_enter(&frame, F)         (the thesis's ∗ marker)
+//   edge e:           r += val(e)                                 (only where val(e) != 0)
+//   back edge t→h:    __hcct_path(&frame, F, r + val(t→exit)); r = val(entry→h)
+//   exit block b:     __hcct_path(&frame, F, r + val(b→exit))     (before ret/resume/noreturn call)
+// `r` lives in an alloca that is promoted to SSA at the end.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "FunctionDag.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+
+namespace hcct::kpath {
+
+// The runtime entry points (docs/RUNTIME-ABI.md, "Path profiling probes").
+struct RuntimeApi {
+  llvm::FunctionCallee enter;  // void __hcct_path_enter(void *frame, uint64_t function_id)
+  llvm::FunctionCallee path;   // void __hcct_path(void *frame, uint64_t function_id, uint64_t path_id)
+  static RuntimeApi declare(llvm::Module &m);
+};
+
+inline constexpr unsigned kFrameWords = 4;  // struct hcct_path_frame: four pointer-sized words
+
+// What runs when control crosses one CFG edge.
+struct EdgeProbe {
+  llvm::BasicBlock *from = nullptr;
+  llvm::BasicBlock *to = nullptr;
+  uint64_t add = 0;         // r += add (plain edge)
+  bool restart = false;     // back or cut edge: emit r + emit_add, then r = reset
+  uint64_t emit_add = 0;
+  uint64_t reset = 0;
+};
+
+class PathInstrumenter {
+ public:
+  PathInstrumenter(llvm::Function &f, const FunctionDag &dag, uint64_t function_id, const RuntimeApi &api)
+      : f_(f), dag_(dag), function_id_(function_id), api_(api) {}
+  void run();
+
+ private:
+  enum class Placement { kEndOfSource, kStartOfTarget, kSplit, kDispatch };
+
+  std::vector<EdgeProbe> collect_probes() const;
+  Placement place(const EdgeProbe &p) const;
+  void insert_prologue();
+  void insert_probe(llvm::Instruction *before, const EdgeProbe &p);
+  void insert_exit(uint32_t block);
+  void emit_path(llvm::IRBuilder<> &b, uint64_t add);
+  void split_and_insert(const EdgeProbe &p);
+  void dispatch_at(llvm::BasicBlock *to, const std::vector<EdgeProbe> &probes);
+  void promote_register();
+
+  llvm::Function &f_;
+  const FunctionDag &dag_;
+  uint64_t function_id_;
+  const RuntimeApi &api_;
+  llvm::AllocaInst *reg_ = nullptr;    // the path register r
+  llvm::AllocaInst *frame_ = nullptr;  // struct hcct_path_frame
+  llvm::Value *frame_ptr_ = nullptr;   // frame_ as i8*
+};
+
+}  // namespace hcct::kpath
