@@ -4,6 +4,10 @@
 // exact counts. Trees are compared by symbol names (addresses differ between the builds) read back
 // with the analysis library. Selection options must change the tree exactly as removing the
 // deselected functions' probes would.
+//
+// The runtime pops frames whose stack is gone (docs/RUNTIME-ABI.md, "Robustness"), so these trees
+// would look right even if exit probes were missing on exception paths; the strict pairing of every
+// exit with its entry is checked by the trace tests in plugin_test.cc.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
