@@ -101,6 +101,15 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       if (value.is("1")) o->exact = true;
       else if (value.is("0")) o->exact = false;
       else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
+    } else if (key.is("k")) {
+      uint64_t k = 0;
+      if (!parse_u64(value, &k) || k < 1 || k > kMaxPathK)
+        return fail(error, error_size, "%.*s='%.*s' must be a whole number in [1, 256]", key, value);
+      o->path_k = uint32_t(k);
+    } else if (key.is("path_trace")) {
+      if (value.is("1")) o->path_trace = true;
+      else if (value.is("0")) o->path_trace = false;
+      else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
     } else if (key.is("out")) {
       if (value.size == 0 || value.size >= kMaxPath)
         return fail(error, error_size, "%.*s='%.*s' must be a directory path", key, value);
@@ -108,7 +117,7 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       o->out[value.size] = 0;
     } else {
       return fail(error, error_size,
-                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, exact, verbose)", key,
+                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, exact, verbose, k, path_trace)", key,
                   Token{"", 0});
     }
     p = *end ? end + 1 : end;

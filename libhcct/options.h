@@ -10,6 +10,7 @@ enum class Mode : uint8_t { kOff, kEmpty, kCct, kHcct };
 enum class KeyBy : uint8_t { kSite, kRoutine };
 
 inline constexpr size_t kMaxPath = 4096;
+inline constexpr uint32_t kMaxPathK = 256;
 
 struct Options {
   Mode mode = Mode::kHcct;
@@ -17,6 +18,8 @@ struct Options {
   double epsilon = 2e-5;           // thesis defaults: phi = 1e-4, epsilon = phi / 5
   uint64_t max_mb = 4096;          // cap on tree memory for the whole process
   bool verbose = false;
+  uint32_t path_k = 8;             // kpath: k of the k-SF; 1 = Ball-Larus counters (BLPP)
+  bool path_trace = false;         // kpath: also record the raw path-ID stream (debugging, tests)
   bool exact = false;              // hcct mode: also keep the exact CCT, written to <out>/exact
   char out[kMaxPath] = "hcct.data";  // made absolute at start-up
 };

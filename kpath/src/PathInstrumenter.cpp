@@ -141,11 +141,13 @@ void PathInstrumenter::split_and_insert(const EdgeProbe &p) {
 // was entered from into one probe block per such edge, and continues in `rest`.
 void PathInstrumenter::dispatch_at(BasicBlock *to, const std::vector<EdgeProbe> &probes) {
   BasicBlock *rest = to->splitBasicBlock(to->getFirstInsertionPt(), to->getName() + ".kpath.rest");
+  tails_[to] = rest;
   IRBuilder<> b(&*to->begin());
   Type *i32 = b.getInt32Ty();
   PHINode *from = b.CreatePHI(i32, 4, "kpath.from");
   DenseMap<BasicBlock *, unsigned> case_of;
-  for (unsigned i = 0; i < probes.size(); ++i) case_of[probes[i].from] = i + 1;
+  // A source that was itself split by an earlier dispatch reaches `to` from its `rest` block.
+  for (unsigned i = 0; i < probes.size(); ++i) case_of[tail(probes[i].from)] = i + 1;
   for (BasicBlock *pred : predecessors(to)) {
     auto it = case_of.find(pred);
     from->addIncoming(ConstantInt::get(i32, it == case_of.end() ? 0 : it->second), pred);

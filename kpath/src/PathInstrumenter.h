@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "FunctionDag.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
@@ -53,6 +54,8 @@ class PathInstrumenter {
   void split_and_insert(const EdgeProbe &p);
   void dispatch_at(llvm::BasicBlock *to, const std::vector<EdgeProbe> &probes);
   void promote_register();
+  // The block that now ends with `bb`'s original terminator (dispatch splits move it).
+  llvm::BasicBlock *tail(llvm::BasicBlock *bb) const { return tails_.lookup(bb) ? tails_.lookup(bb) : bb; }
 
   llvm::Function &f_;
   const FunctionDag &dag_;
@@ -61,6 +64,7 @@ class PathInstrumenter {
   llvm::AllocaInst *reg_ = nullptr;    // the path register r
   llvm::AllocaInst *frame_ = nullptr;  // struct hcct_path_frame
   llvm::Value *frame_ptr_ = nullptr;   // frame_ as i8*
+  llvm::DenseMap<llvm::BasicBlock *, llvm::BasicBlock *> tails_;
 };
 
 }  // namespace hcct::kpath

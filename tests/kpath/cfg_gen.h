@@ -2,7 +2,8 @@
 // branches, switches with repeated targets, indirectbr, invoke with shared landing pads (catching
 // and cleanup+resume), calls to a noreturn function, and dead-end `unreachable` blocks.
 //
-// Every block starts with `call void @trace(i32 K)` (K = block number) and every choice is read from
+// Every block starts with `call void @tK()` (K = block number; distinct callees, so that the
+// optimiser cannot merge the calls of different blocks) and every choice is read from
 // `@decide(i32 m)` in [0, m). Choice 0 always moves to a later block, so once the harness's supply
 // of decisions runs out (decide returns 0) the function finishes: generated programs terminate.
 #pragma once
@@ -41,6 +42,8 @@ class CfgGenerator {
     std::ostringstream body, globals;
     for (int i = 0; i < n_; ++i) block(i, body, globals);
     std::ostringstream m;
+    m << "";
+    for (int i = 0; i < n_; ++i) m << "declare void @t" << i << "()\n";
     m << "declare void @trace(i32)\n"
          "declare i32 @decide(i32)\n"
          "declare void @maybe_throw(i32)\n"
@@ -100,7 +103,7 @@ class CfgGenerator {
       out << "  unreachable\n";
       return;
     }
-    out << "  call void @trace(i32 " << i << ")\n";
+    out << "  call void @t" << i << "()\n";
     if (kinds_[i] == kCleanupPad) {
       out << "  resume { i8*, i32 } %" << b << ".lp\n";
       return;

@@ -22,6 +22,10 @@ constexpr uint32_t tag(char a, char b, char c, char d) {
 inline constexpr uint32_t kTagMeta = tag('M', 'E', 'T', 'A');
 inline constexpr uint32_t kTagModules = tag('M', 'O', 'D', 'S');
 inline constexpr uint32_t kTagTree = tag('C', 'C', 'T', ' ');
+// kpath (docs/FORMAT.md, "KPTH", "KTRC"): the path profile and, with path_trace=1, the raw stream.
+inline constexpr uint32_t kTagPaths = tag('K', 'P', 'T', 'H');
+inline constexpr uint32_t kTagPathTrace = tag('K', 'T', 'R', 'C');
+inline constexpr uint64_t kPathsVersion = 1;
 
 // Node flag bits in the CCT section.
 inline constexpr uint8_t kNodeMonitored = 1u << 0;

@@ -1,0 +1,60 @@
+// kpath sections of hcct dump files (docs/FORMAT.md, "KPTH", "KTRC"): the k-slab forest (or BLPP
+// counters) of one thread and, when recorded, its raw path-ID stream.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hcct/analysis/profile.h"
+
+namespace hcct::analysis {
+
+// A path label: Ball-Larus path `path` of the function with ID `function`.
+struct PathLabel {
+  uint64_t function = 0;
+  uint64_t path = 0;
+  friend auto operator<=>(const PathLabel &, const PathLabel &) = default;
+};
+
+inline constexpr uint32_t kNoParent = UINT32_MAX;
+
+// One k-SF node; `function` is the root's (an activation only emits its own function's paths).
+struct KsfNode {
+  PathLabel label;
+  uint64_t count = 0;
+  uint32_t parent = kNoParent;
+};
+
+struct KsfForest {
+  uint32_t k = 1;  // 1: BLPP counters (every node a root)
+  uint64_t paths = 0, enters = 0, lost = 0;
+  std::vector<KsfNode> nodes;  // preorder; roots have parent kNoParent
+};
+
+struct TraceRecord {
+  bool enter = false;  // ∗ marker
+  uint64_t frame = 0;  // identifies the activation (until the next enter with the same frame)
+  PathLabel label;     // label.path is 0 for enter
+};
+
+struct ThreadPaths {
+  ThreadProfile profile;  // META, MODS, CCT of the same file
+  KsfForest forest;
+  std::optional<std::vector<TraceRecord>> trace;
+  uint64_t trace_lost = 0;
+};
+
+// Parses the kpath sections of a complete file image; nullopt if the file has no KPTH section.
+// Throws FormatError on malformed contents.
+std::optional<ThreadPaths> parse_thread_paths(std::span<const unsigned char> bytes, const std::string &name);
+// Every thread file under `dir_or_file` that has a KPTH section, in (pid, seq) order.
+std::vector<ThreadPaths> read_thread_paths(const std::filesystem::path &dir_or_file);
+
+// The per-activation sequences of a trace (∗ starts one; records name their activation by frame).
+std::vector<std::vector<PathLabel>> activation_streams(const std::vector<TraceRecord> &trace);
+
+}  // namespace hcct::analysis

@@ -1,0 +1,178 @@
+#include "hcct/analysis/kpath_profile.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "hcct/analysis/reader.h"
+#include "hcct/format.h"
+
+namespace hcct::analysis {
+namespace {
+
+class Cursor {
+ public:
+  Cursor(std::span<const unsigned char> b, std::string where) : p_(b.data()), end_(b.data() + b.size()), where_(std::move(where)) {}
+  [[noreturn]] void fail(const std::string &what) const { throw FormatError(where_ + ": " + what); }
+  bool done() const { return p_ == end_; }
+  size_t remaining() const { return size_t(end_ - p_); }
+  uint64_t varint(const char *what) {
+    uint64_t v;
+    size_t n = format::decode_varint(p_, end_, &v);
+    if (!n) fail(std::string("malformed varint for ") + what);
+    p_ += n;
+    return v;
+  }
+  uint64_t u64(const char *what) { return fixed(8, what); }
+  uint8_t u8(const char *what) { return uint8_t(fixed(1, what)); }
+  uint64_t fixed(size_t n, const char *what) {
+    if (remaining() < n) fail(std::string("truncated ") + what);
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= uint64_t(p_[i]) << (8 * i);
+    p_ += n;
+    return v;
+  }
+
+ private:
+  const unsigned char *p_, *end_;
+  std::string where_;
+};
+
+KsfForest parse_forest(std::span<const unsigned char> body, const std::string &name) {
+  Cursor c(body, name + ": KPTH");
+  KsfForest f;
+  if (c.varint("version") != format::kPathsVersion) c.fail("unsupported version");
+  uint64_t k = c.varint("k");
+  if (k < 1 || k > 256) c.fail("k = " + std::to_string(k) + " is outside [1, 256]");
+  f.k = uint32_t(k);
+  f.paths = c.varint("paths");
+  f.enters = c.varint("enters");
+  f.lost = c.varint("lost");
+  uint64_t count = c.varint("node count");
+  // A node takes at least 3 bytes (root: 11): bound the reservation by the bytes present.
+  if (count > c.remaining() / 3) c.fail("node count " + std::to_string(count) + " exceeds the section");
+  f.nodes.reserve(count);
+  std::vector<uint32_t> depth;
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    KsfNode n;
+    uint64_t delta = c.varint("parent delta");
+    if (delta == 0) {
+      n.label.function = c.u64("function");
+    } else {
+      if (delta > i) c.fail("node " + std::to_string(i) + ": parent delta " + std::to_string(delta) + " before the first node");
+      n.parent = uint32_t(i - delta);
+      if (f.k == 1) c.fail("node " + std::to_string(i) + ": BLPP profile with a non-root node");
+      n.label.function = f.nodes[n.parent].label.function;
+    }
+    n.label.path = c.varint("path id");
+    n.count = c.varint("count");
+    uint32_t d = n.parent == kNoParent ? 1 : depth[n.parent] + 1;
+    if (d > 2 * f.k) c.fail("node " + std::to_string(i) + " is deeper than 2k - 2");
+    // Preorder: the parent must be on the current root-to-node path.
+    if (n.parent != kNoParent && i > 0) {
+      uint32_t p = uint32_t(i - 1);
+      while (p != kNoParent && p != n.parent) p = f.nodes[p].parent;
+      if (p != n.parent) c.fail("node " + std::to_string(i) + " breaks preorder");
+    }
+    depth.push_back(d);
+    sum += n.count;
+    f.nodes.push_back(n);
+  }
+  if (!c.done()) c.fail("trailing bytes");
+  if (sum != f.paths) c.fail("counters sum to " + std::to_string(sum) + ", not paths = " + std::to_string(f.paths));
+  return f;
+}
+
+std::vector<TraceRecord> parse_trace(std::span<const unsigned char> body, const std::string &name, uint64_t *lost) {
+  Cursor c(body, name + ": KTRC");
+  if (c.varint("version") != format::kPathsVersion) c.fail("unsupported version");
+  *lost = c.varint("lost");
+  uint64_t count = c.varint("record count");
+  if (count > c.remaining() / 10) c.fail("record count exceeds the section");
+  std::vector<TraceRecord> out;
+  out.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    TraceRecord r;
+    uint8_t kind = c.u8("kind");
+    if (kind > 1) c.fail("record " + std::to_string(i) + ": kind " + std::to_string(kind));
+    r.enter = kind == 0;
+    r.frame = c.varint("frame");
+    r.label.function = c.u64("function");
+    if (!r.enter) r.label.path = c.varint("path id");
+    out.push_back(r);
+  }
+  if (!c.done()) c.fail("trailing bytes");
+  return out;
+}
+
+}  // namespace
+
+std::optional<ThreadPaths> parse_thread_paths(std::span<const unsigned char> bytes, const std::string &name) {
+  ThreadPaths t;
+  t.profile = parse_profile(bytes, name);  // validates header, hash and section bounds
+  std::optional<std::span<const unsigned char>> forest, trace;
+  size_t at = format::kHeaderSize;
+  while (at + 16 <= bytes.size()) {
+    Cursor h(bytes.subspan(at, 16), name);
+    uint32_t tag = uint32_t(h.fixed(4, "tag"));
+    h.fixed(4, "reserved");
+    uint64_t len = h.u64("length");
+    auto body = bytes.subspan(at + 16, len);  // in bounds: parse_profile checked
+    if (tag == format::kTagPaths) {
+      if (forest) throw FormatError(name + ": duplicate KPTH section");
+      forest = body;
+    } else if (tag == format::kTagPathTrace) {
+      if (trace) throw FormatError(name + ": duplicate KTRC section");
+      trace = body;
+    }
+    at += 16 + len;
+  }
+  if (!forest) return std::nullopt;
+  t.forest = parse_forest(*forest, name);
+  if (trace) t.trace = parse_trace(*trace, name, &t.trace_lost);
+  return t;
+}
+
+std::vector<ThreadPaths> read_thread_paths(const std::filesystem::path &where) {
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(where)) {
+    for (const auto &e : std::filesystem::directory_iterator(where))
+      if (e.is_regular_file() && parse_profile_file_name(e.path().filename().string())) files.push_back(e.path());
+  } else {
+    files.push_back(where);
+  }
+  std::vector<ThreadPaths> out;
+  for (const auto &f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) throw IoError(f.string() + ": cannot read");
+    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (auto t = parse_thread_paths(bytes, f.string())) out.push_back(std::move(*t));
+  }
+  std::sort(out.begin(), out.end(), [](const ThreadPaths &a, const ThreadPaths &b) {
+    return std::pair(a.profile.meta.pid, a.profile.meta.thread_seq) < std::pair(b.profile.meta.pid, b.profile.meta.thread_seq);
+  });
+  return out;
+}
+
+std::vector<std::vector<PathLabel>> activation_streams(const std::vector<TraceRecord> &trace) {
+  std::vector<std::vector<PathLabel>> streams;
+  std::map<uint64_t, size_t> live;  // frame -> its activation's stream
+  for (const TraceRecord &r : trace) {
+    if (r.enter) {
+      live[r.frame] = streams.size();
+      streams.emplace_back();
+    } else {
+      auto it = live.find(r.frame);
+      if (it == live.end()) {  // entered while events were ignored: a stream of its own
+        it = live.emplace(r.frame, streams.size()).first;
+        streams.emplace_back();
+      }
+      streams[it->second].push_back(r.label);
+    }
+  }
+  return streams;
+}
+
+}  // namespace hcct::analysis

@@ -1,0 +1,55 @@
+// Drives a generated `void f()` (cfg_gen.h) instrumented by the kpath pass, standing in for the
+// runtime's probe ABI. Prints one event per line:
+//   R                 a new run of f
+//   B <k>             block k executed (its trace call)
+//   * <function id>   __hcct_path_enter
+//   P <path id>       __hcct_path
+//   X                 f left by an exception
+// Usage: exec_harness SEED RUNS
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+extern "C" void f();
+
+namespace {
+std::vector<uint32_t> g_decisions;
+size_t g_next = 0;
+}  // namespace
+
+extern "C" {
+void trace(int32_t k) { std::printf("B %d\n", k); }
+// t0 .. t69: the generated blocks' trace calls.
+#define T(k) \
+  void t##k() { trace(k); }
+#define T10(k) T(k##0) T(k##1) T(k##2) T(k##3) T(k##4) T(k##5) T(k##6) T(k##7) T(k##8) T(k##9)
+T(0) T(1) T(2) T(3) T(4) T(5) T(6) T(7) T(8) T(9)
+T10(1) T10(2) T10(3) T10(4) T10(5) T10(6)
+int32_t decide(int32_t m) { return g_next < g_decisions.size() ? int32_t(g_decisions[g_next++] % uint32_t(m)) : 0; }
+void maybe_throw(int32_t v) {
+  if (v) throw 1;
+}
+void die() { throw 2; }
+void __hcct_path_enter(void *, uint64_t id) { std::printf("* %" PRIu64 "\n", id); }
+void __hcct_path(void *, uint64_t, uint64_t id) { std::printf("P %" PRIu64 "\n", id); }
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) return 2;
+  std::mt19937 rng(uint32_t(std::strtoul(argv[1], nullptr, 10)));
+  int runs = std::atoi(argv[2]);
+  for (int r = 0; r < runs; ++r) {
+    g_decisions.resize(rng() % 120);
+    for (auto &d : g_decisions) d = rng();
+    g_next = 0;
+    std::printf("R\n");
+    try {
+      f();
+    } catch (...) {
+      std::printf("X\n");
+    }
+  }
+  return 0;
+}
