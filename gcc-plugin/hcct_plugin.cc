@@ -8,8 +8,9 @@
 //   try {
 //     <original body>
 //   } finally {
+//     site = __builtin_return_address(0);
 //     if (*gate)
-//       __hcct_exit(&this_fn);
+//       __hcct_exit(&this_fn, site);
 //   }
 //
 // The pass runs before "lower", i.e. while the body is still structured GIMPLE, so the exit probe is a
@@ -428,8 +429,9 @@ void build_runtime_decls() {
   enter_decl = build_probe_fn(
       "__hcct_enter",
       build_function_type_list(void_type_node, ptr_type_node, ptr_type_node, NULL_TREE));
-  exit_decl =
-      build_probe_fn("__hcct_exit", build_function_type_list(void_type_node, ptr_type_node, NULL_TREE));
+  exit_decl = build_probe_fn(
+      "__hcct_exit",
+      build_function_type_list(void_type_node, ptr_type_node, ptr_type_node, NULL_TREE));
 }
 
 // Appends to *seq, in the label/goto form structured GIMPLE uses before "lower":
@@ -492,7 +494,7 @@ void instrument(tree fd) {
   location_t entry_loc = DECL_SOURCE_LOCATION(fd);
   location_t exit_loc = DECL_STRUCT_FUNCTION(fd)->function_end_locus;
 
-  // Entry: site = __builtin_return_address(0); __hcct_enter(&fn, site);
+  // Entry: if (*gate) __hcct_enter(&fn, __builtin_return_address(0));
   gimple_seq enter = NULL;
   tree site = create_tmp_var(ptr_type_node, "hcct_site");
   gcall *call = gimple_build_call(builtin_decl_implicit(BUILT_IN_RETURN_ADDRESS), 1, integer_zero_node);
@@ -503,13 +505,28 @@ void instrument(tree fd) {
   gimple_set_location(call, entry_loc);
   gimple_seq_add_stmt(&enter, call);
 
-  // Exit: __hcct_exit(&fn);
+  // Exit: exit_site = __builtin_return_address(0); if (*gate) __hcct_exit(&fn, exit_site);
+  // The call site lets the runtime recognise an exit probe that gcc tail-called from the epilogue
+  // (`jmp __hcct_exit` at the end of a void function): it then returns straight to the site, and its
+  // stack pointer is the caller's (docs/RUNTIME-ABI.md, "Robustness").
+  // The site is read *before* the gate test, not in the cold block with the call: gcc's function
+  // splitting (ipa-split) likes to outline that cold block into `f.part.0`, where
+  // __builtin_return_address(0) would be the return address into f instead of into f's caller.
+  // Read in the header it becomes an argument of the outlined part. It costs one load of the return
+  // address slot per exit; computing it once at entry instead would keep it live across the whole
+  // body (a callee-saved register, push and pop: three instructions).
+  gimple_seq exit_pre = NULL;
+  tree exit_site = create_tmp_var(ptr_type_node, "hcct_site");
+  call = gimple_build_call(builtin_decl_implicit(BUILT_IN_RETURN_ADDRESS), 1, integer_zero_node);
+  gimple_call_set_lhs(call, exit_site);
+  gimple_set_location(call, exit_loc);
+  gimple_seq_add_stmt(&exit_pre, call);
   gimple_seq leave = NULL;
-  call = gimple_build_call(exit_decl, 1, this_fn_address(fd));
+  call = gimple_build_call(exit_decl, 2, this_fn_address(fd), exit_site);
   gimple_set_location(call, exit_loc);
   gimple_seq_add_stmt(&leave, call);
 
-  gimple_seq cleanup = NULL;
+  gimple_seq cleanup = exit_pre;
   append_gated(&cleanup, leave, exit_loc);
   gimple *tf = gimple_build_try(gimple_body(fd), cleanup, GIMPLE_TRY_FINALLY);
 

@@ -14,12 +14,12 @@
 #if PROBE == 1
 extern volatile unsigned char __hcct_gate __attribute__((weak));
 extern void __hcct_enter(void *, void *) __attribute__((weak, cold, nothrow));
-extern void __hcct_exit(void *) __attribute__((weak, cold, nothrow));
+extern void __hcct_exit(void *, void *) __attribute__((weak, cold, nothrow));
 #define GATE_OPEN() (&__hcct_gate != 0 && __hcct_gate)
 #elif PROBE == 2
 extern volatile unsigned char __hcct_gate __attribute__((weak));
 extern void __hcct_enter(void *, void *) __attribute__((weak, cold, nothrow));
-extern void __hcct_exit(void *) __attribute__((weak, cold, nothrow));
+extern void __hcct_exit(void *, void *) __attribute__((weak, cold, nothrow));
 static volatile unsigned char closed;
 __attribute__((visibility("hidden"))) volatile unsigned char *gate_ptr = &closed;
 __attribute__((constructor)) static void init_gate_ptr(void) {
@@ -30,7 +30,7 @@ __attribute__((constructor)) static void init_gate_ptr(void) {
 #elif PROBE == 4
 extern volatile unsigned char __hcct_gate __attribute__((weak));
 extern void __hcct_enter(void *, void *) __attribute__((weak, cold, nothrow));
-extern void __hcct_exit(void *) __attribute__((weak, cold, nothrow));
+extern void __hcct_exit(void *, void *) __attribute__((weak, cold, nothrow));
 static volatile unsigned char closed;
 static inline volatile unsigned char *gate_or_closed(void) {
   volatile unsigned char *p = &__hcct_gate;
@@ -42,7 +42,7 @@ static inline volatile unsigned char *gate_or_closed(void) {
 #elif PROBE == 3
 extern volatile unsigned char __hcct_gate;
 extern void __hcct_enter(void *, void *) __attribute__((cold, nothrow));
-extern void __hcct_exit(void *) __attribute__((cold, nothrow));
+extern void __hcct_exit(void *, void *) __attribute__((cold, nothrow));
 #define GATE_OPEN() (__hcct_gate)
 #endif
 
@@ -50,9 +50,13 @@ extern void __hcct_exit(void *) __attribute__((cold, nothrow));
 #define ENTER(fn)                                                                                  \
   if (GATE_OPEN())                                                                                 \
   __hcct_enter((void *)fn, __builtin_return_address(0))
+// As the plugin does: the exit's call site is read before the gate test (see hcct_plugin.cc).
 #define EXIT(fn)                                                                                   \
-  if (GATE_OPEN())                                                                                 \
-  __hcct_exit((void *)fn)
+  do {                                                                                             \
+    void *site = __builtin_return_address(0);                                                     \
+    if (GATE_OPEN())                                                                               \
+      __hcct_exit((void *)fn, site);                                                               \
+  } while (0)
 #else
 #define ENTER(fn) (void)0
 #define EXIT(fn) (void)0

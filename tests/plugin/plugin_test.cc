@@ -234,6 +234,7 @@ void check_balanced(const Trace &t) {
   CHECK(t.totals.at("enters") > 0);
   CHECK(t.totals.at("exits") == t.totals.at("enters"));
   CHECK(t.totals.at("mismatches") == 0);
+  CHECK(t.totals.at("site_mismatches") == 0);
   CHECK(t.totals.at("open") == 0);
   CHECK(t.totals.at("bad_sites") == 0);
   CHECK(t.totals.at("overflow") == 0);

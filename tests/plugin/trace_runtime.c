@@ -1,11 +1,11 @@
 // A minimal stand-in for libhcct's probe ABI, preloaded by the plugin tests (LD_PRELOAD). It checks
 // what only the probes themselves decide, independently of the real runtime:
 //   - every exit probe pairs with the innermost open entry (strict shadow stack: exits during
-//     exception unwinding included),
+//     exception unwinding included), and passes the call site its entry passed,
 //   - every call site is an address inside a loaded module,
 //   - the gate: HCCT_TRACE_GATE=0 keeps the gate closed, and then no probe may call in.
 // At process exit it writes HCCT_TRACE_OUT:
-//   enters N / exits N / mismatches N / bad_sites N / open N
+//   enters N / exits N / mismatches N / site_mismatches N / bad_sites N / open N / overflow N
 //   fn <module path> <offset of the function in the module, hex> <entries>
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,8 +19,9 @@ __attribute__((visibility("default"))) unsigned char __hcct_gate;
 enum { kMaxDepth = 1 << 14, kSlots = 1 << 12 };
 
 static __thread void *stack[kMaxDepth];
+static __thread void *sites[kMaxDepth];
 static __thread unsigned depth;
-static unsigned long enters, exits, mismatches, bad_sites, overflow;
+static unsigned long enters, exits, mismatches, site_mismatches, bad_sites, overflow;
 static struct {
   void *fn;
   unsigned long count;
@@ -45,12 +46,14 @@ __attribute__((visibility("default"))) void __hcct_enter(void *fn, void *site) {
   if (!dladdr(site, &info))
     ++bad_sites;
   count_fn(fn);
-  if (depth < kMaxDepth)
+  if (depth < kMaxDepth) {
     stack[depth] = fn;
+    sites[depth] = site;
+  }
   ++depth;
 }
 
-__attribute__((visibility("default"))) void __hcct_exit(void *fn) {
+__attribute__((visibility("default"))) void __hcct_exit(void *fn, void *site) {
   ++exits;
   if (depth == 0) {
     ++mismatches;
@@ -59,6 +62,8 @@ __attribute__((visibility("default"))) void __hcct_exit(void *fn) {
   --depth;
   if (depth < kMaxDepth && stack[depth] != fn)
     ++mismatches;
+  else if (depth < kMaxDepth && sites[depth] != site)
+    ++site_mismatches;
 }
 
 __attribute__((constructor)) static void trace_init(void) {
@@ -74,8 +79,10 @@ __attribute__((destructor)) static void trace_fini(void) {
   FILE *out = fopen(path, "w");
   if (!out)
     return;
-  fprintf(out, "enters %lu\nexits %lu\nmismatches %lu\nbad_sites %lu\nopen %u\noverflow %lu\n", enters,
-          exits, mismatches, bad_sites, depth, overflow);
+  fprintf(out,
+          "enters %lu\nexits %lu\nmismatches %lu\nsite_mismatches %lu\nbad_sites %lu\nopen %u\n"
+          "overflow %lu\n",
+          enters, exits, mismatches, site_mismatches, bad_sites, depth, overflow);
   for (unsigned i = 0; i < kSlots; ++i) {
     Dl_info info;
     if (!counts[i].fn)
