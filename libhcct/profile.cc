@@ -11,6 +11,7 @@ constexpr size_t kInitialFrames = 4096;
 HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
   mode_ = config.mode;
   key_ = config.key;
+  site_mask_ = key_ == KeyBy::kRoutine ? 0 : ~uintptr_t(0);
   epsilon_ = config.epsilon;
   stack_lo_ = config.stack_lo;
   stack_size_ = config.stack_size;
@@ -56,6 +57,35 @@ HCCT_NOINST Frame *ThreadProfile::pop_stale(Frame *top, uintptr_t sp) {
   return top;
 }
 
+HCCT_NOINST void ThreadProfile::enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  Frame *top = top_;
+  if (HCCT_LIKELY(sp - stack_lo_ < stack_size_)) {
+    // Frames below the new frame's stack pointer were left without an exit probe. Equal stack
+    // pointers are live: probes of inlined callees run in their caller's machine frame.
+    if (top->sp < sp) top = pop_stale(top, sp);
+  } else {
+    sp = kForeignStack;
+  }
+  site &= site_mask_;
+  Node *parent = top->node;
+  Node *node = parent->first_child;
+  if (!node || node->routine != fn || node->call_site != site)
+    node = find_or_add_child(parent, fn, site);  // the sink when memory is exhausted
+  ++calls_;
+  if (node->monitored()) {
+    ++node->count;
+  } else {
+    monitor(node);
+  }
+  if (++top == frames_end_) {
+    top = grow_frames(top);
+    if (!top) return;
+  }
+  top->node = node;
+  top->sp = sp;
+  top_ = top;
+}
+
 HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintptr_t sp) {
   if (top->sp >= sp) {  // no frame below: the function was entered before profiling started
     ++unmatched_exits_;
@@ -79,7 +109,7 @@ HCCT_NOINST Node *ThreadProfile::new_node(Node *parent, uintptr_t fn, uintptr_t 
   }
   node->routine = fn;
   node->call_site = site;
-  node->parent_bits = reinterpret_cast<uintptr_t>(parent);
+  node->parent_bits = reinterpret_cast<uintptr_t>(parent) | (mode_ == Mode::kCct ? kCountsDirectly : 0);
   node->first_child = nullptr;
   node->count = 0;
   // Linked last, so a reader that follows child links never sees a half-made node.

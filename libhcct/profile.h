@@ -9,8 +9,12 @@
 
 namespace hcct::rt {
 
-// A calling context. The monitored flag of Space-Saving is packed into the low bit of `parent_bits`
-// (nodes are 16-byte aligned), as in the thesis, so an MCCT node costs no more than a CCT node.
+// Low bit of Node::parent_bits: the node's counter is incremented on entry. In hcct mode this is
+// Space-Saving's monitored flag, packed into the parent pointer as in the thesis (nodes are 16-byte
+// aligned) so an MCCT node costs no more than a CCT node; in cct mode every node has it.
+inline constexpr uintptr_t kCountsDirectly = 1;
+
+// A calling context.
 struct Node {
   uintptr_t routine;
   uintptr_t call_site;
@@ -20,7 +24,7 @@ struct Node {
   uint64_t count;
 
   HCCT_NOINST Node *parent() const { return reinterpret_cast<Node *>(parent_bits & ~uintptr_t(3)); }
-  HCCT_NOINST bool monitored() const { return parent_bits & 1; }
+  HCCT_NOINST bool monitored() const { return parent_bits & kCountsDirectly; }
   HCCT_NOINST void set_monitored(bool on) {
     parent_bits = (parent_bits & ~uintptr_t(1)) | uintptr_t(on);
   }
@@ -52,41 +56,47 @@ class ThreadProfile {
   bool init(const ProfileConfig &config);
   void destroy();
 
-  HCCT_NOINST void enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  // The common case, inlined into the probes: a call into the context entered last time from the
+  // current one (the first child, thanks to move-to-front) whose counter counts directly, with no
+  // stale frame to pop. False means: call enter().
+  HCCT_NOINST bool enter_fast(uintptr_t fn, uintptr_t site, uintptr_t sp) {
     Frame *top = top_;
-    if (HCCT_LIKELY(sp - stack_lo_ < stack_size_)) {
-      // Frames below the new frame's stack pointer were left without an exit probe. Equal stack
-      // pointers are live: probes of inlined callees run in their caller's machine frame.
-      if (HCCT_UNLIKELY(top->sp < sp)) top = pop_stale(top, sp);
-    } else {
-      sp = kForeignStack;
-    }
-    if (key_ == KeyBy::kRoutine) site = 0;
-    Node *parent = top->node;
-    Node *node = parent->first_child;
-    if (HCCT_UNLIKELY(!node || node->routine != fn || node->call_site != site)) {
-      node = find_or_add_child(parent, fn, site);  // the sink when memory is exhausted
-    }
+    if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp)) return false;
+    Node *node = top->node->first_child;
+    if (HCCT_UNLIKELY(!node || node->routine != fn || node->call_site != (site & site_mask_) ||
+                      !(node->parent_bits & kCountsDirectly) || top + 1 == frames_end_))
+      return false;
+    ++node->count;
     ++calls_;
-    if (mode_ == Mode::kCct) {
-      ++node->count;
-    } else if (!node->monitored()) {
-      monitor(node);
-    } else {
-      ++node->count;
+    top[1].node = node;
+    top[1].sp = sp;
+    top_ = top + 1;
+    return true;
+  }
+
+  // Every enter event (the fast path's fallback).
+  void enter(uintptr_t fn, uintptr_t site, uintptr_t sp);
+
+  // The common exit: the top frame is the function's own, it counts directly (so nothing can need
+  // pruning), and nothing stale lies below. False means: call exit().
+  HCCT_NOINST bool exit_fast(uintptr_t fn, uintptr_t sp, bool torn_down) {
+    Frame *top = top_;
+    if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_)) return false;
+    if (torn_down) {
+      if (HCCT_UNLIKELY(!(top->sp < sp && top[-1].sp >= sp))) return false;
+    } else if (HCCT_UNLIKELY(top->sp < sp)) {
+      return false;
     }
-    if (HCCT_UNLIKELY(++top == frames_end_)) {
-      top = grow_frames(top);
-      if (!top) return;
-    }
-    top->node = node;
-    top->sp = sp;
-    top_ = top;
+    Node *node = top->node;
+    if (HCCT_UNLIKELY(node->routine != fn || !(node->parent_bits & kCountsDirectly))) return false;
+    top_ = top - 1;
+    return true;
   }
 
   // `torn_down`: the probe was tail-called after the function's frame was released, so `sp` is
   // the caller's stack pointer (gcc emits `jmp __cyg_profile_func_exit` at the end of void
   // functions). The exiting frame is then the last one below `sp`, not one at or above it.
+  // Every exit event (the fast path's fallback).
   HCCT_NOINST void exit(uintptr_t fn, uintptr_t sp, bool torn_down = false) {
     Frame *top = top_;
     Node *left = top->node;
@@ -161,6 +171,7 @@ class ThreadProfile {
   Frame *frames_end_ = nullptr;
   uintptr_t stack_lo_ = 0;
   uintptr_t stack_size_ = ~uintptr_t(0);
+  uintptr_t site_mask_ = ~uintptr_t(0);  // 0 with key=routine: all call sites are one
   Mode mode_ = Mode::kCct;
   KeyBy key_ = KeyBy::kSite;
   double epsilon_ = 0;

@@ -26,6 +26,7 @@ using namespace hcct::rt;
 // floor); 2: profiling.
 extern "C" __attribute__((visibility("default"))) unsigned char __hcct_gate;
 unsigned char __hcct_gate = 0;
+extern "C" __attribute__((visibility("hidden"), alias("__hcct_gate"))) unsigned char __hcct_gate_local;
 
 namespace {
 
@@ -113,6 +114,7 @@ HCCT_NOINST ThreadState *attach_thread() {
   s->next = g_threads;
   g_threads = s;
   unlock_registry();
+  s->exact_on = g_exact;
   pthread_setspecific(g_thread_key, s);  // its destructor writes the file at thread exit
   t_state = s;
   return s;
@@ -180,7 +182,7 @@ HCCT_NOINST void sleep_briefly() {
 // saw the closed gate or is visibly busy (asymmetric Dekker: threads pay only a compiler fence,
 // this side pays a membarrier).
 HCCT_NOINST void stop_all_threads() {
-  __atomic_store_n(&__hcct_gate, kGateOff, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&__hcct_gate_local, kGateOff, __ATOMIC_SEQ_CST);
   if (!g_have_membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
     // Without membarrier, a scheduling round trip is the best available approximation.
     sleep_briefly();
@@ -257,7 +259,7 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   }
   if (g_options.mode == Mode::kOff) return;
   if (g_options.mode == Mode::kEmpty) {
-    __hcct_gate = kGateEmpty;
+    __hcct_gate_local = kGateEmpty;
     return;
   }
   g_exact = g_options.exact;
@@ -279,12 +281,12 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
   g_have_membarrier =
       syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-  __atomic_store_n(&__hcct_gate, kGateProfiling, __ATOMIC_RELEASE);
+  __atomic_store_n(&__hcct_gate_local, kGateProfiling, __ATOMIC_RELEASE);
 }
 
 // Runs after the program's atexit handlers and static destructors, from whichever thread exits.
 __attribute__((destructor(101))) HCCT_NOINST void hcct_finish() {
-  if (__atomic_load_n(&__hcct_gate, __ATOMIC_ACQUIRE) != kGateProfiling || g_finished) return;
+  if (__atomic_load_n(&__hcct_gate_local, __ATOMIC_ACQUIRE) != kGateProfiling || g_finished) return;
   g_finished = true;
   stop_all_threads();
   ThreadState *self = t_state;
@@ -315,21 +317,66 @@ __attribute__((destructor(101))) HCCT_NOINST void hcct_finish() {
   }
 }
 
-// The per-event work, shared by the -finstrument-functions hooks and the plugin's probes.
-__attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+// ---------------------------------------------------------------------------------------------
+// Events. The probes run the fast path inline and tail-call everything else, so they need no
+// stack frame of their own (gcc keeps them leaf functions: no register saves, no frame setup).
+
+// Slow path of an enter whose thread is unregistered or already inside the runtime.
+[[gnu::noinline]] HCCT_NOINST void enter_unusual(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   ThreadState *s = event_begin(/*attach=*/true);
-  if (HCCT_UNLIKELY(!s)) return;
+  if (!s) return;
   s->profile.enter(fn, site, sp);
-  if (HCCT_UNLIKELY(g_exact)) s->exact.enter(fn, site, sp);
+  if (g_exact) s->exact.enter(fn, site, sp);
   event_end(s);
 }
 
-__attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
-  ThreadState *s = event_begin(/*attach=*/false);
-  if (HCCT_UNLIKELY(!s)) return;
-  s->profile.exit(fn, sp, torn_down);
-  if (HCCT_UNLIKELY(g_exact)) s->exact.exit(fn, sp, torn_down);
+// Slow path of an enter on a thread that is marked busy by the caller; clears busy.
+[[gnu::noinline]] HCCT_NOINST void enter_full(ThreadState *s, uintptr_t fn, uintptr_t site,
+                                              uintptr_t sp) {
+  if (__hcct_gate_local == kGateProfiling) {
+    s->profile.enter(fn, site, sp);
+    if (g_exact) s->exact.enter(fn, site, sp);
+  }
   event_end(s);
+}
+
+[[gnu::noinline]] HCCT_NOINST void exit_full(ThreadState *s, uintptr_t fn, uintptr_t sp,
+                                             bool torn_down) {
+  if (__hcct_gate_local == kGateProfiling) {
+    s->profile.exit(fn, sp, torn_down);
+    if (g_exact) s->exact.exit(fn, sp, torn_down);
+  }
+  event_end(s);
+}
+
+[[gnu::noinline]] HCCT_NOINST void count_dropped(ThreadState *s) {
+  if (s != &g_inert) ++s->dropped;
+}
+
+__attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  ThreadState *s = t_state;
+  if (HCCT_UNLIKELY(!s || s->busy)) return enter_unusual(fn, site, sp);
+  s->busy = 1;
+  compiler_fence();
+  // Re-read after `busy` is set: the final dump closes the gate and then waits for busy threads.
+  if (HCCT_UNLIKELY(__hcct_gate_local != kGateProfiling || s->exact_on ||
+                    !s->profile.enter_fast(fn, site, sp)))
+    return enter_full(s, fn, site, sp);
+  compiler_fence();
+  s->busy = 0;
+}
+
+__attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
+  ThreadState *s = t_state;
+  if (HCCT_UNLIKELY(!s)) return;  // nothing entered on this thread yet
+  if (HCCT_UNLIKELY(s->busy)) return count_dropped(s);
+  s->busy = 1;
+  compiler_fence();
+  if (HCCT_UNLIKELY(__hcct_gate_local != kGateProfiling || s->exact_on ||
+                    !s->profile.exit_fast(fn, sp, torn_down)))
+    return exit_full(s, fn, sp, torn_down);
+  compiler_fence();
+  s->busy = 0;
 }
 
 }  // namespace
@@ -345,28 +392,28 @@ HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
 }
 
 // The stack tag is the probe's CFA: the caller's stack pointer at the call, the same for the enter
-// and exit probes of one frame whatever each hook's own frame looks like.
+// and exit probes of one frame whatever each hook's own frame looks like. An exit probe that
+// returns straight to `site` was tail-called from the function's epilogue (see RUNTIME-ABI.md).
 HCCT_EXPORT void __cyg_profile_func_enter(void *fn, void *site) {
-  if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
+  if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
     on_enter(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
              reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
-// A probe that returns straight to `site` was tail-called from the function's epilogue.
 HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *site) {
-  if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
+  if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
     on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
             __builtin_return_address(0) == site);
 }
 
 HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
-  if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
+  if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
     on_enter(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
              reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
 HCCT_EXPORT void __hcct_exit(void *fn, void *site) {
-  if (HCCT_LIKELY(__hcct_gate == kGateProfiling))
+  if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
     on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
             __builtin_return_address(0) == site);
 }
@@ -378,6 +425,6 @@ HCCT_EXPORT int dlclose(void *handle) {
     real_dlclose = reinterpret_cast<int (*)(void *)>(dlsym(RTLD_NEXT, "dlclose"));
     if (!real_dlclose) return -1;
   }
-  if (__atomic_load_n(&__hcct_gate, __ATOMIC_RELAXED) == kGateProfiling) remember_modules_before_unload();
+  if (__atomic_load_n(&__hcct_gate_local, __ATOMIC_RELAXED) == kGateProfiling) remember_modules_before_unload();
   return real_dlclose(handle);
 }

@@ -7,6 +7,9 @@
 #include "hcct/hcct.h"
 #include "profile.h"
 
+// Hidden alias of __hcct_gate: the runtime's own accesses bypass the GOT.
+extern "C" __attribute__((visibility("hidden"))) unsigned char __hcct_gate_local;
+
 namespace hcct::rt {
 
 inline constexpr unsigned char kGateOff = 0;
@@ -22,6 +25,7 @@ struct ThreadState {
   // Set while this thread is inside the runtime. Only this thread writes it; the final dump reads
   // it (after a membarrier) to know the thread has left.
   volatile unsigned char busy;
+  unsigned char exact_on;  // option exact=1: every event takes the full path to feed `exact`
   // Whoever sets it first (the exiting thread or the final dump) writes this thread's file.
   unsigned char claimed;
   uint32_t seq;
@@ -54,7 +58,7 @@ __attribute__((always_inline, no_instrument_function)) inline ThreadState *event
   s->busy = 1;
   compiler_fence();
   // Re-read after `busy` is set: the final dump closes the gate and then waits for busy threads.
-  if (HCCT_UNLIKELY(__hcct_gate != kGateProfiling)) {
+  if (HCCT_UNLIKELY(__hcct_gate_local != kGateProfiling)) {
     compiler_fence();
     s->busy = 0;
     return nullptr;
