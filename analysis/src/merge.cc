@@ -35,9 +35,16 @@ uint64_t checked_add(uint64_t a, uint64_t b, const char *what) {
 }  // namespace
 
 ThreadProfile merge_threads(std::span<const ThreadProfile> threads) {
+  std::vector<const ThreadProfile *> ptrs;
+  for (const ThreadProfile &t : threads) ptrs.push_back(&t);
+  return merge_threads(std::span<const ThreadProfile *const>(ptrs));
+}
+
+ThreadProfile merge_threads(std::span<const ThreadProfile *const> threads) {
   if (threads.empty()) throw std::invalid_argument("merge: no threads");
-  const ThreadMeta &first = threads[0].meta;
-  for (const ThreadProfile &t : threads) {
+  const ThreadMeta &first = threads[0]->meta;
+  for (const ThreadProfile *tp : threads) {
+    const ThreadProfile &t = *tp;
     const std::string who = t.source.empty() ? "thread " + std::to_string(t.meta.thread_seq) : t.source;
     if (t.meta.pid != first.pid) throw std::invalid_argument("merge: " + who + " belongs to another process");
     if (t.meta.mode != first.mode)
@@ -58,7 +65,8 @@ ThreadProfile merge_threads(std::span<const ThreadProfile> threads) {
   m.end_ns = 0;
   std::string seqs;
   size_t total_nodes = 0;
-  for (const ThreadProfile &t : threads) {
+  for (const ThreadProfile *tp : threads) {
+    const ThreadProfile &t = *tp;
     const ThreadMeta &tm = t.meta;
     m.calls = checked_add(m.calls, tm.calls, "calls");
     m.dropped = checked_add(m.dropped, tm.dropped, "dropped");
@@ -85,7 +93,8 @@ ThreadProfile merge_threads(std::span<const ThreadProfile> threads) {
   std::unordered_map<ChildKey, uint32_t, ChildKeyHash> index;
   index.reserve(std::min<size_t>(total_nodes, size_t(1) << 26));
   std::vector<uint32_t> to_merged;
-  for (const ThreadProfile &t : threads) {
+  for (const ThreadProfile *tp : threads) {
+    const ThreadProfile &t = *tp;
     to_merged.assign(t.nodes.size(), 0);
     merged[kRoot].flags |= t.nodes[kRoot].flags;
     for (uint32_t i = 1; i < t.nodes.size(); ++i) {

@@ -51,7 +51,7 @@ static int print_module(struct dl_phdr_info *info, size_t size, void *data) {
   char path[PATH_MAX];
   if (info->dlpi_name[0] == '\0') {
     if (!realpath("/proc/self/exe", path)) return 0;
-  } else if (info->dlpi_name[0] != '/' || !realpath(info->dlpi_name, path)) {
+  } else if (!realpath(info->dlpi_name, path)) {
     return 0;  // the vDSO has no file
   }
   printf("module %lx %lx %lx ", (unsigned long)info->dlpi_addr, (unsigned long)lo, (unsigned long)hi);

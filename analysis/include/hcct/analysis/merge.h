@@ -26,5 +26,7 @@ namespace hcct::analysis {
 
 // Throws std::invalid_argument for an empty span or threads that differ in pid, mode or key.
 ThreadProfile merge_threads(std::span<const ThreadProfile> threads);
+// The same, for threads held elsewhere (no copies of large trees).
+ThreadProfile merge_threads(std::span<const ThreadProfile *const> threads);
 
 }  // namespace hcct::analysis

@@ -1,0 +1,459 @@
+// The hcct tool end to end: run as a subprocess on profiles written with the analysis writer (real
+// addresses from tests/analysis/symtest) and, where the runtime is built, on a recorded program.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "hcct/analysis/writer.h"
+#include "testutil.h"
+
+using namespace hcct::analysis;
+using hcct::test::marker_line;
+using hcct::test::TempDir;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSymtestDir = fs::path(HCCT_SOURCE_DIR) / "tests/analysis/symtest";
+
+struct Result {
+  int status = -1;  // exit status, 128+signal, or -1 on timeout
+  std::string out, err;
+};
+
+// Runs argv[0] (a path) with extra environment, in `cwd`, capturing stdout and stderr. The child
+// gets its own process group so that a hang (say, a runtime bug) kills it and its children.
+Result run(const std::vector<std::string> &args, const std::vector<std::pair<std::string, std::string>> &env = {},
+           const fs::path &cwd = {}, int timeout_s = 60) {
+  TempDir io;
+  const fs::path out = io / "out", err = io / "err";
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+    for (const auto &[k, v] : env) {
+      if (v.empty()) unsetenv(k.c_str());
+      else setenv(k.c_str(), v.c_str(), 1);
+    }
+    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(o, 1);
+    dup2(e, 2);
+    std::vector<char *> argv;
+    for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  Result r;
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  for (;;) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.status = -1;
+      r.out = hcct::test::read_text(out);
+      r.err = hcct::test::read_text(err);
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = hcct::test::read_text(out);
+  r.err = hcct::test::read_text(err);
+  return r;
+}
+
+Result hcct_cmd(std::vector<std::string> args, const std::vector<std::pair<std::string, std::string>> &env = {},
+                const fs::path &cwd = {}) {
+  args.insert(args.begin(), HCCT_EXE);
+  return run(args, env, cwd);
+}
+
+size_t count_lines(const std::string &s) { return size_t(std::count(s.begin(), s.end(), '\n')); }
+
+// Lines of `text` containing `needle`.
+std::vector<std::string> lines_with(const std::string &text, const std::string &needle) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  return out;
+}
+
+const hcct::test::SymtestFixture &fixture() {
+  static const auto f = hcct::test::run_symtest_fixture(SYMTEST_PROG, SYMTEST_LIB);
+  return f;
+}
+
+// A directory with the fixture profile: process 4242 with threads 0 and 1 (same tree), process 5000
+// with one thread in hcct mode.
+struct ProfileDir {
+  TempDir dir;
+  ProfileDir() {
+    for (uint64_t seq : {0, 1}) {
+      ThreadProfile p = hcct::test::symtest_profile(fixture(), Mode::cct, 4242, seq);
+      write_profile(dir / profile_file_name(4242, seq), p);
+    }
+    write_profile(dir / profile_file_name(5000, 0), hcct::test::symtest_profile(fixture(), Mode::hcct, 5000, 0));
+  }
+  std::string path() const { return dir.path().string(); }
+};
+
+}  // namespace
+
+TEST_CASE("help teaches, with examples", "[cli]") {
+  Result r = hcct_cmd({"--help"});
+  CHECK(r.status == 0);
+  for (const char *sub : {"record", "report", "dump", "info"}) {
+    CHECK_THAT(r.out, Catch::Contains(sub));
+    Result s = hcct_cmd({sub, "--help"});
+    CHECK(s.status == 0);
+    CHECK_THAT(s.out, Catch::Contains("Examples:"));
+    CHECK_THAT(s.out, Catch::Contains(std::string("hcct ") + sub));
+  }
+}
+
+TEST_CASE("usage errors exit 1 with one message", "[cli]") {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {}, {"frobnicate"}, {"report", "--phi", "2"}, {"report", "--bogus"}, {"report", "--thread", "1", "--merge-threads"},
+           {"record", "--mode", "fast", "--", "true"}, {"record", "--epsilon", "0", "--", "true"}, {"record"}}) {
+    Result r = hcct_cmd(args);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.rfind("hcct: ", 0) == 0);
+  }
+}
+
+TEST_CASE("input errors name the file", "[cli]") {
+  TempDir dir;
+  SECTION("missing directory") {
+    Result r = hcct_cmd({"report", (dir / "none").string()});
+    CHECK(r.status == 1);
+    CHECK(r.err == "hcct: " + (dir / "none").string() + ": No such file or directory\n");
+  }
+  SECTION("no profiles") {
+    Result r = hcct_cmd({"info", dir.path().string()});
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Catch::Contains("no profile files"));
+  }
+  SECTION("corrupt profile") {
+    std::ofstream(dir / "7.0.hcct") << "HCCTDUMP and then nonsense that is long enough for a header";
+    for (const char *cmd : {"report", "dump", "info"}) {
+      Result r = hcct_cmd({cmd, dir.path().string()});
+      CHECK(r.status == 1);
+      CHECK(r.err.rfind("hcct: " + (dir / "7.0.hcct").string() + ": ", 0) == 0);
+      CHECK(count_lines(r.err) == 1);
+    }
+  }
+  SECTION("no such process or thread") {
+    ProfileDir pd;
+    Result r = hcct_cmd({"report", pd.path(), "--pid", "1"});
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Catch::Contains("no process 1"));
+    CHECK_THAT(r.err, Catch::Contains("4242 (threads 0 1)"));
+    r = hcct_cmd({"dump", pd.path(), "--thread", "9"});
+    CHECK(r.status == 1);
+  }
+}
+
+TEST_CASE("report: symbolized hot tree in text", "[cli][report]") {
+  ProfileDir pd;
+  Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0.1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::Contains("pid 4242, thread 0"));
+  CHECK_THAT(r.out, Catch::Contains("mode cct, key site: N = 705 calls; phi = 0.1, threshold floor(phi*N) = 70"));
+  CHECK_THAT(r.out, Catch::Contains("2 hot contexts, 1 cold ancestors, of 5 nodes"));
+  CHECK_THAT(r.out, Catch::Contains("arg with space"));
+
+  // Tree lines: main (cold), then its hot children by count: leaf (500) before Widget (200). The
+  // 3-count leaf and the 1-count leaf below Widget are pruned.
+  std::vector<std::string> tree;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') tree.push_back(line);
+  REQUIRE(tree.size() == 3);
+  CHECK_THAT(tree[0], Catch::Contains("main ("));
+  CHECK_THAT(tree[0], Catch::EndsWith("(cold)"));
+  CHECK_THAT(tree[1], Catch::StartsWith("         500   70.92%    fixture_leaf ("));
+  std::string leaf_def = "prog.c:" + std::to_string(marker_line(kSymtestDir / "prog.c", "MARK:leaf_def"));
+  std::string call = "prog.c:" + std::to_string(marker_line(kSymtestDir / "prog.c", "MARK:main_calls_leaf"));
+  CHECK_THAT(tree[1], Catch::Contains(leaf_def + ")  @ "));
+  CHECK_THAT(tree[1], Catch::EndsWith(call));
+  CHECK_THAT(tree[2], Catch::Contains("symtest::Widget::compute(int) ("));
+  CHECK_THAT(tree[2], Catch::Contains("lib.cc:" + std::to_string(marker_line(kSymtestDir / "lib.cc", "MARK:widget_def"))));
+  CHECK_THAT(tree[2], Catch::Contains("28.37%"));
+}
+
+TEST_CASE("report: lower phi, inline chains, depth", "[cli][report]") {
+  ProfileDir pd;
+  Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0"});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("5 hot contexts, 0 cold ancestors"));
+  std::string chain = "prog.c:" + std::to_string(marker_line(kSymtestDir / "prog.c", "MARK:helper_calls_leaf")) +
+                      " in fixture_helper, inlined at ";
+  CHECK(lines_with(r.out, chain).size() == 1);
+  CHECK(lines_with(r.out, "inlined at")[0].find("main_calls_helper") == std::string::npos);
+
+  Result d = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0", "--depth", "1"});
+  REQUIRE(d.status == 0);
+  CHECK(lines_with(d.out, "fixture_leaf").empty());
+  CHECK(lines_with(d.out, "main (").size() == 1);
+  CHECK_THAT(lines_with(d.out, "main (")[0], Catch::EndsWith("..."));
+}
+
+TEST_CASE("report: hcct mode header and unmonitored counts", "[cli][report]") {
+  ProfileDir pd;
+  Result r = hcct_cmd({"report", pd.path(), "--pid", "5000", "--phi", "0.1"});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("mode hcct"));
+  CHECK_THAT(r.out, Catch::Contains("epsilon = 0.2 (5 counters)"));
+  // main is an unmonitored cold ancestor: no count, no share.
+  auto main_line = lines_with(r.out, "main (");
+  REQUIRE(main_line.size() == 1);
+  CHECK_THAT(main_line[0], Catch::StartsWith("           -        -  main ("));
+}
+
+TEST_CASE("report --json", "[cli][report]") {
+  ProfileDir pd;
+  Result r = hcct_cmd({"report", pd.path(), "--phi", "0.1", "--json"});
+  REQUIRE(r.status == 0);
+  json j = json::parse(r.out);
+  CHECK(j["schema"] == "hcct-report/1");
+  REQUIRE(j["reports"].size() == 3);  // 4242/0, 4242/1, 5000/0
+  json &rep = j["reports"][0];
+  CHECK(rep["pid"] == 4242);
+  CHECK(rep["threads"] == json::array({0}));
+  CHECK(rep["merged"] == false);
+  CHECK(rep["calls"] == 705);
+  CHECK(rep["threshold"] == 70);
+  CHECK(rep["error_bound"] == 0);
+  REQUIRE(rep["nodes"].size() == 3);
+  json &main_node = rep["nodes"][0];
+  CHECK(main_node["parent"].is_null());
+  CHECK(main_node["hot"] == false);
+  CHECK(main_node["function"]["name"] == "main");
+  json &leaf = rep["nodes"][1];
+  CHECK(leaf["parent"] == 0);
+  CHECK(leaf["depth"] == 2);
+  CHECK(leaf["count"] == 500);
+  CHECK(leaf["function"]["line"] == marker_line(kSymtestDir / "prog.c", "MARK:leaf_def"));
+  CHECK(leaf["call"]["line"] == marker_line(kSymtestDir / "prog.c", "MARK:main_calls_leaf"));
+  CHECK(leaf["call"]["frames"].size() == 1);
+  CHECK(leaf["routine"].get<std::string>().rfind("0x", 0) == 0);
+  json &hcct_rep = j["reports"][2];
+  CHECK(hcct_rep["epsilon"] == 0.2);
+  CHECK(hcct_rep["nodes"][0]["count"].is_null());
+  CHECK(hcct_rep["nodes"][0]["monitored"] == false);
+}
+
+TEST_CASE("report --merge-threads adds the threads' counts", "[cli][report]") {
+  ProfileDir pd;
+  Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--merge-threads", "--phi", "0", "--json"});
+  REQUIRE(r.status == 0);
+  json j = json::parse(r.out);
+  REQUIRE(j["reports"].size() == 1);
+  json &rep = j["reports"][0];
+  CHECK(rep["merged"] == true);
+  CHECK(rep["threads"] == json::array({0, 1}));
+  CHECK(rep["calls"] == 1410);
+  CHECK(rep["nodes"][1]["count"] == 1000);
+  Result t = hcct_cmd({"report", pd.path(), "--pid", "4242", "--merge-threads"});
+  CHECK_THAT(t.out, Catch::Contains("pid 4242, threads 0,1 merged"));
+}
+
+TEST_CASE("--no-symbols prints module offsets", "[cli]") {
+  ProfileDir pd;
+  Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0.1", "--no-symbols"});
+  REQUIRE(r.status == 0);
+  char expect[80];
+  const auto &f = fixture();
+  std::snprintf(expect, sizeof expect, "hcct_symtest_prog+0x%llx",
+                static_cast<unsigned long long>(f.routines.at("leaf") - f.modules[0].bias));
+  CHECK_THAT(r.out, Catch::Contains(expect));
+  CHECK(lines_with(r.out, "fixture_leaf").empty());
+}
+
+TEST_CASE("a rebuilt binary is reported as stale, once", "[cli]") {
+  TempDir dir;
+  ThreadProfile p = hcct::test::symtest_profile(fixture(), Mode::cct);
+  p.modules[0].build_id.assign(20, 0x5a);
+  write_profile(dir / "4242.0.hcct", p);
+  Result r = hcct_cmd({"report", dir.path().string(), "--phi", "0"});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("(stale binary)"));
+  CHECK(count_lines(r.err) == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("hcct: warning: "));
+}
+
+TEST_CASE("dump lists every node", "[cli][dump]") {
+  ProfileDir pd;
+  Result r = hcct_cmd({"dump", pd.path(), "--pid", "4242", "--thread", "1"});
+  REQUIRE(r.status == 0);
+  CHECK(lines_with(r.out, "fixture_leaf").size() == 3);
+  CHECK(lines_with(r.out, "(thread start)").size() == 1);
+  CHECK(lines_with(r.out, "symtest::Widget::compute(int)").size() == 1);
+
+  Result j = hcct_cmd({"dump", pd.path(), "--json"});
+  REQUIRE(j.status == 0);
+  json d = json::parse(j.out);
+  CHECK(d["schema"] == "hcct-dump/1");
+  REQUIRE(d["threads"].size() == 3);
+  json &nodes = d["threads"][2]["nodes"];
+  REQUIRE(nodes.size() == 6);
+  CHECK(nodes[0]["parent"].is_null());
+  CHECK(nodes[5]["parent"] == 4);
+  CHECK(nodes[5]["depth"] == 3);
+  CHECK(nodes[2]["monitored"] == true);
+  CHECK(nodes[2]["flags"] == 1);
+  CHECK(nodes[4]["function"]["name"] == "symtest::Widget::compute(int)");
+}
+
+TEST_CASE("info describes processes and threads", "[cli][info]") {
+  ProfileDir pd;
+  Result r = hcct_cmd({"info", pd.path(), "--modules"});
+  REQUIRE(r.status == 0);
+  CHECK(lines_with(r.out, "process 4242").size() == 1);
+  CHECK(lines_with(r.out, "process 5000").size() == 1);
+  CHECK(lines_with(r.out, "  thread ").size() == 3);
+  CHECK(lines_with(r.out, "calls (N) 705").size() == 3);
+  CHECK(lines_with(r.out, "libhcct_symtest_lib.so").size() == 2);
+
+  Result j = hcct_cmd({"info", pd.path(), "--json", "--pid", "5000"});
+  REQUIRE(j.status == 0);
+  json d = json::parse(j.out);
+  CHECK(d["schema"] == "hcct-info/1");
+  REQUIRE(d["processes"].size() == 1);
+  json &t = d["processes"][0]["threads"][0];
+  CHECK(t["mode"] == "hcct");
+  CHECK(t["counters"] == 5);
+  CHECK(t["nodes"] == 5);
+  CHECK(t["monitored"] == 4);
+  CHECK(t["tree_depth"] == 3);
+  CHECK(d["processes"][0]["cmdline"][1] == "arg with space");
+  CHECK(t["modules"].size() == fixture().modules.size());
+}
+
+TEST_CASE("record: environment, exit status, summary", "[cli][record]") {
+  TempDir dir;
+  const std::string sh = "/bin/sh";
+  const std::vector<std::pair<std::string, std::string>> env = {{"HCCT_RUNTIME", FAKE_RUNTIME},
+                                                                {"LD_PRELOAD", ""}};
+  SECTION("options and preload reach the program; its exit status comes back") {
+    Result r = hcct_cmd({"record", "--mode", "hcct", "--epsilon", "0.001", "--key", "routine", "-o", "prof",
+                         "--options", "extra=1", "--", sh, "-c",
+                         "printf '%s\\n%s\\n' \"$LD_PRELOAD\" \"$HCCT_OPTIONS\" > env.txt; exit 7"},
+                        env, dir.path());
+    CHECK(r.status == 7);
+    std::string got = hcct::test::read_text(dir / "env.txt");
+    std::string runtime = fs::canonical(FAKE_RUNTIME).string();
+    CHECK(got == runtime + "\nmode=hcct:epsilon=0.001:key=routine:out=" + (dir / "prof").string() + ":extra=1\n");
+    CHECK_THAT(r.err, Catch::Contains("no profile was written"));
+  }
+  SECTION("an existing LD_PRELOAD is kept, first") {
+    auto env2 = env;
+    env2[1].second = FAKE_RUNTIME;
+    Result r = hcct_cmd({"record", "--", sh, "-c", "printf '%s' \"$LD_PRELOAD\" > env.txt"}, env2, dir.path());
+    CHECK(r.status == 0);
+    CHECK(hcct::test::read_text(dir / "env.txt") == std::string(FAKE_RUNTIME) + ":" + fs::canonical(FAKE_RUNTIME).string());
+  }
+  SECTION("arguments after PROG belong to PROG") {
+    Result r = hcct_cmd({"record", sh, "-c", "echo \"$0 $1\" > args.txt", "--mode", "x"}, env, dir.path());
+    CHECK(r.status == 0);
+    CHECK(hcct::test::read_text(dir / "args.txt") == "--mode x\n");
+  }
+  SECTION("killed by a signal: 128 + signal") {
+    Result r = hcct_cmd({"record", "--", sh, "-c", "kill -KILL $$"}, env, dir.path());
+    CHECK(r.status == 128 + SIGKILL);
+    CHECK_THAT(r.err, Catch::Contains("killed by signal 9"));
+  }
+  SECTION("files written during the run are counted") {
+    ThreadProfile p = hcct::test::small_profile();
+    write_profile(dir / "template.hcct", p);
+    fs::create_directory(dir / "hcct.data");
+    write_profile(dir / "hcct.data" / "1.0.hcct", p);  // from an earlier run: not counted
+    Result r = hcct_cmd({"record", "--", sh, "-c",
+                         "cp template.hcct hcct.data/77.0.hcct; cp template.hcct hcct.data/77.1.hcct; "
+                         "cp template.hcct hcct.data/78.0.hcct; cp template.hcct hcct.data/.79.0.hcct.tmp"},
+                        env, dir.path());
+    CHECK(r.status == 0);
+    CHECK_THAT(r.err, Catch::Contains("recorded 3 threads of 2 processes in"));
+  }
+  SECTION("a program that cannot run") {
+    Result r = hcct_cmd({"record", "--", (dir / "nonexistent").string()}, env, dir.path());
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Catch::Contains("cannot run"));
+    CHECK(count_lines(r.err) == 1);
+  }
+  SECTION("no runtime") {
+    Result r = hcct_cmd({"record", "--", sh, "-c", "true"}, {{"HCCT_RUNTIME", (dir / "nope.so").string()}}, dir.path());
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Catch::Contains("HCCT_RUNTIME"));
+  }
+  SECTION("':' in the output directory is refused") {
+    Result r = hcct_cmd({"record", "-o", "a:b", "--", sh, "-c", "true"}, env, dir.path());
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Catch::Contains("':'"));
+  }
+}
+
+#ifdef HCCT_E2E_WORK
+TEST_CASE("record and report a real instrumented program", "[cli][e2e]") {
+  TempDir dir;
+  const fs::path src = fs::path(HCCT_SOURCE_DIR) / "tests/cli/e2e/work.c";
+  const std::vector<std::pair<std::string, std::string>> env = {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}};
+
+  SECTION("cct mode: exact counts") {
+    Result rec = hcct_cmd({"record", "--mode", "cct", "-o", "cct.data", "--", HCCT_E2E_WORK}, env, dir.path());
+    INFO(rec.err);
+    REQUIRE(rec.status == 0);
+    CHECK_THAT(rec.err, Catch::Contains("recorded 2 threads of 1 process"));
+    Result r = hcct_cmd({"report", "cct.data", "--merge-threads", "--phi", "0.01", "--json"}, {}, dir.path());
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    json rep = json::parse(r.out)["reports"][0];
+    // main 1 + mid 120 + leaf 12000 + rare 1 + worker 1
+    CHECK(rep["calls"] == 12123);
+    uint64_t leaf_total = 0;
+    for (json &n : rep["nodes"]) {
+      if (n["function"]["name"] == "leaf") {
+        leaf_total += n["count"].get<uint64_t>();
+        CHECK(n["function"]["line"] == marker_line(src, "MARK:leaf_def"));
+        CHECK(n["call"]["line"] == marker_line(src, "MARK:mid_calls_leaf"));
+      }
+    }
+    CHECK(leaf_total == 12000);
+  }
+  SECTION("hcct mode: the hot context is found") {
+    Result rec = hcct_cmd({"record", "--mode", "hcct", "--epsilon", "0.01", "--", HCCT_E2E_WORK}, env, dir.path());
+    INFO(rec.err);
+    REQUIRE(rec.status == 0);
+    Result r = hcct_cmd({"report", "--thread", "0", "--phi", "0.5"}, {}, dir.path());
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    auto leaf = lines_with(r.out, "leaf (");
+    REQUIRE(leaf.size() == 1);
+    CHECK_THAT(leaf[0], Catch::Contains("10,0"));  // estimate of 10,000, at most min_count above
+    Result info = hcct_cmd({"info", "--json"}, {}, dir.path());
+    REQUIRE(info.status == 0);
+    json i = json::parse(info.out);
+    CHECK(i["processes"][0]["threads"].size() == 2);
+  }
+}
+#endif

@@ -1,0 +1,177 @@
+// hcct info: what a profile directory holds, per process and thread.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "common.h"
+#include "hcct/analysis/reader.h"
+
+namespace hcct::cli {
+namespace {
+
+using analysis::Module;
+using analysis::ThreadProfile;
+
+struct InfoOptions {
+  InputOptions in;
+  bool modules = false;
+};
+
+struct Stats {
+  size_t nodes = 0;      // root excluded
+  size_t monitored = 0;
+  size_t depth = 0;      // deepest node of the tree as written
+};
+
+Stats stats_of(const ThreadProfile &t) {
+  Stats s;
+  s.nodes = t.nodes.size() - 1;
+  s.monitored = t.monitored_nodes();
+  std::vector<uint32_t> d = analysis::node_depths(t.nodes);
+  s.depth = d.empty() ? 0 : *std::max_element(d.begin(), d.end());
+  return s;
+}
+
+std::string build_id_hex(const std::vector<uint8_t> &id) {
+  std::string s;
+  char buf[3];
+  for (uint8_t b : id) {
+    std::snprintf(buf, sizeof buf, "%02x", b);
+    s += buf;
+  }
+  return s;
+}
+
+json module_json(const Module &m) {
+  return {{"path", m.path},
+          {"bias", hex(m.bias)},
+          {"lo", hex(m.lo)},
+          {"hi", hex(m.hi)},
+          {"build_id", m.build_id.empty() ? json() : json(build_id_hex(m.build_id))}};
+}
+
+json thread_json(const ThreadProfile &t) {
+  const analysis::ThreadMeta &m = t.meta;
+  Stats s = stats_of(t);
+  json j = {{"file", t.source},
+            {"thread_seq", m.thread_seq},
+            {"tid", m.tid},
+            {"status", analysis::to_string(m.status)},
+            {"runtime", m.runtime},
+            {"mode", analysis::to_string(m.mode)},
+            {"key", analysis::to_string(m.key)},
+            {"epsilon", m.mode == analysis::Mode::hcct ? json(m.epsilon) : json()},
+            {"counters", m.mode == analysis::Mode::hcct ? json(m.counters) : json()},
+            {"min_count", m.mode == analysis::Mode::hcct ? json(m.min_count) : json()},
+            {"calls", m.calls},
+            {"dropped", m.dropped},
+            {"nodes", s.nodes},
+            {"monitored", s.monitored},
+            {"tree_depth", s.depth},
+            {"max_depth", m.max_depth},
+            {"tree_bytes", m.tree_bytes},
+            {"nodes_peak", m.nodes_peak},
+            {"start_ns", m.start_ns},
+            {"end_ns", m.end_ns}};
+  json extra = json::object();
+  for (const auto &[k, v] : m.extra) extra[k] = v;
+  j["extra"] = std::move(extra);
+  json mods = json::array();
+  for (const Module &mod : t.modules) mods.push_back(module_json(mod));
+  j["modules"] = std::move(mods);
+  return j;
+}
+
+std::string seconds(uint64_t start_ns, uint64_t end_ns) {
+  if (end_ns < start_ns) return "?";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f s", double(end_ns - start_ns) / 1e9);
+  return buf;
+}
+
+void print_text(const Selection &s, const InfoOptions &o) {
+  const ThreadProfile &first = *s.threads.front();
+  const analysis::ThreadMeta &pm = first.meta;
+  std::string out;
+  out += "process " + std::to_string(s.process->pid) + " (parent " + std::to_string(pm.ppid) + "): " + pm.exe + "\n";
+  out += "  command: " + shell_join(pm.cmdline) + "\n";
+  out += "  runtime: " + pm.runtime + "\n";
+  // Each file has its own map (taken when it was written); list the union.
+  std::vector<const Module *> mods;
+  for (const ThreadProfile *t : s.threads)
+    for (const Module &m : t->modules)
+      if (std::none_of(mods.begin(), mods.end(), [&](const Module *x) { return *x == m; })) mods.push_back(&m);
+  out += "  modules: " + std::to_string(mods.size()) + (o.modules ? "" : " (list them with --modules)") + "\n";
+  if (o.modules) {
+    for (const Module *m : mods) {
+      out += "    " + hex(m->lo) + "-" + hex(m->hi) + " bias " + hex(m->bias) + "  " + m->path;
+      if (!m->build_id.empty()) out += "  build-id " + build_id_hex(m->build_id);
+      out += "\n";
+    }
+  }
+  for (const ThreadProfile *t : s.threads) {
+    const analysis::ThreadMeta &m = t->meta;
+    Stats st = stats_of(*t);
+    out += "  thread " + std::to_string(m.thread_seq) + " (tid " + std::to_string(m.tid) + "): " +
+           std::string(analysis::to_string(m.status)) + ", " + seconds(m.start_ns, m.end_ns) + ", file " + t->source + "\n";
+    out += "    mode " + std::string(analysis::to_string(m.mode)) + ", key " + std::string(analysis::to_string(m.key));
+    if (m.mode == analysis::Mode::hcct) {
+      char eps[32];
+      std::snprintf(eps, sizeof eps, "%g", m.epsilon);
+      out += ", epsilon " + std::string(eps) + " (" + with_commas(m.counters) + " counters, min_count " +
+             with_commas(m.min_count) + ")";
+    }
+    out += "\n";
+    out += "    calls (N) " + with_commas(m.calls) + ", dropped " + with_commas(m.dropped) + "\n";
+    out += "    nodes " + with_commas(st.nodes);
+    if (m.mode == analysis::Mode::hcct) out += " (" + with_commas(st.monitored) + " monitored)";
+    out += ", tree depth " + with_commas(st.depth) + ", max stack depth " + with_commas(m.max_depth) + "\n";
+    out += "    memory: tree " + human_bytes(m.tree_bytes) + " at peak, " + with_commas(m.nodes_peak) +
+           " nodes at peak\n";
+    for (const auto &[k, v] : m.extra) out += "    " + k + " = " + v + "\n";
+  }
+  std::cout << out << "\n";
+}
+
+int run_info(const InfoOptions &o) {
+  analysis::ProfileSet set = analysis::read_profiles(o.in.dir);
+  std::vector<Selection> selected = select(set, o.in);
+  if (!o.in.json) {
+    for (const Selection &s : selected) print_text(s, o);
+    return 0;
+  }
+  json procs = json::array();
+  for (const Selection &s : selected) {
+    const analysis::ThreadMeta &pm = s.threads.front()->meta;
+    json threads = json::array();
+    for (const ThreadProfile *t : s.threads) threads.push_back(thread_json(*t));
+    procs.push_back({{"pid", s.process->pid},
+                     {"ppid", pm.ppid},
+                     {"exe", pm.exe},
+                     {"cmdline", pm.cmdline},
+                     {"threads", std::move(threads)}});
+  }
+  print_json({{"schema", "hcct-info/1"}, {"location", set.location}, {"processes", std::move(procs)}});
+  return 0;
+}
+
+}  // namespace
+
+void add_info_command(CLI::App &app, Action &action) {
+  auto o = std::make_shared<InfoOptions>();
+  CLI::App *sub = app.add_subcommand("info", "What was recorded: processes, threads, parameters, sizes");
+  add_input_options(sub, o->in, /*symbols=*/false);
+  sub->add_flag("--modules", o->modules, "list every module (address range, load bias, path, build-id)");
+  sub->footer(std::string("\n") +
+      "Per process: executable, command line, modules. Per thread: tid, status (exited, or live-at-exit:\n"
+      "still running when the process exited), mode and parameters, N (calls), dropped events, node\n"
+      "counts, depth and the memory the tree used at its peak." + "\n" + R"(
+Examples:
+  hcct info
+  hcct info other.data --pid 4242 --modules
+  hcct info --json | jq '.processes[].threads[].calls'
+)");
+  sub->callback([o, &action] { action = [o] { return run_info(*o); }; });
+}
+
+}  // namespace hcct::cli

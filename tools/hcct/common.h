@@ -1,0 +1,105 @@
+// Shared pieces of the hcct subcommands: registration, input selection, symbol lookup and output
+// formatting. A new subcommand is a cmd_<name>.cc defining add_<name>_command() plus one line in
+// main.cc.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hcct/analysis/profile.h"
+#include "hcct/analysis/symbolizer.h"
+
+namespace hcct::cli {
+
+// Keys in insertion order, so that JSON output reads like the documentation.
+using json = nlohmann::ordered_json;
+
+// What a subcommand does once the command line parsed; returns the exit code.
+using Action = std::function<int()>;
+// Each subcommand file defines one of these: it adds its subcommand to `app` and, from the
+// subcommand's parse callback, stores its work in `action`.
+using Registrar = void (*)(CLI::App &app, Action &action);
+
+void add_record_command(CLI::App &app, Action &action);
+void add_report_command(CLI::App &app, Action &action);
+void add_dump_command(CLI::App &app, Action &action);
+void add_info_command(CLI::App &app, Action &action);
+void add_paths_command(CLI::App &app, Action &action);  // cmd_paths.cc (kpath)
+
+// An error the user can fix (bad input, missing file): main prints "hcct: <what>" and exits 1.
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ---- Input selection shared by report, dump, info (and later commands).
+
+struct InputOptions {
+  std::string dir = "hcct.data";
+  std::optional<uint64_t> pid;
+  std::optional<uint64_t> thread;
+  bool json = false;
+  bool no_symbols = false;
+};
+
+// Adds DIR (positional, default hcct.data), --pid, --thread, --json and (if `symbols`) --no-symbols.
+// Returns the --thread option so that callers can declare exclusions.
+CLI::Option *add_input_options(CLI::App *sub, InputOptions &in, bool symbols = true);
+
+struct Selection {
+  const analysis::Process *process;
+  std::vector<const analysis::ThreadProfile *> threads;
+};
+// The processes and threads of `set` that --pid / --thread select; UserError if nothing matches.
+std::vector<Selection> select(const analysis::ProfileSet &set, const InputOptions &in);
+
+// ---- Names: symbolized, or placeholders only with --no-symbols.
+
+class Names {
+ public:
+  Names(const std::vector<analysis::Module> &modules, bool symbolize,
+        std::shared_ptr<analysis::DebugInfoCache> cache);
+  const analysis::Symbol &routine(uint64_t address);
+  const analysis::Symbol &call_site(uint64_t address);
+
+ private:
+  const analysis::Symbol &placeholder(uint64_t address, std::unordered_map<uint64_t, analysis::Symbol> &cache);
+  std::optional<analysis::Symbolizer> sym_;
+  std::vector<analysis::Module> modules_;
+  std::unordered_map<uint64_t, analysis::Symbol> routines_, sites_;
+};
+
+// "main (prog.c:12)" — function plus its location when known; "(stale binary)" if so.
+std::string describe_routine(const analysis::Symbol &s);
+// "prog.c:40", or "prog.c:22 in helper, inlined at prog.c:40" for inlined code; falls back to the
+// function name or placeholder when there is no line information.
+std::string describe_call_site(const analysis::Symbol &s);
+
+json symbol_json(const analysis::Symbol &s, bool with_frames);
+
+// ---- Formatting.
+
+std::string hex(uint64_t v);
+std::string with_commas(uint64_t v);
+// 100·part/whole with two decimals, "-" if whole is 0.
+std::string percent(uint64_t part, uint64_t whole);
+std::string human_bytes(uint64_t bytes);
+// A source path shortened to be relative to the working directory when it lies below it.
+std::string short_path(const std::string &path);
+// The command line, shell-quoted where needed.
+std::string shell_join(const std::vector<std::string> &args);
+// A short "pid P, thread S (tid T, status)" label.
+std::string thread_label(const analysis::ThreadProfile &t);
+
+// Writes `j` to stdout followed by a newline.
+void print_json(const json &j);
+
+}  // namespace hcct::cli
