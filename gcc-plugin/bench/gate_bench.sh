@@ -58,6 +58,7 @@ echo "fib($n): $calls calls timed; fib($n_ir): $calls_ir calls counted"
 run_variant "native (no probes)" native
 run_variant "plugin, no runtime (gate address 0)" plugin
 run_variant "plugin, runtime loaded, gate closed" plugin LD_PRELOAD="$work/libhooks.so"
+run_variant "by hand: address test, then byte, no rt" hand_addr_test
 run_variant "by hand: address test, then byte (2 branches)" hand_addr_test LD_PRELOAD="$work/libhooks.so"
 run_variant "by hand: hidden pointer + byte" hand_pointer LD_PRELOAD="$work/libhooks.so"
 run_variant "by hand: cmov gate-or-zero (= plugin), no rt" hand_select
