@@ -398,16 +398,30 @@ tree build_probe_fn(const char *name, tree type) {
 
 tree gate_type() { return build_qualified_type(unsigned_char_type_node, TYPE_QUAL_VOLATILE); }
 
+// The unit's own definition of `name`, if it has one (the runtime itself, or a test stub, compiled
+// with the plugin). The probes must then use that definition: a weak declaration of the same name
+// would make varasm emit `.weak name` and silently turn the unit's definition weak.
+tree unit_definition(const char *name, bool function) {
+  symtab_node *node = symtab_node::get_for_asmname(get_identifier(name));
+  if (!node || !node->definition)
+    return NULL_TREE;
+  return (TREE_CODE(node->decl) == FUNCTION_DECL) == function ? node->decl : NULL_TREE;
+}
+
 void build_runtime_decls() {
   if (gate_decl)
     return;
   // extern volatile unsigned char __hcct_gate __attribute__((weak));
   // Volatile: the runtime turns the gate on and off from other threads; each probe must test it
-  // anew rather than reuse a value loaded by an earlier (inlined) probe.
-  gate_decl = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier("__hcct_gate"), gate_type());
-  make_weak_extern(gate_decl);
-  TREE_THIS_VOLATILE(gate_decl) = 1;
-  TREE_SIDE_EFFECTS(gate_decl) = 1;
+  // anew rather than reuse a value loaded by an earlier (inlined) probe. (The probes read it through
+  // a volatile access, so a definition of the unit's own need not be volatile.)
+  gate_decl = unit_definition("__hcct_gate", false);
+  if (!gate_decl) {
+    gate_decl = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier("__hcct_gate"), gate_type());
+    make_weak_extern(gate_decl);
+    TREE_THIS_VOLATILE(gate_decl) = 1;
+    TREE_SIDE_EFFECTS(gate_decl) = 1;
+  }
   TREE_ADDRESSABLE(gate_decl) = 1;
 
   // static volatile unsigned char __hcct_gate_closed;  -- always 0
@@ -426,12 +440,14 @@ void build_runtime_decls() {
   DECL_IGNORED_P(closed_decl) = 1;
   varpool_node::finalize_decl(closed_decl);
 
-  enter_decl = build_probe_fn(
-      "__hcct_enter",
-      build_function_type_list(void_type_node, ptr_type_node, ptr_type_node, NULL_TREE));
-  exit_decl = build_probe_fn(
-      "__hcct_exit",
-      build_function_type_list(void_type_node, ptr_type_node, ptr_type_node, NULL_TREE));
+  tree probe_type =
+      build_function_type_list(void_type_node, ptr_type_node, ptr_type_node, NULL_TREE);
+  enter_decl = unit_definition("__hcct_enter", true);
+  if (!enter_decl)
+    enter_decl = build_probe_fn("__hcct_enter", probe_type);
+  exit_decl = unit_definition("__hcct_exit", true);
+  if (!exit_decl)
+    exit_decl = build_probe_fn("__hcct_exit", probe_type);
 }
 
 // Appends to *seq, in the label/goto form structured GIMPLE uses before "lower":

@@ -376,3 +376,36 @@ TEST_CASE("the gate compiles to a GOT load, a cmov and one byte test", "[plugin]
   // The exit call is cold: gcc moves it out of the function's hot text.
   CHECK(body.find("f.cold") < body.find("call\t__hcct_exit@PLT"));
 }
+
+TEST_CASE("a unit that defines the runtime's symbols keeps them strong", "[plugin][codegen]") {
+  // The runtime itself, or a stub, compiled with the plugin: the probes must use its definitions,
+  // not declare the names weak (varasm's `.weak` would turn the definitions weak), and the runtime
+  // entry points themselves get no probes.
+  std::string dir = work_dir("unit_defines_runtime");
+  std::string src = dir + "/rt.c";
+  {
+    FILE *f = fopen(src.c_str(), "w");
+    REQUIRE(f);
+    fputs("unsigned char __hcct_gate = 1;\n"
+          "void __hcct_enter(void *fn, void *site) { (void)fn; (void)site; }\n"
+          "void __hcct_exit(void *fn, void *site) { (void)fn; (void)site; }\n"
+          "int user(int x) { return x * 2; }\n",
+          f);
+    fclose(f);
+  }
+  for (const char *opt : {"-O0", "-O2"}) {
+    INFO(opt);
+    std::string obj = dir + "/rt.o", list = dir + "/list.txt";
+    std::filesystem::remove(list);
+    RunResult r = run(std::string(HCCT_CC) + " " + opt + " -fchecking -c " + sh_quote(src) + " -o " +
+                      sh_quote(obj) + " " + plugin_flags({"list=" + list}));
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    RunResult nm = run("nm " + sh_quote(obj));
+    INFO(nm.output);
+    CHECK(nm.output.find(" D __hcct_gate\n") != std::string::npos);
+    CHECK(nm.output.find(" T __hcct_enter\n") != std::string::npos);
+    CHECK(nm.output.find(" T __hcct_exit\n") != std::string::npos);
+    CHECK(list_names(read_list(list)) == std::set<std::string>{"user"});
+  }
+}
