@@ -1,0 +1,296 @@
+// hcct paths: multi-iteration path profiles (docs/KPATH.md). Builds the k-IPF (thesis Algorithms
+// 5–6) from the k-SF each thread recorded, sums the threads, and prints one prefix forest per
+// function: every sequence of up to k consecutive Ball-Larus paths of one activation, each edge
+// labelled X%(Y%) — the node's count as a share of its parent's and of its root's (thesis Fig. 6.2)
+// — and every path ID decoded to its source lines from the metadata in the profiled binaries.
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "common.h"
+#include "hcct/analysis/kpath_ipf.h"
+#include "hcct/analysis/kpath_metadata.h"
+#include "hcct/analysis/kpath_profile.h"
+#include "hcct/analysis/reader.h"
+
+namespace hcct::cli {
+namespace {
+
+using analysis::Ipf;
+using analysis::IpfNode;
+using analysis::PathFunction;
+
+struct PathsOptions {
+  InputOptions in;
+  std::optional<uint32_t> k;
+  std::string function;
+  double min_share = 1.0;  // percent
+  bool dot = false;
+};
+
+std::string demangle(const std::string &name) {
+  int status = 0;
+  char *d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (!d) return name;
+  std::string s = d;
+  std::free(d);
+  return s;
+}
+
+std::string pct(uint64_t part, uint64_t whole) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", whole ? 100.0 * double(part) / double(whole) : 0.0);
+  return buf;
+}
+
+// What the forest of one function needs for printing.
+struct FunctionView {
+  uint64_t id = 0;
+  const PathFunction *meta = nullptr;  // null: no metadata found (binary gone or rebuilt)
+  std::string name;
+  std::vector<uint32_t> roots;  // kept roots, most frequent first
+  uint64_t total = 0;           // sum of all its roots: its BL path count
+};
+
+class PathsReport {
+ public:
+  PathsReport(const Ipf &ipf, const analysis::PathMetadata &meta, const PathsOptions &o) : ipf_(ipf), meta_(meta), o_(o) {
+    group_roots();
+  }
+  const std::vector<FunctionView> &functions() const { return functions_; }
+
+  // A node is kept when its count is at least min_share % of its parent's and of its root's
+  // (the thesis prunes Fig. 6.2 the same way); roots when at least min_share % of their function.
+  bool keep(uint32_t v, uint64_t parent, uint64_t root) const {
+    double c = double(ipf_.nodes()[v].count), limit = o_.min_share / 100.0;
+    return c > 0 && c >= limit * double(parent) && c >= limit * double(root);
+  }
+  std::vector<uint32_t> kept_children(uint32_t v, uint64_t root) const {
+    std::vector<uint32_t> out;
+    for (uint32_t c : ipf_.nodes()[v].children)
+      if (keep(c, ipf_.nodes()[v].count, root)) out.push_back(c);
+    std::sort(out.begin(), out.end(), [&](uint32_t a, uint32_t b) { return ipf_.nodes()[a].count > ipf_.nodes()[b].count; });
+    return out;
+  }
+  std::string path_lines(const FunctionView &f, uint64_t path) const {
+    if (!f.meta) return "(no metadata)";
+    auto d = analysis::decode_path(*f.meta, path);
+    if (!d) return "(ID out of range: stale binary?)";
+    std::string home = f.meta->info.file ? f.meta->files[f.meta->info.file - 1] : std::string();
+    return analysis::describe_lines(*d, home);
+  }
+  std::string where(const FunctionView &f) const {
+    if (!f.meta || !f.meta->info.file) return "";
+    const std::string &file = f.meta->files[f.meta->info.file - 1];
+    return short_path(file) + ":" + std::to_string(f.meta->info.line);
+  }
+  // Path IDs that appear in the kept part of a function's forest.
+  std::set<uint64_t> ids_shown(const FunctionView &f) const {
+    std::set<uint64_t> ids;
+    std::vector<std::pair<uint32_t, uint64_t>> work;
+    for (uint32_t r : f.roots) work.push_back({r, ipf_.nodes()[r].count});
+    while (!work.empty()) {
+      auto [v, root] = work.back();
+      work.pop_back();
+      ids.insert(ipf_.nodes()[v].label.path);
+      for (uint32_t c : kept_children(v, root)) work.push_back({c, root});
+    }
+    return ids;
+  }
+  const Ipf &ipf() const { return ipf_; }
+
+ private:
+  void group_roots() {
+    std::map<uint64_t, FunctionView> by_id;
+    for (uint32_t r : ipf_.roots()) {
+      const IpfNode &n = ipf_.nodes()[r];
+      FunctionView &f = by_id[n.label.function];
+      f.id = n.label.function;
+      f.roots.push_back(r);
+      f.total += n.count;
+    }
+    for (auto &[id, f] : by_id) {
+      f.meta = meta_.find(id);
+      f.name = f.meta ? demangle(f.meta->info.name) : "function " + hex(id);
+      if (!o_.function.empty() && !matches(f)) continue;
+      std::vector<uint32_t> kept;
+      for (uint32_t r : f.roots)
+        if (ipf_.nodes()[r].count > 0 && double(ipf_.nodes()[r].count) >= o_.min_share / 100.0 * double(f.total)) kept.push_back(r);
+      std::sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return ipf_.nodes()[a].count > ipf_.nodes()[b].count; });
+      f.roots = std::move(kept);
+      functions_.push_back(std::move(f));
+    }
+    std::sort(functions_.begin(), functions_.end(), [](const FunctionView &a, const FunctionView &b) { return a.total > b.total; });
+  }
+  bool matches(const FunctionView &f) const {
+    const std::string &want = o_.function;
+    if (f.name == want || (f.meta && f.meta->info.name == want)) return true;
+    return f.name.rfind(want + "(", 0) == 0;  // a C++ name without its parameter list
+  }
+
+  const Ipf &ipf_;
+  const analysis::PathMetadata &meta_;
+  const PathsOptions &o_;
+  std::vector<FunctionView> functions_;
+};
+
+void print_text(const PathsReport &r, uint32_t k, uint32_t recorded_k) {
+  const Ipf &ipf = r.ipf();
+  std::cout << "# " << k << "-IPF (recorded with k = " << recorded_k << (recorded_k == 1 ? ", BLPP" : "")
+            << "); edges: X%(Y%) = share of parent (of root)\n";
+  for (const FunctionView &f : r.functions()) {
+    std::string loc = r.where(f);
+    std::cout << "\n" << f.name << (loc.empty() ? "" : " (" + loc + ")") << ": " << with_commas(f.total) << " paths"
+              << (f.meta ? ", " + with_commas(f.meta->info.num_paths) + " static" : std::string())
+              << (f.meta && (f.meta->info.flags & kpath::kFlagCutEdges) ? ", edges cut (overflow)" : "") << "\n";
+    for (uint64_t id : r.ids_shown(f)) std::cout << "  path " << id << ": " << r.path_lines(f, id) << "\n";
+    for (uint32_t root : f.roots) {
+      uint64_t rc = ipf.nodes()[root].count;
+      std::cout << "  [" << ipf.nodes()[root].label.path << "] " << with_commas(rc) << "  " << pct(rc, f.total) << " of "
+                << f.name << "\n";
+      // Depth-first, children by decreasing count; indentation shows depth.
+      std::vector<uint32_t> stack;
+      auto push_children = [&](uint32_t v) {
+        auto kids = r.kept_children(v, rc);
+        for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
+      };
+      push_children(root);
+      while (!stack.empty()) {
+        uint32_t v = stack.back();
+        stack.pop_back();
+        const IpfNode &n = ipf.nodes()[v];
+        std::cout << std::string(2 * n.depth, ' ') << "-> [" << n.label.path << "] " << pct(n.count, ipf.nodes()[n.parent].count)
+                  << "(" << pct(n.count, rc) << ")  " << with_commas(n.count) << "\n";
+        push_children(v);
+      }
+    }
+  }
+}
+
+json node_json(const PathsReport &r, uint32_t v, uint64_t root) {
+  const IpfNode &n = r.ipf().nodes()[v];
+  json j = {{"path", n.label.path}, {"count", n.count}};
+  if (n.parent != analysis::kNoParent) {
+    uint64_t pc = r.ipf().nodes()[n.parent].count;
+    j["share_of_parent"] = pc ? double(n.count) / double(pc) : 0.0;
+    j["share_of_root"] = root ? double(n.count) / double(root) : 0.0;
+  }
+  json kids = json::array();
+  for (uint32_t c : r.kept_children(v, root)) kids.push_back(node_json(r, c, root));
+  j["children"] = std::move(kids);
+  return j;
+}
+
+void print_json_report(const PathsReport &r, uint32_t k, uint32_t recorded_k) {
+  json fs = json::array();
+  for (const FunctionView &f : r.functions()) {
+    json paths = json::object();
+    for (uint64_t id : r.ids_shown(f)) {
+      json p = {{"lines", r.path_lines(f, id)}};
+      if (f.meta)
+        if (auto d = analysis::decode_path(*f.meta, id)) {
+          p["blocks"] = d->blocks;
+          p["after_back_edge"] = d->after_back_edge;
+          p["at_back_edge"] = d->at_back_edge;
+        }
+      paths[std::to_string(id)] = std::move(p);
+    }
+    json roots = json::array();
+    for (uint32_t root : f.roots) roots.push_back(node_json(r, root, r.ipf().nodes()[root].count));
+    fs.push_back({{"function_id", hex(f.id)},
+                  {"name", f.name},
+                  {"location", r.where(f)},
+                  {"total", f.total},
+                  {"static_paths", f.meta ? json(f.meta->info.num_paths) : json()},
+                  {"paths", std::move(paths)},
+                  {"forest", std::move(roots)}});
+  }
+  print_json({{"k", k}, {"recorded_k", recorded_k}, {"functions", std::move(fs)}});
+}
+
+void print_dot(const PathsReport &r) {
+  const Ipf &ipf = r.ipf();
+  std::cout << "digraph kipf {\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (const FunctionView &f : r.functions()) {
+    for (uint32_t root : f.roots) {
+      uint64_t rc = ipf.nodes()[root].count;
+      std::vector<uint32_t> stack{root};
+      while (!stack.empty()) {
+        uint32_t v = stack.back();
+        stack.pop_back();
+        const IpfNode &n = ipf.nodes()[v];
+        std::string label = std::to_string(n.label.path) + "\\n" + with_commas(n.count);
+        if (v == root) label = f.name + "\\n" + label;
+        std::cout << "  n" << v << " [label=\"" << label << "\"];\n";
+        if (v != root)
+          std::cout << "  n" << n.parent << " -> n" << v << " [label=\"" << pct(n.count, ipf.nodes()[n.parent].count) << "("
+                    << pct(n.count, rc) << ")\"];\n";
+        for (uint32_t c : r.kept_children(v, rc)) stack.push_back(c);
+      }
+    }
+  }
+  std::cout << "}\n";
+}
+
+int run_paths(const PathsOptions &o) {
+  std::vector<analysis::ThreadPaths> threads = analysis::read_thread_paths(o.in.dir);
+  std::erase_if(threads, [&](const analysis::ThreadPaths &t) {
+    return (o.in.pid && t.profile.meta.pid != *o.in.pid) || (o.in.thread && t.profile.meta.thread_seq != *o.in.thread);
+  });
+  if (threads.empty())
+    throw UserError(o.in.dir + ": no path profile (KPTH section) for this selection; compile the program with "
+                    "clang -fpass-plugin=kpath.so and link libhcct");
+  uint32_t recorded = threads.front().forest.k;
+  for (const auto &t : threads)
+    if (t.forest.k != recorded) throw UserError(o.in.dir + ": threads recorded with different k; select one with --pid/--thread");
+  uint32_t k = o.k.value_or(recorded);
+  if (k < 1) throw UserError("--k must be at least 1");
+  if (k > recorded)
+    throw UserError("--k " + std::to_string(k) + " exceeds the k = " + std::to_string(recorded) +
+                    " the profile was recorded with (HCCT_OPTIONS=k=" + std::to_string(k) + " records it)");
+  Ipf ipf;
+  for (const auto &t : threads) ipf.merge(analysis::make_k_ipf(t.forest, k).without_zero_counts());
+
+  analysis::PathMetadata meta;
+  std::set<std::string> seen;
+  for (const auto &t : threads)
+    for (const analysis::Module &m : t.profile.modules) {
+      if (!seen.insert(m.path).second) continue;
+      try {
+        meta.add_elf(m.path);
+      } catch (const analysis::FormatError &e) {
+        std::cerr << "hcct: warning: " << e.what() << "\n";
+      }
+    }
+  for (const std::string &c : meta.conflicts())
+    std::cerr << "hcct: warning: " << c << " was compiled with different control flow in several units\n";
+  PathsReport report(ipf, meta, o);
+  if (!o.function.empty() && report.functions().empty()) throw UserError("no recorded paths for function '" + o.function + "'");
+  if (o.dot) print_dot(report);
+  else if (o.in.json) print_json_report(report, k, recorded);
+  else print_text(report, k, recorded);
+  return 0;
+}
+
+}  // namespace
+
+void add_paths_command(CLI::App &app, Action &action) {
+  auto o = std::make_shared<PathsOptions>();
+  CLI::App *sub = app.add_subcommand("paths", "k-iteration path forests (k-IPF) recorded by kpath-instrumented code");
+  add_input_options(sub, o->in, /*symbols=*/false);
+  sub->add_option("--k", o->k, "sequences of up to K paths (default: the k the profile was recorded with)")->check(CLI::Range(1, 256));
+  sub->add_option("--function", o->function, "only this function (linkage or demangled name)");
+  sub->add_option("--min-share", o->min_share, "hide nodes below X % of their parent's or root's count")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  auto *dot = sub->add_flag("--dot", o->dot, "Graphviz output");
+  dot->excludes(sub->get_option("--json"));
+  sub->callback([o, &action] { action = [o] { return run_paths(*o); }; });
+}
+
+}  // namespace hcct::cli
