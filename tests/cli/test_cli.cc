@@ -76,9 +76,16 @@ Result run(const std::vector<std::string> &args, const std::vector<std::pair<std
   return r;
 }
 
+// The hcct binary under test: the one built with these tests, unless HCCT_TEST_EXE names another
+// build of it (say, one with sanitizers).
+std::string hcct_exe() {
+  const char *other = std::getenv("HCCT_TEST_EXE");
+  return other && *other ? other : HCCT_EXE;
+}
+
 Result hcct_cmd(std::vector<std::string> args, const std::vector<std::pair<std::string, std::string>> &env = {},
                 const fs::path &cwd = {}) {
-  args.insert(args.begin(), HCCT_EXE);
+  args.insert(args.begin(), hcct_exe());
   return run(args, env, cwd);
 }
 
@@ -444,12 +451,22 @@ TEST_CASE("record and report a real instrumented program", "[cli][e2e]") {
     Result rec = hcct_cmd({"record", "--mode", "hcct", "--epsilon", "0.01", "--", HCCT_E2E_WORK}, env, dir.path());
     INFO(rec.err);
     REQUIRE(rec.status == 0);
-    Result r = hcct_cmd({"report", "--thread", "0", "--phi", "0.5"}, {}, dir.path());
+    Result r = hcct_cmd({"report", "--thread", "0", "--phi", "0.5", "--json"}, {}, dir.path());
     INFO(r.out << r.err);
     REQUIRE(r.status == 0);
-    auto leaf = lines_with(r.out, "leaf (");
-    REQUIRE(leaf.size() == 1);
-    CHECK_THAT(leaf[0], Catch::Contains("10,0"));  // estimate of 10,000, at most min_count above
+    json rep = json::parse(r.out)["reports"][0];
+    CHECK(rep["mode"] == "hcct");
+    CHECK(rep["calls"] == 10102);  // main, 100 mid, 10,000 leaf, rare
+    // Only main -> mid -> leaf reaches half of N; its estimate exceeds the true 10,000 by at most
+    // the error bound.
+    REQUIRE(rep["hot"] == 1);
+    REQUIRE(rep["nodes"].size() == 3);
+    json &leaf = rep["nodes"][2];
+    CHECK(leaf["function"]["name"] == "leaf");
+    CHECK(leaf["count"].get<uint64_t>() >= 10000);
+    CHECK(leaf["count"].get<uint64_t>() <= 10000 + rep["error_bound"].get<uint64_t>());
+    CHECK(rep["nodes"][0]["function"]["name"] == "main");
+    CHECK(rep["nodes"][1]["function"]["name"] == "mid");
     Result info = hcct_cmd({"info", "--json"}, {}, dir.path());
     REQUIRE(info.status == 0);
     json i = json::parse(info.out);
