@@ -5,7 +5,10 @@ Every configuration runs ROUNDS times, interleaved (round 1 of all, then round 2
 machine noise hits all of them alike; the table shows the median wall time, its ratio to each
 baseline measured in the same session, the peak RSS, and the profile's node counts.
 
-  bench/bench.py [--build DIR] [--rounds N] [--json] SUITE...
+  bench/bench.py [--build DIR] [--rounds N] [--instructions] [--json] SUITE...
+
+--instructions runs every configuration once under valgrind's callgrind with a smaller input and
+reports instruction counts instead: repeatable whatever else the machine is doing.
 
 Suites: calls, shapes (issue 2: native, glibc's empty hooks, libhcct empty/cct/hcct),
         memory (hcct's memory bound as the run grows, against cct).
@@ -14,6 +17,7 @@ Other suites register themselves in SUITES (see bench/suites_*.py).
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -36,6 +40,36 @@ class Config:
         self.times = []
         self.rss_kb = []
         self.profile = None
+
+
+def count_instructions(cfg, build):
+    """Total instructions of one run under callgrind (the runtime included)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "HCCT_OPTIONS")}
+    env.update(cfg.env)
+    out_dir = tempfile.mkdtemp(prefix="hcct-bench-")
+    cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes",
+           "--callgrind-out-file=" + os.path.join(out_dir, "cg.%p")]
+    if cfg.hcct_options is not None:
+        cmd += ["env", "LD_PRELOAD=" + os.path.join(build, "libhcct", "libhcct.so"),
+                "HCCT_OPTIONS=" + cfg.hcct_options + ":out=" + os.path.join(out_dir, "profile")]
+    proc = subprocess.run(cmd + cfg.argv, env=env, capture_output=True, text=True)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    refs = [int(m.replace(",", "")) for m in re.findall(r"I\s+refs:\s+([\d,]+)", proc.stderr)]
+    if proc.returncode != 0 or not refs:
+        sys.exit(f"bench: {cfg.label}: callgrind failed: {proc.stderr[-2000:]}")
+    return refs[-1]
+
+
+def run_instructions(name, configs, baselines, build):
+    counts = {c.label: count_instructions(c, build) for c in configs}
+    rows = []
+    for cfg in configs:
+        row = {"config": cfg.label, "instructions": counts[cfg.label]}
+        for b in baselines:
+            row["x_" + b] = round(counts[cfg.label] / counts[b], 3)
+        rows.append(row)
+    return {"suite": name + " (instructions)", "command": " ".join(configs[0].argv), "rounds": 1,
+            "rows": rows}
 
 
 def run_once(cfg, build):
@@ -104,9 +138,14 @@ def run_suite(name, configs, baselines, build, rounds):
 
 def print_table(result):
     rows = result["rows"]
-    cols = ["config", "median_s"] + [k for k in rows[0] if k.startswith("x_")] + \
-        ["peak_rss_mb", "calls", "nodes", "nodes_peak", "tree_bytes"]
-    print(f"\n## {result['suite']}  ({result['rounds']} interleaved rounds, median wall time)")
+    if "instructions" in rows[0]:
+        cols = ["config", "instructions"] + [k for k in rows[0] if k.startswith("x_")]
+        print(f"\n## {result['suite']}  (callgrind, one run each): {result['command']}")
+    else:
+        cols = ["config", "median_s"] + [k for k in rows[0] if k.startswith("x_")] + \
+            ["peak_rss_mb", "calls", "nodes", "nodes_peak", "tree_bytes"]
+        print(f"\n## {result['suite']}  ({result['rounds']} interleaved rounds, median wall time): "
+              f"{result['command']}")
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
@@ -117,7 +156,9 @@ def print_table(result):
         print("| " + " | ".join(cells) + " |")
 
 
-def suite_calls(build, example="calls", args=("30", "20000000")):
+def suite_calls(build, example="calls", args=("30", "20000000"), small=False):
+    if small:
+        args = ("24", "1000000") if example == "calls" else ("2", "100000")
     ex = os.path.join(build, "examples")
     native = [os.path.join(ex, example + "_native"), *args]
     inst = [os.path.join(ex, example), *args]
@@ -135,11 +176,11 @@ def suite_calls(build, example="calls", args=("30", "20000000")):
     return example, configs, ["native", "empty"]
 
 
-def suite_shapes(build):
-    return suite_calls(build, "shapes", ("2", "3000000"))
+def suite_shapes(build, small=False):
+    return suite_calls(build, "shapes", ("2", "3000000"), small)
 
 
-def suite_memory(build):
+def suite_memory(build, small=False):
     """hcct's tree stays within a bound set by epsilon as the run grows; cct's does not."""
     ex = os.path.join(build, "examples")
     configs = []
@@ -158,6 +199,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", action="store_true", help="machine-readable output")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions under callgrind instead of timing")
     ap.add_argument("suites", nargs="*", default=["calls", "shapes", "memory"])
     args = ap.parse_args()
     build = os.path.abspath(args.build)
@@ -165,8 +208,11 @@ def main():
     for s in args.suites:
         if s not in SUITES:
             sys.exit(f"bench: unknown suite '{s}' (known: {', '.join(SUITES)})")
-        name, configs, baselines = SUITES[s](build)
-        results.append(run_suite(name, configs, baselines, build, args.rounds))
+        name, configs, baselines = SUITES[s](build, small=args.instructions)
+        if args.instructions:
+            results.append(run_instructions(name, configs, baselines, build))
+        else:
+            results.append(run_suite(name, configs, baselines, build, args.rounds))
         if not args.json:
             print_table(results[-1])
     if args.json:
