@@ -285,7 +285,7 @@ TEST_CASE("report --merge-threads adds the threads' counts", "[cli][report]") {
   CHECK_THAT(t.out, Catch::Contains("pid 4242, threads 0,1 merged"));
 }
 
-TEST_CASE("--no-symbols prints module offsets", "[cli]") {
+TEST_CASE("report with --no-symbols prints module offsets", "[cli]") {
   ProfileDir pd;
   Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0.1", "--no-symbols"});
   REQUIRE(r.status == 0);
@@ -297,11 +297,13 @@ TEST_CASE("--no-symbols prints module offsets", "[cli]") {
   CHECK(lines_with(r.out, "fixture_leaf").empty());
 }
 
-TEST_CASE("a rebuilt binary is reported as stale, once", "[cli]") {
+TEST_CASE("a rebuilt binary is reported as stale, once per run", "[cli]") {
   TempDir dir;
-  ThreadProfile p = hcct::test::symtest_profile(fixture(), Mode::cct);
-  p.modules[0].build_id.assign(20, 0x5a);
-  write_profile(dir / "4242.0.hcct", p);
+  for (uint64_t seq : {0, 1, 2}) {
+    ThreadProfile p = hcct::test::symtest_profile(fixture(), Mode::cct, 4242, seq);
+    p.modules[0].build_id.assign(20, 0x5a);
+    write_profile(dir / profile_file_name(4242, seq), p);
+  }
   Result r = hcct_cmd({"report", dir.path().string(), "--phi", "0"});
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("(stale binary)"));

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 namespace hcct::cli {
 
@@ -51,10 +52,19 @@ std::vector<Selection> select(const ProfileSet &set, const InputOptions &in) {
 
 // ---- Names
 
+namespace {
+// Every thread file gets its own Symbolizer, and each reports a missing or stale binary once; the
+// user needs to hear it once per run.
+void warn_once(const std::string &msg) {
+  static std::set<std::string> seen;
+  if (seen.insert(msg).second) std::cerr << "hcct: warning: " << msg << "\n";
+}
+}  // namespace
+
 Names::Names(const std::vector<analysis::Module> &modules, bool symbolize,
              std::shared_ptr<analysis::DebugInfoCache> cache)
     : modules_(modules) {
-  if (symbolize) sym_.emplace(modules, std::move(cache));
+  if (symbolize) sym_.emplace(modules, std::move(cache), warn_once);
 }
 
 const Symbol &Names::placeholder(uint64_t address, std::unordered_map<uint64_t, Symbol> &cache) {
