@@ -343,3 +343,16 @@ TEST_CASE("symbolization: a function in a library loaded with dlopen (and unload
     }
   }
 }
+
+TEST_CASE("the runtime linked statically instead of preloaded", "[e2e]") {
+  fs::path dir = fresh_dir("static");
+  auto r = run({kE2e + "/e2e_static_exceptions", "20"}, {"HCCT_OPTIONS=mode=cct:out=" + dir.string()});
+  REQUIRE(r.status == 0);
+  CHECK(r.out == "caught 20\n");
+  auto set = ha::read_profiles(dir);
+  CHECK(projected_counts(only_thread(set), unwinding_names("f")) == unwinding_expected("f", 20));
+  // Without HCCT_OPTIONS the linked runtime profiles in hcct mode into ./hcct.data; mode=off is silent.
+  auto off = run({kE2e + "/e2e_static_exceptions", "20"}, {"HCCT_OPTIONS=mode=off"});
+  CHECK(off.status == 0);
+  CHECK(off.err.empty());
+}
