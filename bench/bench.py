@@ -176,6 +176,22 @@ def suite_calls(build, example="calls", args=("30", "20000000"), small=False):
     return example, configs, ["native", "empty"]
 
 
+def suite_plugin(build, small=False):
+    """Issue 3: the GCC plugin's probes against -finstrument-functions, both under libhcct."""
+    ex = os.path.join(build, "examples")
+    args = ("24", "1000000") if small else ("30", "20000000")
+    native = [os.path.join(ex, "calls_native"), *args]
+    plugin = [os.path.join(ex, "calls_plugin"), *args]
+    inst = [os.path.join(ex, "calls"), *args]
+    configs = [Config("native", native), Config("plugin, no runtime", plugin),
+               Config("plugin off", plugin, hcct_options="mode=off")]
+    for mode in ("empty", "cct", "hcct"):
+        configs.append(Config("plugin " + mode, plugin, hcct_options="mode=" + mode))
+    for mode in ("empty", "cct", "hcct"):
+        configs.append(Config("finstr " + mode, inst, hcct_options="mode=" + mode))
+    return "plugin", configs, ["native", "finstr hcct"]
+
+
 def suite_shapes(build, small=False):
     return suite_calls(build, "shapes", ("2", "3000000"), small)
 
@@ -191,7 +207,25 @@ def suite_memory(build, small=False):
     return "memory", configs, [configs[0].label]
 
 
-SUITES = {"calls": suite_calls, "shapes": suite_shapes, "memory": suite_memory}
+SUITES = {"calls": suite_calls, "shapes": suite_shapes, "memory": suite_memory,
+          "plugin": suite_plugin}
+
+
+def load_suite_modules():
+    """Other components keep their suites in bench/suites/*.py: each defines SUITES = {name: fn},
+    where fn(build, small=False) returns (title, [Config], [baseline labels])."""
+    import importlib.util
+    folder = os.path.join(HERE, "suites")
+    if not os.path.isdir(folder):
+        return
+    for entry in sorted(os.listdir(folder)):
+        if not entry.endswith(".py"):
+            continue
+        spec = importlib.util.spec_from_file_location("hcct_bench_" + entry[:-3], os.path.join(folder, entry))
+        module = importlib.util.module_from_spec(spec)
+        module.Config = Config
+        spec.loader.exec_module(module)
+        SUITES.update(getattr(module, "SUITES", {}))
 
 
 def main():
@@ -203,6 +237,7 @@ def main():
                     help="count instructions under callgrind instead of timing")
     ap.add_argument("suites", nargs="*", default=["calls", "shapes", "memory"])
     args = ap.parse_args()
+    load_suite_modules()
     build = os.path.abspath(args.build)
     results = []
     for s in args.suites:
