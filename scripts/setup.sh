@@ -6,7 +6,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-"$here/build"}
 
 packages=(
-  build-essential cmake g++ gcc-12-plugin-dev         # toolchain and the GCC plugin headers
+  build-essential cmake g++ gcc-12-plugin-dev pkg-config  # toolchain, GCC plugin headers
   clang-14 llvm-14-dev libclang-rt-14-dev             # the LLVM 14 pass plugin (kpath)
   catch2                                              # unit tests (v2 API)
   libdw-dev libelf-dev                                # symbolization
