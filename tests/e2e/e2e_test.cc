@@ -3,6 +3,8 @@
 // bad options, unwritable output) and symbolization (PIE, dlopen).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "harness.h"
@@ -355,4 +357,33 @@ TEST_CASE("the runtime linked statically instead of preloaded", "[e2e]") {
   auto off = run({kE2e + "/e2e_static_exceptions", "20"}, {"HCCT_OPTIONS=mode=off"});
   CHECK(off.status == 0);
   CHECK(off.err.empty());
+}
+
+TEST_CASE("robustness: an instrumented signal handler, on the thread's stack and on a sigaltstack", "[e2e][robustness]") {
+  for (const char *mode : {"cct", "hcct"}) {
+    INFO(mode);
+    auto p = run_profiled({kE2e + "/e2e_signals"}, std::string("mode=") + mode);
+    REQUIRE(p.result.status == 0);
+    int handled = 0;
+    REQUIRE(std::sscanf(p.result.out.c_str(), "handled %d", &handled) == 1);
+    CHECK(handled >= 4000);
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = only_thread(set);
+    uint64_t counted = 0;
+    for (auto &[path, c] : named_counts(t)) {
+      if (path.back() == "in_handler") {
+        counted += c;
+        // A handler runs as a call in the context it interrupted.
+        REQUIRE(path.size() >= 3);
+        CHECK(path.front() == "main");
+        CHECK(path[path.size() - 2] == "on_alarm");
+        CHECK(std::count(path.begin(), path.end(), "on_alarm") == 1);
+      }
+    }
+    // A handler that interrupts the runtime itself has all four of its events dropped (on_alarm's
+    // and in_handler's enter and exit); every other invocation is counted.
+    CHECK(counted + t.meta.dropped / 4 == uint64_t(handled));
+    CHECK(t.meta.dropped % 4 == 0);
+    if (std::string(mode) == "cct") CHECK(*t.meta.find_extra("unmatched_exits") == "0");
+  }
 }
