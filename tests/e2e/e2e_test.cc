@@ -387,3 +387,14 @@ TEST_CASE("robustness: an instrumented signal handler, on the thread's stack and
     if (std::string(mode) == "cct") CHECK(*t.meta.find_extra("unmatched_exits") == "0");
   }
 }
+
+TEST_CASE("robustness: exec: the new image is profiled, the program's behaviour unchanged", "[e2e][robustness]") {
+  auto p = run_profiled({kE2e + "/e2e_exec_self"}, "mode=cct");
+  CHECK(p.result.status == 3);
+  CHECK(p.result.out == "after exec\n");
+  CHECK(p.result.err.empty());
+  auto set = ha::read_profiles(p.dir);
+  const auto &t = only_thread(set);
+  // The image that called exec wrote nothing (docs/RUNTIME.md, "Limits"); the new one is whole.
+  CHECK(named_counts(t) == std::map<NamePath, uint64_t>{{{"main"}, 1}, {{"main", "after"}, 7}});
+}
