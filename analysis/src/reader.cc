@@ -248,6 +248,75 @@ std::vector<Module> read_modules(const std::string &file, std::span<const unsign
 
 // ---- CCT
 
+// The per-node rules of docs/FORMAT.md ("Validation rules"), shared by the in-memory reader and
+// ProfileStream. Nodes are fed in file order; `path_` holds the previous node and its ancestors
+// (index and flags), which is all that true preorder and the on-path rule need.
+class NodeChecker {
+ public:
+  explicit NodeChecker(const ThreadMeta &meta) : meta_(meta) {}
+
+  // Checks node `i` (routine, call site, count and flags filled in), sets its parent. `fail` takes
+  // the problem text and does not return.
+  template <class Fail>
+  void check(uint64_t i, uint64_t delta, Node &n, Fail &&fail) {
+    // Messages are built only on failure: this runs for every node of 10^7-node trees.
+    auto node_fail = [&](const std::string &problem) { fail("node " + std::to_string(i) + ": " + problem); };
+    if (n.flags & ~format::kNodeKnownFlags) node_fail("unknown flag bits " + hex(n.flags & ~format::kNodeKnownFlags));
+    if (i == 0) {
+      if (delta != 0) node_fail("the root has parent delta " + std::to_string(delta) + ", not 0");
+      if (n.routine || n.call_site || n.count) node_fail("the root must have routine, call site and count 0");
+      if (n.monitored()) node_fail("the root is marked monitored");
+      n.parent = 0;
+      path_.push_back({0, n.flags});
+      return;
+    }
+    if (delta == 0) node_fail("a second root (parent delta 0)");
+    if (delta > i) node_fail("parent delta " + std::to_string(delta) + " points before the root");
+    n.parent = uint32_t(i - delta);
+    // Preorder: the parent is the previous node or one of its ancestors.
+    while (!path_.empty() && path_.back().index != n.parent) path_.pop_back();
+    if (path_.empty())
+      node_fail("parent " + std::to_string(n.parent) + " is not on the path of the previous node (not preorder)");
+    if (meta_.key == KeyKind::routine && n.call_site != 0)
+      node_fail("call site " + hex(n.call_site) + " in a key=routine tree");
+    if (n.monitored()) {
+      if (meta_.mode != Mode::hcct) node_fail("monitored flag outside hcct mode");
+      ++monitored_;
+    } else if (meta_.mode == Mode::hcct && n.count != 0) {
+      node_fail("unmonitored node with nonzero count " + std::to_string(n.count));
+    }
+    if (n.on_path() && n.parent != kRoot && !(path_.back().flags & format::kNodeOnPath))
+      node_fail("on the calling path but its parent is not");
+    if (__builtin_add_overflow(sum_, n.count, &sum_)) node_fail("counts overflow 64 bits");
+    path_.push_back({uint32_t(i), n.flags});
+  }
+
+  // The totals, once every node was checked.
+  void finish(const std::string &file) const {
+    if (meta_.mode == Mode::cct && sum_ != meta_.calls)
+      fail(file, "cct mode: node counts sum to " + std::to_string(sum_) + ", but calls is " + std::to_string(meta_.calls));
+    if (meta_.mode == Mode::hcct) {
+      if (monitored_ > meta_.counters)
+        fail(file, "hcct mode: " + std::to_string(monitored_) + " monitored nodes, but only " +
+                       std::to_string(meta_.counters) + " counters");
+      // Space-Saving's counters always sum to the stream length once they are all in use.
+      if (sum_ > meta_.calls || (monitored_ == meta_.counters && sum_ != meta_.calls))
+        fail(file, "hcct mode: monitored counts sum to " + std::to_string(sum_) + ", but calls is " +
+                       std::to_string(meta_.calls));
+    }
+  }
+
+ private:
+  struct PathEntry {
+    uint32_t index;
+    uint8_t flags;
+  };
+  const ThreadMeta &meta_;
+  std::vector<PathEntry> path_;
+  uint64_t sum_ = 0;
+  uint64_t monitored_ = 0;
+};
+
 std::vector<Node> read_tree(const std::string &file, std::span<const unsigned char> body, const ThreadMeta &meta) {
   Cursor c(body, file, "CCT");
   uint64_t count = c.varint("node count");
@@ -258,8 +327,8 @@ std::vector<Node> read_tree(const std::string &file, std::span<const unsigned ch
   if (count > UINT32_MAX) c.fail("node count " + std::to_string(count) + " exceeds 2^32-1");
 
   std::vector<Node> nodes(count);
-  uint64_t sum = 0;
-  uint64_t monitored = 0;
+  NodeChecker checker(meta);
+  auto fail_here = [&](const std::string &problem) { c.fail(problem); };
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t delta = c.varint("parent delta");
     Node &n = nodes[i];
@@ -267,43 +336,10 @@ std::vector<Node> read_tree(const std::string &file, std::span<const unsigned ch
     n.call_site = c.varint("call site");
     n.count = c.varint("count");
     n.flags = c.fixed<uint8_t>("flags");
-    // Messages for node errors are built only on failure: this loop must stay fast for 10^7 nodes.
-    auto node_fail = [&](const std::string &problem) { c.fail("node " + std::to_string(i) + ": " + problem); };
-    if (n.flags & ~format::kNodeKnownFlags) node_fail("unknown flag bits " + hex(n.flags & ~format::kNodeKnownFlags));
-    if (i == 0) {
-      if (delta != 0) node_fail("the root has parent delta " + std::to_string(delta) + ", not 0");
-      if (n.routine || n.call_site || n.count) node_fail("the root must have routine, call site and count 0");
-      if (n.monitored()) node_fail("the root is marked monitored");
-      continue;
-    }
-    if (delta == 0) node_fail("a second root (parent delta 0)");
-    if (delta > i) node_fail("parent delta " + std::to_string(delta) + " points before the root");
-    n.parent = uint32_t(i - delta);
-    if (meta.key == KeyKind::routine && n.call_site != 0)
-      node_fail("call site " + hex(n.call_site) + " in a key=routine tree");
-    if (n.monitored()) {
-      if (meta.mode != Mode::hcct) node_fail("monitored flag outside hcct mode");
-      ++monitored;
-    } else if (meta.mode == Mode::hcct && n.count != 0) {
-      node_fail("unmonitored node with nonzero count " + std::to_string(n.count));
-    }
-    if (n.on_path() && n.parent != kRoot && !nodes[n.parent].on_path())
-      node_fail("on the calling path but its parent is not");
-    if (__builtin_add_overflow(sum, n.count, &sum)) node_fail("counts overflow 64 bits");
+    checker.check(i, delta, n, fail_here);
   }
   if (!c.done()) c.fail(std::to_string(c.remaining()) + " bytes after the last node");
-
-  if (meta.mode == Mode::cct && sum != meta.calls)
-    fail(file, "cct mode: node counts sum to " + std::to_string(sum) + ", but calls is " + std::to_string(meta.calls));
-  if (meta.mode == Mode::hcct) {
-    if (monitored > meta.counters)
-      fail(file, "hcct mode: " + std::to_string(monitored) + " monitored nodes, but only " +
-                     std::to_string(meta.counters) + " counters");
-    // Space-Saving's counters always sum to the stream length once they are all in use.
-    if (sum > meta.calls || (monitored == meta.counters && sum != meta.calls))
-      fail(file, "hcct mode: monitored counts sum to " + std::to_string(sum) + ", but calls is " +
-                     std::to_string(meta.calls));
-  }
+  checker.finish(file);
   return nodes;
 }
 
@@ -339,69 +375,284 @@ std::vector<unsigned char> slurp(const std::filesystem::path &path) {
 
 }  // namespace
 
-ThreadProfile parse_profile(std::span<const unsigned char> bytes, const std::string &name) {
-  if (bytes.size() < format::kHeaderSize)
-    fail(name, "file is " + std::to_string(bytes.size()) + " bytes, shorter than the 32-byte header");
-  Cursor h(bytes.first(format::kHeaderSize), name, "header");
+namespace {
+
+struct HeaderInfo {
+  uint32_t nsections;
+  uint64_t payload_size;
+  uint64_t hash;
+};
+
+// The 32-byte header of a file of `file_size` bytes (at least 32).
+HeaderInfo check_header(std::span<const unsigned char> header, uint64_t file_size, const std::string &name) {
+  Cursor h(header.first(format::kHeaderSize), name, "header");
   auto magic = h.bytes(8, "magic");
   if (!std::equal(magic.begin(), magic.end(), format::kMagic)) fail(name, "not an hcct dump (bad magic)");
   uint32_t version = h.fixed<uint32_t>("version");
   if (version != format::kVersion)
     fail(name, "unsupported format version " + std::to_string(version) + " (this reader knows " +
                    std::to_string(format::kVersion) + ")");
-  uint32_t nsections = h.fixed<uint32_t>("section count");
-  uint64_t payload_size = h.fixed<uint64_t>("payload size");
-  uint64_t hash = h.fixed<uint64_t>("hash");
-  const uint64_t actual = bytes.size() - format::kHeaderSize;
-  if (payload_size != actual)
-    fail(name, "header says " + std::to_string(payload_size) + " payload bytes, the file has " + std::to_string(actual) +
-                   (payload_size > actual ? " (truncated)" : " (trailing garbage)"));
-  auto payload = bytes.subspan(format::kHeaderSize);
-  format::Fnv1a64 fnv;
-  fnv.update(payload.data(), payload.size());
-  if (fnv.state != hash) fail(name, "payload hash mismatch (corrupt file)");
+  HeaderInfo info;
+  info.nsections = h.fixed<uint32_t>("section count");
+  info.payload_size = h.fixed<uint64_t>("payload size");
+  info.hash = h.fixed<uint64_t>("hash");
+  const uint64_t actual = file_size - format::kHeaderSize;
+  if (info.payload_size != actual)
+    fail(name, "header says " + std::to_string(info.payload_size) + " payload bytes, the file has " +
+                   std::to_string(actual) + (info.payload_size > actual ? " (truncated)" : " (trailing garbage)"));
+  return info;
+}
 
-  std::span<const unsigned char> meta_body, mods_body, tree_body;
+// Where the known sections' bodies lie, as offsets into the payload.
+struct Layout {
+  uint64_t meta_off = 0, meta_len = 0, mods_off = 0, mods_len = 0, tree_off = 0, tree_len = 0;
+};
+
+// Walks the section headers. `read_header(offset, out16)` copies the 16 header bytes at a payload
+// offset (the caller has checked that they lie inside the payload).
+template <class ReadHeader>
+Layout walk_sections(const HeaderInfo &info, const std::string &name, ReadHeader &&read_header) {
+  Layout l;
   bool have_meta = false, have_mods = false, have_tree = false;
-  Cursor c(payload, name, "sections");
-  for (uint32_t s = 0; s < nsections; ++s) {
-    c.set_where("section " + std::to_string(s));
-    if (c.remaining() < kSectionHeaderBytes) c.fail("truncated section header (payload ends early)");
+  uint64_t pos = 0;
+  for (uint32_t s = 0; s < info.nsections; ++s) {
+    const std::string where = "section " + std::to_string(s);
+    if (info.payload_size - pos < kSectionHeaderBytes)
+      fail(name, where + ": truncated section header (payload ends early)");
+    unsigned char raw[kSectionHeaderBytes];
+    read_header(pos, raw);
+    Cursor c(std::span<const unsigned char>(raw, kSectionHeaderBytes), name, where);
     uint32_t tag = c.fixed<uint32_t>("tag");
     uint32_t reserved = c.fixed<uint32_t>("reserved");
     uint64_t len = c.fixed<uint64_t>("length");
+    pos += kSectionHeaderBytes;
     if (reserved != 0) c.fail(tag_name(tag) + ": reserved field is " + std::to_string(reserved) + ", not 0");
-    if (len > c.remaining())
+    if (len > info.payload_size - pos)
       c.fail(tag_name(tag) + ": length " + std::to_string(len) + " runs past the payload end");
-    auto body = c.bytes(size_t(len), "body");
-    auto take = [&](bool &have, std::span<const unsigned char> &dst) {
+    auto take = [&](bool &have, uint64_t &off, uint64_t &length) {
       if (have) c.fail("duplicate " + tag_name(tag) + " section");
       have = true;
-      dst = body;
+      off = pos;
+      length = len;
     };
-    if (tag == format::kTagMeta) take(have_meta, meta_body);
-    else if (tag == format::kTagModules) take(have_mods, mods_body);
-    else if (tag == format::kTagTree) take(have_tree, tree_body);
+    if (tag == format::kTagMeta) take(have_meta, l.meta_off, l.meta_len);
+    else if (tag == format::kTagModules) take(have_mods, l.mods_off, l.mods_len);
+    else if (tag == format::kTagTree) take(have_tree, l.tree_off, l.tree_len);
     // Other tags are later additions that do not change the known sections: skipped.
+    pos += len;
   }
-  if (!c.done())
-    fail(name, std::to_string(c.remaining()) + " payload bytes after the " + std::to_string(nsections) +
-                   " sections the header announces");
+  if (pos != info.payload_size)
+    fail(name, std::to_string(info.payload_size - pos) + " payload bytes after the " +
+                   std::to_string(info.nsections) + " sections the header announces");
   if (!have_meta) fail(name, "missing META section");
   if (!have_mods) fail(name, "missing MODS section");
   if (!have_tree) fail(name, "missing 'CCT ' section");
+  return l;
+}
 
+}  // namespace
+
+ThreadProfile parse_profile(std::span<const unsigned char> bytes, const std::string &name) {
+  if (bytes.size() < format::kHeaderSize)
+    fail(name, "file is " + std::to_string(bytes.size()) + " bytes, shorter than the 32-byte header");
+  HeaderInfo info = check_header(bytes, bytes.size(), name);
+  auto payload = bytes.subspan(format::kHeaderSize);
+  format::Fnv1a64 fnv;
+  fnv.update(payload.data(), payload.size());
+  if (fnv.state != info.hash) fail(name, "payload hash mismatch (corrupt file)");
+  Layout l = walk_sections(info, name, [&](uint64_t off, unsigned char *out) {
+    std::memcpy(out, payload.data() + off, kSectionHeaderBytes);
+  });
   ThreadProfile p;
   p.source = name;
-  p.meta = MetaReader(name, meta_body).take();
-  p.modules = read_modules(name, mods_body);
-  p.nodes = read_tree(name, tree_body, p.meta);
+  p.meta = MetaReader(name, payload.subspan(l.meta_off, l.meta_len)).take();
+  p.modules = read_modules(name, payload.subspan(l.mods_off, l.mods_len));
+  p.nodes = read_tree(name, payload.subspan(l.tree_off, l.tree_len), p.meta);
   return p;
 }
 
 ThreadProfile read_profile(const std::filesystem::path &file) {
   std::vector<unsigned char> bytes = slurp(file);
   return parse_profile(bytes, file.string());
+}
+
+// ---- ProfileStream
+
+struct ProfileStream::Impl {
+  std::string name;
+  int fd = -1;
+  uint64_t file_size = 0;
+  HeaderInfo info{};
+  Layout layout;
+  ThreadMeta meta;
+  std::vector<Module> modules;
+  std::unique_ptr<NodeChecker> checker;
+  format::Fnv1a64 fnv;
+  // Sequential read of the payload: every byte is hashed exactly once, when it enters the buffer.
+  std::vector<unsigned char> buf;
+  size_t head = 0, tail = 0;  // unconsumed bytes [head, tail) of buf
+  uint64_t read_off = 0;      // payload bytes read (and hashed) so far
+  uint64_t body_left = 0;     // CCT body bytes not yet consumed
+  uint64_t count = 0, index = 0;
+  bool finished = false;
+
+  ~Impl() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  void pread_exact(uint64_t payload_off, unsigned char *out, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd, out + done, n - done, off_t(format::kHeaderSize + payload_off + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        throw IoError(name + ": " + std::strerror(errno));
+      }
+      if (r == 0) throw IoError(name + ": file shrank while being read");
+      done += size_t(r);
+    }
+  }
+
+  // Reads more payload into the buffer (keeping the unconsumed bytes); false at the payload end.
+  bool refill() {
+    if (read_off == info.payload_size) return false;
+    if (head > 0) {
+      std::memmove(buf.data(), buf.data() + head, tail - head);
+      tail -= head;
+      head = 0;
+    }
+    size_t want = size_t(std::min<uint64_t>(buf.size() - tail, info.payload_size - read_off));
+    size_t got = 0;
+    while (got < want) {
+      ssize_t r = ::pread(fd, buf.data() + tail + got, want - got, off_t(format::kHeaderSize + read_off + got));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        throw IoError(name + ": " + std::strerror(errno));
+      }
+      if (r == 0) throw IoError(name + ": file shrank while being read");
+      got += size_t(r);
+    }
+    fnv.update(buf.data() + tail, got);
+    tail += got;
+    read_off += got;
+    return true;
+  }
+
+  // Consumes (hashing) everything up to payload offset `target`.
+  void skip_to(uint64_t target) {
+    for (;;) {
+      uint64_t at = read_off - (tail - head);  // payload offset of buf[head]
+      if (at + (tail - head) >= target) {
+        head += size_t(target - at);
+        return;
+      }
+      head = tail;
+      if (!refill()) return;
+    }
+  }
+
+  // At least `n` unconsumed bytes, unless the payload ends first.
+  void ensure(size_t n) {
+    while (tail - head < n && refill()) {
+    }
+  }
+
+  [[noreturn]] void tree_fail(const std::string &problem) const { throw FormatError(name + ": CCT: " + problem); }
+
+  uint64_t varint(const unsigned char *&p, const unsigned char *end, const char *what) const {
+    uint64_t v;
+    size_t n = format::decode_varint(p, end, &v);
+    if (n == 0) tree_fail(std::string("malformed varint (truncated, over 10 bytes or over 64 bits) for ") + what);
+    p += n;
+    return v;
+  }
+
+  void finish() {
+    if (body_left) tree_fail(std::to_string(body_left) + " bytes after the last node");
+    head = tail;
+    while (refill()) head = tail;
+    if (fnv.state != info.hash) fail(name, "payload hash mismatch (corrupt file)");
+    checker->finish(name);
+    finished = true;
+  }
+};
+
+ProfileStream::ProfileStream(const std::filesystem::path &file, size_t buffer_bytes) : d_(std::make_unique<Impl>()) {
+  Impl &d = *d_;
+  d.name = file.string();
+  d.fd = ::open(d.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (d.fd < 0) throw IoError(d.name + ": " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(d.fd, &st) != 0) throw IoError(d.name + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw IoError(d.name + ": not a regular file");
+  d.file_size = uint64_t(st.st_size);
+  if (d.file_size < format::kHeaderSize)
+    fail(d.name, "file is " + std::to_string(d.file_size) + " bytes, shorter than the 32-byte header");
+  unsigned char header[format::kHeaderSize];
+  ssize_t r;
+  do r = ::pread(d.fd, header, sizeof header, 0);
+  while (r < 0 && errno == EINTR);
+  if (r != ssize_t(sizeof header)) throw IoError(d.name + ": cannot read the header");
+  d.info = check_header(header, d.file_size, d.name);
+  d.layout = walk_sections(d.info, d.name, [&](uint64_t off, unsigned char *out) { d.pread_exact(off, out, kSectionHeaderBytes); });
+  // META and MODS are small; they are read (and structurally checked) before the nodes. The hash
+  // over everything is compared when the last node has been read.
+  std::vector<unsigned char> meta(d.layout.meta_len), mods(d.layout.mods_len);
+  d.pread_exact(d.layout.meta_off, meta.data(), meta.size());
+  d.pread_exact(d.layout.mods_off, mods.data(), mods.size());
+  d.meta = MetaReader(d.name, meta).take();
+  d.modules = read_modules(d.name, mods);
+  d.checker = std::make_unique<NodeChecker>(d.meta);
+
+  d.buf.resize(std::max<size_t>(buffer_bytes, 4 * format::kMaxVarintBytes + 1));
+  d.skip_to(d.layout.tree_off);
+  d.body_left = d.layout.tree_len;
+  d.ensure(format::kMaxVarintBytes);
+  const unsigned char *p = d.buf.data() + d.head;
+  const unsigned char *end = p + std::min<uint64_t>(d.tail - d.head, d.body_left);
+  d.count = d.varint(p, end, "node count");
+  size_t used = size_t(p - (d.buf.data() + d.head));
+  d.head += used;
+  d.body_left -= used;
+  if (d.count == 0) d.tree_fail("no nodes (the root is required)");
+  if (d.count > d.body_left / kMinNodeBytes)
+    d.tree_fail("node count " + std::to_string(d.count) + " exceeds what the section's " +
+                std::to_string(d.body_left) + " bytes can hold");
+  if (d.count > UINT32_MAX) d.tree_fail("node count " + std::to_string(d.count) + " exceeds 2^32-1");
+}
+
+ProfileStream::~ProfileStream() = default;
+
+const std::string &ProfileStream::source() const { return d_->name; }
+const ThreadMeta &ProfileStream::meta() const { return d_->meta; }
+const std::vector<Module> &ProfileStream::modules() const { return d_->modules; }
+uint64_t ProfileStream::node_count() const { return d_->count; }
+uint64_t ProfileStream::nodes_read() const { return d_->index; }
+uint64_t ProfileStream::file_size() const { return d_->file_size; }
+uint64_t ProfileStream::bytes_read() const { return format::kHeaderSize + d_->read_off; }
+
+bool ProfileStream::next(Node &n) {
+  Impl &d = *d_;
+  if (d.index == d.count) {
+    if (!d.finished) d.finish();
+    return false;
+  }
+  d.ensure(4 * format::kMaxVarintBytes + 1);
+  const unsigned char *start = d.buf.data() + d.head;
+  const unsigned char *p = start;
+  const unsigned char *end = p + std::min<uint64_t>(d.tail - d.head, d.body_left);
+  uint64_t delta = d.varint(p, end, "parent delta");
+  n.routine = d.varint(p, end, "routine");
+  n.call_site = d.varint(p, end, "call site");
+  n.count = d.varint(p, end, "count");
+  if (p == end) d.tree_fail("truncated flags");
+  n.flags = *p++;
+  n.parent = 0;
+  d.head += size_t(p - start);
+  d.body_left -= uint64_t(p - start);
+  d.checker->check(d.index, delta, n, [&](const std::string &problem) { d.tree_fail(problem); });
+  ++d.index;
+  return true;
 }
 
 std::optional<ProfileFileName> parse_profile_file_name(std::string_view name) {
@@ -422,6 +673,43 @@ std::optional<ProfileFileName> parse_profile_file_name(std::string_view name) {
   return r;
 }
 
+std::vector<ProfileFile> list_profiles(const std::filesystem::path &where) {
+  namespace fs = std::filesystem;
+  const std::string location = where.string();
+  std::error_code ec;
+  fs::file_status st = fs::status(where, ec);
+  if (ec) throw IoError(location + ": " + ec.message());
+  std::vector<ProfileFile> found;
+  if (!fs::is_directory(st)) {
+    ProfileFile f;
+    f.path = where;
+    if (auto id = parse_profile_file_name(where.filename().string())) {
+      f.pid = id->pid;
+      f.seq = id->seq;
+    } else {
+      ProfileStream s(where);
+      f.pid = s.meta().pid;
+      f.seq = s.meta().thread_seq;
+    }
+    found.push_back(std::move(f));
+    return found;
+  }
+  fs::directory_iterator it(where, ec);
+  if (ec) throw IoError(location + ": " + ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) throw IoError(location + ": " + ec.message());
+    std::string fname = it->path().filename().string();
+    if (fname.empty() || fname[0] == '.') continue;  // temporaries of writers in progress
+    if (auto id = parse_profile_file_name(fname)) found.push_back({id->pid, id->seq, it->path()});
+  }
+  if (ec) throw IoError(location + ": " + ec.message());
+  if (found.empty()) throw IoError(location + ": no profile files (<pid>.<thread>.hcct) in this directory");
+  std::sort(found.begin(), found.end(), [](const ProfileFile &a, const ProfileFile &b) {
+    return std::pair(a.pid, a.seq) < std::pair(b.pid, b.seq);
+  });
+  return found;
+}
+
 ProfileSet read_profiles(const std::filesystem::path &where) {
   namespace fs = std::filesystem;
   ProfileSet set;
@@ -439,33 +727,14 @@ ProfileSet read_profiles(const std::filesystem::path &where) {
     return set;
   }
 
-  struct Found {
-    ProfileFileName id;
-    fs::path path;
-  };
-  std::vector<Found> found;
-  fs::directory_iterator it(where, ec);
-  if (ec) throw IoError(set.location + ": " + ec.message());
-  for (; it != fs::directory_iterator(); it.increment(ec)) {
-    if (ec) throw IoError(set.location + ": " + ec.message());
-    std::string fname = it->path().filename().string();
-    if (fname.empty() || fname[0] == '.') continue;  // temporaries of writers in progress
-    if (auto id = parse_profile_file_name(fname)) found.push_back({*id, it->path()});
-  }
-  if (ec) throw IoError(set.location + ": " + ec.message());
-  if (found.empty()) throw IoError(set.location + ": no profile files (<pid>.<thread>.hcct) in this directory");
-  std::sort(found.begin(), found.end(), [](const Found &a, const Found &b) {
-    return std::pair(a.id.pid, a.id.seq) < std::pair(b.id.pid, b.id.seq);
-  });
-
-  for (Found &f : found) {
+  for (const ProfileFile &f : list_profiles(where)) {
     ThreadProfile t = read_profile(f.path);
-    if (t.meta.pid != f.id.pid || t.meta.thread_seq != f.id.seq)
+    if (t.meta.pid != f.pid || t.meta.thread_seq != f.seq)
       fail(t.source, "META says pid " + std::to_string(t.meta.pid) + " thread_seq " +
                          std::to_string(t.meta.thread_seq) + ", the file name says otherwise");
-    if (set.processes.empty() || set.processes.back().pid != f.id.pid) {
+    if (set.processes.empty() || set.processes.back().pid != f.pid) {
       set.processes.emplace_back();
-      set.processes.back().pid = f.id.pid;
+      set.processes.back().pid = f.pid;
     }
     set.processes.back().threads.push_back(std::move(t));
   }

@@ -105,3 +105,142 @@ TEST_CASE("merging one thread reproduces it", "[merge]") {
   CHECK(m.nodes == a.nodes);
   CHECK(m.meta.calls == a.meta.calls);
 }
+
+// ---- Merging the exact CCTs of threads = the CCT of their merged call streams.
+
+namespace {
+
+// A random call stream: +routine/site enters, 0 exits (never below the thread start).
+struct Event {
+  bool enter;
+  uint64_t routine, site;
+};
+std::vector<Event> random_stream(std::mt19937_64 &rng, size_t n) {
+  std::vector<Event> s;
+  size_t depth = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (depth && rng() % 5 < 2) {
+      s.push_back({false, 0, 0});
+      --depth;
+    } else {
+      s.push_back({true, 0x401000 + 0x10 * (rng() % 5), 0x402000 + rng() % 3});
+      ++depth;
+    }
+  }
+  return s;
+}
+
+// The brute-force CCT of streams that each start at the thread start: context -> entries.
+std::map<Path, uint64_t> cct_of(const std::vector<std::vector<Event>> &streams) {
+  std::map<Path, uint64_t> out;
+  for (const auto &s : streams) {
+    Path path;
+    for (const Event &e : s) {
+      if (e.enter) {
+        path.push_back({e.routine, e.site});
+        ++out[path];
+      } else {
+        path.pop_back();
+      }
+    }
+  }
+  return out;
+}
+
+// A cct-mode profile holding `paths` (map order is a preorder: a prefix sorts before its extensions).
+ThreadProfile profile_of(const std::map<Path, uint64_t> &paths, uint64_t seq) {
+  std::mt19937_64 rng(1);
+  ThreadProfile p = hcct::test::make_profile({Node{}}, Mode::cct, rng, 9, seq);
+  std::map<Path, uint32_t> index;
+  uint64_t calls = 0;
+  for (const auto &[path, count] : paths) {
+    Path parent(path.begin(), path.end() - 1);
+    Node n;
+    n.routine = path.back().first;
+    n.call_site = path.back().second;
+    n.count = count;
+    n.parent = parent.empty() ? 0 : index.at(parent);
+    index[path] = uint32_t(p.nodes.size());
+    p.nodes.push_back(n);
+    calls += count;
+  }
+  p.meta.calls = calls;
+  return p;
+}
+
+std::map<Path, uint64_t> counts_of(const ThreadProfile &p) {
+  std::map<Path, Agg> agg;
+  add_paths(p, agg);
+  std::map<Path, uint64_t> out;
+  for (auto &[k, v] : agg) out[k] = v.count;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("merging per-thread CCTs gives the CCT of the merged call streams", "[merge][oracle]") {
+  std::mt19937_64 rng(77);
+  for (int round = 0; round < 40; ++round) {
+    std::vector<std::vector<Event>> streams;
+    std::vector<ThreadProfile> threads;
+    for (uint64_t t = 0; t < 1 + rng() % 5; ++t) {
+      streams.push_back(random_stream(rng, rng() % 2000));
+      threads.push_back(profile_of(cct_of({streams.back()}), t));
+    }
+    ThreadProfile m = merge_threads(threads);
+    CHECK(counts_of(m) == cct_of(streams));
+    // The merge is a valid profile.
+    ThreadProfile back = parse_profile(encode_profile(m), "merged");
+    CHECK(back.nodes == m.nodes);
+  }
+}
+
+TEST_CASE("merging across processes normalises addresses to module offsets", "[merge][aslr]") {
+  std::mt19937_64 rng(5);
+  ThreadProfile a = hcct::test::make_profile(hcct::test::random_tree(rng, 300, 6, 2), Mode::cct, rng, 100, 0);
+  // Run b: the same program loaded 0x10000000 higher (ASLR), with one more library whose range is
+  // where a's executable lies.
+  const uint64_t shift = 0x10000000;
+  ThreadProfile b = a;
+  b.meta.pid = 200;
+  for (Module &mod : b.modules) {
+    mod.bias += shift;
+    mod.lo += shift;
+    mod.hi += shift;
+  }
+  for (size_t i = 1; i < b.nodes.size(); ++i) {
+    b.nodes[i].routine += shift;
+    b.nodes[i].call_site += shift;
+  }
+  b.modules.push_back({0, 0x401000, 0x402000, "/lib/other.so", {7}});
+  b.nodes.push_back({0x401800, 0, 5, 0, 0});  // a context in the other library, below the root
+  b.meta.calls += 5;
+  b.meta.pid = 200;
+
+  std::vector<const ThreadProfile *> in{&a, &b};
+  ThreadProfile m = merge_profiles(in);
+  CHECK(*m.meta.find_extra("merged_from") == "100.0,200.0");
+  CHECK(m.meta.find_extra("merged_threads") == nullptr);
+  CHECK(m.meta.calls == a.meta.calls + b.meta.calls);
+  // a's contexts appear once, with double counts, at a's addresses.
+  std::map<Path, uint64_t> want = counts_of(a);
+  for (auto &[k, v] : want) v *= 2;
+  std::map<Path, uint64_t> got = counts_of(m);
+  // The other library was moved away from a's executable; its context keeps its offset.
+  REQUIRE(m.modules.size() == a.modules.size() + 1);
+  const Module &moved = m.modules.back();
+  CHECK(moved.path == "/lib/other.so");
+  CHECK((moved.hi <= 0x401000 || moved.lo >= 0x500000));
+  CHECK(moved.lo - moved.bias == 0x401000);
+  Path other{{0x401800 - 0x401000 + moved.lo, 0}};
+  REQUIRE(got.count(other));
+  CHECK(got[other] == 5);
+  got.erase(other);
+  CHECK(got == want);
+  // Readable by every tool.
+  ThreadProfile back = parse_profile(encode_profile(m), "merged");
+  CHECK(back.nodes == m.nodes);
+  // Within one process (merge_threads) the pid must agree.
+  std::vector<const ThreadProfile *> two{&a, &b};
+  CHECK_THROWS_AS(merge_threads(std::span<const ThreadProfile *const>(two)), std::invalid_argument);
+}

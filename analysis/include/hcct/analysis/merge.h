@@ -1,4 +1,5 @@
-// Merging the trees of several threads of one process (`hcct report --merge-threads`).
+// Merging calling-context trees: the threads of one process (`hcct report --merge-threads`,
+// `hcct merge --per-process`), or threads of several processes and runs (`hcct merge`).
 //
 // Nodes are matched by their path of (routine, call_site) pairs from the root; matched nodes' counts
 // add. Semantics by mode (all threads must share mode and key):
@@ -16,6 +17,18 @@
 // max_depth is the maximum; start_ns the minimum, end_ns the maximum; extra key
 // "merged_threads" lists the merged thread_seq values, comma-separated. Modules are the union
 // (identical entries once), in first-seen order.
+//
+// Addresses are normalised before nodes are matched, so that trees recorded at other load addresses
+// (ASLR, other processes, other runs) line up: a module (same path, build-id and size) seen again
+// at another address is moved onto its first occurrence, i.e. every address becomes (module,
+// offset) expressed in the first occurrence's address space; a different module whose range would
+// collide with one already placed is moved above all placed modules (by a multiple of 2 MiB).
+// Addresses in no module are kept as they are. The merged MODS section describes the merged
+// address space, so the result symbolizes like any profile.
+//
+// Across processes (merge_profiles) META also takes pid/ppid/exe/cmdline from the first input,
+// thread_seq 0, and instead of "merged_threads" the key "merged_from" lists every merged input as
+// pid.thread_seq (inputs that are merges contribute their own lists).
 #pragma once
 
 #include <span>
@@ -28,5 +41,9 @@ namespace hcct::analysis {
 ThreadProfile merge_threads(std::span<const ThreadProfile> threads);
 // The same, for threads held elsewhere (no copies of large trees).
 ThreadProfile merge_threads(std::span<const ThreadProfile *const> threads);
+
+// Threads of any processes or runs. Throws std::invalid_argument for an empty span or inputs that
+// differ in mode or key.
+ThreadProfile merge_profiles(std::span<const ThreadProfile *const> threads);
 
 }  // namespace hcct::analysis

@@ -1,0 +1,102 @@
+// One pass over a tree in preorder — from a file (ProfileStream) or from memory — with the filters
+// that `hcct report` and the exports share, handing out the kept nodes of the filtered tree.
+//
+// Memory is proportional to the depth of the tree, not to its size: a node is handed out when its
+// subtree ends (postorder), when everything about it is known (its subtree total, whether anything
+// below it was kept). Ids are nevertheless a preorder numbering of the filtered tree: a node gets
+// its id when it is first known to be kept, and its ancestors get theirs before it, top-down.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "hcct/analysis/profile.h"
+
+namespace hcct::analysis {
+
+class ProfileStream;
+
+// Where the walk reads nodes from.
+class NodeSource {
+ public:
+  virtual ~NodeSource() = default;
+  virtual const ThreadMeta &meta() const = 0;
+  virtual const std::vector<Module> &modules() const = 0;
+  virtual uint64_t node_count() const = 0;
+  // Next node in preorder with its parent index set; false at the end.
+  virtual bool next(Node &node) = 0;
+};
+
+class StreamSource : public NodeSource {
+ public:
+  explicit StreamSource(ProfileStream &stream) : s_(stream) {}
+  const ThreadMeta &meta() const override;
+  const std::vector<Module> &modules() const override;
+  uint64_t node_count() const override;
+  bool next(Node &node) override;
+
+ private:
+  ProfileStream &s_;
+};
+
+class MemorySource : public NodeSource {
+ public:
+  explicit MemorySource(const ThreadProfile &p) : p_(p) {}
+  const ThreadMeta &meta() const override { return p_.meta; }
+  const std::vector<Module> &modules() const override { return p_.modules; }
+  uint64_t node_count() const override { return p_.nodes.size(); }
+  bool next(Node &node) override {
+    if (i_ == p_.nodes.size()) return false;
+    node = p_.nodes[i_++];
+    return true;
+  }
+
+ private:
+  const ThreadProfile &p_;
+  size_t i_ = 0;
+};
+
+// The filters (docs/EXPORTS.md, "Filters"). A node is *selected* when it is countable
+// (ThreadProfile::countable), its count is at least ⌊min_share·N⌋, it lies in focus (it or an
+// ancestor matches `focus`, when given) and neither it nor an ancestor matches `ignore`. The
+// filtered tree keeps the selected nodes and their ancestors; with min_share = φ that is the
+// (φ,ε)-HCCT of `hcct report`. With max_depth = D > 0, selected nodes deeper than D are charged to
+// their ancestor at depth D (which is kept and marked truncated), so the exported counts still add
+// up to the counts of the selected nodes.
+struct TreeFilter {
+  double min_share = 0;
+  uint32_t max_depth = 0;  // 0: unlimited
+  std::function<bool(uint64_t routine)> focus;   // empty: everything is in focus
+  std::function<bool(uint64_t routine)> ignore;  // empty: nothing is ignored
+};
+
+struct WalkNode {
+  uint32_t id = 0;       // preorder number in the filtered tree; the root is 0
+  uint32_t parent = 0;   // id of the parent (0 for the root and its children)
+  uint32_t depth = 0;    // root 0
+  uint64_t index = 0;    // index of the node in the source
+  Node node;             // as read (node.parent is the source's parent index)
+  bool selected = false;  // passes the filters itself (hot, in focus, not ignored)
+  bool truncated = false; // deeper selected nodes were charged to it
+  uint64_t count = 0;    // node.count if selected, else 0; plus the counts charged to it
+  uint64_t total = 0;    // count plus the totals of its kept children
+};
+
+struct WalkStats {
+  uint64_t threshold = 0;  // ⌊min_share·N⌋
+  uint64_t nodes = 0;      // nodes read, root included
+  uint64_t kept = 0;       // kept nodes, root excluded
+  uint64_t selected = 0;   // kept and selected, root excluded
+  uint64_t total = 0;      // sum of the kept nodes' counts (the root's total)
+};
+
+// Calls `emit(node, path)` for every kept node in postorder (the root last); `path` holds its kept
+// ancestors, root first. `progress(nodes_read)` is called every 2^16 nodes if given.
+// Throws std::invalid_argument for min_share outside [0, 1]; the source's exceptions pass through.
+using EmitFn = std::function<void(const WalkNode &node, std::span<const WalkNode> path)>;
+WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &emit,
+                    const std::function<void(uint64_t)> &progress = nullptr);
+
+}  // namespace hcct::analysis

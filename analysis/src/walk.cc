@@ -1,0 +1,120 @@
+#include "hcct/analysis/walk.h"
+
+#include <stdexcept>
+
+#include "hcct/analysis/hot.h"
+#include "hcct/analysis/reader.h"
+
+namespace hcct::analysis {
+
+const ThreadMeta &StreamSource::meta() const { return s_.meta(); }
+const std::vector<Module> &StreamSource::modules() const { return s_.modules(); }
+uint64_t StreamSource::node_count() const { return s_.node_count(); }
+bool StreamSource::next(Node &node) { return s_.next(node); }
+
+namespace {
+struct FrameState {
+  bool has_id = false;
+  bool in_focus = false;
+  bool ignored = false;
+  bool kept = false;  // something below was kept, or deeper nodes were charged to it
+};
+}  // namespace
+
+WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &emit,
+                    const std::function<void(uint64_t)> &progress) {
+  const ThreadMeta &meta = source.meta();
+  WalkStats stats;
+  stats.threshold = hot_threshold(filter.min_share, meta.calls);
+  const bool hcct = meta.mode == Mode::hcct;
+  const uint32_t cut = filter.max_depth;
+
+  std::vector<WalkNode> stack;  // the current root path
+  std::vector<FrameState> state;
+  uint32_t next_id = 0;
+
+  // Gives ids to the frames up to k that have none, top-down (the root always has one).
+  auto assign_ids = [&](size_t k) {
+    size_t j = k;
+    while (!state[j].has_id) --j;
+    for (++j; j <= k; ++j) {
+      stack[j].id = next_id++;
+      stack[j].parent = stack[j - 1].id;
+      state[j].has_id = true;
+    }
+  };
+
+  auto close_top = [&] {
+    const size_t k = stack.size() - 1;
+    WalkNode &w = stack[k];
+    FrameState &st = state[k];
+    if (k > 0 && cut && w.depth > cut) {
+      if (w.selected) {
+        WalkNode &top = stack[cut];
+        top.count += w.count;
+        top.total += w.count;
+        top.truncated = true;
+        state[cut].kept = true;
+        ++stats.selected;
+      }
+    } else if (k == 0 || w.selected || st.kept) {
+      if (!st.has_id) assign_ids(k);
+      if (k > 0) {
+        ++stats.kept;
+        stats.selected += w.selected;
+      } else {
+        stats.total = w.total;
+      }
+      emit(w, std::span<const WalkNode>(stack.data(), k));
+      if (k > 0) {
+        stack[k - 1].total += w.total;
+        state[k - 1].kept = true;
+      }
+    }
+    stack.pop_back();
+    state.pop_back();
+  };
+
+  Node n;
+  uint64_t index = 0;
+  while (source.next(n)) {
+    if (progress && (index & 0xffff) == 0) progress(index);
+    if (index == 0) {
+      WalkNode root;
+      root.node = n;
+      stack.push_back(root);
+      FrameState fs;
+      fs.has_id = true;
+      fs.in_focus = !filter.focus;
+      state.push_back(fs);
+      next_id = 1;
+      ++index;
+      continue;
+    }
+    while (!stack.empty() && stack.back().index != n.parent) close_top();
+    // The sources guarantee preorder, so the parent is on the path.
+    if (stack.empty()) throw std::logic_error("walk_tree: source not in preorder");
+    const WalkNode &parent = stack.back();
+    const FrameState &pst = state.back();
+    WalkNode w;
+    w.index = index;
+    w.node = n;
+    w.depth = parent.depth + 1;
+    FrameState fs;
+    fs.ignored = pst.ignored || (filter.ignore && filter.ignore(n.routine));
+    fs.in_focus = pst.in_focus || (filter.focus && filter.focus(n.routine));
+    const bool countable = !hcct || n.monitored();
+    w.selected = !fs.ignored && fs.in_focus && countable && n.count >= stats.threshold;
+    w.count = w.selected ? n.count : 0;
+    w.total = w.count;
+    stack.push_back(w);
+    state.push_back(fs);
+    ++index;
+  }
+  while (!stack.empty()) close_top();
+  stats.nodes = index;
+  if (progress) progress(index);
+  return stats;
+}
+
+}  // namespace hcct::analysis
