@@ -54,6 +54,8 @@
 #include "ggc.h"
 #include "varasm.h"
 #include "cgraph.h"
+#include "predict.h"
+#include "gimple-predict.h"
 
 // gcc loads only plugins that declare themselves GPL-compatible.
 int plugin_is_GPL_compatible;
@@ -359,12 +361,16 @@ void write_list_line(tree fd, const std::string &name, const std::string &file) 
 // across passes, so they are registered as GC roots.
 tree gate_decl;
 tree closed_decl;
+tree gate_ptr_decl;
+tree ctor_decl;
 tree enter_decl;
 tree exit_decl;
 
 const ggc_root_tab gc_roots[] = {
     {&gate_decl, 1, sizeof(gate_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     {&closed_decl, 1, sizeof(closed_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    {&gate_ptr_decl, 1, sizeof(gate_ptr_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    {&ctor_decl, 1, sizeof(ctor_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     {&enter_decl, 1, sizeof(enter_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     {&exit_decl, 1, sizeof(exit_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     LAST_GGC_ROOT_TAB};
@@ -389,10 +395,16 @@ tree build_probe_fn(const char *name, tree type) {
   make_weak_extern(decl);
   // Never throws: a cleanup that may throw would need its own EH region.
   TREE_NOTHROW(decl) = 1;
-  // `cold` makes gcc predict the call not taken and move it out of line (to f.cold at -O2), so the
-  // hot path keeps just the test. Not `leaf`: the runtime may call an allocator defined in the very
-  // unit being compiled.
-  DECL_ATTRIBUTES(decl) = tree_cons(get_identifier("cold"), NULL_TREE, DECL_ATTRIBUTES(decl));
+  // `noplt`: call through the GOT slot (`call *__hcct_enter@GOTPCREL(%rip)`), not through a PLT stub
+  // that jumps through the same slot: one indirect branch per probe instead of a call plus a jump.
+  // The slot is 0 without the runtime, but then the gate is closed and the call never runs.
+  // Not `cold` (the first version was): gcc then moved every probe call to `f.cold`, so with
+  // profiling on each probe took a branch out to .text.unlikely and one back, and values live across
+  // the call were spilled around it. The call's block is predicted not taken instead
+  // (append_gated), which keeps the off path falling through and lets gcc lay the on path out in the
+  // function's own text (docs/GCC-PLUGIN.md, "Probe cost with profiling on"). Not `leaf`: the
+  // runtime may call an allocator defined in the very unit being compiled.
+  DECL_ATTRIBUTES(decl) = tree_cons(get_identifier("noplt"), NULL_TREE, DECL_ATTRIBUTES(decl));
   return decl;
 }
 
@@ -440,6 +452,28 @@ void build_runtime_decls() {
   DECL_IGNORED_P(closed_decl) = 1;
   varpool_node::finalize_decl(closed_decl);
 
+  // static volatile unsigned char *volatile __hcct_gate_ptr = &__hcct_gate_closed;
+  // What the probes read the gate through. The unit's constructor (build_gate_constructor) points it
+  // at __hcct_gate when the runtime is there; until then, and for good without a runtime, it points
+  // at the closed byte. So a probe is two loads, a test and a not-taken branch, with no select and
+  // no register held across the body. The pointer is volatile so that every probe reloads it (one
+  // RIP-relative load) instead of keeping it in a callee-saved register across the body.
+  tree gate_ptr_type = build_pointer_type(gate_type());
+  gate_ptr_decl = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier("__hcct_gate_ptr"),
+                             build_qualified_type(gate_ptr_type, TYPE_QUAL_VOLATILE));
+  TREE_STATIC(gate_ptr_decl) = 1;
+  TREE_PUBLIC(gate_ptr_decl) = 0;
+  TREE_THIS_VOLATILE(gate_ptr_decl) = 1;
+  TREE_SIDE_EFFECTS(gate_ptr_decl) = 1;
+  TREE_USED(gate_ptr_decl) = 1;
+  DECL_ARTIFICIAL(gate_ptr_decl) = 1;
+  DECL_IGNORED_P(gate_ptr_decl) = 1;
+  // A unit that defines the gate itself (the runtime, a test stub) points at it from the start.
+  bool defines_gate = !DECL_EXTERNAL(gate_decl);
+  DECL_INITIAL(gate_ptr_decl) =
+      build_fold_addr_expr_with_type(defines_gate ? gate_decl : closed_decl, gate_ptr_type);
+  varpool_node::finalize_decl(gate_ptr_decl);
+
   tree probe_type =
       build_function_type_list(void_type_node, ptr_type_node, ptr_type_node, NULL_TREE);
   enter_decl = unit_definition("__hcct_enter", true);
@@ -452,34 +486,18 @@ void build_runtime_decls() {
 
 // Appends to *seq, in the label/goto form structured GIMPLE uses before "lower":
 //
-//   p = &__hcct_gate;
-//   if (p == 0) p = &__hcct_gate_closed;    -- becomes a cmov at -O1 and above
+//   p = __hcct_gate_ptr;                     -- volatile: reloaded by every probe
 //   v = *p;                                  -- volatile
-//   if (v != 0) { <then_seq> }
-//
-// The entry and the exit probe each compute p; gcc shares the non-volatile part between them.
+//   if (v != 0) { <predicted not taken> <then_seq> }
 void append_gated(gimple_seq *seq, gimple_seq then_seq, location_t loc) {
   tree ptr_type = build_pointer_type(gate_type());
   tree p = create_tmp_var(ptr_type, "hcct_gate_p");
-  tree l_absent = create_artificial_label(loc);
-  tree l_test = create_artificial_label(loc);
   tree l_call = create_artificial_label(loc);
   tree l_done = create_artificial_label(loc);
 
-  // &__hcct_gate of a weak declaration is not known to be nonzero, so gcc keeps this test (and folds
-  // it away only if this unit defines the gate).
-  gimple *g = gimple_build_assign(p, build_fold_addr_expr_with_type(gate_decl, ptr_type));
+  gimple *g = gimple_build_assign(p, gate_ptr_decl);
   gimple_set_location(g, loc);
   gimple_seq_add_stmt(seq, g);
-  g = gimple_build_cond(EQ_EXPR, p, build_int_cst(ptr_type, 0), l_absent, l_test);
-  gimple_set_location(g, loc);
-  gimple_seq_add_stmt(seq, g);
-  gimple_seq_add_stmt(seq, gimple_build_label(l_absent));
-  g = gimple_build_assign(p, build_fold_addr_expr_with_type(closed_decl, ptr_type));
-  gimple_set_location(g, loc);
-  gimple_seq_add_stmt(seq, g);
-  gimple_seq_add_stmt(seq, gimple_build_label(l_test));
-
   tree mem = build2(MEM_REF, gate_type(), p, build_int_cst(ptr_type, 0));
   TREE_THIS_VOLATILE(mem) = 1;
   TREE_SIDE_EFFECTS(mem) = 1;
@@ -492,8 +510,34 @@ void append_gated(gimple_seq *seq, gimple_seq then_seq, location_t loc) {
   gimple_seq_add_stmt(seq, g);
 
   gimple_seq_add_stmt(seq, gimple_build_label(l_call));
+  // What `__attribute__((cold))` on a label says: the block is rarely entered (90 %). Unlike a cold
+  // callee it does not make gcc move the block to .text.unlikely.
+  gimple_seq_add_stmt(seq, gimple_build_predict(PRED_COLD_LABEL, NOT_TAKEN));
   gimple_seq_add_seq(seq, then_seq);
   gimple_seq_add_stmt(seq, gimple_build_label(l_done));
+}
+
+// The unit's constructor: `if (&__hcct_gate) __hcct_gate_ptr = &__hcct_gate;`, run before every
+// other constructor of the module (priority 1). Built once, when the unit instruments its first
+// function: the pass runs while the call graph is being built, so the new function is analysed and
+// lowered with the others (it is never instrumented). Built later (when the IPA passes start) it
+// would reach LTO streaming unlowered.
+void build_gate_constructor() {
+  if (ctor_decl || !DECL_EXTERNAL(gate_decl))
+    return;
+  tree ptr_type = build_pointer_type(gate_type());
+  tree addr = build_fold_addr_expr_with_type(gate_decl, ptr_type);
+  tree cond = build2(NE_EXPR, boolean_type_node, addr, build_int_cst(ptr_type, 0));
+  tree set = build2(MODIFY_EXPR, void_type_node, gate_ptr_decl, addr);
+  tree body = build3(COND_EXPR, void_type_node, cond, set, NULL_TREE);
+  // cgraph_build_static_cdtor leaves cfun and current_function_decl cleared.
+  function *saved_fun = cfun;
+  tree saved_decl = current_function_decl;
+  cgraph_build_static_cdtor('I', body, 1);
+  // The symbol table lists the newest function first.
+  ctor_decl = symtab->first_function() ? symtab->first_function()->decl : NULL_TREE;
+  set_cfun(saved_fun);
+  current_function_decl = saved_decl;
 }
 
 // &this_fn as a void *. TREE_NO_TRAMPOLINE: the runtime wants the code address, and taking the
@@ -554,6 +598,7 @@ void instrument(tree fd) {
   gimple_seq new_body = NULL;
   gimple_seq_add_stmt(&new_body, gimple_build_bind(NULL_TREE, body, NULL_TREE));
   gimple_set_body(fd, new_body);
+  build_gate_constructor();
 }
 
 const pass_data instrument_pass_data = {
@@ -579,7 +624,7 @@ public:
     // alone.
     if (!gimple_has_body_p(fd) || fun->cfg || (fun->curr_properties & PROP_gimple_lcf))
       return 0;
-    if (never_instrument(fd))
+    if (never_instrument(fd) || fd == ctor_decl)
       return 0;
     std::string name = lang_hooks.decl_printable_name(fd, 1);
     const std::string &file = source_path(fd);

@@ -343,7 +343,7 @@ TEST_CASE("selection options change what the runtime sees", "[plugin][build][tra
   CHECK(calls(t, "main") == 1);
 }
 
-TEST_CASE("the gate compiles to a GOT load, a cmov and one byte test", "[plugin][codegen]") {
+TEST_CASE("a probe is two loads, a test and a not-taken branch; the calls stay in the function", "[plugin][codegen]") {
   // The hot path of someone else's program: check the shape documented in docs/GCC-PLUGIN.md.
   std::string dir = work_dir("codegen");
   std::string src = dir + "/f.c";
@@ -357,24 +357,56 @@ TEST_CASE("the gate compiles to a GOT load, a cmov and one byte test", "[plugin]
                     plugin_flags());
   INFO(r.output);
   REQUIRE(r.status == 0);
-  size_t begin = r.output.find("\nf:\n");
-  size_t end = r.output.find(".size\tf, .-f");
+  const std::string &all = r.output;
+  size_t begin = all.find("\nf:\n");
+  size_t end = all.find(".size\tf, .-f");
   REQUIRE(begin != std::string::npos);
   REQUIRE(end != std::string::npos);
-  std::string body = r.output.substr(begin, end - begin);
-  auto count = [&](const std::string &needle) {
+  std::string body = all.substr(begin, end - begin);
+  auto count = [](const std::string &text, const std::string &needle) {
     size_t n = 0;
-    for (size_t at = body.find(needle); at != std::string::npos; at = body.find(needle, at + 1))
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
       ++n;
     return n;
   };
-  CHECK(count("__hcct_gate@GOTPCREL(%rip)") == 1);  // one GOT load, shared by both probes
-  CHECK(count("__hcct_gate_closed(%rip)") == 1);
-  CHECK(count("cmov") == 1);  // no branch on the gate's address
-  CHECK(count("call\t__hcct_enter@PLT") == 1);
-  CHECK(count("call\t__hcct_exit@PLT") == 1);
-  // The exit call is cold: gcc moves it out of the function's hot text.
-  CHECK(body.find("f.cold") < body.find("call\t__hcct_exit@PLT"));
+  // Each probe reloads the unit's gate pointer (RIP-relative, no GOT) and tests the byte it points
+  // to: no select, no GOT load of the gate in the function.
+  CHECK(count(body, "__hcct_gate_ptr(%rip)") == 2);
+  CHECK(count(body, "__hcct_gate@GOTPCREL") == 0);
+  CHECK(count(body, "cmov") == 0);
+  // The runtime is called through its GOT slot, not a PLT stub, from the function's own text.
+  CHECK(count(body, "call\t*__hcct_enter@GOTPCREL(%rip)") == 1);
+  CHECK(count(body, "call\t*__hcct_exit@GOTPCREL(%rip)") == 1);
+  CHECK(count(body, "@PLT") == 1);  // g only
+  CHECK(count(body, ".text.unlikely") == 0);
+  CHECK(count(body, "f.cold") == 0);
+  // Off, the path through f falls through both tests: the first instruction after each test of
+  // the gate byte is a not-taken jne.
+  CHECK(count(body, "testb\t%al, %al\n\tjne\t") + count(body, "testb\t%dl, %dl\n\tjne\t") == 2);
+
+  // The unit's constructor points the gate pointer at __hcct_gate when the runtime is there, and
+  // runs first among the module's constructors.
+  CHECK(count(all, "\t.quad\t__hcct_gate_closed\n") == 1);  // the pointer's initial value
+  CHECK(count(all, ".section\t.init_array.00001,") == 1);
+  CHECK(count(all, "movq\t__hcct_gate@GOTPCREL(%rip), %rax") == 1);
+  CHECK(count(all, "movq\t%rax, __hcct_gate_ptr(%rip)") == 1);
+}
+
+TEST_CASE("a unit with no instrumented function gets no gate constructor", "[plugin][codegen]") {
+  std::string dir = work_dir("codegen_none");
+  std::string src = dir + "/n.c";
+  {
+    FILE *f = fopen(src.c_str(), "w");
+    REQUIRE(f);
+    fputs("int n(int x) { return x + 1; }\nint table[4] = {1, 2, 3, 4};\n", f);
+    fclose(f);
+  }
+  RunResult r = run(std::string(HCCT_CC) + " -O2 -fPIC -fchecking -S -o - " + sh_quote(src) + " " +
+                    plugin_flags({"exclude=^n$"}));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find(".init_array") == std::string::npos);
+  CHECK(r.output.find("__hcct") == std::string::npos);
 }
 
 TEST_CASE("a unit that defines the runtime's symbols keeps them strong", "[plugin][codegen]") {
