@@ -13,6 +13,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev                     # CLI and JSON
   protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # pprof export and its check
   graphviz valgrind python3                           # export checks and benchmarks
+  python3-jsonschema                                  # validates hcct export -f json against docs/*.schema.json
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -24,6 +24,7 @@ using analysis::ThreadProfile;
 
 struct ReportOptions {
   InputOptions in;
+  FilterOptions filter;
   double phi = 1e-4;
   bool merge = false;
   unsigned depth = 0;  // 0: unlimited
@@ -79,8 +80,8 @@ std::vector<Row> display_order(const PrunedTree &t, unsigned max_depth) {
 }
 
 // In hcct mode an unmonitored node's count is not an estimate of anything.
-bool count_known(const ThreadProfile &t, const analysis::Node &n) {
-  return t.meta.mode != Mode::hcct || n.monitored();
+bool count_known(const analysis::ThreadMeta &m, const analysis::Node &n) {
+  return m.mode != Mode::hcct || n.monitored();
 }
 
 std::string format_double(double d) {
@@ -89,11 +90,13 @@ std::string format_double(double d) {
   return buf;
 }
 
-void print_text(const ThreadProfile &t, const ReportOptions &o, const HotSet &h, const PrunedTree &pt,
+void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, const PrunedTree &pt,
                 const std::vector<Row> &rows, Names &names, bool color) {
-  const analysis::ThreadMeta &m = t.meta;
+  const analysis::ThreadMeta &m = *t.meta;
   std::string out;
-  out += "# " + (t.source.empty() ? std::string("(merged)") : t.source) + ": " + thread_label(t) + "\n";
+  ThreadProfile label_of;
+  label_of.meta = m;
+  out += "# " + (t.source.empty() ? std::string("(merged)") : t.source) + ": " + thread_label(label_of) + "\n";
   if (!m.cmdline.empty()) out += "# command: " + shell_join(m.cmdline) + "\n";
   out += "# mode " + std::string(analysis::to_string(m.mode)) + ", key " + std::string(analysis::to_string(m.key)) +
          ": N = " + with_commas(m.calls) + " calls; phi = " + format_double(o.phi) +
@@ -109,7 +112,9 @@ void print_text(const ThreadProfile &t, const ReportOptions &o, const HotSet &h,
   }
   if (m.dropped) out += "# note: " + with_commas(m.dropped) + " events were dropped (arrived while the runtime was busy)\n";
   out += "# " + with_commas(h.hot) + " hot contexts, " + with_commas(h.cold_ancestors) + " cold ancestors, of " +
-         with_commas(t.nodes.size() - 1) + " nodes\n";
+         with_commas(t.node_count - 1) + " nodes\n";
+  if (!o.filter.focus.empty()) out += "# focus: contexts through functions matching /" + o.filter.focus + "/\n";
+  if (!o.filter.ignore.empty()) out += "# ignored: contexts through functions matching /" + o.filter.ignore + "/\n";
   std::cout << out;
   if (m.mode == Mode::empty) {
     std::cout << "(mode empty: the runtime recorded no calling contexts)\n\n";
@@ -124,7 +129,7 @@ void print_text(const ThreadProfile &t, const ReportOptions &o, const HotSet &h,
   for (const Row &r : rows) {
     const analysis::Node &n = pt.nodes[r.node];
     bool hot = pt.cls[r.node] == NodeClass::hot;
-    bool known = count_known(t, n);
+    bool known = count_known(m, n);
     char head[64];
     std::snprintf(head, sizeof head, "%12s %8s  ", known ? with_commas(n.count).c_str() : "-",
                   known ? percent(n.count, m.calls).c_str() : "-");
@@ -140,9 +145,9 @@ void print_text(const ThreadProfile &t, const ReportOptions &o, const HotSet &h,
   std::cout << "\n";
 }
 
-json json_report(const ThreadProfile &t, const ReportOptions &o, const HotSet &h, const PrunedTree &pt,
+json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, const PrunedTree &pt,
                            const std::vector<Row> &rows, Names &names) {
-  const analysis::ThreadMeta &m = t.meta;
+  const analysis::ThreadMeta &m = *t.meta;
   json j;
   j["file"] = t.source.empty() ? json() : json(t.source);
   j["pid"] = m.pid;
@@ -178,7 +183,7 @@ json json_report(const ThreadProfile &t, const ReportOptions &o, const HotSet &h
   }
   j["hot"] = h.hot;
   j["cold_ancestors"] = h.cold_ancestors;
-  j["total_nodes"] = t.nodes.size() - 1;
+  j["total_nodes"] = t.node_count - 1;
   json nodes = json::array();
   for (size_t k = 0; k < rows.size(); ++k) {
     const Row &r = rows[k];
@@ -188,7 +193,7 @@ json json_report(const ThreadProfile &t, const ReportOptions &o, const HotSet &h
     node["parent"] = r.parent_row < 0 ? json() : json(r.parent_row);
     node["depth"] = r.depth;
     node["hot"] = pt.cls[r.node] == NodeClass::hot;
-    bool known = count_known(t, n);
+    bool known = count_known(m, n);
     node["count"] = known ? json(n.count) : json();
     node["share"] = known && m.calls ? json(double(n.count) / double(m.calls)) : json();
     if (m.mode == Mode::hcct) node["monitored"] = n.monitored();
@@ -211,35 +216,42 @@ bool use_color(const std::string &mode) {
 }
 
 int run_report(const ReportOptions &o) {
-  analysis::ProfileSet set = analysis::read_profiles(o.in.dir);
-  std::vector<Selection> selected = select(set, o.in);
-  auto cache = std::make_shared<analysis::DebugInfoCache>();
   const bool color = !o.in.json && use_color(o.color);
   json reports = json::array();
-
-  for (const Selection &s : selected) {
-    std::vector<const ThreadProfile *> trees = s.threads;
-    ThreadProfile merged;
-    if (o.merge && s.threads.size() > 1) {
-      try {
-        merged = analysis::merge_threads(std::span<const ThreadProfile *const>(s.threads));
-      } catch (const std::invalid_argument &e) {
-        throw UserError(set.location + ": pid " + std::to_string(s.process->pid) + ": " + e.what());
-      }
-      trees = {&merged};
+  for_each_tree(o.in, o.merge, [&](TreeInput &t) {
+    // One streaming pass keeps the (phi,eps)-HCCT (after --focus/--ignore): memory for the kept
+    // nodes and the current path only. --depth is applied when printing.
+    FilterOptions display_only = o.filter;
+    display_only.depth = 0;
+    analysis::TreeFilter filter = make_tree_filter(display_only, *t.names, o.phi);
+    PrunedTree pt;
+    analysis::WalkStats st = analysis::walk_tree(
+        *t.nodes, filter,
+        [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
+          if (pt.nodes.size() <= w.id) {
+            pt.nodes.resize(w.id + 1);
+            pt.origin.resize(w.id + 1);
+            pt.cls.resize(w.id + 1);
+          }
+          analysis::Node n = w.node;
+          n.parent = path.empty() ? 0 : w.parent;
+          pt.nodes[w.id] = n;
+          pt.origin[w.id] = uint32_t(w.index);
+          pt.cls[w.id] = path.empty() || !w.selected ? NodeClass::cold_ancestor : NodeClass::hot;
+        },
+        t.progress);
+    HotSet h;
+    h.phi = o.phi;
+    h.threshold = st.threshold;
+    h.hot = st.selected;
+    h.cold_ancestors = st.kept - st.selected;
+    std::vector<Row> rows = display_order(pt, o.depth);
+    if (o.in.json) {
+      reports.push_back(json_report(t, o, h, pt, rows, *t.names));
+    } else {
+      print_text(t, o, h, pt, rows, *t.names, color);
     }
-    for (const ThreadProfile *t : trees) {
-      HotSet h = analysis::query_hot(*t, o.phi);
-      PrunedTree pt = analysis::prune(t->nodes, h.cls);
-      std::vector<Row> rows = display_order(pt, o.depth);
-      Names names(t->modules, !o.in.no_symbols, cache);
-      if (o.in.json) {
-        reports.push_back(json_report(*t, o, h, pt, rows, names));
-      } else {
-        print_text(*t, o, h, pt, rows, names, color);
-      }
-    }
-  }
+  });
   if (o.in.json) print_json({{"schema", "hcct-report/1"}, {"phi", o.phi}, {"reports", std::move(reports)}});
   return 0;
 }
@@ -257,6 +269,8 @@ void add_report_command(CLI::App &app, Action &action) {
                 "merge the threads of each process (paths matched by routine and call site; counts add)")
       ->excludes(thread);
   sub->add_option("--depth", o->depth, "show at most this many levels (0: all)")->capture_default_str();
+  sub->add_option("--min-share", o->phi, "the same as --phi (the name the exports use)")->check(CLI::Range(0.0, 1.0));
+  add_filter_options(sub, o->filter, false);
   sub->add_option("--color", o->color, "dim cold ancestors: auto (terminal and no NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -272,6 +286,7 @@ Examples:
   hcct report --merge-threads --pid 4242
   hcct report --thread 0 --depth 5     main thread, five levels
   hcct report --json | jq '.reports[0].nodes[0]'
+  hcct report --focus 'Parser::' --ignore '^std::'    only contexts through Parser, none through std
 )");
   sub->callback([o, &action] { action = [o] { return run_report(*o); }; });
 }

@@ -1,5 +1,6 @@
 #include "common.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <filesystem>
 #include <iostream>
 #include <set>
+
+#include "hcct/analysis/merge.h"
 
 namespace hcct::cli {
 
@@ -48,6 +51,159 @@ std::vector<Selection> select(const ProfileSet &set, const InputOptions &in) {
     throw UserError(set.location + ": no " + want + "; it holds " + have);
   }
   return out;
+}
+
+std::vector<FileSelection> select_files(const InputOptions &in) {
+  std::vector<analysis::ProfileFile> all = analysis::list_profiles(in.dir);
+  std::vector<FileSelection> out;
+  for (const analysis::ProfileFile &f : all) {
+    if (in.pid && f.pid != *in.pid) continue;
+    if (in.thread && f.seq != *in.thread) continue;
+    if (out.empty() || out.back().pid != f.pid) out.push_back({f.pid, {}});
+    out.back().files.push_back(f);
+  }
+  if (out.empty()) {
+    std::string have;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i == 0 || all[i].pid != all[i - 1].pid) have += std::string(have.empty() ? "" : "), ") + std::to_string(all[i].pid) + " (threads";
+      have += " " + std::to_string(all[i].seq);
+    }
+    have += ")";
+    std::string want = in.pid ? "process " + std::to_string(*in.pid) : "any process";
+    if (in.thread) want = "thread " + std::to_string(*in.thread) + " in " + want;
+    throw UserError(in.dir + ": no " + want + "; it holds " + have);
+  }
+  return out;
+}
+
+std::unique_ptr<analysis::ProfileStream> open_stream(const analysis::ProfileFile &f) {
+  auto s = std::make_unique<analysis::ProfileStream>(f.path);
+  if (s->meta().pid != f.pid || s->meta().thread_seq != f.seq)
+    throw analysis::FormatError(s->source() + ": META says pid " + std::to_string(s->meta().pid) + " thread_seq " +
+                                std::to_string(s->meta().thread_seq) + ", the file name says otherwise");
+  return s;
+}
+
+void for_each_tree(const InputOptions &in, bool merge, const std::function<void(TreeInput &tree)> &fn) {
+  auto cache = std::make_shared<analysis::DebugInfoCache>();
+  for (const FileSelection &sel : select_files(in)) {
+    if (merge && sel.files.size() > 1) {
+      std::vector<analysis::ThreadProfile> threads;
+      for (const analysis::ProfileFile &f : sel.files) {
+        threads.push_back(analysis::read_profile(f.path));
+        const analysis::ThreadMeta &m = threads.back().meta;
+        if (m.pid != f.pid || m.thread_seq != f.seq)
+          throw analysis::FormatError(threads.back().source + ": META says pid " + std::to_string(m.pid) +
+                                      " thread_seq " + std::to_string(m.thread_seq) + ", the file name says otherwise");
+      }
+      analysis::ThreadProfile merged;
+      try {
+        merged = analysis::merge_threads(std::span<const analysis::ThreadProfile>(threads));
+      } catch (const std::invalid_argument &e) {
+        throw UserError(in.dir + ": pid " + std::to_string(sel.pid) + ": " + e.what());
+      }
+      threads.clear();
+      analysis::MemorySource src(merged);
+      Names names(merged.modules, !in.no_symbols, cache);
+      TreeInput t;
+      t.meta = &merged.meta;
+      t.modules = &merged.modules;
+      t.node_count = merged.nodes.size();
+      for (const analysis::ProfileFile &f : sel.files) t.threads.push_back(f.seq);
+      t.merged = true;
+      t.nodes = &src;
+      t.names = &names;
+      fn(t);
+      continue;
+    }
+    for (const analysis::ProfileFile &f : sel.files) {
+      std::unique_ptr<analysis::ProfileStream> stream = open_stream(f);
+      analysis::StreamSource src(*stream);
+      Names names(stream->modules(), !in.no_symbols, cache);
+      Progress progress("reading " + stream->source());
+      TreeInput t;
+      t.source = stream->source();
+      t.meta = &stream->meta();
+      t.modules = &stream->modules();
+      t.node_count = stream->node_count();
+      t.threads = {f.seq};
+      t.nodes = &src;
+      t.names = &names;
+      analysis::ProfileStream *s = stream.get();
+      t.progress = [s, &progress](uint64_t) { progress.update(s->bytes_read(), s->file_size()); };
+      fn(t);
+    }
+  }
+}
+
+void add_filter_options(CLI::App *sub, FilterOptions &f, bool depth_and_share) {
+  sub->add_option("--focus", f.focus,
+                  "only contexts through a function matching this regex (ECMAScript, searched in the demangled name)");
+  sub->add_option("--ignore", f.ignore, "drop contexts through a function matching this regex");
+  if (depth_and_share) {
+    sub->add_option("--depth", f.depth, "at most this many levels; deeper selected contexts are charged to their "
+                                        "ancestor at this depth (0: all)")
+        ->capture_default_str();
+    sub->add_option("--min-share", f.min_share,
+                    "only contexts whose count is at least floor(F*N), and their ancestors (0: all)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
+  }
+}
+
+namespace {
+std::regex compile_regex(const std::string &pattern, const char *option) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error &e) {
+    throw UserError(std::string(option) + ": invalid regular expression '" + pattern + "': " + e.what());
+  }
+}
+}  // namespace
+
+analysis::TreeFilter make_tree_filter(const FilterOptions &f, Names &names, double min_share) {
+  analysis::TreeFilter t;
+  t.min_share = min_share;
+  t.max_depth = f.depth;
+  auto predicate = [&names](std::regex re) {
+    auto cache = std::make_shared<std::unordered_map<uint64_t, bool>>();
+    return [&names, re = std::move(re), cache](uint64_t routine) {
+      auto it = cache->find(routine);
+      if (it != cache->end()) return it->second;
+      bool m = std::regex_search(names.routine(routine).function, re);
+      cache->emplace(routine, m);
+      return m;
+    };
+  };
+  if (!f.focus.empty()) t.focus = predicate(compile_regex(f.focus, "--focus"));
+  if (!f.ignore.empty()) t.ignore = predicate(compile_regex(f.ignore, "--ignore"));
+  return t;
+}
+
+namespace {
+int64_t now_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+}  // namespace
+
+Progress::Progress(std::string label) : label_(std::move(label)), tty_(isatty(STDERR_FILENO)), start_ns_(now_ns()) {}
+
+Progress::~Progress() {
+  if (shown_) std::cerr << "\r\033[K" << std::flush;
+}
+
+void Progress::update(uint64_t done, uint64_t total) {
+  if (!tty_) return;
+  int64_t t = now_ns();
+  if (t - start_ns_ < 1000000000 || t - last_ns_ < 200000000) return;
+  last_ns_ = t;
+  shown_ = true;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f%%", total ? 100.0 * double(done) / double(total) : 0.0);
+  std::cerr << "\rhcct: " << label_ << ": " << buf << " (" << with_commas(done) << " of " << with_commas(total)
+            << ")\033[K" << std::flush;
 }
 
 // ---- Names

@@ -9,13 +9,17 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "hcct/analysis/profile.h"
+#include "hcct/analysis/reader.h"
 #include "hcct/analysis/symbolizer.h"
+#include "hcct/analysis/walk.h"
 
 namespace hcct::cli {
 
@@ -33,6 +37,9 @@ void add_report_command(CLI::App &app, Action &action);
 void add_dump_command(CLI::App &app, Action &action);
 void add_info_command(CLI::App &app, Action &action);
 void add_paths_command(CLI::App &app, Action &action);  // cmd_paths.cc (kpath)
+void add_export_command(CLI::App &app, Action &action);
+void add_compare_command(CLI::App &app, Action &action);
+void add_merge_command(CLI::App &app, Action &action);
 
 // An error the user can fix (bad input, missing file): main prints "hcct: <what>" and exits 1.
 class UserError : public std::runtime_error {
@@ -61,6 +68,42 @@ struct Selection {
 // The processes and threads of `set` that --pid / --thread select; UserError if nothing matches.
 std::vector<Selection> select(const analysis::ProfileSet &set, const InputOptions &in);
 
+// The profile files that --pid / --thread select, grouped by process, without reading them;
+// UserError if nothing matches.
+struct FileSelection {
+  uint64_t pid;
+  std::vector<analysis::ProfileFile> files;
+};
+std::vector<FileSelection> select_files(const InputOptions &in);
+
+// Opens a stream on a listed file and checks META's pid and thread_seq against its name.
+std::unique_ptr<analysis::ProfileStream> open_stream(const analysis::ProfileFile &f);
+
+// ---- Filters shared by report and the exports (docs/EXPORTS.md, "Filters").
+
+struct FilterOptions {
+  std::string focus, ignore;  // ECMAScript regular expressions, searched in demangled function names
+  uint32_t depth = 0;
+  double min_share = 0;
+};
+// --focus, --ignore (and, if `depth_and_share`, --depth and --min-share).
+void add_filter_options(CLI::App *sub, FilterOptions &f, bool depth_and_share = true);
+
+// ---- Progress on a terminal: "hcct: <label>: 45% ..." on stderr, only when stderr is a tty and
+// the work has taken longer than a second; the line is cleared when done.
+class Progress {
+ public:
+  explicit Progress(std::string label);
+  ~Progress();
+  void update(uint64_t done, uint64_t total);
+
+ private:
+  std::string label_;
+  bool tty_;
+  bool shown_ = false;
+  int64_t start_ns_, last_ns_ = 0;
+};
+
 // ---- Names: symbolized, or placeholders only with --no-symbols.
 
 class Names {
@@ -84,6 +127,28 @@ std::string describe_routine(const analysis::Symbol &s);
 std::string describe_call_site(const analysis::Symbol &s);
 
 json symbol_json(const analysis::Symbol &s, bool with_frames);
+
+// The walker's focus/ignore predicates for one tree: regex searches over the symbolized routine
+// names, cached per address. `names` must outlive the filter.
+analysis::TreeFilter make_tree_filter(const FilterOptions &f, Names &names, double min_share);
+
+// ---- One pass over every selected tree (report, export).
+
+struct TreeInput {
+  std::string source;  // the file; empty for a merge
+  const analysis::ThreadMeta *meta = nullptr;
+  const std::vector<analysis::Module> *modules = nullptr;
+  uint64_t node_count = 0;
+  std::vector<uint64_t> threads;  // thread_seq values
+  bool merged = false;
+  analysis::NodeSource *nodes = nullptr;
+  Names *names = nullptr;
+  std::function<void(uint64_t)> progress;  // for walk_tree
+};
+// Per selected file a stream (memory independent of the tree's size); with `merge`, per process
+// the in-memory merge of its selected threads. `fn` must consume tree.nodes to the end (that is
+// when a streamed file is verified).
+void for_each_tree(const InputOptions &in, bool merge, const std::function<void(TreeInput &tree)> &fn);
 
 // ---- Formatting.
 

@@ -14,6 +14,9 @@ constexpr hcct::cli::Registrar kCommands[] = {
     hcct::cli::add_dump_command,
     hcct::cli::add_info_command,
     hcct::cli::add_paths_command,
+    hcct::cli::add_export_command,
+    hcct::cli::add_compare_command,
+    hcct::cli::add_merge_command,
 };
 
 const char kFooter[] = R"(
@@ -23,6 +26,9 @@ Typical session:
   hcct report --phi 0.01 --merge-threads
   hcct info                         what was recorded: processes, threads, N, memory
   hcct dump --no-symbols            every node of every tree
+  hcct export --format folded | flamegraph.pl > flame.svg
+  hcct compare hcct.data hcct.data/exact     accuracy of the HCCT against the exact CCT
+  hcct merge run1 run2 -o merged            threads, processes and runs into one profile
 
 The program must be instrumented: compiled with -finstrument-functions or with the hcct GCC plugin.
 'hcct SUBCOMMAND --help' explains each subcommand. Exit status: 0 ok, 1 usage or input error

@@ -1,0 +1,394 @@
+// hcct export / compare / merge, each export checked by a consumer nobody here wrote:
+// callgrind_annotate (valgrind), protoc --decode against pprof's published profile.proto,
+// python3-jsonschema against docs/hcct-tree.schema.json, graphviz dot; folded totals against N.
+// End to end: the examples under libhcct with exact=1, and two runs at different load addresses.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "cli_util.h"
+
+using namespace clitest;
+using nlohmann::json;
+
+namespace {
+
+const std::string kProfileProtoDir = "/usr/share/gocode/src/github.com/google/pprof/proto";
+const std::string kSchema = std::string(HCCT_SOURCE_DIR) + "/docs/hcct-tree.schema.json";
+
+bool have(const std::string &path) { return access(path.c_str(), X_OK) == 0; }
+
+uint64_t folded_total(const std::string &text) {
+  uint64_t sum = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    size_t sp = line.rfind(' ');
+    REQUIRE(sp != std::string::npos);
+    sum += std::stoull(line.substr(sp + 1));
+  }
+  return sum;
+}
+
+// Sum of every sample's value in protoc's text rendering of a Profile.
+uint64_t pprof_total(const std::string &decoded) {
+  uint64_t sum = 0;
+  std::regex value("\\n  value: (\\d+)");
+  for (auto it = std::sregex_iterator(decoded.begin(), decoded.end(), value); it != std::sregex_iterator(); ++it)
+    sum += std::stoull((*it)[1]);
+  return sum;
+}
+
+Result python_validate(const fs::path &doc) {
+  return run({"/usr/bin/python3", "-c",
+              "import json, sys, jsonschema\n"
+              "schema = json.load(open(sys.argv[2]))\n"
+              "jsonschema.Draft202012Validator.check_schema(schema)\n"
+              "jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[1])))\n"
+              "print('valid')\n",
+              doc.string(), kSchema});
+}
+
+}  // namespace
+
+TEST_CASE("export: folded stacks add up to N", "[cli][export]") {
+  ProfileDir d;
+  Result r = hcct_cmd({"export", d.path(), "--pid", "4242", "--thread", "0", "-f", "folded"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(folded_total(r.out) == 705);
+  CHECK_THAT(r.out, Catch::Contains("main;fixture_leaf 500"));
+  CHECK_THAT(r.out, Catch::Contains("main;symtest::Widget::compute(int) 200"));
+  // Every thread of the directory: the totals of all three trees.
+  Result all = hcct_cmd({"export", d.path(), "-f", "folded"});
+  REQUIRE(all.status == 0);
+  CHECK(folded_total(all.out) == 705 + 705 + 704);  // the hcct tree's main is unmonitored
+  // Merged threads give the same total as the threads.
+  Result merged = hcct_cmd({"export", d.path(), "--pid", "4242", "--merge-threads", "-f", "folded"});
+  REQUIRE(merged.status == 0);
+  CHECK(folded_total(merged.out) == 1410);
+  CHECK_THAT(merged.out, Catch::Contains("main;fixture_leaf 1000"));
+}
+
+TEST_CASE("export: filters (focus, ignore, depth, min-share)", "[cli][export][filters]") {
+  ProfileDir d;
+  const std::vector<std::string> base = {"export", d.path(), "--pid", "4242", "--thread", "0", "-f", "folded"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    Result r = hcct_cmd(a);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return r.out;
+  };
+  // Focus on Widget: its context and what lies below (200 + 1).
+  std::string focus = with({"--focus", "Widget"});
+  CHECK(folded_total(focus) == 201);
+  for (const std::string &l : lines_with(focus, ";")) CHECK_THAT(l, Catch::Contains("Widget"));
+  // Ignore Widget: everything else (705 - 201).
+  std::string ignore = with({"--ignore", "Widget::compute"});
+  CHECK(folded_total(ignore) == 504);
+  CHECK_THAT(ignore, !Catch::Contains("Widget"));
+  // Depth 1: everything charged to main.
+  CHECK(with({"--depth", "1"}) == "main 705\n");
+  // Minimum share 10%: contexts with at least 70 calls (500 and 200).
+  CHECK(folded_total(with({"--min-share", "0.1"})) == 700);
+  // A bad regex is a usage error naming the option.
+  Result bad = hcct_cmd({"export", d.path(), "-f", "folded", "--focus", "("});
+  CHECK(bad.status == 1);
+  CHECK_THAT(bad.err, Catch::Contains("--focus"));
+  // report shares them.
+  Result rep = hcct_cmd({"report", d.path(), "--pid", "4242", "--thread", "0", "--phi", "0", "--ignore", "Widget"});
+  INFO(rep.err);
+  REQUIRE(rep.status == 0);
+  CHECK_THAT(rep.out, Catch::Contains("# ignored: contexts through functions matching /Widget/"));
+  CHECK(lines_with(rep.out, "Widget::compute").empty());
+  CHECK(lines_with(rep.out, "fixture_leaf").size() == 2);
+}
+
+TEST_CASE("export: callgrind_annotate reads the callgrind output with matching totals", "[cli][export][consumer]") {
+  if (!have("/usr/bin/callgrind_annotate")) {
+    WARN("callgrind_annotate not installed (valgrind): skipped");
+    return;
+  }
+  ProfileDir d;
+  TempDir out;
+  const fs::path file = out / "callgrind.out";
+  Result r = hcct_cmd({"export", d.path(), "--pid", "4242", "-f", "callgrind", "-o", file.string()});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  Result a = run({"/usr/bin/callgrind_annotate", "--inclusive=yes", file.string()});
+  INFO(a.out << a.err);
+  REQUIRE(a.status == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(a.out, m, std::regex("([\\d,]+) \\(100.0%\\)  PROGRAM TOTALS")));
+  CHECK(m[1] == "1,410");
+  CHECK_THAT(a.out, Catch::Contains("fixture_leaf"));
+  CHECK_THAT(a.out, Catch::Contains("Widget::compute"));
+  // Self costs: fixture_leaf entered 2 * (500 + 3 + 1) times.
+  Result self = run({"/usr/bin/callgrind_annotate", file.string()});
+  CHECK(std::regex_search(self.out, std::regex("1,008 \\([ 0-9.]+%\\)  [^\\n]*fixture_leaf")));
+}
+
+TEST_CASE("export: pprof protobuf decodes against the published profile.proto", "[cli][export][consumer]") {
+  if (!have("/usr/bin/protoc") || !fs::exists(kProfileProtoDir + "/profile.proto")) {
+    WARN("protoc or golang-github-google-pprof-dev's profile.proto missing: skipped");
+    return;
+  }
+  ProfileDir d;
+  TempDir out;
+  const fs::path file = out / "prof.pb";
+  Result r = hcct_cmd({"export", d.path(), "-f", "pprof", "-o", file.string()});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  Result dec = run({"/bin/sh", "-c",
+                    "protoc --decode=perftools.profiles.Profile -I " + kProfileProtoDir + " profile.proto < " + file.string()});
+  INFO(dec.err);
+  REQUIRE(dec.status == 0);
+  CHECK(pprof_total(dec.out) == 705 + 705 + 704);
+  CHECK_THAT(dec.out, Catch::Contains("string_table: \"\"\n"));  // index 0 is the empty string
+  CHECK_THAT(dec.out, Catch::Contains("string_table: \"fixture_leaf\""));
+  CHECK_THAT(dec.out, Catch::Contains("string_table: \"calls\""));
+  CHECK_THAT(dec.out, Catch::Contains("mapping {"));
+  // Binary output is not written to a terminal (here stdout is a file, so it is allowed).
+  Result to_stdout = hcct_cmd({"export", d.path(), "-f", "pprof"});
+  CHECK(to_stdout.status == 0);
+}
+
+TEST_CASE("export: JSON validates against docs/hcct-tree.schema.json", "[cli][export][consumer]") {
+  Result probe = run({"/usr/bin/python3", "-c", "import jsonschema"});
+  if (probe.status != 0) {
+    WARN("python3-jsonschema not installed: skipped");
+    return;
+  }
+  ProfileDir d;
+  TempDir out;
+  for (std::vector<std::string> extra : std::vector<std::vector<std::string>>{
+           {}, {"--min-share", "0.01"}, {"--depth", "1"}, {"--merge-threads"}, {"--no-symbols"}}) {
+    const fs::path file = out / "tree.json";
+    std::vector<std::string> args = {"export", d.path(), "-f", "json", "-o", file.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Result r = hcct_cmd(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    Result v = python_validate(file);
+    INFO(v.out << v.err);
+    CHECK(v.status == 0);
+    json j = json::parse(hcct::test::read_text(file));
+    for (const json &t : j["trees"]) {
+      uint64_t sum = 0;
+      for (const json &n : t["nodes"]) sum += n["count"].get<uint64_t>();
+      CHECK(sum == t["total"].get<uint64_t>());
+      CHECK(t["nodes"].back()["parent"].is_null());  // the root comes last
+    }
+  }
+  // The schema rejects what it should (the validator is really checking).
+  const fs::path broken = out / "broken.json";
+  std::ofstream(broken) << R"({"schema": "hcct-tree/1", "trees": [{"pid": -1}]})";
+  CHECK(python_validate(broken).status != 0);
+}
+
+TEST_CASE("export: graphviz dot accepts the DOT output", "[cli][export][consumer]") {
+  if (!have("/usr/bin/dot")) {
+    WARN("graphviz not installed: skipped");
+    return;
+  }
+  ProfileDir d;
+  TempDir out;
+  const fs::path file = out / "tree.dot";
+  Result r = hcct_cmd({"export", d.path(), "-f", "dot", "-o", file.string()});
+  REQUIRE(r.status == 0);
+  Result g = run({"/usr/bin/dot", "-Tsvg", "-o", (out / "tree.svg").string(), file.string()});
+  INFO(g.err);
+  CHECK(g.status == 0);
+  CHECK(g.err.empty());
+  CHECK_THAT(hcct::test::read_text(out / "tree.svg"), Catch::Contains("fixture_leaf"));
+}
+
+TEST_CASE("export: a corrupt input is an error naming the file, and leaves no output", "[cli][export]") {
+  ProfileDir d;
+  // Flip a byte in the middle of a tree: only the hash (checked at the end of the stream) can tell.
+  const fs::path victim = d.dir / "4242.1.hcct";
+  std::string bytes = hcct::test::read_text(victim);
+  bytes[bytes.size() - 3] ^= 0x01;
+  std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes;
+  TempDir out;
+  for (const std::string &format : {"folded", "callgrind", "pprof", "json", "dot"}) {
+    const fs::path file = out / ("x." + format);
+    Result r = hcct_cmd({"export", d.path(), "-f", format, "-o", file.string()});
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Catch::Contains(victim.string() + ": "));
+    CHECK(count_lines(r.err) == 1);
+    CHECK(!fs::exists(file));
+  }
+  for (const auto &e : fs::directory_iterator(out.path())) FAIL("left behind: " << e.path());
+}
+
+TEST_CASE("compare and merge on fixture profiles", "[cli][compare][merge]") {
+  ProfileDir d;
+  // A thread against itself and against its twin: perfect.
+  Result c = hcct_cmd({"compare", (d.dir / "4242.0.hcct").string(), (d.dir / "4242.1.hcct").string(), "--phi", "0.001", "--json"});
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  json j = json::parse(c.out);
+  CHECK(j["schema"] == "hcct-compare/1");
+  const json &m = j["comparisons"][0];
+  CHECK(m["overlap"] == 1.0);
+  CHECK(m["false_positives"] == 0);
+  CHECK(m["false_negatives"] == 0);
+  CHECK(m["max_abs_error_all"] == 0);
+  CHECK(m["alignment"]["unmatched_test"] == 0);
+  // Text output names the metrics.
+  Result t = hcct_cmd({"compare", (d.dir / "5000.0.hcct").string(), (d.dir / "4242.0.hcct").string(), "--phi", "0.01"});
+  REQUIRE(t.status == 0);
+  for (const char *k : {"degree of overlap", "hot edge coverage", "tau~", "uncovered contexts", "false positives",
+                        "false negatives", "counter error"})
+    CHECK_THAT(t.out, Catch::Contains(k));
+
+  // Merge: the two cct threads of 4242 into one file, readable by every tool.
+  TempDir out;
+  const fs::path merged = out / "m";
+  Result mg = hcct_cmd({"merge", d.path(), "--pid", "4242", "-o", merged.string()});
+  INFO(mg.err);
+  REQUIRE(mg.status == 0);
+  Result info = hcct_cmd({"info", merged.string(), "--json"});
+  REQUIRE(info.status == 0);
+  json ij = json::parse(info.out);
+  CHECK(ij["processes"][0]["threads"][0]["calls"] == 1410);
+  CHECK(ij["processes"][0]["threads"][0]["extra"]["merged_from"] == "4242.0,4242.1");
+  Result f = hcct_cmd({"export", merged.string(), "-f", "folded"});
+  CHECK(folded_total(f.out) == 1410);
+  // Merging into a directory that holds profiles is refused; mixing modes is refused.
+  Result again = hcct_cmd({"merge", d.path(), "--pid", "4242", "-o", merged.string()});
+  CHECK(again.status == 1);
+  CHECK_THAT(again.err, Catch::Contains("already holds profile files"));
+  Result mixed = hcct_cmd({"merge", d.path(), "-o", (out / "mixed").string()});
+  CHECK(mixed.status == 1);
+  CHECK_THAT(mixed.err, Catch::Contains("mode"));
+  Result per = hcct_cmd({"merge", d.path(), "--per-process", "-o", (out / "per").string()});
+  INFO(per.err);
+  REQUIRE(per.status == 0);
+  CHECK(fs::exists(out / "per" / "4242.0.hcct"));
+  CHECK(fs::exists(out / "per" / "5000.0.hcct"));
+}
+
+// ---- End to end with the runtime and the examples.
+
+#if defined(HCCT_RUNTIME_SO) && defined(HCCT_EXAMPLE_CALLS) && defined(HCCT_EXAMPLE_SHAPES)
+
+namespace {
+
+fs::path record(const TempDir &dir, const std::string &name, const std::vector<std::string> &argv,
+                const std::string &options) {
+  fs::path out = dir / name;
+  Result r = run(argv, {{"LD_PRELOAD", HCCT_RUNTIME_SO}, {"HCCT_OPTIONS", options + ":out=" + out.string()}});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return out;
+}
+
+uint64_t exe_bias(const fs::path &dir, const std::string &exe) {
+  Result info = hcct_cmd({"info", dir.string(), "--json"});
+  REQUIRE(info.status == 0);
+  json j = json::parse(info.out);
+  for (const json &m : j["processes"][0]["threads"][0]["modules"])
+    if (m["path"] == fs::canonical(exe).string()) return std::stoull(m["bias"].get<std::string>(), nullptr, 16);
+  FAIL("no module " << exe);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("compare: the HCCT of the examples against their exact CCT", "[cli][compare][e2e]") {
+  TempDir dir;
+  struct Example {
+    std::string name;
+    std::vector<std::string> argv;
+  };
+  for (const Example &ex : {Example{"calls", {HCCT_EXAMPLE_CALLS, "22", "300000"}},
+                            Example{"shapes", {HCCT_EXAMPLE_SHAPES, "2", "200000"}}}) {
+    for (const std::string eps : {"0.001", "0.0002"}) {
+      fs::path data = record(dir, ex.name + eps, ex.argv, "mode=hcct:exact=1:epsilon=" + eps);
+      REQUIRE(fs::exists(data / "exact"));
+      for (const std::string phi : {"0.01", "0.002"}) {
+        if (std::stod(phi) <= std::stod(eps)) continue;
+        Result c = hcct_cmd({"compare", data.string(), (data / "exact").string(), "--phi", phi, "--json"});
+        INFO(ex.name << " eps " << eps << " phi " << phi << ": " << c.err);
+        REQUIRE(c.status == 0);
+        json j = json::parse(c.out);
+        REQUIRE(!j["comparisons"].empty());
+        for (const json &m : j["comparisons"]) {
+          INFO(m.dump());
+          // Same run: every HCCT node has its exact counterpart at the same address.
+          CHECK(m["alignment"]["unmatched_test"] == 0);
+          CHECK(m["false_negatives"] == 0);
+          CHECK(m["hot"].get<uint64_t>() >= m["exact_hot"].get<uint64_t>());
+          // Space-Saving: 0 <= estimate - true <= min_count <= eps*N.
+          CHECK(m["min_signed_error_all"].get<int64_t>() >= 0);
+          CHECK(m["max_signed_error_all"].get<int64_t>() <= m["error_bound"].get<int64_t>());
+          CHECK(m["error_bound"].get<double>() <= m["epsilon_n"].get<double>());
+          // Everything the exact HCCT holds is covered at tau >= tau~.
+          for (const json &cov : m["coverage"])
+            if (cov["tau"].get<double>() >= m["tau_tilde"].get<double>()) CHECK(cov["ratio"] == 1.0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("merge and compare two runs at different load addresses", "[cli][compare][merge][e2e][aslr]") {
+  TempDir dir;
+  const std::vector<std::string> argv = {HCCT_EXAMPLE_CALLS, "18", "20000"};
+  fs::path a = record(dir, "a", argv, "mode=cct");
+  fs::path b = record(dir, "b", argv, "mode=cct");
+  // PIE under ASLR: the executable really was loaded elsewhere (retry once on a coincidence).
+  if (exe_bias(a, HCCT_EXAMPLE_CALLS) == exe_bias(b, HCCT_EXAMPLE_CALLS)) {
+    fs::remove_all(b);
+    b = record(dir, "b", argv, "mode=cct");
+  }
+  REQUIRE(exe_bias(a, HCCT_EXAMPLE_CALLS) != exe_bias(b, HCCT_EXAMPLE_CALLS));
+
+  // phi = 0: the "HCCT" is the whole tree, so it must cover all of the other run.
+  Result c = hcct_cmd({"compare", a.string(), b.string(), "--phi", "0", "--json"});
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  json m = json::parse(c.out)["comparisons"][0];
+  INFO(m.dump());
+  CHECK(m["alignment"]["unmatched_test"] == 0);
+  CHECK(m["alignment"]["unmatched_reference"] == 0);
+  CHECK(m["overlap"] == 1.0);
+  CHECK(m["false_positives"] == 0);
+  CHECK(m["false_negatives"] == 0);
+  CHECK(m["max_abs_error_all"] == 0);  // the program is deterministic
+  // The same by module offsets alone, without reading the binaries.
+  Result raw = hcct_cmd({"compare", a.string(), b.string(), "--no-symbols", "--json"});
+  REQUIRE(raw.status == 0);
+  CHECK(json::parse(raw.out)["comparisons"][0]["alignment"]["unmatched_test"] == 0);
+
+  // Merged, every context of one run appears once with twice its count.
+  fs::path merged = dir / "merged";
+  Result mg = hcct_cmd({"merge", a.string(), b.string(), "-o", merged.string()});
+  INFO(mg.err);
+  REQUIRE(mg.status == 0);
+  Result one = hcct_cmd({"export", a.string(), "-f", "folded"});
+  Result both = hcct_cmd({"export", merged.string(), "-f", "folded"});
+  REQUIRE(one.status == 0);
+  REQUIRE(both.status == 0);
+  std::map<std::string, uint64_t> want, got;
+  auto parse = [](const std::string &text, std::map<std::string, uint64_t> &out, uint64_t factor) {
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      size_t sp = line.rfind(' ');
+      out[line.substr(0, sp)] += factor * std::stoull(line.substr(sp + 1));
+    }
+  };
+  parse(one.out, want, 2);
+  parse(both.out, got, 1);
+  CHECK(got == want);
+  Result cm = hcct_cmd({"compare", merged.string(), a.string(), "--phi", "0", "--json"});
+  REQUIRE(cm.status == 0);
+  json mm = json::parse(cm.out)["comparisons"][0];
+  CHECK(mm["alignment"]["unmatched_test"] == 0);
+  CHECK(mm["overlap"] == 1.0);
+}
+
+#endif

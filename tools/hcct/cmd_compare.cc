@@ -1,0 +1,306 @@
+// hcct compare: accuracy of one tree against another (thesis §5.1.2) — an HCCT against the exact
+// CCT of the same run, or one run against another — after lining their nodes up by module offset
+// and symbol rather than by raw address.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "common.h"
+#include "hcct/analysis/compare.h"
+#include "hcct/analysis/hot.h"
+#include "hcct/analysis/merge.h"
+
+namespace hcct::cli {
+namespace {
+
+using analysis::ThreadProfile;
+
+struct CompareOptions {
+  std::string test, ref;
+  double phi = 1e-4;
+  std::vector<double> taus = {0.001, 0.01, 0.05, 0.1, 0.2};
+  std::optional<uint64_t> thread;
+  bool merge = false;
+  bool no_symbols = false;
+  bool json = false;
+};
+
+struct Side {
+  std::string location;
+  std::vector<std::pair<uint64_t, std::vector<ThreadProfile>>> processes;  // pid -> threads (or one merge)
+};
+
+Side load(const std::string &dir, const CompareOptions &o) {
+  InputOptions in;
+  in.dir = dir;
+  in.thread = o.thread;
+  Side s;
+  s.location = dir;
+  for (const FileSelection &sel : select_files(in)) {
+    std::vector<ThreadProfile> threads;
+    for (const analysis::ProfileFile &f : sel.files) {
+      threads.push_back(analysis::read_profile(f.path));
+      const analysis::ThreadMeta &m = threads.back().meta;
+      if (m.pid != f.pid || m.thread_seq != f.seq)
+        throw analysis::FormatError(threads.back().source + ": META says pid " + std::to_string(m.pid) +
+                                    " thread_seq " + std::to_string(m.thread_seq) + ", the file name says otherwise");
+    }
+    if (o.merge && threads.size() > 1) {
+      ThreadProfile merged;
+      try {
+        merged = analysis::merge_threads(std::span<const ThreadProfile>(threads));
+      } catch (const std::invalid_argument &e) {
+        throw UserError(dir + ": pid " + std::to_string(sel.pid) + ": " + e.what());
+      }
+      merged.source = dir + " (pid " + std::to_string(sel.pid) + ", threads merged)";
+      threads.clear();
+      threads.push_back(std::move(merged));
+    }
+    s.processes.push_back({sel.pid, std::move(threads)});
+  }
+  return s;
+}
+
+uint64_t hash_text(const std::string &s, uint64_t h = 0xcbf29ce484222325ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string base_name(const std::string &p) {
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// Exact keys from module offsets; symbolic keys from names: the function for a routine, the
+// containing function, source file name and line (with the inline chain) for a call site.
+std::vector<analysis::NodeKey> node_keys(const ThreadProfile &p, Names &names, bool symbols) {
+  analysis::ModuleKeys offset(p.modules);
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> routine_keys, site_keys;  // addr -> (exact, symbolic)
+  auto routine_key = [&](uint64_t a) {
+    auto it = routine_keys.find(a);
+    if (it != routine_keys.end()) return it->second;
+    uint64_t exact = offset(a), sym = exact;
+    if (symbols && a) {
+      const analysis::Symbol &s = names.routine(a);
+      if (s.resolved && !s.stale) sym = hash_text(s.function, 17);
+    }
+    return routine_keys[a] = {exact, sym};
+  };
+  auto site_key = [&](uint64_t a) {
+    auto it = site_keys.find(a);
+    if (it != site_keys.end()) return it->second;
+    uint64_t exact = offset(a), sym = exact;
+    if (symbols && a) {
+      const analysis::Symbol &s = names.call_site(a);
+      if (s.resolved && !s.stale && s.line) {
+        sym = hash_text(s.function, 29);
+        for (const analysis::SourceFrame &f : s.frames)
+          sym = hash_text(f.function + "\n" + base_name(f.file) + ":" + std::to_string(f.line), sym);
+      }
+    }
+    return site_keys[a] = {exact, sym};
+  };
+  std::vector<analysis::NodeKey> keys(p.nodes.size());
+  for (size_t i = 1; i < p.nodes.size(); ++i) {
+    auto r = routine_key(p.nodes[i].routine);
+    auto c = site_key(p.nodes[i].call_site);
+    keys[i] = {analysis::combine_keys(r.first, c.first), analysis::combine_keys(r.second, c.second)};
+  }
+  return keys;
+}
+
+std::string pct(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", 100.0 * fraction);
+  return buf;
+}
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+std::string pct_value(double percent_value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g%%", percent_value);
+  return buf;
+}
+
+std::string label(const ThreadProfile &t) {
+  return (t.source.empty() ? std::string("(merged)") : t.source) + " (" + std::string(analysis::to_string(t.meta.mode)) +
+         ", N = " + with_commas(t.meta.calls) + ")";
+}
+
+void print_text(const ThreadProfile &test, const ThreadProfile &ref, const analysis::Alignment &a,
+                const analysis::Metrics &m) {
+  std::ostringstream o;
+  o << "# test:      " << label(test) << "\n# reference: " << label(ref) << "\n";
+  if (ref.meta.mode != analysis::Mode::cct)
+    o << "# note: the reference is not an exact CCT (mode " << analysis::to_string(ref.meta.mode)
+      << "); its counts are taken as the true ones\n";
+  o << "# aligned " << with_commas(test.nodes.size() - 1 - a.unmatched_test) << " of " << with_commas(test.nodes.size() - 1)
+    << " test nodes (" << with_commas(a.by_exact) << " by module offset, " << with_commas(a.by_symbol) << " by symbol, "
+    << with_commas(a.by_similarity) << " by subtree similarity); " << with_commas(a.unmatched_ref) << " of "
+    << with_commas(ref.nodes.size() - 1) << " reference nodes have no counterpart\n";
+  o << "phi = " << num(m.phi) << ": hot threshold floor(phi*N) = " << with_commas(m.test_threshold) << " (test), "
+    << with_commas(m.ref_threshold) << " (reference); hottest reference context w_max = " << with_commas(m.wmax) << "\n";
+  o << "  (phi,eps)-HCCT of the test:   " << with_commas(m.hcct_nodes) << " nodes: " << with_commas(m.hot) << " hot ("
+    << with_commas(m.true_hot) << " true hot, " << with_commas(m.false_positives) << " false positives), "
+    << with_commas(m.cold_ancestors) << " cold ancestors";
+  if (m.unmatched_hcct) o << "; " << with_commas(m.unmatched_hcct) << " not in the reference";
+  o << "\n";
+  o << "  exact HCCT of the reference:  " << with_commas(m.exact_hot) << " hot contexts; false negatives "
+    << with_commas(m.false_negatives) << "\n";
+  o << "  degree of overlap:            " << pct(m.overlap) << "\n";
+  o << "  hot edge coverage:           ";
+  for (const analysis::Coverage &c : m.coverage)
+    o << " tau=" << num(c.tau) << ": " << pct(c.ratio) << " (" << c.covered << "/" << c.hot << ")";
+  o << "\n";
+  o << "  tau~ (100% coverage from):    " << (m.tau_tilde > 1 ? "never (the hottest context is uncovered)" : num(m.tau_tilde))
+    << "\n";
+  o << "  uncovered contexts:           " << with_commas(m.uncovered) << "; hotness max " << pct_value(m.max_uncovered)
+    << ", average " << pct_value(m.avg_uncovered) << " of w_max\n";
+  o << "  counter error (hot contexts): max " << pct_value(m.max_error) << ", average " << pct_value(m.avg_error)
+    << " over " << with_commas(m.error_samples) << "; largest absolute " << with_commas(m.max_abs_error) << "\n";
+  o << "  estimate - true count (all counted test nodes): from " << m.min_signed_error_all << " to "
+    << m.max_signed_error_all;
+  if (m.error_bound)
+    o << "; Space-Saving bound: 0 .. min_count = " << with_commas(*m.error_bound) << " (epsilon*N = " << num(m.epsilon_n)
+      << ")";
+  o << "\n\n";
+  std::cout << o.str();
+}
+
+json metrics_json(const ThreadProfile &test, const ThreadProfile &ref, const analysis::Alignment &a,
+                  const analysis::Metrics &m) {
+  auto tree = [](const ThreadProfile &t) {
+    return json{{"file", t.source.empty() ? json() : json(t.source)},
+                {"pid", t.meta.pid},
+                {"thread", t.meta.find_extra("merged_threads") ? json() : json(t.meta.thread_seq)},
+                {"mode", analysis::to_string(t.meta.mode)},
+                {"calls", t.meta.calls},
+                {"nodes", t.nodes.size() - 1}};
+  };
+  json cov = json::array();
+  for (const analysis::Coverage &c : m.coverage)
+    cov.push_back({{"tau", c.tau}, {"covered", c.covered}, {"hot", c.hot}, {"ratio", c.ratio}});
+  return json{
+      {"test", tree(test)},
+      {"reference", tree(ref)},
+      {"alignment",
+       {{"by_offset", a.by_exact},
+        {"by_symbol", a.by_symbol},
+        {"by_similarity", a.by_similarity},
+        {"unmatched_test", a.unmatched_test},
+        {"unmatched_reference", a.unmatched_ref}}},
+      {"phi", m.phi},
+      {"test_threshold", m.test_threshold},
+      {"reference_threshold", m.ref_threshold},
+      {"wmax", m.wmax},
+      {"hcct_nodes", m.hcct_nodes},
+      {"hot", m.hot},
+      {"cold_ancestors", m.cold_ancestors},
+      {"true_hot", m.true_hot},
+      {"false_positives", m.false_positives},
+      {"false_negatives", m.false_negatives},
+      {"exact_hot", m.exact_hot},
+      {"unmatched_hcct", m.unmatched_hcct},
+      {"overlap", m.overlap},
+      {"coverage", cov},
+      {"tau_tilde", m.tau_tilde},
+      {"uncovered", m.uncovered},
+      {"max_uncovered_percent", m.max_uncovered},
+      {"avg_uncovered_percent", m.avg_uncovered},
+      {"error_samples", m.error_samples},
+      {"max_error_percent", m.max_error},
+      {"avg_error_percent", m.avg_error},
+      {"max_abs_error", m.max_abs_error},
+      {"min_signed_error_all", m.min_signed_error_all},
+      {"max_signed_error_all", m.max_signed_error_all},
+      {"max_abs_error_all", m.max_abs_error_all},
+      {"error_bound", m.error_bound ? json(*m.error_bound) : json()},
+      {"epsilon_n", m.error_bound ? json(m.epsilon_n) : json()}};
+}
+
+int run_compare(const CompareOptions &o) {
+  for (double t : o.taus)
+    if (!(t >= 0 && t <= 1)) throw UserError("--tau: " + num(t) + " is not in [0, 1]");
+  Side test = load(o.test, o), ref = load(o.ref, o);
+  // Processes pair by pid when both sides hold the same pids (HCCT and exact CCT of one run), else
+  // by position in pid order (two runs).
+  bool same_pids = test.processes.size() == ref.processes.size();
+  for (size_t i = 0; same_pids && i < test.processes.size(); ++i)
+    same_pids = test.processes[i].first == ref.processes[i].first;
+  if (!same_pids && test.processes.size() != ref.processes.size())
+    throw UserError("compare: " + o.test + " holds " + std::to_string(test.processes.size()) + " processes, " + o.ref +
+                    " holds " + std::to_string(ref.processes.size()) + "; compare one process each (files, or --thread)");
+  auto cache = std::make_shared<analysis::DebugInfoCache>();
+  analysis::CompareOptions co;
+  co.phi = o.phi;
+  co.taus = o.taus;
+  json results = json::array();
+  size_t pairs = 0;
+  for (size_t i = 0; i < test.processes.size(); ++i) {
+    auto &tp = test.processes[i].second;
+    auto &rp = ref.processes[i].second;
+    for (const ThreadProfile &t : tp) {
+      const ThreadProfile *r = nullptr;
+      for (const ThreadProfile &c : rp)
+        if (c.meta.thread_seq == t.meta.thread_seq) r = &c;
+      if (!r && tp.size() == 1 && rp.size() == 1) r = &rp[0];
+      if (!r) {
+        std::cerr << "hcct: warning: " << t.source << ": no thread " << t.meta.thread_seq << " in the reference; skipped\n";
+        continue;
+      }
+      if (t.meta.key != r->meta.key)
+        throw UserError("compare: " + t.source + " and " + r->source + " use different node keys");
+      Names tn(t.modules, !o.no_symbols, cache), rn(r->modules, !o.no_symbols, cache);
+      auto tk = node_keys(t, tn, !o.no_symbols);
+      auto rk = node_keys(*r, rn, !o.no_symbols);
+      analysis::Alignment a = analysis::align_trees(t, tk, *r, rk);
+      analysis::Metrics m = analysis::compare_trees(t, *r, a, co);
+      if (o.json) results.push_back(metrics_json(t, *r, a, m));
+      else print_text(t, *r, a, m);
+      ++pairs;
+    }
+  }
+  if (!pairs) throw UserError("compare: no pair of threads to compare");
+  if (o.json) print_json({{"schema", "hcct-compare/1"}, {"phi", o.phi}, {"comparisons", std::move(results)}});
+  return 0;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App &app, Action &action) {
+  auto o = std::make_shared<CompareOptions>();
+  CLI::App *sub = app.add_subcommand("compare", "Accuracy of a tree against a reference: overlap, coverage, errors");
+  sub->add_option("TEST", o->test, "the tree under evaluation (an HCCT, or one run): directory or .hcct file")->required();
+  sub->add_option("REFERENCE", o->ref, "the reference (the exact CCT, e.g. TEST/exact, or another run)")->required();
+  sub->add_option("--phi", o->phi, "hotness threshold for the HCCT and the exact hot set")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--tau", o->taus, "edge-hotness thresholds for hot edge coverage, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  CLI::Option *thread = sub->add_option("--thread", o->thread, "only this thread (thread_seq) of each process");
+  sub->add_flag("--merge-threads", o->merge, "merge the threads of each process on both sides first")->excludes(thread);
+  sub->add_flag("--no-symbols", o->no_symbols, "align by module offsets only; do not read binaries");
+  sub->add_flag("--json", o->json, "machine-readable output on stdout (docs/CLI.md)");
+  sub->footer(std::string("\n") +
+      "Metrics (thesis 5.1.2): degree of overlap, hot edge coverage per tau and tau~ (the smallest tau with\n"
+      "full coverage), hotness of uncovered contexts, false positives and negatives of the hot set,\n"
+      "counter errors. Processes pair by pid (same run) or by order (two runs); threads by thread_seq.\n"
+      "Nodes line up by (module, offset) of function and call site, then by symbol (function, call line),\n"
+      "then, for siblings still ambiguous, by the similarity of their subtrees." + "\n" + R"(
+Examples:
+  hcct record --mode hcct --options exact=1 -- ./prog      writes hcct.data/ and hcct.data/exact/
+  hcct compare hcct.data hcct.data/exact --phi 1e-3
+  hcct compare run1 run2 --tau 0.01,0.1 --json
+)");
+  sub->callback([o, &action] { action = [o] { return run_compare(*o); }; });
+}
+
+}  // namespace hcct::cli

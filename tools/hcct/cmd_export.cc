@@ -1,0 +1,111 @@
+// hcct export: the selected trees in a format other tools read (docs/EXPORTS.md): folded stacks,
+// callgrind, pprof, JSON, DOT.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "common.h"
+#include "exporters.h"
+#include "hcct/analysis/hot.h"
+
+namespace hcct::cli {
+namespace {
+
+struct ExportOptions {
+  InputOptions in;
+  FilterOptions filter;
+  std::string format;
+  std::string out;
+  bool merge = false;
+};
+
+int run_export(const ExportOptions &o) {
+  if (o.out.empty() && export_is_binary(o.format) && isatty(STDOUT_FILENO))
+    throw UserError("export: " + o.format + " output is binary; write it to a file with -o FILE");
+  // A file is written under a temporary name and renamed when complete: an input error half-way
+  // (a corrupt file is only known to be corrupt once it has been read to its end) leaves nothing.
+  std::ofstream file;
+  std::vector<char> buffer(size_t(1) << 20);
+  std::string tmp;
+  if (!o.out.empty()) {
+    std::filesystem::path target(o.out);
+    tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(getpid()))).string();
+    file.rdbuf()->pubsetbuf(buffer.data(), std::streamsize(buffer.size()));
+    file.open(tmp, std::ios::binary | std::ios::trunc);
+    if (!file) throw UserError(o.out + ": cannot write: " + std::strerror(errno));
+  }
+  std::ostream &out = o.out.empty() ? std::cout : file;
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() {
+      if (!path.empty()) std::remove(path.c_str());
+    }
+  } cleanup{tmp};
+
+  std::unique_ptr<Exporter> exporter = make_exporter(o.format, out);
+  for_each_tree(o.in, o.merge, [&](TreeInput &t) {
+    analysis::TreeFilter filter = make_tree_filter(o.filter, *t.names, o.filter.min_share);
+    TreeInfo info;
+    info.source = t.source;
+    info.meta = t.meta;
+    info.modules = t.modules;
+    info.node_count = t.node_count;
+    info.threads = t.threads;
+    info.merged = t.merged;
+    info.names = t.names;
+    info.symbolized = !o.in.no_symbols;
+    info.min_share = o.filter.min_share;
+    info.threshold = analysis::hot_threshold(o.filter.min_share, t.meta->calls);
+    exporter->begin_tree(info);
+    analysis::WalkStats stats = analysis::walk_tree(
+        *t.nodes, filter, [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) { exporter->node(w, path); },
+        t.progress);
+    exporter->end_tree(stats);
+  });
+  exporter->finish();
+  out.flush();
+  if (!o.out.empty()) {
+    file.close();
+    if (!file) throw UserError(o.out + ": error writing");
+    if (std::rename(tmp.c_str(), o.out.c_str()) != 0) throw UserError(o.out + ": " + std::strerror(errno));
+    cleanup.path.clear();
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_export_command(CLI::App &app, Action &action) {
+  auto o = std::make_shared<ExportOptions>();
+  CLI::App *sub = app.add_subcommand("export", "Write profiles for other tools: flame graphs, KCachegrind, pprof, JSON, DOT");
+  sub->add_option("DIR", o->in.dir, "profile directory written by 'hcct record', or one .hcct file")->capture_default_str();
+  sub->add_option("-f,--format", o->format, "folded, callgrind, pprof, json or dot")
+      ->required()
+      ->check(CLI::IsMember(kExportFormats));
+  sub->add_option("-o,--out", o->out, "output file (default: stdout)");
+  sub->add_option("--pid", o->in.pid, "only the process with this pid");
+  CLI::Option *thread = sub->add_option("--thread", o->in.thread, "only this thread (thread_seq; 0 = main thread)");
+  sub->add_flag("--merge-threads", o->merge, "merge the threads of each process first")->excludes(thread);
+  sub->add_flag("--no-symbols", o->in.no_symbols, "addresses as module+offset; do not read binaries");
+  add_filter_options(sub, o->filter);
+  sub->footer(std::string("\n") +
+      "Every selected thread (or process, with --merge-threads) goes into one output; counts are entries\n"
+      "into calling contexts (in hcct mode Space-Saving estimates). Without filters the exported counts add\n"
+      "up to N, the number of calls. Formats and their consumers are described in docs/EXPORTS.md." + "\n" + R"(
+Examples:
+  hcct export -f folded | flamegraph.pl > flame.svg         (or inferno-flamegraph, speedscope)
+  hcct export -f callgrind -o callgrind.out && kcachegrind callgrind.out
+  hcct export -f pprof -o prof.pb && pprof -top prof.pb
+  hcct export -f json --min-share 0.001 | jq '.trees[0].nodes | length'
+  hcct export -f dot --min-share 0.01 --depth 6 | dot -Tsvg > tree.svg
+  hcct export -f folded --focus '^parse' --ignore 'malloc|free'
+)");
+  sub->callback([o, &action] { action = [o] { return run_export(*o); }; });
+}
+
+}  // namespace hcct::cli

@@ -1,0 +1,560 @@
+#include "exporters.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace hcct::cli {
+namespace {
+
+using analysis::Symbol;
+using analysis::WalkNode;
+using analysis::WalkStats;
+
+// Bytes that are not valid UTF-8 become '?', so that every consumer (JSON, DOT) accepts the text.
+std::string valid_utf8(const std::string &s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (ok && c >= 0x20) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += c == '\t' ? ' ' : '?';
+      i += ok ? len : 1;
+    }
+  }
+  return out;
+}
+
+// The name a frame has in the text formats: the demangled function or the placeholder.
+const std::string &frame_name(const TreeInfo &t, uint64_t routine) { return t.names->routine(routine).function; }
+
+// ---------------------------------------------------------------------------------------- folded
+
+// One line per kept node with a nonzero count: "root-most;...;leaf COUNT". flamegraph.pl, inferno
+// and speedscope add up equal stacks; the counts add up to the exported total.
+class Folded : public Exporter {
+ public:
+  explicit Folded(std::ostream &out) : out_(out) {}
+  void begin_tree(const TreeInfo &info) override {
+    info_ = info;
+    names_.clear();
+  }
+  void node(const WalkNode &w, std::span<const WalkNode> path) override {
+    if (w.count == 0 || path.empty()) return;
+    line_.clear();
+    for (size_t k = 1; k < path.size(); ++k) {
+      line_ += name(path[k].node.routine);
+      line_ += ';';
+    }
+    line_ += name(w.node.routine);
+    line_ += ' ';
+    line_ += std::to_string(w.count);
+    line_ += '\n';
+    out_ << line_;
+  }
+  void end_tree(const WalkStats &) override {}
+  void finish() override {}
+
+ private:
+  const std::string &name(uint64_t routine) {
+    auto it = names_.find(routine);
+    if (it != names_.end()) return it->second;
+    std::string n = valid_utf8(frame_name(info_, routine));
+    // ';' separates frames and the last space the count; a name must contain neither ';' nor a
+    // newline (spaces inside names are fine: the count follows the last one).
+    std::replace(n.begin(), n.end(), ';', ':');
+    if (n.empty()) n = "?";
+    return names_.emplace(routine, std::move(n)).first->second;
+  }
+  std::ostream &out_;
+  TreeInfo info_;
+  std::unordered_map<uint64_t, std::string> names_;
+  std::string line_;
+};
+
+// ------------------------------------------------------------------------------------- callgrind
+
+// The calling-context tree projected onto functions, as callgrind writes it: event "Calls" (entries
+// into a context). A function's self cost is the number of times it was entered (at its
+// definition line); each caller->callee arc carries the calls and, as inclusive cost, every call
+// made below them. Recursion makes inclusive costs overlap, as in callgrind's own output.
+class Callgrind : public Exporter {
+ public:
+  explicit Callgrind(std::ostream &out) : out_(out) {}
+  void begin_tree(const TreeInfo &info) override {
+    info_ = info;
+    if (!have_header_) {
+      have_header_ = true;
+      pid_ = info.meta->pid;
+      cmd_ = shell_join(info.meta->cmdline);
+    }
+    fn_of_.clear();
+  }
+  void node(const WalkNode &w, std::span<const WalkNode> path) override {
+    if (path.empty()) return;  // the root
+    uint32_t callee = function(w.node.routine);
+    funcs_[callee].self[def_line(w.node.routine)] += w.count;
+    total_ += w.count;
+    if (path.size() < 2) return;  // called from outside the tree (thread start)
+    uint32_t caller = function(path.back().node.routine);
+    uint32_t line = 0;
+    if (w.node.call_site) {
+      const Symbol &s = info_.names->call_site(w.node.call_site);
+      line = s.frames.empty() ? s.line : s.frames.back().line;
+    }
+    Arc &a = funcs_[caller].calls[{callee, line}];
+    const bool known = info_.meta->mode != analysis::Mode::hcct || w.node.monitored();
+    a.calls += known ? w.node.count : 0;
+    a.inclusive += w.total;
+  }
+  void end_tree(const WalkStats &) override {}
+  void finish() override {
+    std::string o;
+    o += "# callgrind format (hcct export; docs/EXPORTS.md)\n";
+    o += "version: 1\ncreator: hcct\n";
+    o += "pid: " + std::to_string(pid_) + "\n";
+    o += "cmd: " + valid_utf8(cmd_) + "\n";
+    o += "part: 1\n\npositions: line\nevents: Calls\n";
+    o += "summary: " + std::to_string(total_) + "\n\n";
+    out_ << o;
+    std::vector<bool> named_fn(defs_.size(), false), named_file(files_.size(), false), named_ob(objects_.size(), false);
+    auto file_ref = [&](uint32_t id) {
+      std::string r = "(" + std::to_string(id + 1) + ")";
+      if (!named_file[id]) {
+        named_file[id] = true;
+        r += " " + files_[id];
+      }
+      return r;
+    };
+    auto fn_ref = [&](uint32_t id) {
+      std::string r = "(" + std::to_string(id + 1) + ")";
+      if (!named_fn[id]) {
+        named_fn[id] = true;
+        r += " " + defs_[id].name;
+      }
+      return r;
+    };
+    auto ob_ref = [&](uint32_t id) {
+      std::string r = "(" + std::to_string(id + 1) + ")";
+      if (!named_ob[id]) {
+        named_ob[id] = true;
+        r += " " + objects_[id];
+      }
+      return r;
+    };
+    for (const auto &[id, f] : funcs_) {
+      const FunctionDef &d = defs_[id];
+      o.clear();
+      o += "ob=" + ob_ref(d.object) + "\n";
+      o += "fl=" + file_ref(d.file) + "\n";
+      o += "fn=" + fn_ref(id) + "\n";
+      for (const auto &[line, cost] : f.self) o += std::to_string(line) + " " + std::to_string(cost) + "\n";
+      for (const auto &[key, arc] : f.calls) {
+        const FunctionDef &c = defs_[key.first];
+        if (c.object != d.object) o += "cob=" + ob_ref(c.object) + "\n";
+        o += "cfl=" + file_ref(c.file) + "\n";
+        o += "cfn=" + fn_ref(key.first) + "\n";
+        o += "calls=" + std::to_string(arc.calls) + " " + std::to_string(c.line) + "\n";
+        o += std::to_string(key.second) + " " + std::to_string(arc.inclusive) + "\n";
+      }
+      o += "\n";
+      out_ << o;
+    }
+    o = "totals: " + std::to_string(total_) + "\n";
+    out_ << o;
+  }
+
+ private:
+  struct FunctionDef {
+    std::string name;
+    uint32_t file = 0, object = 0, line = 0;
+  };
+  struct Arc {
+    uint64_t calls = 0, inclusive = 0;
+  };
+  struct Function {
+    std::map<uint32_t, uint64_t> self;  // line -> cost
+    std::map<std::pair<uint32_t, uint32_t>, Arc> calls;  // (callee, call line)
+  };
+
+  static uint32_t intern(std::unordered_map<std::string, uint32_t> &ids, std::vector<std::string> &names,
+                         const std::string &s) {
+    auto [it, fresh] = ids.try_emplace(s, uint32_t(names.size()));
+    if (fresh) names.push_back(s);
+    return it->second;
+  }
+
+  uint32_t def_line(uint64_t routine) { return defs_[function(routine)].line; }
+
+  // Functions are identified by object, file and name, so that the trees of several threads and
+  // processes (other load addresses) add up.
+  uint32_t function(uint64_t routine) {
+    auto it = fn_of_.find(routine);
+    if (it != fn_of_.end()) return it->second;
+    const Symbol &s = info_.names->routine(routine);
+    FunctionDef d;
+    d.name = valid_utf8(s.function);
+    d.file = intern(file_ids_, files_, s.file.empty() ? "???" : valid_utf8(s.file));
+    d.object = intern(object_ids_, objects_, s.module ? valid_utf8(s.module->path) : "???");
+    d.line = s.line;
+    std::string key = std::to_string(d.object) + "\n" + std::to_string(d.file) + "\n" + d.name;
+    auto [kit, fresh] = def_ids_.try_emplace(key, uint32_t(defs_.size()));
+    if (fresh) defs_.push_back(d);
+    fn_of_.emplace(routine, kit->second);
+    return kit->second;
+  }
+
+  std::ostream &out_;
+  TreeInfo info_;
+  bool have_header_ = false;
+  uint64_t pid_ = 0;
+  std::string cmd_;
+  uint64_t total_ = 0;
+  std::unordered_map<uint64_t, uint32_t> fn_of_;  // per tree: routine address -> function
+  std::unordered_map<std::string, uint32_t> def_ids_, file_ids_, object_ids_;
+  std::vector<FunctionDef> defs_;
+  std::vector<std::string> files_, objects_;
+  std::map<uint32_t, Function> funcs_;
+};
+
+// ----------------------------------------------------------------------------------------- pprof
+
+// Protocol-buffer wire format, written by hand (profile.proto needs nothing else).
+class Proto {
+ public:
+  std::string buf;
+  void varint(uint64_t v) {
+    while (v >= 0x80) {
+      buf += char(v | 0x80);
+      v >>= 7;
+    }
+    buf += char(v);
+  }
+  void tag(uint32_t field, uint32_t wire) { varint(uint64_t(field) << 3 | wire); }
+  void uint(uint32_t field, uint64_t v) {
+    if (!v) return;  // proto3 default
+    tag(field, 0);
+    varint(v);
+  }
+  void bytes(uint32_t field, const std::string &s) {
+    tag(field, 2);
+    varint(s.size());
+    buf += s;
+  }
+  void packed(uint32_t field, const std::vector<uint64_t> &vs) {
+    if (vs.empty()) return;
+    Proto p;
+    for (uint64_t v : vs) p.varint(v);
+    bytes(field, p.buf);
+  }
+};
+
+// A perftools.profiles.Profile (pprof's profile.proto): one sample per kept node with a nonzero
+// count, value = [count] of type "calls"/"count", its stack leaf first: the node's function at its
+// entry, then every ancestor at the call site of the next frame (with the inline chain as several
+// Lines). Samples are written as they come; mappings, locations, functions and the string table
+// follow at the end (repeated fields may come in any order).
+class Pprof : public Exporter {
+ public:
+  explicit Pprof(std::ostream &out) : out_(out) {
+    str("");
+    Proto vt;
+    vt.uint(1, str("calls"));
+    vt.uint(2, str("count"));
+    Proto head;
+    head.bytes(1, vt.buf);   // sample_type
+    head.bytes(11, vt.buf);  // period_type
+    head.uint(12, 1);        // period
+    out_ << head.buf;
+  }
+  void begin_tree(const TreeInfo &info) override {
+    info_ = info;
+    ++tree_;
+    site_loc_.clear();
+    entry_loc_.clear();
+    mapping_of_.assign(info.modules->size(), 0);
+    if (!time_ns_ || info.meta->start_ns < time_ns_) time_ns_ = info.meta->start_ns;
+    end_ns_ = std::max(end_ns_, info.meta->end_ns);
+  }
+  void node(const WalkNode &w, std::span<const WalkNode> path) override {
+    if (w.count == 0 || path.empty()) return;
+    ids_.clear();
+    ids_.push_back(entry_location(w.node.routine));
+    for (size_t k = path.size() - 1; k >= 1; --k) {
+      const WalkNode &child = k + 1 < path.size() ? path[k + 1] : w;
+      ids_.push_back(child.node.call_site ? site_location(child.node.call_site) : entry_location(path[k].node.routine));
+    }
+    Proto s;
+    s.packed(1, ids_);
+    s.packed(2, {w.count});
+    Proto pid;
+    pid.uint(1, str("pid"));
+    pid.uint(3, info_.meta->pid);
+    s.bytes(3, pid.buf);
+    if (!info_.merged) {
+      Proto th;
+      th.uint(1, str("thread"));
+      th.uint(3, info_.meta->thread_seq);
+      s.bytes(3, th.buf);
+    }
+    Proto sample;
+    sample.bytes(2, s.buf);
+    out_ << sample.buf;
+  }
+  void end_tree(const WalkStats &) override {}
+  void finish() override {
+    Proto tail;
+    for (const std::string &m : mappings_) tail.bytes(3, m);
+    for (const std::string &l : locations_) tail.bytes(4, l);
+    for (const std::string &f : functions_) tail.bytes(5, f);
+    tail.uint(9, time_ns_);
+    if (end_ns_ > time_ns_) tail.uint(10, end_ns_ - time_ns_);
+    tail.uint(13, str("hcct export --format pprof: calling-context tree, value = entries into each context"));
+    for (const std::string &s : strings_) tail.bytes(6, s);  // after the last str()
+    out_ << tail.buf;
+  }
+
+ private:
+  uint64_t str(const std::string &s) {
+    std::string v = valid_utf8(s);
+    auto [it, fresh] = string_ids_.try_emplace(v, strings_.size());
+    if (fresh) strings_.push_back(v);
+    return it->second;
+  }
+  // Functions by name and file; the start line is known only for those first met at their entry.
+  uint64_t function_id(const std::string &name, const std::string &file, uint32_t line) {
+    std::string key = name + '\n' + file;
+    auto [it, fresh] = function_ids_.try_emplace(key, functions_.size() + 1);
+    if (fresh) {
+      Proto f;
+      f.uint(1, it->second);
+      f.uint(2, str(name));
+      f.uint(3, str(name));
+      f.uint(4, str(file));
+      f.uint(5, line);
+      functions_.push_back(f.buf);
+    }
+    return it->second;
+  }
+  uint64_t mapping(const analysis::Module *m) {
+    if (!m) return 0;
+    // The symbolizer holds its own copy of the module map: find the entry by value.
+    size_t i = 0;
+    while (i < info_.modules->size() && !((*info_.modules)[i] == *m)) ++i;
+    if (i >= mapping_of_.size()) return 0;
+    if (!mapping_of_[i]) {
+      Proto p;
+      mapping_of_[i] = mappings_.size() + 1;
+      p.uint(1, mapping_of_[i]);
+      p.uint(2, m->lo);
+      p.uint(3, m->hi);
+      p.uint(5, str(m->path));
+      static const char digits[] = "0123456789abcdef";
+      std::string id;
+      for (uint8_t c : m->build_id) (id += digits[c >> 4]) += digits[c & 15];
+      p.uint(6, str(id));
+      p.uint(7, info_.symbolized);
+      p.uint(8, info_.symbolized);
+      p.uint(9, info_.symbolized);
+      p.uint(10, info_.symbolized);
+      mappings_.push_back(p.buf);
+    }
+    return mapping_of_[i];
+  }
+  uint64_t entry_location(uint64_t routine) {
+    auto it = entry_loc_.find(routine);
+    if (it != entry_loc_.end()) return it->second;
+    const Symbol &s = info_.names->routine(routine);
+    Proto l;
+    uint64_t id = locations_.size() + 1;
+    l.uint(1, id);
+    l.uint(2, mapping(s.module));
+    l.uint(3, routine);
+    Proto line;
+    line.uint(1, function_id(s.function, s.file, s.line));
+    line.uint(2, s.line);
+    l.bytes(4, line.buf);
+    locations_.push_back(l.buf);
+    entry_loc_.emplace(routine, id);
+    return id;
+  }
+  uint64_t site_location(uint64_t site) {
+    auto it = site_loc_.find(site);
+    if (it != site_loc_.end()) return it->second;
+    const Symbol &s = info_.names->call_site(site);
+    Proto l;
+    uint64_t id = locations_.size() + 1;
+    l.uint(1, id);
+    l.uint(2, mapping(s.module));
+    l.uint(3, site);
+    if (s.frames.empty()) {
+      Proto line;
+      line.uint(1, function_id(s.function, s.file, 0));
+      line.uint(2, s.line);
+      l.bytes(4, line.buf);
+    } else {
+      // Innermost first, the last being the out-of-line function: pprof's order too.
+      for (size_t k = 0; k < s.frames.size(); ++k) {
+        const analysis::SourceFrame &f = s.frames[k];
+        Proto line;
+        line.uint(1, function_id(k + 1 == s.frames.size() ? s.function : f.function, f.file, 0));
+        line.uint(2, f.line);
+        l.bytes(4, line.buf);
+      }
+    }
+    locations_.push_back(l.buf);
+    site_loc_.emplace(site, id);
+    return id;
+  }
+
+  std::ostream &out_;
+  TreeInfo info_;
+  uint64_t tree_ = 0;
+  uint64_t time_ns_ = 0, end_ns_ = 0;
+  std::vector<uint64_t> ids_;
+  std::vector<std::string> strings_, mappings_, locations_, functions_;
+  std::unordered_map<std::string, uint64_t> string_ids_, function_ids_;
+  std::unordered_map<uint64_t, uint64_t> site_loc_, entry_loc_;  // per tree (addresses are per process)
+  std::vector<uint64_t> mapping_of_;                              // per tree: module index -> mapping id
+};
+
+// ------------------------------------------------------------------------------------------ json
+
+// "hcct-tree/1" (docs/hcct-tree.schema.json): one object per tree, nodes one per line in postorder.
+class Json : public Exporter {
+ public:
+  explicit Json(std::ostream &out) : out_(out) { out_ << "{\"schema\":\"hcct-tree/1\",\"trees\":["; }
+  void begin_tree(const TreeInfo &info) override {
+    info_ = info;
+    const analysis::ThreadMeta &m = *info.meta;
+    json h;
+    h["file"] = info.source.empty() ? json() : json(info.source);
+    h["pid"] = m.pid;
+    h["threads"] = info.threads;
+    h["merged"] = info.merged;
+    h["mode"] = analysis::to_string(m.mode);
+    h["key"] = analysis::to_string(m.key);
+    h["calls"] = m.calls;
+    h["epsilon"] = m.mode == analysis::Mode::hcct ? json(m.epsilon) : json();
+    h["error_bound"] = m.mode == analysis::Mode::hcct ? json(m.min_count) : m.mode == analysis::Mode::cct ? json(0) : json();
+    h["min_share"] = info.min_share;
+    h["threshold"] = info.threshold;
+    h["input_nodes"] = info.node_count;
+    std::string s = h.dump(-1, ' ', false, json::error_handler_t::replace);
+    s.pop_back();
+    out_ << (first_ ? "\n" : ",\n") << s << ",\"nodes\":[";
+    first_ = false;
+    first_node_ = true;
+  }
+  void node(const WalkNode &w, std::span<const WalkNode> path) override {
+    json n;
+    n["id"] = w.id;
+    n["parent"] = path.empty() ? json() : json(w.parent);
+    n["depth"] = w.depth;
+    n["count"] = w.count;
+    n["total"] = w.total;
+    n["selected"] = w.selected;
+    if (w.truncated) n["truncated"] = true;
+    if (!path.empty()) {
+      n["raw_count"] = w.node.count;
+      if (info_.meta->mode == analysis::Mode::hcct) n["monitored"] = w.node.monitored();
+      n["routine"] = hex(w.node.routine);
+      n["call_site"] = w.node.call_site ? json(hex(w.node.call_site)) : json();
+      n["function"] = symbol_json(info_.names->routine(w.node.routine), false);
+      n["call"] = w.node.call_site ? symbol_json(info_.names->call_site(w.node.call_site), true) : json();
+    }
+    out_ << (first_node_ ? "\n" : ",\n") << n.dump(-1, ' ', false, json::error_handler_t::replace);
+    first_node_ = false;
+  }
+  void end_tree(const WalkStats &st) override {
+    out_ << "\n],\"kept\":" << st.kept << ",\"selected\":" << st.selected << ",\"total\":" << st.total << "}";
+  }
+  void finish() override { out_ << "\n]}\n"; }
+
+ private:
+  std::ostream &out_;
+  TreeInfo info_;
+  bool first_ = true, first_node_ = true;
+};
+
+// ------------------------------------------------------------------------------------------- dot
+
+std::string dot_escape(const std::string &s) {
+  std::string out;
+  for (char c : valid_utf8(s)) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// Graphviz: one cluster per tree, a box per kept node (function, definition, count and share,
+// subtree total), an edge per call labelled with the call site. Cold ancestors are dashed.
+class Dot : public Exporter {
+ public:
+  explicit Dot(std::ostream &out) : out_(out) {
+    out_ << "digraph hcct {\n  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n"
+            "  edge [fontname=\"Helvetica\", fontsize=9];\n";
+  }
+  void begin_tree(const TreeInfo &info) override {
+    info_ = info;
+    ++tree_;
+    std::string label = (info.source.empty() ? std::string("merged") : info.source) + ": pid " +
+                        std::to_string(info.meta->pid) + ", N = " + with_commas(info.meta->calls);
+    out_ << "  subgraph cluster_" << tree_ << " {\n    label=\"" << dot_escape(label) << "\";\n";
+  }
+  void node(const WalkNode &w, std::span<const WalkNode> path) override {
+    std::string id = "t" + std::to_string(tree_) + "n" + std::to_string(w.id);
+    std::string o;
+    if (path.empty()) {
+      o = "    " + id + " [label=\"thread start\\ntotal " + with_commas(w.total) + "\", shape=ellipse];\n";
+    } else {
+      const uint64_t n = info_.meta->calls;
+      std::string label = describe_routine(info_.names->routine(w.node.routine));
+      label += "\n" + with_commas(w.count) + " (" + percent(w.count, n) + ")";
+      label += "\ntotal " + with_commas(w.total) + " (" + percent(w.total, n) + ")";
+      if (w.truncated) label += "\n(deeper contexts included)";
+      std::string esc = dot_escape(label);
+      std::string lines;
+      for (size_t i = 0; i < esc.size(); ++i) {
+        if (esc[i] == '\n') lines += "\\n";
+        else lines += esc[i];
+      }
+      o = "    " + id + " [label=\"" + lines + "\"" + (w.selected ? "" : ", style=dashed, color=gray50") + "];\n";
+      o += "    t" + std::to_string(tree_) + "n" + std::to_string(w.parent) + " -> " + id;
+      if (w.node.call_site)
+        o += " [label=\"" + dot_escape(describe_call_site(info_.names->call_site(w.node.call_site))) + "\"]";
+      o += ";\n";
+    }
+    out_ << o;
+  }
+  void end_tree(const WalkStats &) override { out_ << "  }\n"; }
+  void finish() override { out_ << "}\n"; }
+
+ private:
+  std::ostream &out_;
+  TreeInfo info_;
+  uint64_t tree_ = 0;
+};
+
+}  // namespace
+
+bool export_is_binary(const std::string &format) { return format == "pprof"; }
+
+std::unique_ptr<Exporter> make_exporter(const std::string &format, std::ostream &out) {
+  if (format == "folded") return std::make_unique<Folded>(out);
+  if (format == "callgrind") return std::make_unique<Callgrind>(out);
+  if (format == "pprof") return std::make_unique<Pprof>(out);
+  if (format == "json") return std::make_unique<Json>(out);
+  if (format == "dot") return std::make_unique<Dot>(out);
+  throw std::invalid_argument("unknown export format " + format);
+}
+
+}  // namespace hcct::cli
