@@ -54,6 +54,10 @@
 #include "ggc.h"
 #include "varasm.h"
 #include "cgraph.h"
+#include "cfghooks.h"
+#include "ssa.h"
+#include "tree-cfg.h"
+#include "tree-into-ssa.h"
 #include "predict.h"
 #include "gimple-predict.h"
 
@@ -83,6 +87,11 @@ struct Options {
   unsigned long min_size = 0;
   std::string list_path;
   int list_fd = -1;
+  // Where the probes go: before inlining (each source-level function, inlined copies included;
+  // exits by exception run the exit probe as a cleanup) or after it (the optimised program's real
+  // functions and clones; no exit probe on exception or longjmp exits). docs/INLINING.md.
+  enum class Stage { kEarly, kLate } stage = Stage::kEarly;
+  bool stage_given = false;
 };
 
 Options opts;
@@ -148,6 +157,21 @@ bool parse_options(const plugin_name_args *info) {
       ok &= add_pattern(opts.exclude_file, key, value);
     } else if (!strcmp(key, "min-size")) {
       ok &= parse_size(key, value, &opts.min_size);
+    } else if (!strcmp(key, "stage")) {
+      if (opts.stage_given) {
+        error("%<-fplugin-arg-%s-stage%> given twice", opts.prefix.c_str());
+        ok = false;
+      } else if (value && !strcmp(value, "early")) {
+        opts.stage = Options::Stage::kEarly;
+      } else if (value && !strcmp(value, "late")) {
+        opts.stage = Options::Stage::kLate;
+      } else {
+        error("%<-fplugin-arg-%s-stage=%s%>: expected %<early%> (before inlining) or %<late%> "
+              "(after inlining)",
+              opts.prefix.c_str(), value ? value : "");
+        ok = false;
+      }
+      opts.stage_given = true;
     } else if (!strcmp(key, "list")) {
       if (!value || !*value) {
         error("%<-fplugin-arg-%s-list%> needs a file name", opts.prefix.c_str());
@@ -172,7 +196,7 @@ bool parse_options(const plugin_name_args *info) {
       // gcc passes unknown keys through silently; a misspelt option must not silently instrument
       // everything.
       error("unknown option %<-fplugin-arg-%s-%s%>; known: include=RE, exclude=RE, include-file=RE, "
-            "exclude-file=RE, min-size=N, list=FILE",
+            "exclude-file=RE, min-size=N, list=FILE, stage=early|late",
             opts.prefix.c_str(), key);
       ok = false;
     }
@@ -277,6 +301,40 @@ BodyStats body_stats(gimple_seq body) {
   return stats;
 }
 
+bool counts_as_call(const gimple *stmt) {
+  if (gimple_call_internal_p(stmt))
+    return false;
+  tree callee = gimple_call_fndecl(stmt);
+  return !callee || !fndecl_built_in_p(callee, BUILT_IN_NORMAL) ||
+         strncmp(IDENTIFIER_POINTER(DECL_NAME(callee)), "__builtin_", 10) != 0;
+}
+
+// The same counts on a body in CFG form (the late stage): after inlining, so a function whose
+// callees were all inlined is a leaf here.
+BodyStats body_stats_cfg(function *fun) {
+  BodyStats stats;
+  basic_block bb;
+  FOR_EACH_BB_FN(bb, fun) {
+    for (gimple_stmt_iterator gsi = gsi_start_bb(bb); !gsi_end_p(gsi); gsi_next(&gsi)) {
+      gimple *stmt = gsi_stmt(gsi);
+      switch (gimple_code(stmt)) {
+      case GIMPLE_LABEL:
+      case GIMPLE_NOP:
+      case GIMPLE_DEBUG:
+      case GIMPLE_PREDICT:
+        continue;
+      case GIMPLE_CALL:
+        stats.calls |= counts_as_call(stmt);
+        break;
+      default:
+        break;
+      }
+      ++stats.statements;
+    }
+  }
+  return stats;
+}
+
 bool has_attribute(tree fd, const char *name) {
   return lookup_attribute(name, DECL_ATTRIBUTES(fd)) != NULL_TREE;
 }
@@ -318,6 +376,17 @@ bool never_instrument(tree fd) {
       return true;
   }
   return false;
+}
+
+// By name and file only (the early stage's pre-check in late mode, before bodies are final).
+bool selected_by_name(const std::string &name, const std::string &file) {
+  if (!opts.include.empty() && !matches_any(opts.include, name))
+    return false;
+  if (matches_any(opts.exclude, name))
+    return false;
+  if (!opts.include_file.empty() && !matches_any(opts.include_file, file))
+    return false;
+  return !matches_any(opts.exclude_file, file);
 }
 
 bool selected(tree fd, const std::string &name, const std::string &file, gimple_seq body) {
@@ -601,6 +670,131 @@ void instrument(tree fd) {
   build_gate_constructor();
 }
 
+
+// ---------------------------------------------------------------------------------------------------
+// The late stage: probes in the optimised body (CFG and SSA form), after all inlining
+// ---------------------------------------------------------------------------------------------------
+
+// Inserts before *gsi (a function in CFG/SSA form):
+//
+//   site = __builtin_return_address(0);
+//   p = __hcct_gate_ptr; v = *p;               -- both volatile
+//   if (v != 0) probe(&this_fn, site);          -- 10 % taken, like the early stage's predictor
+//
+// The call gets a block of its own; the statement at *gsi ends up in the join block.
+void insert_probe_before(gimple_stmt_iterator *gsi, tree probe, tree fd, location_t loc) {
+  tree ptr_type = build_pointer_type(gate_type());
+  gimple_seq seq = NULL;
+  tree site = make_ssa_name(ptr_type_node);
+  gcall *ra = gimple_build_call(builtin_decl_implicit(BUILT_IN_RETURN_ADDRESS), 1, integer_zero_node);
+  gimple_call_set_lhs(ra, site);
+  gimple_set_location(ra, loc);
+  gimple_seq_add_stmt(&seq, ra);
+  tree p = make_ssa_name(ptr_type);
+  gimple *g = gimple_build_assign(p, gate_ptr_decl);
+  gimple_set_location(g, loc);
+  gimple_seq_add_stmt(&seq, g);
+  tree mem = build2(MEM_REF, gate_type(), p, build_int_cst(ptr_type, 0));
+  TREE_THIS_VOLATILE(mem) = 1;
+  TREE_SIDE_EFFECTS(mem) = 1;
+  tree v = make_ssa_name(unsigned_char_type_node);
+  gimple *load = gimple_build_assign(v, mem);
+  gimple_set_location(load, loc);
+  gimple_seq_add_stmt(&seq, load);
+  gsi_insert_seq_before(gsi, seq, GSI_SAME_STMT);
+
+  gcond *cond = gimple_build_cond(NE_EXPR, v, build_zero_cst(unsigned_char_type_node), NULL_TREE,
+                                  NULL_TREE);
+  gimple_set_location(cond, loc);
+  basic_block then_bb = insert_cond_bb(gimple_bb(load), load, cond,
+                                       profile_probability::guessed_always().apply_scale(1, 10));
+  gcall *call = gimple_build_call(probe, 2, this_fn_address(fd), site);
+  gimple_set_location(call, loc);
+  gimple_stmt_iterator at = gsi_start_bb(then_bb);
+  gsi_insert_before(&at, call, GSI_NEW_STMT);
+}
+
+// The statement an exit probe goes before: the return, or the tail call right before it (gcc
+// marked it in "tailc"; it stays a tail call, so the callee runs after this frame is gone and its
+// context is this function's caller's, as on the machine stack).
+gimple *exit_point(gimple *ret) {
+  gimple_stmt_iterator gsi = gsi_for_stmt(ret);
+  gsi_prev_nondebug(&gsi);
+  if (gsi_end_p(gsi))
+    return ret;
+  gimple *prev = gsi_stmt(gsi);
+  if (is_gimple_call(prev) && gimple_call_tail_p(as_a<gcall *>(prev)))
+    return prev;
+  return ret;
+}
+
+unsigned instrument_late(function *fun) {
+  tree fd = fun->decl;
+  location_t entry_loc = DECL_SOURCE_LOCATION(fd);
+  // Exits first: the returns, found before the entry block is split.
+  std::vector<gimple *> exits;
+  edge e;
+  edge_iterator ei;
+  FOR_EACH_EDGE(e, ei, EXIT_BLOCK_PTR_FOR_FN(fun)->preds) {
+    gimple *last = last_stmt(e->src);
+    if (last && gimple_code(last) == GIMPLE_RETURN)
+      exits.push_back(exit_point(last));
+  }
+  for (gimple *at : exits) {
+    location_t loc = gimple_location(at) != UNKNOWN_LOCATION ? gimple_location(at)
+                                                              : fun->function_end_locus;
+    gimple_stmt_iterator gsi = gsi_for_stmt(at);
+    insert_probe_before(&gsi, exit_decl, fd, loc);
+  }
+  basic_block first = split_edge(single_succ_edge(ENTRY_BLOCK_PTR_FOR_FN(fun)));
+  gimple_stmt_iterator gsi = gsi_start_bb(first);
+  // An empty block: insert a placeholder to insert before, then drop it.
+  gimple *nop = gimple_build_nop();
+  gsi_insert_before(&gsi, nop, GSI_NEW_STMT);
+  insert_probe_before(&gsi, enter_decl, fd, entry_loc);
+  gsi = gsi_for_stmt(nop);
+  gsi_remove(&gsi, true);
+  mark_virtual_operands_for_renaming(fun);
+  return TODO_update_ssa_only_virtuals | TODO_cleanup_cfg;
+}
+
+const pass_data late_pass_data = {
+    GIMPLE_PASS,
+    "hcct_instrument_late",
+    OPTGROUP_NONE,
+    TV_NONE,
+    PROP_cfg | PROP_ssa, // properties_required
+    0,                   // properties_provided
+    0,                   // properties_destroyed
+    0,                   // todo_flags_start
+    0,                   // todo_flags_finish
+};
+
+class LatePass : public gimple_opt_pass {
+public:
+  explicit LatePass(gcc::context *ctx) : gimple_opt_pass(late_pass_data, ctx) {}
+
+  unsigned int execute(function *fun) override {
+    tree fd = fun->decl;
+    // The early pass made the unit's gate pointer and constructor for every function it could
+    // select; without them (nothing selectable in the unit) there is nothing to do.
+    if (!gate_ptr_decl || never_instrument(fd) || fd == ctor_decl)
+      return 0;
+    std::string name = lang_hooks.decl_printable_name(fd, 1);
+    const std::string &file = source_path(fd);
+    if (!selected_by_name(name, file))
+      return 0;
+    if (opts.min_size > 0) {
+      BodyStats stats = body_stats_cfg(fun);
+      if (!stats.calls && stats.statements < opts.min_size)
+        return 0;
+    }
+    unsigned todo = instrument_late(fun);
+    write_list_line(fd, name, file);
+    return todo;
+  }
+};
+
 const pass_data instrument_pass_data = {
     GIMPLE_PASS,
     "hcct_instrument",
@@ -628,6 +822,15 @@ public:
       return 0;
     std::string name = lang_hooks.decl_printable_name(fd, 1);
     const std::string &file = source_path(fd);
+    if (opts.stage == Options::Stage::kLate) {
+      // The probes go in later; the gate pointer and its constructor are made now, while new
+      // functions can still join the call graph.
+      if (selected_by_name(name, file)) {
+        build_runtime_decls();
+        build_gate_constructor();
+      }
+      return 0;
+    }
     if (!selected(fd, name, file, gimple_body(fd)))
       return 0;
     instrument(fd);
@@ -660,7 +863,7 @@ int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
 
   static plugin_info help = {kPluginVersion,
                              "include=RE exclude=RE include-file=RE exclude-file=RE min-size=N "
-                             "list=FILE; see docs/GCC-PLUGIN.md"};
+                             "list=FILE stage=early|late; see docs/GCC-PLUGIN.md"};
   register_callback(info->base_name, PLUGIN_INFO, nullptr, &help);
   register_callback(info->base_name, PLUGIN_REGISTER_GGC_ROOTS, nullptr,
                     const_cast<ggc_root_tab *>(gc_roots));
@@ -673,6 +876,23 @@ int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
   pass.ref_pass_instance_number = 1;
   pass.pos_op = PASS_POS_INSERT_BEFORE;
   register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &pass);
+  if (opts.stage == Options::Stage::kLate) {
+    if (flag_generate_lto || in_lto_p) {
+      error("%<-fplugin-arg-%s-stage=late%> does not support %<-flto%> yet: instrument before "
+            "inlining (stage=early) or build without LTO",
+            opts.prefix.c_str());
+      return 1;
+    }
+    // Right before "optimized" (pass_cleanup_cfg_post_optimizing), which runs at every -O level:
+    // after IPA inlining, function splitting and cloning, tail-recursion elimination and tail-call
+    // marking. Its dump (-fdump-tree-optimized) shows the probes.
+    register_pass_info late;
+    late.pass = new LatePass(g);
+    late.reference_pass_name = "optimized";
+    late.ref_pass_instance_number = 1;
+    late.pos_op = PASS_POS_INSERT_BEFORE;
+    register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &late);
+  }
   register_callback(info->base_name, PLUGIN_FINISH, finish, nullptr);
   return 0;
 }
