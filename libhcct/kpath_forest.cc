@@ -81,10 +81,13 @@ HCCT_NOINST void PathTrace::release() {
 
 // ---- PathProfiler
 
-HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, bool move_to_front) {
+KsfNode g_path_end = {kEndPath, 0, &g_path_end, kEndPath, &g_path_end, &g_path_end, &g_path_end, nullptr};
+
+HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, Hint hint, uint64_t token) {
   k_ = k < 1 ? 1 : k;
   tracing_ = trace;
-  move_to_front_ = move_to_front;
+  hint_ = hint;
+  token_ = token;
   return roots_.init(1024);
 }
 
@@ -94,51 +97,115 @@ HCCT_NOINST void PathProfiler::destroy() {
   trace_.release();
 }
 
+HCCT_NOINST uint64_t PathProfiler::paths() const {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < roots_.capacity(); ++i) {
+    const RootTable::Slot &s = roots_.slots()[i];
+    if (s.value == 0) continue;
+    if (k_ == 1) {
+      sum += s.value;
+      continue;
+    }
+    // Depth first; each level holds at most one pending sibling, and windows are at most k deep.
+    const KsfNode *stack[2 * 256 + 4];
+    size_t depth = 0;
+    stack[depth++] = reinterpret_cast<const KsfNode *>(s.value);
+    while (depth) {
+      const KsfNode *n = stack[--depth];
+      sum += n->count;
+      if (n->next_sibling != kEnd) stack[depth++] = n->next_sibling;
+      if (n->first_child != kEnd) stack[depth++] = n->first_child;
+    }
+  }
+  return sum;
+}
+
 HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
-  auto *n = static_cast<KsfNode *>(arena_.allocate(sizeof(KsfNode)));
+  // Cache-line aligned where possible: the arena hands out 16-byte aligned pieces, so the first
+  // node of a chunk is dropped and the cursor padded (a few bytes per chunk).
+  void *p = nullptr;
+  for (int tries = 0; tries < 4; ++tries) {
+    p = arena_.allocate(sizeof(KsfNode));
+    if (!p || !(reinterpret_cast<uintptr_t>(p) & 63)) break;
+    if (!arena_.allocate(64 - (reinterpret_cast<uintptr_t>(p) & 63))) return nullptr;
+  }
+  auto *n = static_cast<KsfNode *>(p);
   if (!n) return nullptr;
-  *n = KsfNode{id, 0, nullptr, nullptr};
+  *n = KsfNode{id, 0, kEnd, kEndPath, kEnd, kEnd, kEnd, nullptr};
   ++nodes_;
   return n;
 }
 
 HCCT_NOINST KsfNode *PathProfiler::new_root(uint64_t *slot, uint64_t id) {
   KsfNode *n = new_node(id);
-  // A slot left at 0 stays free for the next attempt (the key is overwritten then).
-  if (n) *slot = reinterpret_cast<uint64_t>(n);
+  if (!n) return nullptr;  // a slot left at 0 stays free for the next attempt
+  *slot = reinterpret_cast<uint64_t>(n);
   return n;
 }
 
-// Scans the siblings; a found child moves to the front so that the next lookup of the same ID
-// (the common case in loops) is the inline first-child test. New children go in front too.
-HCCT_NOINST KsfNode *PathProfiler::child_slow(KsfNode *parent, uint64_t id) {
+// The next window after `window` for item `id`: a child of succ(window), created if new. Then the
+// window's hint is set for the fast path's next look.
+HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uint64_t id) {
   ++lookups_;
-  KsfNode *prev = parent->first_child;
-  if (prev) {
-    for (KsfNode *n = prev->next_sibling; n; prev = n, n = n->next_sibling) {
-      ++scans_;
-      if (n->path != id) continue;
-      if (move_to_front_) {
-        prev->next_sibling = n->next_sibling;
-        n->next_sibling = parent->first_child;
-        parent->first_child = n;
-      }
-      return n;
+  uint32_t d = depth(window);
+  KsfNode *parent = d < k_ ? window : window->link;
+  KsfNode *prev = nullptr, *found = nullptr;
+  for (KsfNode *n = parent->first_child; n != kEnd; prev = n, n = n->next_sibling) {
+    ++scans_;
+    if (n->path == id) {
+      found = n;
+      break;
     }
   }
+  if (!found) {
+    found = make_child(parent, d < k_ ? d : k_ - 1, function, id);
+    if (!found) return nullptr;
+    prev = nullptr;  // new children go in front
+  }
+  if (hint_ == Hint::kMoveToFront && prev) {
+    // Unlink, then relink in front. Only this thread's runtime changes lists, and never while an
+    // inline fast path of this thread is half done (it would have to interrupt it): fast paths
+    // see either list, and every node stays reachable from the hints that point to it.
+    prev->next_sibling = found->next_sibling;
+    found->next_sibling = parent->first_child;
+    compiler_fence();
+    parent->first_child = found;
+  }
+  if (hint_ == Hint::kLast) {
+    if (window->hint != found) window->hint2 = window->hint;
+    window->hint = found;
+  } else {
+    window->hint = parent->first_child;
+    window->hint2 = parent->first_child->next_sibling;
+  }
+  window->hint_path = window->hint->path;
+  return found;
+}
+
+// Finds or creates the child `id` of `parent` (depth `parent_depth`; null = the roots). A new node
+// gets its link first (the child `id` of link(parent), found or created the same way), so every
+// node's link exists.
+HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint32_t parent_depth, uint64_t function,
+                                              uint64_t id) {
+  if (!parent) return root(function, id);
+  for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
+    if (n->path == id) return n;
+  KsfNode *link = make_child(parent->link, parent_depth - 1, function, id);
+  if (!link) return nullptr;
   KsfNode *n = new_node(id);
   if (!n) return nullptr;
+  n->link = link;
   n->next_sibling = parent->first_child;
+  compiler_fence();  // complete before anything can reach it
   parent->first_child = n;
   return n;
 }
 
-// Tree memory ran out: the item is not counted and the activation starts over as after ∗, so
-// every counted n-gram is still one that occurred.
+// Tree memory ran out: the item is not counted and the activation starts over as after ∗ (without
+// a new stream), so every counted n-gram still occurred.
 HCCT_NOINST void PathProfiler::lose(PathFrame *frame) {
   ++lost_;
-  frame->top = frame->bottom = nullptr;
-  frame->left = 0;
+  frame->node = nullptr;
   report_memory_exhausted();
 }
 

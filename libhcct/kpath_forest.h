@@ -1,12 +1,29 @@
-// The path profiler's per-thread data (docs/KPATH.md, "Runtime"): the k-slab forest of thesis
-// Algorithm 4, built from the stream of Ball-Larus path IDs, or one counter per (function, path ID)
-// for k = 1 (BLPP). Deterministic and free of TLS and system calls other than mmap, like
-// profile.h, so unit tests drive it directly.
+// The path profiler's per-thread data (docs/KPATH.md, "Runtime"): the k-window forest built from
+// the stream of Ball-Larus path IDs, or one counter per (function, path ID) for k = 1 (BLPP).
+// Deterministic and free of TLS and system calls other than mmap, like profile.h, so unit tests
+// drive it directly.
 //
 // The stream is per activation: the pass gives every activation of an instrumented function a
-// PathFrame in its own stack frame, reset by the ∗ marker (__hcct_path_enter), so a callee's paths
+// PathFrame in its own stack frame, reset inline at its entry (the ∗ marker), so a callee's paths
 // never split its caller's n-grams, recursion needs no shadow stack, and an activation left by an
 // exception or longjmp simply stops.
+//
+// The k-window forest (kWF). Every item of an activation is counted once, in the node whose root
+// path is the *window* of the last min(k, j) items (j = items so far in the activation). Joining
+// below every node to depth K (thesis Algorithms 5-6, analysis/src/kpath_ipf.cc) adds each item's
+// count to every suffix of its window of length <= K: exactly the n-grams (n <= K) that end at that
+// item. So the K-IPF is exact for every K <= k, as with the thesis's k-slab forest (Algorithm 4),
+// whose counted nodes hold windows of up to 2k - 2 items; here a node holds at most k, and the
+// forest has at most one node per distinct n-gram (n <= k) of the stream. On high-entropy streams
+// that is far smaller (docs/BENCHMARKS.md, "kpath").
+//
+// Moving the window by one item x: from window w to the node for the last k items of w.x, which
+// is the child labelled x of succ(w), where succ(w) = w while |w| < k, else link(w) = the node for
+// w minus its first item (a suffix link, set when w is created). One item = one child lookup, no
+// chunk boundaries, no hash lookup after an activation's first item. Each node caches two children
+// of its succ, `hint` (with its label) and `hint2`, the inline fast path's guesses
+// (docs/RUNTIME-ABI.md; path_fast_step below is its C++ twin); lists and guesses end in the shared
+// sentinel kEnd, never null, so the fast path needs no null tests and picks without a branch.
 #ifndef HCCT_RT_KPATH_FOREST_H
 #define HCCT_RT_KPATH_FOREST_H
 
@@ -14,22 +31,50 @@
 
 namespace hcct::rt {
 
-// A k-SF node: first-child/next-sibling, 32 bytes. The function is implied by the tree (an
-// activation only emits its own function's IDs); roots keep it in the root table.
+// A kWF node, 64 bytes, one cache line (allocated line-aligned). The function is implied by the tree (an activation only
+// emits its own function's IDs); roots keep it in the root table. The inline fast path reads
+// `hint`, `hint_path`, `hint2` (one line) and the picked node's `path`, and increments its
+// `count`: these offsets are ABI (kpath/src/PathInstrumenter.cpp emits the same loads).
 struct KsfNode {
-  uint64_t path;
+  uint64_t path;          // kEndPath in the sentinel only
   uint64_t count;
-  KsfNode *first_child;
-  KsfNode *next_sibling;
+  KsfNode *hint;          // a child of succ(this) (kEnd if none known): the fast path's first guess
+  uint64_t hint_path;     // hint->path, so that choosing between the guesses needs no other line
+  KsfNode *hint2;         // another child of succ(this), or kEnd: the second guess
+  KsfNode *first_child;   // kEnd if none
+  KsfNode *next_sibling;  // kEnd after the last
+  KsfNode *link;          // the node for this window minus its first item; null for a root
 };
+static_assert(sizeof(KsfNode) == 64, "the pass emits these offsets");
 
-// struct hcct_path_frame of the ABI: the state of Algorithm 4 for one activation.
+// The end of every child list and the guess "none": matches no path ID (IDs are below 2^62), its
+// own next sibling and hints, never written.
+inline constexpr uint64_t kEndPath = ~uint64_t(0);
+extern KsfNode g_path_end;
+#define kEnd (&::hcct::rt::g_path_end)
+
+// struct hcct_path_frame of the ABI: one activation's window, as handed to the runtime. The
+// instrumented code keeps both words in registers and stores them only around a slow call.
 struct PathFrame {
-  KsfNode *top;      // τ: current node in the upper slab
-  KsfNode *bottom;   // β: current node in the lower slab
-  uint64_t left;     // items left in the current chunk of k − 1 (0: the next item starts a chunk)
-  const void *owner; // the profiler the pointers belong to; anything else means "start afresh"
+  KsfNode *node;   // the current window; null at the activation's start and after a restart
+  uint64_t owner;  // 0 at the activation's start; else the owner value of the profiler that set `node`
 };
+static_assert(sizeof(PathFrame) == 16, "the pass allocates 16 bytes");
+
+// The inline fast path as the pass emits it (C++ twin, for tests and documentation): of the
+// window's two guesses, the one whose label is `id` (hint if hint_path says so, else hint2) gets
+// the count and becomes the window (siblings = 1: hint only). No reordering, no allocation, one
+// well-predicted branch. False if the runtime must be called: no window, a frame of another owner,
+// or neither guess. `token` is the calling thread's __hcct_path_token.
+HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, uint64_t id, unsigned siblings) {
+  KsfNode *w = frame->node;
+  if (!w || frame->owner != token || siblings == 0) return false;
+  KsfNode *pick = w->hint_path == id || siblings == 1 ? w->hint : w->hint2;
+  if (pick->path != id) return false;
+  ++pick->count;
+  frame->node = pick;
+  return true;
+}
 
 // Open-addressing hash table (function, path) → value, linear probing, on mmap'd memory that
 // counts against max_mb. A value of 0 marks a free slot: callers store nonzero values only.
@@ -124,45 +169,51 @@ class PathTrace {
 
 class PathProfiler {
  public:
-  // k = 1: BLPP counters; k >= 2: k-SF.
-  bool init(uint32_t k, bool trace, bool move_to_front = true);
+  // How the runtime sets a window's guesses after looking up its next window (docs/BENCHMARKS.md,
+  // "kpath", has the measurements): kHead = the first two children of succ (lists keep insertion
+  // order: "scan the first few without reordering"); kLast = the two most recent next windows of
+  // this window (LRU, no reordering); kMoveToFront = move the found child to the front of succ's
+  // list, guesses = its first two.
+  enum class Hint : uint8_t { kHead, kLast, kMoveToFront };
+  // k = 1: BLPP counters; k >= 2: kWF. `token` (even, nonzero) is what frames owned by this
+  // profiler carry while the inline fast path may use them.
+  bool init(uint32_t k, bool trace, Hint hint = Hint::kLast, uint64_t token = 2);
   void destroy();
 
-  // The ∗ marker: a new activation of `function` starts with `frame`.
-  HCCT_NOINST void enter(PathFrame *frame, uint64_t function) {
-    frame->top = frame->bottom = nullptr;
-    frame->left = 0;
-    frame->owner = this;
-    ++enters_;
-    if (HCCT_UNLIKELY(tracing_)) trace_.add(0, frame, function, 0);
+  // The ∗ marker, as the pass emits it inline at every function entry.
+  HCCT_NOINST static void enter(PathFrame *frame) {
+    frame->node = nullptr;
+    frame->owner = 0;
   }
 
-  // Algorithm 4 (process_bl_path_id) for one path ID of the activation owning `frame`.
+  // One path ID of the activation owning `frame` that the fast path did not take.
   HCCT_NOINST void path(PathFrame *frame, uint64_t function, uint64_t id) {
+    ++slow_;
+    if (HCCT_UNLIKELY(frame->owner != owner_value())) {
+      // Fresh (the inline ∗ left owner 0), or a window of another profiler (another thread's,
+      // after a coroutine moved its stack): a new stream starts here.
+      frame->node = nullptr;
+      frame->owner = owner_value();
+      ++enters_;
+      if (HCCT_UNLIKELY(tracing_)) trace_.add(0, frame, function, 0);
+    }
     if (HCCT_UNLIKELY(tracing_)) trace_.add(1, frame, function, id);
     if (k_ == 1) return count_blpp(function, id);
-    if (HCCT_UNLIKELY(frame->owner != this)) {
-      // Entered while events were ignored (gate closed, re-entrant), or another thread's frame.
-      frame->top = frame->bottom = nullptr;
-      frame->left = 0;
-      frame->owner = this;
-    }
-    // At a chunk boundary β moves to the old τ (Algorithm 4, line 7) and τ to a root.
-    bool boundary = frame->left == 0;
-    KsfNode *below = boundary ? frame->top : frame->bottom;
-    KsfNode *top = boundary ? root(function, id) : child(frame->top, id);
-    KsfNode *bottom = below ? child(below, id) : nullptr;
-    if (HCCT_UNLIKELY(!top || (below && !bottom))) return lose(frame);
-    if (boundary) frame->left = k_ - 1;
-    --frame->left;
-    frame->top = top;
-    frame->bottom = bottom;
-    ++(bottom ? bottom : top)->count;
-    ++paths_;
+    KsfNode *w = frame->node;
+    KsfNode *next = w ? child(w, function, id) : root(function, id);
+    if (HCCT_UNLIKELY(!next)) return lose(frame);
+    ++next->count;
+    frame->node = next;
   }
 
+  // What this profiler's frames carry in `owner`: the token, or token + 1 (no thread's token)
+  // while tracing, so that every item reaches `path` and is recorded.
+  uint64_t owner_value() const { return tracing_ ? token_ + 1 : token_; }
+  uint64_t token() const { return token_; }
   uint32_t k() const { return k_; }
-  uint64_t paths() const { return paths_; }
+  // Items counted = the sum of all counters (the fast path counts without telling the profiler).
+  uint64_t paths() const;
+  uint64_t slow_paths() const { return slow_; }
   uint64_t enters() const { return enters_; }
   uint64_t lost() const { return lost_; }
   uint64_t nodes() const { return nodes_; }
@@ -170,7 +221,7 @@ class PathProfiler {
   const RootTable &roots() const { return roots_; }
   const PathTrace &trace() const { return trace_; }
   bool tracing() const { return tracing_; }
-  // Average number of siblings scanned per child lookup (for tuning).
+  // Siblings scanned by the runtime per child lookup (for tuning).
   uint64_t scans() const { return scans_; }
   uint64_t lookups() const { return lookups_; }
 
@@ -183,7 +234,6 @@ class PathProfiler {
     }
     if (*count == 0) ++nodes_;
     ++*count;
-    ++paths_;
   }
   HCCT_NOINST KsfNode *root(uint64_t function, uint64_t id) {
     uint64_t *slot = roots_.find_or_insert(function, id);
@@ -191,24 +241,25 @@ class PathProfiler {
     if (HCCT_UNLIKELY(*slot == 0)) return new_root(slot, id);
     return reinterpret_cast<KsfNode *>(*slot);
   }
-  // The common case inline: the first child is the one (move-to-front keeps it there).
-  HCCT_NOINST KsfNode *child(KsfNode *parent, uint64_t id) {
-    KsfNode *first = parent->first_child;
-    if (HCCT_LIKELY(first && first->path == id)) return first;
-    return child_slow(parent, id);
+  KsfNode *child(KsfNode *window, uint64_t function, uint64_t id);
+  KsfNode *make_child(KsfNode *parent, uint32_t parent_depth, uint64_t function, uint64_t id);
+  uint32_t depth(const KsfNode *n) const {
+    uint32_t d = 1;
+    for (n = n->link; n; n = n->link) ++d;
+    return d;
   }
-  KsfNode *child_slow(KsfNode *parent, uint64_t id);
   KsfNode *new_root(uint64_t *slot, uint64_t id);
   KsfNode *new_node(uint64_t id);
   void lose(PathFrame *frame);
 
   uint32_t k_ = 2;
   bool tracing_ = false;
-  bool move_to_front_ = true;
+  Hint hint_ = Hint::kLast;
+  uint64_t token_ = 2;
   Arena arena_;
   RootTable roots_;
   PathTrace trace_;
-  uint64_t paths_ = 0, enters_ = 0, lost_ = 0, nodes_ = 0;
+  uint64_t slow_ = 0, enters_ = 0, lost_ = 0, nodes_ = 0;
   uint64_t scans_ = 0, lookups_ = 0;
 };
 

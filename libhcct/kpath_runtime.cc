@@ -2,7 +2,9 @@
 // hooks (thread.h). Per-thread state is created on a thread's first path event; the KPTH section
 // (and KTRC with path_trace=1) goes into the thread's file (docs/FORMAT.md).
 #include <new>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "dump.h"
 #include "hcct/format.h"
@@ -11,6 +13,12 @@
 #include "thread.h"
 
 using namespace hcct::rt;
+
+// The thread's token while it has a live path profiler, else 0. Instrumented code compares it with
+// a frame's `owner` before its inline fast path (docs/RUNTIME-ABI.md, "Path profiling probes").
+extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread uint64_t __hcct_path_token;
+__thread uint64_t __hcct_path_token = 0;
+
 
 namespace hcct::rt {
 struct KpathThreadState {
@@ -24,6 +32,9 @@ namespace fmt = hcct::format;
 
 uint32_t g_k = 8;
 bool g_trace = false;
+PathProfiler::Hint g_hint = PathProfiler::Hint::kLast;
+bool g_verbose = false;
+uint64_t g_last_token = 0;  // tokens are even, unique per thread state, never reused
 
 // The options the runtime parsed (runtime.cc) are its own; the same string is parsed again here.
 // An invalid string has already kept the gate closed, so no event ever reaches this file.
@@ -33,19 +44,27 @@ __attribute__((constructor(102))) HCCT_NOINST void kpath_start() {
   if (!parse_options(getenv("HCCT_OPTIONS"), &o, error, sizeof error)) return;
   g_k = o.path_k;
   g_trace = o.path_trace;
+  g_verbose = o.verbose;
+  // Tuning only (docs/BENCHMARKS.md, "kpath"): head, last (default), mtf.
+  if (const char *h = getenv("HCCT_KPATH_HINT")) {
+    if (h[0] == 'h') g_hint = PathProfiler::Hint::kHead;
+    else if (h[0] == 'm') g_hint = PathProfiler::Hint::kMoveToFront;
+  }
 }
 
 HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   void *mem = map_pages(sizeof(KpathThreadState));
   if (!mem) return nullptr;
   auto *k = new (mem) KpathThreadState{};
-  if (!k->profiler.init(g_k, g_trace)) {
+  uint64_t token = __atomic_add_fetch(&g_last_token, 2, __ATOMIC_RELAXED);
+  if (!k->profiler.init(g_k, g_trace, g_hint, token)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
     report_memory_exhausted();
     return nullptr;
   }
   s->kpath = k;
+  __hcct_path_token = token;  // from now on this thread's frames may take the inline fast path
   return k;
 }
 
@@ -55,16 +74,14 @@ __attribute__((always_inline)) inline KpathThreadState *state_of(ThreadState *s)
   return k;
 }
 
-// KPTH: header, then every tree in preorder (docs/FORMAT.md).
+// KPTH: header, then every tree in preorder (docs/FORMAT.md). Inline fast paths of other threads
+// may still increment counters while this runs (they never change the structure): `paths` is the
+// sum of the counters as written, so the section is consistent.
 HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
-  out.append_varint(fmt::kPathsVersion);
-  out.append_varint(p.k());
-  out.append_varint(p.paths());
-  out.append_varint(p.enters());
-  out.append_varint(p.lost());
-  out.append_varint(p.nodes());
+  ByteBuffer body;
+  uint64_t total = 0;
   const RootTable &roots = p.roots();
-  // Depth is at most 2k − 2 (Definition 3.7): an explicit stack of (node, preorder index).
+  // Depth is at most k: an explicit stack of (node, preorder index).
   struct Item {
     const KsfNode *node;
     uint64_t index;
@@ -77,37 +94,50 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
     const RootTable::Slot &slot = roots.slots()[i];
     if (slot.value == 0) continue;
     if (p.k() == 1) {  // BLPP: the value is the counter
-      out.append_varint(0);
-      out.append_u64(slot.function);
-      out.append_varint(slot.path);
-      out.append_varint(slot.value);
+      uint64_t count = __atomic_load_n(&slot.value, __ATOMIC_RELAXED);
+      body.append_varint(0);
+      body.append_u64(slot.function);
+      body.append_varint(slot.path);
+      body.append_varint(count);
+      total += count;
       ++next_index;
       continue;
     }
     const auto *root = reinterpret_cast<const KsfNode *>(slot.value);
-    out.append_varint(0);
-    out.append_u64(slot.function);
-    out.append_varint(root->path);
-    out.append_varint(root->count);
+    uint64_t count = __atomic_load_n(&root->count, __ATOMIC_RELAXED);
+    body.append_varint(0);
+    body.append_u64(slot.function);
+    body.append_varint(root->path);
+    body.append_varint(count);
+    total += count;
     size_t depth = 0;
     stack[depth++] = {root, next_index++};
     // Children of the node on top of the stack, visited through first_child/next_sibling.
-    const KsfNode *cursor = root->first_child;
+    const KsfNode *cursor = root->first_child == kEnd ? nullptr : root->first_child;
     while (depth > 0) {
       if (!cursor) {
         const KsfNode *done = stack[--depth].node;
-        cursor = depth > 0 ? done->next_sibling : nullptr;
+        cursor = depth > 0 && done->next_sibling != kEnd ? done->next_sibling : nullptr;
         continue;
       }
-      out.append_varint(next_index - stack[depth - 1].index);
-      out.append_varint(cursor->path);
-      out.append_varint(cursor->count);
+      count = __atomic_load_n(&cursor->count, __ATOMIC_RELAXED);
+      body.append_varint(next_index - stack[depth - 1].index);
+      body.append_varint(cursor->path);
+      body.append_varint(count);
+      total += count;
       stack[depth++] = {cursor, next_index++};
-      cursor = cursor->first_child;
+      cursor = cursor->first_child == kEnd ? nullptr : cursor->first_child;
     }
   }
   unmap_pages(stack, stack_bytes);
-  return out.ok() && next_index == p.nodes();
+  out.append_varint(fmt::kPathsVersion);
+  out.append_varint(p.k());
+  out.append_varint(total);
+  out.append_varint(p.enters());
+  out.append_varint(p.lost());
+  out.append_varint(p.nodes());
+  out.append(body.data(), body.size());
+  return body.ok() && out.ok() && next_index == p.nodes();
 }
 
 // KTRC: the raw stream in order.
@@ -126,30 +156,35 @@ HCCT_NOINST bool write_trace(ByteBuffer &out, const PathTrace &t) {
 
 }  // namespace
 
-// Both probes initialise nothing else and take no lock; the per-ID work allocates only from the
-// thread's arena (a new k-SF node or a root table slot), never from malloc.
-HCCT_EXPORT void __hcct_path_enter(PathFrame *frame, uint64_t function) {
-  // Always reset, even when the event is ignored: a later __hcct_path must never follow stale
-  // pointers left in the stack slot by an earlier frame.
-  frame->top = frame->bottom = nullptr;
-  frame->left = 0;
-  frame->owner = nullptr;
+// Everything the inline fast path does not do: the activation's first item, a child not among the
+// first few, a new node, a frame of another owner; BLPP (k = 1) always. It takes no lock and
+// allocates only from the thread's arena, never from malloc.
+HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t path_id) {
   ThreadState *s = event_begin(/*attach=*/true);
-  if (HCCT_UNLIKELY(!s)) return;
-  if (KpathThreadState *k = state_of(s)) k->profiler.enter(frame, function);
-  event_end(s);
-}
-
-HCCT_EXPORT void __hcct_path(PathFrame *frame, uint64_t function, uint64_t path_id) {
-  ThreadState *s = event_begin(/*attach=*/true);
-  if (HCCT_UNLIKELY(!s)) return;
+  if (HCCT_UNLIKELY(!s)) {
+    // Ignored (no profiling, or re-entered): the window restarts after this item, and the fast
+    // path stays off for this frame until the runtime takes an item again.
+    frame->node = nullptr;
+    return;
+  }
   if (KpathThreadState *k = state_of(s)) k->profiler.path(frame, function, path_id);
+  else frame->node = nullptr;
   event_end(s);
 }
 
 HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) {
   KpathThreadState *k = thread.kpath;
   if (!k) return true;
+  if (g_verbose) {
+    char msg[256];
+    const PathProfiler &p = k->profiler;
+    int n = snprintf(msg, sizeof msg,
+                     "hcct kpath: thread %d: k=%u paths=%llu slow=%llu enters=%llu nodes=%llu bytes=%zu lost=%llu\n",
+                     thread.tid, p.k(), (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
+                     (unsigned long long)p.enters(), (unsigned long long)p.nodes(), p.bytes(),
+                     (unsigned long long)p.lost());
+    if (n > 0) (void)!write(2, msg, size_t(n) < sizeof msg ? size_t(n) : sizeof msg - 1);
+  }
   file.begin_section(fmt::kTagPaths);
   bool ok = write_forest(file.body(), k->profiler);
   file.end_section();
@@ -165,6 +200,9 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
   KpathThreadState *k = thread.kpath;
   if (!k) return;
   thread.kpath = nullptr;
+  // The calling thread's own state (thread exit): its frames must not take the fast path into
+  // memory about to be unmapped. (After this, new items reach the runtime and are ignored.)
+  if (__hcct_path_token == k->profiler.token()) __hcct_path_token = 0;
   k->profiler.destroy();
   unmap_pages(k, sizeof(KpathThreadState));
 }

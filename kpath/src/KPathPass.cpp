@@ -30,9 +30,13 @@ cl::opt<std::string> g_stage("kpath-stage", cl::desc("hcct kpath: instrument 'ea
 cl::opt<uint64_t> g_max_paths("kpath-max-paths",
                               cl::desc("hcct kpath: largest number of acyclic paths per function before edges are cut"),
                               cl::init(uint64_t(1) << 62));
+cl::opt<int> g_fast_siblings("kpath-fast-siblings",
+                             cl::desc("hcct kpath: children the inline fast path scans before calling the runtime (0: no fast path)"),
+                             cl::init(-1));
 cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each function's path count"), cl::init(false));
 
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
+constexpr unsigned kDefaultFastSiblings = 2;
 
 bool stage_is_late() {
   std::string stage = g_stage;
@@ -43,6 +47,14 @@ bool stage_is_late() {
   report_fatal_error(Twine("hcct kpath: stage '") + stage + "' is not 'early' or 'late'", false);
 }
 
+// -kpath-fast-siblings, else HCCT_KPATH_FAST_SIBLINGS, else the measured default
+// (docs/BENCHMARKS.md, "kpath").
+unsigned fast_siblings() {
+  if (g_fast_siblings >= 0) return unsigned(g_fast_siblings);
+  if (const char *env = std::getenv("HCCT_KPATH_FAST_SIBLINGS")) return unsigned(std::atoi(env));
+  return kDefaultFastSiblings;
+}
+
 }  // namespace
 
 namespace hcct::kpath {
@@ -51,7 +63,8 @@ bool should_instrument(const Function &f) {
   if (f.isDeclaration() || f.hasAvailableExternallyLinkage()) return false;
   if (f.hasFnAttribute(Attribute::Naked)) return false;
   // The runtime's own code, if it is ever compiled with the plugin.
-  if (f.getName().startswith("__hcct") || f.getName().startswith("__cyg_profile")) return false;
+  if (f.getName().startswith("__hcct") || f.getName().startswith("__cyg_profile") || f.getName().startswith("hcct.kpath."))
+    return false;
   return true;
 }
 
@@ -59,7 +72,7 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   // A module instrumented twice (both stages, or opt then clang) would emit every path twice.
   if (m.getModuleFlag(kDoneFlag)) return PreservedAnalyses::all();
   m.addModuleFlag(Module::Warning, kDoneFlag, 1);
-  RuntimeApi api = RuntimeApi::declare(m);
+  RuntimeApi api = RuntimeApi::declare(m, fast_siblings());
   MetadataBuilder meta(m);
   bool changed = false;
   for (Function &f : m) {
@@ -79,6 +92,7 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     changed = true;
   }
   meta.emit();
+  if (api.step->use_empty()) api.step->eraseFromParent();
   return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }
 

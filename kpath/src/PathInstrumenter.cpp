@@ -5,7 +5,11 @@
 #include "llvm/Analysis/CFG.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Dominators.h"
+#include "llvm/ADT/Triple.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/PromoteMemToReg.h"
 
@@ -13,17 +17,130 @@ namespace hcct::kpath {
 
 using namespace llvm;
 
-RuntimeApi RuntimeApi::declare(Module &m) {
+namespace {
+
+// The inline fast path (libhcct/kpath_forest.h, path_fast_step, is its C++ twin). The window `w`
+// and the frame's `owner` live in the caller's registers (allocas promoted after inlining):
+//   if (!w || owner != __hcct_path_token) goto slow;
+//   pick = w->hint_path == id ? w->hint : w->hint2;       (siblings = 1: pick = w->hint)
+//   if (pick->path != id) goto slow;
+//   ++pick->count; w = pick; return
+//   slow: frame = {w, owner}; __hcct_path_slow(&frame, F, id); w = frame.node; owner = frame.owner
+// Guesses are never null (the runtime's sentinel, path ~0, stands for "none"), so the loads need no
+// tests. Each load is of one aligned word; the increment is one instruction (x86-64: `incq mem`, no
+// lock), so a signal handler on the same thread never sees it half done. Nodes are i64[8] (KsfNode).
+Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, unsigned siblings) {
+  LLVMContext &c = m.getContext();
+  Type *i64 = Type::getInt64Ty(c);
+  Type *ptr = Type::getInt8PtrTy(c);
+  PointerType *i64p = i64->getPointerTo();
+  // (frame, &w, &owner, function ID, path ID)
+  auto *fty = FunctionType::get(Type::getVoidTy(c), {ptr, i64p->getPointerTo(), i64p, i64, i64}, false);
+  Function *f = Function::Create(fty, GlobalValue::InternalLinkage, "hcct.kpath.step", m);
+  f->addFnAttr(Attribute::NoUnwind);
+  f->addFnAttr(Attribute::AlwaysInline);
+  Argument *frame_arg = f->getArg(0), *w_slot = f->getArg(1), *owner_slot = f->getArg(2), *fn = f->getArg(3),
+           *id = f->getArg(4);
+  BasicBlock *entry = BasicBlock::Create(c, "entry", f);
+  BasicBlock *slow_bb = BasicBlock::Create(c, "slow", f);
+  BasicBlock *done = BasicBlock::Create(c, "done", f);
+  MDBuilder md(c);
+  MDNode *likely = md.createBranchWeights(2000, 1), *unlikely = md.createBranchWeights(1, 2000);
+
+  IRBuilder<> b(entry);
+  auto word_ptr = [&](IRBuilder<> &at, Value *base, unsigned i) {
+    return at.CreateConstInBoundsGEP1_64(i64, base, i);
+  };
+  auto load_ptr = [&](IRBuilder<> &at, Value *base, unsigned i, const Twine &name) -> Value * {
+    return at.CreateLoad(i64p, at.CreateBitCast(word_ptr(at, base, i), i64p->getPointerTo()), name);
+  };
+  Value *w = b.CreateLoad(i64p, w_slot, "kpath.w");
+  Value *owner = b.CreateLoad(i64, owner_slot, "kpath.owner");
+  if (siblings == 0) {
+    b.CreateBr(slow_bb);
+  } else {
+    BasicBlock *check = BasicBlock::Create(c, "owner", f, slow_bb);
+    b.CreateCondBr(b.CreateIsNull(w), slow_bb, check, unlikely);
+    b.SetInsertPoint(check);
+    Value *tok = b.CreateLoad(i64, token, "kpath.token");
+    BasicBlock *look = BasicBlock::Create(c, "look", f, slow_bb);
+    b.CreateCondBr(b.CreateICmpEQ(owner, tok), look, slow_bb, likely);
+    b.SetInsertPoint(look);
+    BasicBlock *hit = BasicBlock::Create(c, "hit", f, slow_bb);
+    IRBuilder<> hb(hit);
+    PHINode *found = hb.CreatePHI(i64p, siblings, "kpath.found");
+    // The window's line: its guesses. The label of the one picked is then checked in its own line;
+    // that load is off the loop-carried chain (the branch is predicted), the pick is on it.
+    Value *pick = load_ptr(b, w, 2, "kpath.hint");
+    if (siblings >= 2) {
+      Value *hint_path = b.CreateLoad(i64, word_ptr(b, w, 3), "kpath.hint.path");
+      Value *hint2 = load_ptr(b, w, 4, "kpath.hint2");
+      // Which guess is data-dependent: it must be a cmov between two loaded registers (one load
+      // latency on the loop-carried chain, no misprediction on alternating paths). A plain select
+      // does not stay one on x86-64: the backend folds the load into the cmov and its cmov
+      // converter then turns a cmov with a memory operand into a branch.
+      if (Triple(m.getTargetTriple()).getArch() == Triple::x86_64) {
+        auto *asm_ty = FunctionType::get(i64p, {i64p, i64, i64, i64p}, false);
+        InlineAsm *cmov = InlineAsm::get(asm_ty, "cmpq $2, $3\n\tcmovneq $1, $0", "=r,r,r,r,0,~{flags}", false);
+        pick = b.CreateCall(asm_ty, cmov, {hint2, id, hint_path, pick}, "kpath.pick");
+        cast<CallInst>(pick)->addFnAttr(Attribute::NoUnwind);
+        cast<CallInst>(pick)->addFnAttr(Attribute::ReadNone);
+      } else {
+        pick = b.CreateSelect(b.CreateICmpEQ(hint_path, id), pick, hint2, "kpath.pick");
+      }
+    }
+    Value *label = b.CreateLoad(i64, pick, "kpath.label");
+    b.CreateCondBr(b.CreateICmpEQ(label, id), hit, slow_bb, likely);
+    found->addIncoming(pick, look);
+    Value *count = word_ptr(hb, found, 1);
+    Triple triple(m.getTargetTriple());
+    if (triple.getArch() == Triple::x86_64) {
+      // One read-modify-write instruction, without a lock prefix: a handler on this thread cannot
+      // split it, and no other thread counts into this thread's nodes.
+      auto *asm_ty = FunctionType::get(Type::getVoidTy(c), {i64p, i64p}, false);
+      InlineAsm *inc = InlineAsm::get(asm_ty, "incq $0", "=*m,*m,~{dirflag},~{fpsr},~{flags}", /*sideeffect=*/true);
+      CallInst *call = hb.CreateCall(asm_ty, inc, {count, count});
+      call->addParamAttr(0, Attribute::get(c, Attribute::ElementType, i64));
+      call->addParamAttr(1, Attribute::get(c, Attribute::ElementType, i64));
+      call->addFnAttr(Attribute::NoUnwind);
+    } else {
+      hb.CreateAtomicRMW(AtomicRMWInst::Add, count, ConstantInt::get(i64, 1), MaybeAlign(8), AtomicOrdering::Monotonic,
+                         c.getOrInsertSyncScopeID("singlethread"));
+    }
+    hb.CreateStore(found, w_slot);
+    hb.CreateBr(done);
+  }
+  IRBuilder<> sb(slow_bb);
+  Value *frame_node = sb.CreateBitCast(frame_arg, i64p->getPointerTo());
+  Value *frame_owner = word_ptr(sb, sb.CreateBitCast(frame_arg, i64p), 1);
+  sb.CreateStore(w, frame_node);
+  sb.CreateStore(owner, frame_owner);
+  sb.CreateCall(slow, {frame_arg, fn, id});
+  sb.CreateStore(sb.CreateLoad(i64p, frame_node, "kpath.w.after"), w_slot);
+  sb.CreateStore(sb.CreateLoad(i64, frame_owner, "kpath.owner.after"), owner_slot);
+  sb.CreateBr(done);
+  IRBuilder<>(done).CreateRetVoid();
+  return f;
+}
+
+}  // namespace
+
+RuntimeApi RuntimeApi::declare(Module &m, unsigned siblings) {
   LLVMContext &c = m.getContext();
   Type *void_ty = Type::getVoidTy(c);
   Type *ptr = Type::getInt8PtrTy(c);
   Type *i64 = Type::getInt64Ty(c);
-  // The runtime never throws and never unwinds: the probes are plain calls, never invokes, and do
-  // not add exception edges.
+  // The runtime never throws and never unwinds: the slow call is a plain call, never an invoke,
+  // and adds no exception edges.
   AttributeList attrs = AttributeList().addFnAttribute(c, Attribute::NoUnwind);
   RuntimeApi api;
-  api.enter = m.getOrInsertFunction("__hcct_path_enter", attrs, void_ty, ptr, i64);
-  api.path = m.getOrInsertFunction("__hcct_path", attrs, void_ty, ptr, i64, i64);
+  api.slow = m.getOrInsertFunction("__hcct_path_slow", attrs, void_ty, ptr, i64, i64);
+  api.token = m.getGlobalVariable("__hcct_path_token");
+  if (!api.token) {
+    api.token = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, "__hcct_path_token", nullptr,
+                                   GlobalValue::InitialExecTLSModel);
+  }
+  api.step = build_step(m, api.slow, api.token, siblings);
   return api;
 }
 
@@ -86,7 +203,7 @@ PathInstrumenter::Placement PathInstrumenter::place(const EdgeProbe &p) const {
 void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add) {
   Value *r = b.CreateLoad(b.getInt64Ty(), reg_, "kpath.r");
   Value *id = add ? b.CreateAdd(r, b.getInt64(add), "kpath.id") : r;
-  b.CreateCall(api_.path, {frame_ptr_, b.getInt64(function_id_), id});
+  steps_.push_back(b.CreateCall(api_.step, {frame_ptr_, w_, owner_, b.getInt64(function_id_), id}));
 }
 
 void PathInstrumenter::insert_probe(Instruction *before, const EdgeProbe &p) {
@@ -104,6 +221,8 @@ void PathInstrumenter::insert_prologue() {
   BasicBlock &entry = f_.getEntryBlock();
   IRBuilder<> top(&entry, entry.begin());
   reg_ = top.CreateAlloca(top.getInt64Ty(), nullptr, "kpath.reg");
+  w_ = top.CreateAlloca(top.getInt64Ty()->getPointerTo(), nullptr, "kpath.window");
+  owner_ = top.CreateAlloca(top.getInt64Ty(), nullptr, "kpath.owner");
   frame_ = top.CreateAlloca(ArrayType::get(top.getInt64Ty(), kFrameWords), nullptr, "kpath.frame");
   frame_->setAlignment(Align(8));
   // After the function's own static allocas, so that they stay a contiguous prefix.
@@ -114,7 +233,10 @@ void PathInstrumenter::insert_prologue() {
     b.SetCurrentDebugLocation(DILocation::get(f_.getContext(), sp->getLine(), 0, sp));
   frame_ptr_ = b.CreateBitCast(frame_, b.getInt8PtrTy(), "kpath.frame.ptr");
   b.CreateStore(b.getInt64(0), reg_);
-  b.CreateCall(api_.enter, {frame_ptr_, b.getInt64(function_id_)});
+  // The ∗ marker: no window, no owner (the runtime starts the activation's stream at its first
+  // item). Both live in registers; the frame is written only around a slow call.
+  b.CreateStore(ConstantPointerNull::get(cast<PointerType>(w_->getAllocatedType())), w_);
+  b.CreateStore(b.getInt64(0), owner_);
 }
 
 void PathInstrumenter::insert_exit(uint32_t block) {
@@ -165,7 +287,10 @@ void PathInstrumenter::dispatch_at(BasicBlock *to, const std::vector<EdgeProbe> 
 
 void PathInstrumenter::promote_register() {
   DominatorTree dt(f_);
-  if (isAllocaPromotable(reg_)) PromoteMemToReg({reg_}, dt);
+  std::vector<AllocaInst *> allocas;
+  for (AllocaInst *a : {reg_, w_, owner_})
+    if (isAllocaPromotable(a)) allocas.push_back(a);
+  PromoteMemToReg(allocas, dt);
 }
 
 void PathInstrumenter::run() {
@@ -188,6 +313,10 @@ void PathInstrumenter::run() {
   for (size_t i = 0; i < probes.size(); ++i)
     if (where[i] == Placement::kDispatch) dispatch[probes[i].to].push_back(probes[i]);
   for (auto &[to, list] : dispatch) dispatch_at(to, list);
+  for (CallInst *call : steps_) {
+    InlineFunctionInfo info;
+    if (!InlineFunction(*call, info).isSuccess()) report_fatal_error("hcct kpath: cannot inline the path step in " + f_.getName());
+  }
   promote_register();
 }
 

@@ -1,9 +1,11 @@
 // Inserts the Ball-Larus probes for one function (docs/KPATH.md, "Instrumentation"):
-//   entry:            r = 0; __hcct_path_enter(&frame, F)         (the thesis's ∗ marker)
+//   entry:            r = 0; frame = {null, 0}                    (the thesis's ∗ marker, inline)
 //   edge e:           r += val(e)                                 (only where val(e) != 0)
-//   back edge t→h:    __hcct_path(&frame, F, r + val(t→exit)); r = val(entry→h)
-//   exit block b:     __hcct_path(&frame, F, r + val(b→exit))     (before ret/resume/noreturn call)
-// `r` lives in an alloca that is promoted to SSA at the end.
+//   back edge t→h:    step(&frame, F, r + val(t→exit)); r = val(entry→h)
+//   exit block b:     step(&frame, F, r + val(b→exit))            (before ret/resume/noreturn call)
+// `r` lives in an alloca that is promoted to SSA at the end. `step` is the inline fast path
+// (follow the window's successor list, count) with a call to __hcct_path_slow on a miss; it is
+// built once per module as an internal function and inlined at every site.
 #pragma once
 
 #include <cstdint>
@@ -19,12 +21,15 @@ namespace hcct::kpath {
 
 // The runtime entry points (docs/RUNTIME-ABI.md, "Path profiling probes").
 struct RuntimeApi {
-  llvm::FunctionCallee enter;  // void __hcct_path_enter(void *frame, uint64_t function_id)
-  llvm::FunctionCallee path;   // void __hcct_path(void *frame, uint64_t function_id, uint64_t path_id)
-  static RuntimeApi declare(llvm::Module &m);
+  llvm::FunctionCallee slow;      // void __hcct_path_slow(void *frame, uint64_t function_id, uint64_t path_id)
+  llvm::GlobalVariable *token;    // __thread uint64_t __hcct_path_token (initial-exec)
+  llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
+  // `siblings`: how many children of the window's successor node the fast path scans (0: none,
+  // every item calls the runtime).
+  static RuntimeApi declare(llvm::Module &m, unsigned siblings);
 };
 
-inline constexpr unsigned kFrameWords = 4;  // struct hcct_path_frame: four pointer-sized words
+inline constexpr unsigned kFrameWords = 2;  // struct hcct_path_frame: {node, owner}
 
 // What runs when control crosses one CFG edge.
 struct EdgeProbe {
@@ -62,9 +67,12 @@ class PathInstrumenter {
   uint64_t function_id_;
   const RuntimeApi &api_;
   llvm::AllocaInst *reg_ = nullptr;    // the path register r
+  llvm::AllocaInst *w_ = nullptr;      // the window (KsfNode *), a register after promotion
+  llvm::AllocaInst *owner_ = nullptr;  // the frame's owner value, a register after promotion
   llvm::AllocaInst *frame_ = nullptr;  // struct hcct_path_frame
   llvm::Value *frame_ptr_ = nullptr;   // frame_ as i8*
   llvm::DenseMap<llvm::BasicBlock *, llvm::BasicBlock *> tails_;
+  std::vector<llvm::CallInst *> steps_;  // calls of api_.step, inlined at the end
 };
 
 }  // namespace hcct::kpath

@@ -2,8 +2,9 @@
 // runtime's probe ABI. Prints one event per line:
 //   R                 a new run of f
 //   B <k>             block k executed (its trace call)
-//   * <function id>   __hcct_path_enter
-//   P <path id>       __hcct_path
+//   * <function id>   the activation's first item reached the runtime (owner 0: fresh)
+//   P <path id>       __hcct_path_slow (every item: no window is ever handed out, so the inline
+//                     fast path always falls through to the call)
 //   X                 f left by an exception
 // Usage: exec_harness SEED RUNS
 #include <cinttypes>
@@ -32,8 +33,14 @@ void maybe_throw(int32_t v) {
   if (v) throw 1;
 }
 void die() { throw 2; }
-void __hcct_path_enter(void *, uint64_t id) { std::printf("* %" PRIu64 "\n", id); }
-void __hcct_path(void *, uint64_t, uint64_t id) { std::printf("P %" PRIu64 "\n", id); }
+// struct hcct_path_frame: {node, owner}.
+__thread uint64_t __hcct_path_token = 0;
+void __hcct_path_slow(uint64_t *frame, uint64_t function, uint64_t id) {
+  if (frame[0] != 0) std::abort();  // the window is only ever what the runtime stored
+  if (frame[1] == 0) std::printf("* %" PRIu64 "\n", function);
+  frame[1] = 1;
+  std::printf("P %" PRIu64 "\n", id);
+}
 }
 
 int main(int argc, char **argv) {

@@ -8,6 +8,10 @@
 //     (-fprofile-instr-generate, llvm-cov export): function entry counts and, for every two-way
 //     branch whose source location maps to one coverage branch region, both outcome counts.
 //   - `hcct paths` prints the forest (text and JSON).
+//   - With the inline fast path active (no trace), the k-IPF equals n-gram counting of the stream
+//     a traced run of the same deterministic program recorded, and most items never reached the
+//     runtime; also with threads, recursion, and a profiling timer whose handler runs instrumented
+//     loops at arbitrary points of the interrupted code (its own function is left out).
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -73,7 +77,127 @@ an::ThreadPaths record(const fs::path &exe, const Example &e, const std::string 
   return std::move(threads.front());
 }
 
+// Runs `exe` with HCCT_OPTIONS=verbose=1:<options>; returns every thread's paths and the sums of the
+// runtime's own statistics ("paths=", "slow=") that verbose=1 prints per thread.
+struct Recorded {
+  std::vector<an::ThreadPaths> threads;
+  uint64_t paths = 0, slow = 0;
+};
+Recorded record_all(const fs::path &exe, const std::string &args, const std::string &options) {
+  fs::path out = exe.string() + ".data";
+  fs::remove_all(out);
+  std::string text = run("HCCT_OPTIONS='verbose=1:" + options + ":out=" + out.string() + "' " + exe.string() + " " + args + " 2>&1");
+  Recorded r;
+  r.threads = an::read_thread_paths(out);
+  for (size_t at = text.find("hcct kpath: thread"); at != std::string::npos; at = text.find("hcct kpath: thread", at + 1)) {
+    r.paths += std::stoull(text.substr(text.find("paths=", at) + 6));
+    r.slow += std::stoull(text.substr(text.find("slow=", at) + 5));
+  }
+  return r;
+}
+
+// All threads' streams of a traced run, without the activations of the functions in `skip`.
+std::vector<std::vector<an::PathLabel>> traced_streams(const Recorded &r, const std::set<uint64_t> &skip = {}) {
+  std::vector<std::vector<an::PathLabel>> out;
+  for (const auto &t : r.threads) {
+    REQUIRE(t.trace);
+    REQUIRE(t.trace_lost == 0);
+    for (auto &s : an::activation_streams(*t.trace))
+      if (!s.empty() && !skip.count(s.front().function)) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// The K-IPF of all threads, without the trees of the functions in `skip`.
+std::map<std::vector<an::PathLabel>, uint64_t> forest_sequences(const Recorded &r, uint32_t k, const std::set<uint64_t> &skip = {}) {
+  an::Ipf all;
+  for (const auto &t : r.threads) {
+    REQUIRE(t.forest.lost == 0);
+    all.merge(an::make_k_ipf(t.forest, k));
+  }
+  auto seqs = all.without_zero_counts().sequences();
+  for (auto it = seqs.begin(); it != seqs.end();)
+    it = skip.count(it->first.front().function) ? seqs.erase(it) : std::next(it);
+  return seqs;
+}
+
+// The first few sequences whose counts differ, for failure messages.
+std::string first_differences(const std::map<std::vector<an::PathLabel>, uint64_t> &got,
+                              const std::map<std::vector<an::PathLabel>, uint64_t> &want) {
+  std::string out;
+  int shown = 0;
+  auto show = [&](const std::vector<an::PathLabel> &seq, uint64_t g, uint64_t w) {
+    if (g == w || shown++ >= 8) return;
+    for (const auto &l : seq) out += std::to_string(l.function % 1000) + ":" + std::to_string(l.path) + " ";
+    out += "got " + std::to_string(g) + " want " + std::to_string(w) + "\n";
+  };
+  for (const auto &[seq, g] : got) show(seq, g, want.count(seq) ? want.at(seq) : 0);
+  for (const auto &[seq, w] : want)
+    if (!got.count(seq)) show(seq, 0, w);
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("e2e: with the inline fast path, k-IPF equals n-gram counting of a traced run of the same program") {
+  for (const Example &e : kExamples) {
+    fs::path exe = build(e, "-O2", "fast");
+    Recorded traced = record_all(exe, e.args, "k=2:path_trace=1");  // tracing keeps every item on the slow path
+    REQUIRE(traced.slow == traced.paths);
+    auto streams = traced_streams(traced);
+    for (uint32_t k : {2u, 5u, 10u, 16u}) {
+      INFO(e.source << " k = " << k);
+      Recorded fast = record_all(exe, e.args, "k=" + std::to_string(k));
+      CHECK(fast.paths == traced.paths);
+      // Most items never reached the runtime (counts, not times); lexer's classify() runs one
+      // item per activation, which needs the runtime's root lookup.
+      CHECK(fast.slow * (std::string(e.source) == "lexer.c" ? 1 : 4) < fast.paths);
+      auto got = forest_sequences(fast, k), want = an::count_ngrams(streams, k).sequences();
+      INFO(first_differences(got, want));
+      CHECK(got == want);
+    }
+  }
+}
+
+TEST_CASE("e2e: fast path under threads, recursion and a profiling timer interrupting anywhere") {
+  fs::path exe = work() / "fastpath";
+  run(std::string(HCCT_CLANG) + " -g -O2 -pthread -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR +
+      "/tests/kpath/programs/fastpath.c -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
+      fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+  an::PathMetadata meta;
+  REQUIRE(meta.add_elf(exe));
+  // Compared: walk and thread_main. Not: the handler's functions (they run a varying number of
+  // times), and main (its first path depends on the argument).
+  uint64_t handler = 0;
+  std::set<uint64_t> skip;
+  for (const auto &[id, f] : meta.functions()) {
+    if (f.info.name == "handler_work") handler = id;
+    if (f.info.name == "handler_work" || f.info.name == "on_timer" || f.info.name == "main") skip.insert(id);
+  }
+  REQUIRE(handler != 0);
+  REQUIRE(skip.size() == 3);
+  Recorded traced = record_all(exe, "0", "k=2:path_trace=1");
+  REQUIRE(traced.threads.size() == 3);
+  auto streams = traced_streams(traced, skip);
+  for (uint32_t k : {3u, 8u}) {
+    INFO("k = " << k);
+    for (int timer : {0, 1}) {
+      Recorded fast = record_all(exe, std::to_string(timer), "k=" + std::to_string(k));
+      REQUIRE(fast.threads.size() == 3);
+      CHECK(fast.slow * 2 < fast.paths);
+      auto got = forest_sequences(fast, k, skip), want = an::count_ngrams(streams, k).sequences();
+      INFO(first_differences(got, want));
+      CHECK(got == want);
+      if (timer) {  // the handler did run, and was profiled
+        uint64_t handler_items = 0;
+        for (const auto &t : fast.threads)
+          for (const auto &n : t.forest.nodes)
+            if (n.label.function == handler) handler_items += n.count;
+        CHECK(handler_items > 0);
+      }
+    }
+  }
+}
 
 TEST_CASE("e2e: k-IPF from the k-SF equals n-gram counting of the same run's stream") {
   for (const Example &e : kExamples) {

@@ -1,7 +1,9 @@
-// The runtime's k-SF (libhcct/kpath_forest.h, thesis Algorithm 4) converted by Algorithms 5–6
+// The runtime's k-window forest (libhcct/kpath_forest.h) converted by Algorithms 5–6
 // (analysis/kpath_ipf) equals direct n-gram counting, for every n ≤ k, k = 1…20, on random and
 // adversarial streams with ∗ markers and interleaved (nested, recursive) activations; its counters
-// sum to the stream length.
+// sum to the stream length. Every stream is driven the way instrumented code does it: the inline
+// fast path (path_fast_step, the twin of the pass's IR) first, the runtime on a miss — with each
+// guess policy, and with the fast path off.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -20,16 +22,17 @@ namespace {
 // Drives a PathProfiler with a call stack of activations and records each activation's stream.
 class StreamDriver {
  public:
-  explicit StreamDriver(rt::PathProfiler &p) : p_(p) {}
+  StreamDriver(rt::PathProfiler &p, unsigned siblings) : p_(p), siblings_(siblings) {}
   void call(uint64_t function) {
     frames_.push_back(std::make_unique<rt::PathFrame>());
     functions_.push_back(function);
     slot_.push_back(streams_.size());
     streams_.emplace_back();
-    p_.enter(frames_.back().get(), function);
+    rt::PathProfiler::enter(frames_.back().get());
   }
   void emit(uint64_t id) {
-    p_.path(frames_.back().get(), functions_.back(), id);
+    if (rt::path_fast_step(frames_.back().get(), p_.token(), id, siblings_)) ++fast_;
+    else p_.path(frames_.back().get(), functions_.back(), id);
     streams_[slot_.back()].push_back({functions_.back(), id});
     ++length_;
   }
@@ -41,9 +44,12 @@ class StreamDriver {
   size_t depth() const { return frames_.size(); }
   const std::vector<std::vector<PathLabel>> &streams() const { return streams_; }
   uint64_t length() const { return length_; }
+  uint64_t fast() const { return fast_; }
 
  private:
   rt::PathProfiler &p_;
+  unsigned siblings_;
+  uint64_t fast_ = 0;
   std::vector<std::unique_ptr<rt::PathFrame>> frames_;
   std::vector<uint64_t> functions_;
   std::vector<size_t> slot_;
@@ -69,7 +75,7 @@ KsfForest snapshot(const rt::PathProfiler &p) {
     std::function<void(const rt::KsfNode *, uint32_t)> walk = [&](const rt::KsfNode *n, uint32_t parent) {
       f.nodes.push_back({{slot.function, n->path}, n->count, parent});
       uint32_t me = uint32_t(f.nodes.size() - 1);
-      for (const rt::KsfNode *c = n->first_child; c; c = c->next_sibling) walk(c, me);
+      for (const rt::KsfNode *c = n->first_child; c != &rt::g_path_end; c = c->next_sibling) walk(c, me);
     };
     walk(reinterpret_cast<const rt::KsfNode *>(slot.value), hcct::analysis::kNoParent);
   }
@@ -86,19 +92,26 @@ uint32_t max_depth(const KsfForest &f) {
   return m;
 }
 
-void check(uint32_t k, const std::function<void(StreamDriver &)> &script, bool mtf = true) {
+using Hint = rt::PathProfiler::Hint;
+
+// Returns the number of items the fast path took.
+uint64_t check(uint32_t k, const std::function<void(StreamDriver &)> &script, Hint hint = Hint::kLast,
+               unsigned siblings = 2) {
   rt::PathProfiler p;
-  REQUIRE(p.init(k, /*trace=*/false, mtf));
-  StreamDriver d(p);
+  REQUIRE(p.init(k, /*trace=*/false, hint));
+  StreamDriver d(p, siblings);
   script(d);
   KsfForest f = snapshot(p);
+  uint64_t slow = p.slow_paths();
   p.destroy();
   REQUIRE(f.paths == d.length());
+  REQUIRE(slow + d.fast() == d.length());
+  if (k == 1) REQUIRE(d.fast() == 0);
   uint64_t sum = 0;
   for (const auto &n : f.nodes) sum += n.count;
   REQUIRE(sum == d.length());
   REQUIRE(f.lost == 0);
-  if (k >= 2) REQUIRE(max_depth(f) <= 2 * k - 2);
+  REQUIRE(max_depth(f) <= k);  // a window holds at most k items
   // Every n ≤ k, not only n = k: the k'-IPF for k' ≤ k comes from the same k-SF.
   for (uint32_t kk = 1; kk <= k; kk = kk < 4 ? kk + 1 : kk * 2) {
     Ipf got = hcct::analysis::make_k_ipf(f, kk);
@@ -109,29 +122,37 @@ void check(uint32_t k, const std::function<void(StreamDriver &)> &script, bool m
   }
   Ipf got = hcct::analysis::make_k_ipf(f, k);
   REQUIRE(got.sequences() == hcct::analysis::count_ngrams(d.streams(), k).sequences());
+  return d.fast();
+}
+
+// Every guess policy, with the fast path scanning 2, 1 and 0 (off) guesses.
+void check_all(uint32_t k, const std::function<void(StreamDriver &)> &script) {
+  for (Hint h : {Hint::kLast, Hint::kHead, Hint::kMoveToFront})
+    for (unsigned siblings : {2u, 1u}) check(k, script, h, siblings);
+  check(k, script, Hint::kLast, 0);
 }
 
 }  // namespace
 
-TEST_CASE("k-SF: adversarial single-activation streams, k = 1..20") {
+TEST_CASE("kWF: adversarial single-activation streams, k = 1..20") {
   for (uint32_t k = 1; k <= 20; ++k) {
     // Lengths around multiples of the chunk length k − 1.
     for (uint32_t len : {0u, 1u, k - 1, k, k + 1, 2 * k - 2, 2 * k - 1, 3 * k, 5 * k + 3}) {
-      check(k, [&](StreamDriver &d) {  // one ID repeated: the masked-convolution case
+      check_all(k, [&](StreamDriver &d) {  // one ID repeated: the masked-convolution case
         d.call(7);
         for (uint32_t i = 0; i < len; ++i) d.emit(0);
       });
-      check(k, [&](StreamDriver &d) {  // all distinct
+      check_all(k, [&](StreamDriver &d) {  // all distinct
         d.call(7);
         for (uint32_t i = 0; i < len; ++i) d.emit(i);
       });
     }
     for (uint32_t period = 1; period <= k + 2; ++period)
-      check(k, [&](StreamDriver &d) {
+      check_all(k, [&](StreamDriver &d) {
         d.call(3);
         for (uint32_t i = 0; i < 4 * k + 7; ++i) d.emit(i % period);
       });
-    check(k, [&](StreamDriver &d) {  // ∗ after every 0..3 items (empty activations included)
+    check_all(k, [&](StreamDriver &d) {  // ∗ after every 0..3 items (empty activations included)
       std::mt19937 rng(k);
       for (int a = 0; a < 60; ++a) {
         d.call(1 + rng() % 2);
@@ -142,12 +163,12 @@ TEST_CASE("k-SF: adversarial single-activation streams, k = 1..20") {
   }
 }
 
-TEST_CASE("k-SF: random streams with nested and recursive activations, k = 1..20") {
+TEST_CASE("kWF: random streams with nested and recursive activations, k = 1..20") {
   for (uint32_t k = 1; k <= 20; ++k)
     for (uint64_t seed = 0; seed < 12; ++seed) {
       std::mt19937_64 rng(seed * 1000 + k);
       uint32_t alphabet = 1 + uint32_t(rng() % 6);
-      bool mtf = seed % 2 == 0;
+      Hint hint = seed % 3 == 0 ? Hint::kLast : seed % 3 == 1 ? Hint::kHead : Hint::kMoveToFront;
       check(
           k,
           [&](StreamDriver &d) {
@@ -159,15 +180,19 @@ TEST_CASE("k-SF: random streams with nested and recursive activations, k = 1..20
               else d.emit(rng() % alphabet);
             }
           },
-          mtf);
+          hint, seed % 4 == 3 ? 1 : 2);
     }
 }
 
-TEST_CASE("k-SF: a frame from elsewhere (never entered here) starts afresh") {
+TEST_CASE("kWF: a frame of another owner (another thread's, or a coroutine moved here) starts afresh") {
   rt::PathProfiler p;
-  REQUIRE(p.init(4, false));
-  rt::PathFrame stale{reinterpret_cast<rt::KsfNode *>(0x1234), reinterpret_cast<rt::KsfNode *>(0x5678), 2, nullptr};
-  p.path(&stale, 9, 1);  // must not follow the stale pointers
+  REQUIRE(p.init(4, false, Hint::kLast, /*token=*/8));
+  rt::PathFrame stale{reinterpret_cast<rt::KsfNode *>(0x1234), 6};  // never dereferenced
+  CHECK_FALSE(rt::path_fast_step(&stale, 8, 1, 2));                // not this thread's
+  p.path(&stale, 9, 1);
+  CHECK(stale.owner == 8);
+  CHECK(p.enters() == 1);
+  CHECK_FALSE(rt::path_fast_step(&stale, 8, 1, 2));  // a new window: no guess yet
   p.path(&stale, 9, 1);
   KsfForest f = snapshot(p);
   p.destroy();
@@ -175,4 +200,32 @@ TEST_CASE("k-SF: a frame from elsewhere (never entered here) starts afresh") {
   auto seqs = hcct::analysis::make_k_ipf(f, 4).sequences();
   CHECK(seqs.at({{9, 1}}) == 2);
   CHECK(seqs.at({{9, 1}, {9, 1}}) == 1);
+}
+
+TEST_CASE("kWF: the fast path takes repeated patterns, memory stays at the distinct n-grams") {
+  // A loop alternating two paths: after the first few items, every item is a guess hit.
+  uint64_t fast = check(8, [](StreamDriver &d) {
+    d.call(5);
+    for (int i = 0; i < 1000; ++i) d.emit(i % 2);
+  });
+  CHECK(fast >= 1000 - 2 * 8 - 2);
+  // Period 3 with the most recent two guesses (kLast): misses only while learning.
+  fast = check(8, [](StreamDriver &d) {
+    d.call(5);
+    for (int i = 0; i < 3000; ++i) d.emit(i % 3);
+  });
+  CHECK(fast >= 3000 - 3 * 8 - 3);
+  // One node per distinct n-gram (n <= k): an all-distinct stream of length L makes at most
+  // k * L nodes (the k-SF needed windows of up to 2k - 2).
+  rt::PathProfiler p;
+  REQUIRE(p.init(16, false));
+  StreamDriver d(p, 2);
+  d.call(1);
+  std::mt19937 rng(3);
+  for (int i = 0; i < 5000; ++i) d.emit(rng() % 2);  // a random binary stream
+  uint64_t distinct = 0;
+  auto want = hcct::analysis::count_ngrams(d.streams(), 16);
+  distinct = want.nodes().size();
+  CHECK(p.nodes() == distinct);
+  p.destroy();
 }
