@@ -21,25 +21,46 @@ std::string flag_letters(uint8_t flags) {
   return s.empty() ? "-" : s;
 }
 
-void dump_text(const ThreadProfile &t, Names &names) {
-  const analysis::ThreadMeta &m = t.meta;
-  std::cout << "# " << t.source << ": " << thread_label(t) << "\n"
+// Depth of each streamed node from the current root path.
+class Depths {
+ public:
+  uint32_t of(uint32_t i, const analysis::Node &n) {
+    if (i) {
+      while (path_.back() != n.parent) path_.pop_back();
+    }
+    path_.push_back(i);
+    return uint32_t(path_.size() - 1);
+  }
+
+ private:
+  std::vector<uint32_t> path_;
+};
+
+void dump_text(analysis::ProfileStream &t, Names &names) {
+  const analysis::ThreadMeta &m = t.meta();
+  ThreadProfile label_of;
+  label_of.meta = m;
+  Progress progress("reading " + t.source());
+  std::cout << "# " << t.source() << ": " << thread_label(label_of) << "\n"
             << "# mode " << analysis::to_string(m.mode) << ", key " << analysis::to_string(m.key) << ", N = "
-            << with_commas(m.calls) << " calls, " << with_commas(t.nodes.size()) << " nodes"
+            << with_commas(m.calls) << " calls, " << with_commas(t.node_count()) << " nodes"
             << (m.mode == analysis::Mode::hcct ? ", min_count " + with_commas(m.min_count) : std::string()) << "\n"
             << "#    index     parent        count  flags  context\n";
-  std::vector<uint32_t> depth = analysis::node_depths(t.nodes);
+  Depths depths;
   std::string line;
   char head[96];
-  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
-    const analysis::Node &n = t.nodes[i];
+  analysis::Node n;
+  while (t.next(n)) {
+    const uint32_t i = uint32_t(t.nodes_read() - 1);
+    const uint32_t depth = depths.of(i, n);
+    if ((i & 0xffff) == 0) progress.update(t.bytes_read(), t.file_size());
     std::snprintf(head, sizeof head, "%10u %10s %12llu  %-5s  ", i, i ? std::to_string(n.parent).c_str() : "-",
                   static_cast<unsigned long long>(n.count), flag_letters(n.flags).c_str());
     line = head;
     if (i == analysis::kRoot) {
       line += "(thread start)";
     } else {
-      line.append(2 * size_t(depth[i] - 1), ' ');
+      line.append(2 * size_t(depth - 1), ' ');
       line += describe_routine(names.routine(n.routine));
       if (n.call_site) line += "  @ " + describe_call_site(names.call_site(n.call_site));
     }
@@ -50,9 +71,10 @@ void dump_text(const ThreadProfile &t, Names &names) {
 }
 
 // Streamed: a tree can have millions of nodes, too many for one in-memory JSON document.
-void dump_json(const ThreadProfile &t, Names &names, bool first) {
-  const analysis::ThreadMeta &m = t.meta;
-  json head = {{"file", t.source},
+void dump_json(analysis::ProfileStream &t, Names &names, bool first) {
+  const analysis::ThreadMeta &m = t.meta();
+  Progress progress("reading " + t.source());
+  json head = {{"file", t.source()},
                {"pid", m.pid},
                {"thread_seq", m.thread_seq},
                {"tid", m.tid},
@@ -62,12 +84,14 @@ void dump_json(const ThreadProfile &t, Names &names, bool first) {
   std::string s = head.dump(-1, ' ', false, json::error_handler_t::replace);
   s.pop_back();  // reopen the object to append the node array
   std::cout << (first ? "\n" : ",\n") << s << ",\"nodes\":[";
-  std::vector<uint32_t> depth = analysis::node_depths(t.nodes);
-  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
-    const analysis::Node &n = t.nodes[i];
+  Depths depths;
+  analysis::Node n;
+  while (t.next(n)) {
+    const uint32_t i = uint32_t(t.nodes_read() - 1);
+    if ((i & 0xffff) == 0) progress.update(t.bytes_read(), t.file_size());
     json node = {{"id", i},
                  {"parent", i ? json(n.parent) : json()},
-                 {"depth", depth[i]},
+                 {"depth", depths.of(i, n)},
                  {"routine", hex(n.routine)},
                  {"call_site", n.call_site ? json(hex(n.call_site)) : json()},
                  {"count", n.count},
@@ -83,15 +107,17 @@ void dump_json(const ThreadProfile &t, Names &names, bool first) {
   std::cout << "\n]}";
 }
 
+// Streamed: memory does not grow with the trees. A corrupt file is detected at its end (hash),
+// after its nodes were printed; the error then ends the output with exit status 1.
 int run_dump(const DumpOptions &o) {
-  analysis::ProfileSet set = analysis::read_profiles(o.in.dir);
-  std::vector<Selection> selected = select(set, o.in);
+  std::vector<FileSelection> selected = select_files(o.in);
   auto cache = std::make_shared<analysis::DebugInfoCache>();
   if (o.in.json) std::cout << "{\"schema\":\"hcct-dump/1\",\"threads\":[";
   bool first = true;
-  for (const Selection &s : selected) {
-    for (const ThreadProfile *t : s.threads) {
-      Names names(t->modules, !o.in.no_symbols, cache);
+  for (const FileSelection &s : selected) {
+    for (const analysis::ProfileFile &f : s.files) {
+      std::unique_ptr<analysis::ProfileStream> t = open_stream(f);
+      Names names(t->modules(), !o.in.no_symbols, cache);
       if (o.in.json) {
         dump_json(*t, names, first);
       } else {

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include <map>
+
 #include "common.h"
 #include "hcct/analysis/reader.h"
 
@@ -23,13 +25,34 @@ struct Stats {
   size_t depth = 0;      // deepest node of the tree as written
 };
 
-Stats stats_of(const ThreadProfile &t) {
-  Stats s;
-  s.nodes = t.nodes.size() - 1;
-  s.monitored = t.monitored_nodes();
-  std::vector<uint32_t> d = analysis::node_depths(t.nodes);
-  s.depth = d.empty() ? 0 : *std::max_element(d.begin(), d.end());
-  return s;
+// Node statistics, gathered while each file is streamed (run_info): the trees are not kept.
+std::map<const ThreadProfile *, Stats> g_stats;
+std::vector<Stats> g_stats_pending;
+
+Stats stats_of(const ThreadProfile &t) { return g_stats.at(&t); }
+
+// META, modules and node statistics of one file, reading its nodes as a stream.
+ThreadProfile read_summary(const analysis::ProfileFile &f, Stats &s) {
+  std::unique_ptr<analysis::ProfileStream> stream = open_stream(f);
+  Progress progress("reading " + stream->source());
+  std::vector<uint32_t> path;
+  analysis::Node n;
+  while (stream->next(n)) {
+    const uint32_t i = uint32_t(stream->nodes_read() - 1);
+    if ((i & 0xffff) == 0) progress.update(stream->bytes_read(), stream->file_size());
+    if (i) {
+      while (path.back() != n.parent) path.pop_back();
+      ++s.nodes;
+      s.monitored += n.monitored();
+    }
+    path.push_back(i);
+    s.depth = std::max(s.depth, path.size() - 1);
+  }
+  ThreadProfile t;
+  t.source = stream->source();
+  t.meta = stream->meta();
+  t.modules = stream->modules();
+  return t;
 }
 
 std::string build_id_hex(const std::vector<uint8_t> &id) {
@@ -134,7 +157,21 @@ void print_text(const Selection &s, const InfoOptions &o) {
 }
 
 int run_info(const InfoOptions &o) {
-  analysis::ProfileSet set = analysis::read_profiles(o.in.dir);
+  analysis::ProfileSet set;
+  set.location = o.in.dir;
+  for (const FileSelection &fs : select_files(o.in)) {
+    analysis::Process p;
+    p.pid = fs.pid;
+    for (const analysis::ProfileFile &f : fs.files) {
+      Stats st;
+      p.threads.push_back(read_summary(f, st));
+      g_stats_pending.push_back(st);  // keyed below, once the threads no longer move
+    }
+    set.processes.push_back(std::move(p));
+  }
+  size_t k = 0;
+  for (const analysis::Process &p : set.processes)
+    for (const ThreadProfile &t : p.threads) g_stats[&t] = g_stats_pending[k++];
   std::vector<Selection> selected = select(set, o.in);
   if (!o.in.json) {
     for (const Selection &s : selected) print_text(s, o);

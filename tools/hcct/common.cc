@@ -202,7 +202,7 @@ void Progress::update(uint64_t done, uint64_t total) {
   shown_ = true;
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.0f%%", total ? 100.0 * double(done) / double(total) : 0.0);
-  std::cerr << "\rhcct: " << label_ << ": " << buf << " (" << with_commas(done) << " of " << with_commas(total)
+  std::cerr << "\rhcct: " << label_ << ": " << buf << " (" << human_bytes(done) << " of " << human_bytes(total)
             << ")\033[K" << std::flush;
 }
 

@@ -37,6 +37,7 @@ void add_report_command(CLI::App &app, Action &action);
 void add_dump_command(CLI::App &app, Action &action);
 void add_info_command(CLI::App &app, Action &action);
 void add_paths_command(CLI::App &app, Action &action);  // cmd_paths.cc (kpath)
+void add_guide_command(CLI::App &app, Action &action);  // cmd_guide.cc (kpath: OSR guidance)
 void add_export_command(CLI::App &app, Action &action);
 void add_compare_command(CLI::App &app, Action &action);
 void add_merge_command(CLI::App &app, Action &action);
@@ -95,7 +96,7 @@ class Progress {
  public:
   explicit Progress(std::string label);
   ~Progress();
-  void update(uint64_t done, uint64_t total);
+  void update(uint64_t done_bytes, uint64_t total_bytes);
 
  private:
   std::string label_;

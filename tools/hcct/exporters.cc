@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -96,20 +97,17 @@ class Callgrind : public Exporter {
       cmd_ = shell_join(info.meta->cmdline);
     }
     fn_of_.clear();
+    line_of_.clear();
   }
   void node(const WalkNode &w, std::span<const WalkNode> path) override {
     if (path.empty()) return;  // the root
     uint32_t callee = function(w.node.routine);
-    funcs_[callee].self[def_line(w.node.routine)] += w.count;
+    self_[uint64_t(callee) << 32 | defs_[callee].line] += w.count;
     total_ += w.count;
     if (path.size() < 2) return;  // called from outside the tree (thread start)
     uint32_t caller = function(path.back().node.routine);
-    uint32_t line = 0;
-    if (w.node.call_site) {
-      const Symbol &s = info_.names->call_site(w.node.call_site);
-      line = s.frames.empty() ? s.line : s.frames.back().line;
-    }
-    Arc &a = funcs_[caller].calls[{callee, line}];
+    uint32_t line = w.node.call_site ? call_line(w.node.call_site) : 0;
+    Arc &a = arcs_[ArcKey{caller, callee, line}];
     const bool known = info_.meta->mode != analysis::Mode::hcct || w.node.monitored();
     a.calls += known ? w.node.count : 0;
     a.inclusive += w.total;
@@ -149,20 +147,33 @@ class Callgrind : public Exporter {
       }
       return r;
     };
-    for (const auto &[id, f] : funcs_) {
+    // Grouped by function: self costs, then the calls it makes, in a stable order.
+    std::vector<std::pair<uint64_t, uint64_t>> self(self_.begin(), self_.end());
+    std::sort(self.begin(), self.end());
+    std::vector<std::pair<ArcKey, Arc>> arcs(arcs_.begin(), arcs_.end());
+    std::sort(arcs.begin(), arcs.end(), [](const auto &a, const auto &b) {
+      return std::tie(a.first.caller, a.first.callee, a.first.line) < std::tie(b.first.caller, b.first.callee, b.first.line);
+    });
+    size_t si = 0, ai = 0;
+    while (si < self.size() || ai < arcs.size()) {
+      const uint32_t id = std::min(si < self.size() ? uint32_t(self[si].first >> 32) : UINT32_MAX,
+                                   ai < arcs.size() ? arcs[ai].first.caller : UINT32_MAX);
       const FunctionDef &d = defs_[id];
       o.clear();
       o += "ob=" + ob_ref(d.object) + "\n";
       o += "fl=" + file_ref(d.file) + "\n";
       o += "fn=" + fn_ref(id) + "\n";
-      for (const auto &[line, cost] : f.self) o += std::to_string(line) + " " + std::to_string(cost) + "\n";
-      for (const auto &[key, arc] : f.calls) {
-        const FunctionDef &c = defs_[key.first];
+      for (; si < self.size() && uint32_t(self[si].first >> 32) == id; ++si)
+        o += std::to_string(uint32_t(self[si].first)) + " " + std::to_string(self[si].second) + "\n";
+      for (; ai < arcs.size() && arcs[ai].first.caller == id; ++ai) {
+        const ArcKey &key = arcs[ai].first;
+        const Arc &arc = arcs[ai].second;
+        const FunctionDef &c = defs_[key.callee];
         if (c.object != d.object) o += "cob=" + ob_ref(c.object) + "\n";
         o += "cfl=" + file_ref(c.file) + "\n";
-        o += "cfn=" + fn_ref(key.first) + "\n";
+        o += "cfn=" + fn_ref(key.callee) + "\n";
         o += "calls=" + std::to_string(arc.calls) + " " + std::to_string(c.line) + "\n";
-        o += std::to_string(key.second) + " " + std::to_string(arc.inclusive) + "\n";
+        o += std::to_string(key.line) + " " + std::to_string(arc.inclusive) + "\n";
       }
       o += "\n";
       out_ << o;
@@ -179,10 +190,26 @@ class Callgrind : public Exporter {
   struct Arc {
     uint64_t calls = 0, inclusive = 0;
   };
-  struct Function {
-    std::map<uint32_t, uint64_t> self;  // line -> cost
-    std::map<std::pair<uint32_t, uint32_t>, Arc> calls;  // (callee, call line)
+  struct ArcKey {
+    uint32_t caller, callee, line;
+    bool operator==(const ArcKey &) const = default;
   };
+  struct ArcHash {
+    size_t operator()(const ArcKey &k) const {
+      uint64_t h = (uint64_t(k.caller) << 32 | k.callee) * 0x9e3779b97f4a7c15ull ^ uint64_t(k.line) * 0xbf58476d1ce4e5b9ull;
+      return size_t(h ^ h >> 29);
+    }
+  };
+
+  uint32_t call_line(uint64_t site) {
+    auto it = line_of_.find(site);
+    if (it != line_of_.end()) return it->second;
+    const Symbol &s = info_.names->call_site(site);
+    // The line in the out-of-line caller (the last frame of an inline chain).
+    uint32_t line = s.frames.empty() ? s.line : s.frames.back().line;
+    line_of_.emplace(site, line);
+    return line;
+  }
 
   static uint32_t intern(std::unordered_map<std::string, uint32_t> &ids, std::vector<std::string> &names,
                          const std::string &s) {
@@ -190,8 +217,6 @@ class Callgrind : public Exporter {
     if (fresh) names.push_back(s);
     return it->second;
   }
-
-  uint32_t def_line(uint64_t routine) { return defs_[function(routine)].line; }
 
   // Functions are identified by object, file and name, so that the trees of several threads and
   // processes (other load addresses) add up.
@@ -221,7 +246,9 @@ class Callgrind : public Exporter {
   std::unordered_map<std::string, uint32_t> def_ids_, file_ids_, object_ids_;
   std::vector<FunctionDef> defs_;
   std::vector<std::string> files_, objects_;
-  std::map<uint32_t, Function> funcs_;
+  std::unordered_map<uint64_t, uint64_t> self_;  // function << 32 | line -> cost
+  std::unordered_map<ArcKey, Arc, ArcHash> arcs_;
+  std::unordered_map<uint64_t, uint32_t> line_of_;  // per tree: call site -> line in the caller
 };
 
 // ----------------------------------------------------------------------------------------- pprof
@@ -280,6 +307,18 @@ class Pprof : public Exporter {
     site_loc_.clear();
     entry_loc_.clear();
     mapping_of_.assign(info.modules->size(), 0);
+    // Sample labels: pid, and the thread unless threads were merged.
+    Proto labels, pid;
+    pid.uint(1, str("pid"));
+    pid.uint(3, info.meta->pid);
+    labels.bytes(3, pid.buf);
+    if (!info.merged) {
+      Proto th;
+      th.uint(1, str("thread"));
+      th.uint(3, info.meta->thread_seq);
+      labels.bytes(3, th.buf);
+    }
+    labels_ = labels.buf;
     if (!time_ns_ || info.meta->start_ns < time_ns_) time_ns_ = info.meta->start_ns;
     end_ns_ = std::max(end_ns_, info.meta->end_ns);
   }
@@ -294,16 +333,7 @@ class Pprof : public Exporter {
     Proto s;
     s.packed(1, ids_);
     s.packed(2, {w.count});
-    Proto pid;
-    pid.uint(1, str("pid"));
-    pid.uint(3, info_.meta->pid);
-    s.bytes(3, pid.buf);
-    if (!info_.merged) {
-      Proto th;
-      th.uint(1, str("thread"));
-      th.uint(3, info_.meta->thread_seq);
-      s.bytes(3, th.buf);
-    }
+    s.buf += labels_;
     Proto sample;
     sample.bytes(2, s.buf);
     out_ << sample.buf;
@@ -419,6 +449,7 @@ class Pprof : public Exporter {
   uint64_t tree_ = 0;
   uint64_t time_ns_ = 0, end_ns_ = 0;
   std::vector<uint64_t> ids_;
+  std::string labels_;
   std::vector<std::string> strings_, mappings_, locations_, functions_;
   std::unordered_map<std::string, uint64_t> string_ids_, function_ids_;
   std::unordered_map<uint64_t, uint64_t> site_loc_, entry_loc_;  // per tree (addresses are per process)
@@ -452,26 +483,32 @@ class Json : public Exporter {
     out_ << (first_ ? "\n" : ",\n") << s << ",\"nodes\":[";
     first_ = false;
     first_node_ = true;
+    functions_.clear();
+    calls_.clear();
   }
+  // Built by hand around cached symbol objects: a 10^7-node tree has few distinct addresses.
   void node(const WalkNode &w, std::span<const WalkNode> path) override {
-    json n;
-    n["id"] = w.id;
-    n["parent"] = path.empty() ? json() : json(w.parent);
-    n["depth"] = w.depth;
-    n["count"] = w.count;
-    n["total"] = w.total;
-    n["selected"] = w.selected;
-    if (w.truncated) n["truncated"] = true;
-    if (!path.empty()) {
-      n["raw_count"] = w.node.count;
-      if (info_.meta->mode == analysis::Mode::hcct) n["monitored"] = w.node.monitored();
-      n["routine"] = hex(w.node.routine);
-      n["call_site"] = w.node.call_site ? json(hex(w.node.call_site)) : json();
-      n["function"] = symbol_json(info_.names->routine(w.node.routine), false);
-      n["call"] = w.node.call_site ? symbol_json(info_.names->call_site(w.node.call_site), true) : json();
-    }
-    out_ << (first_node_ ? "\n" : ",\n") << n.dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string &o = line_;
+    o.clear();
+    o += first_node_ ? "\n" : ",\n";
     first_node_ = false;
+    o += "{\"id\":" + std::to_string(w.id);
+    o += ",\"parent\":" + (path.empty() ? std::string("null") : std::to_string(w.parent));
+    o += ",\"depth\":" + std::to_string(w.depth);
+    o += ",\"count\":" + std::to_string(w.count);
+    o += ",\"total\":" + std::to_string(w.total);
+    o += w.selected ? ",\"selected\":true" : ",\"selected\":false";
+    if (w.truncated) o += ",\"truncated\":true";
+    if (!path.empty()) {
+      o += ",\"raw_count\":" + std::to_string(w.node.count);
+      if (info_.meta->mode == analysis::Mode::hcct) o += w.node.monitored() ? ",\"monitored\":true" : ",\"monitored\":false";
+      o += ",\"routine\":\"" + hex(w.node.routine) + "\"";
+      o += ",\"call_site\":" + (w.node.call_site ? "\"" + hex(w.node.call_site) + "\"" : std::string("null"));
+      o += ",\"function\":" + cached(functions_, w.node.routine, false);
+      o += ",\"call\":" + (w.node.call_site ? cached(calls_, w.node.call_site, true) : std::string("null"));
+    }
+    o += "}";
+    out_ << o;
   }
   void end_tree(const WalkStats &st) override {
     out_ << "\n],\"kept\":" << st.kept << ",\"selected\":" << st.selected << ",\"total\":" << st.total << "}";
@@ -479,9 +516,18 @@ class Json : public Exporter {
   void finish() override { out_ << "\n]}\n"; }
 
  private:
+  const std::string &cached(std::unordered_map<uint64_t, std::string> &cache, uint64_t addr, bool site) {
+    auto it = cache.find(addr);
+    if (it != cache.end()) return it->second;
+    const Symbol &sym = site ? info_.names->call_site(addr) : info_.names->routine(addr);
+    return cache.emplace(addr, symbol_json(sym, site).dump(-1, ' ', false, json::error_handler_t::replace)).first->second;
+  }
+
   std::ostream &out_;
   TreeInfo info_;
   bool first_ = true, first_node_ = true;
+  std::string line_;
+  std::unordered_map<uint64_t, std::string> functions_, calls_;  // per tree
 };
 
 // ------------------------------------------------------------------------------------------- dot
@@ -509,39 +555,49 @@ class Dot : public Exporter {
     std::string label = (info.source.empty() ? std::string("merged") : info.source) + ": pid " +
                         std::to_string(info.meta->pid) + ", N = " + with_commas(info.meta->calls);
     out_ << "  subgraph cluster_" << tree_ << " {\n    label=\"" << dot_escape(label) << "\";\n";
+    routines_.clear();
+    sites_.clear();
   }
   void node(const WalkNode &w, std::span<const WalkNode> path) override {
-    std::string id = "t" + std::to_string(tree_) + "n" + std::to_string(w.id);
-    std::string o;
+    const std::string prefix = "    t" + std::to_string(tree_) + "n";
+    std::string &o = line_;
+    o.clear();
     if (path.empty()) {
-      o = "    " + id + " [label=\"thread start\\ntotal " + with_commas(w.total) + "\", shape=ellipse];\n";
-    } else {
-      const uint64_t n = info_.meta->calls;
-      std::string label = describe_routine(info_.names->routine(w.node.routine));
-      label += "\n" + with_commas(w.count) + " (" + percent(w.count, n) + ")";
-      label += "\ntotal " + with_commas(w.total) + " (" + percent(w.total, n) + ")";
-      if (w.truncated) label += "\n(deeper contexts included)";
-      std::string esc = dot_escape(label);
-      std::string lines;
-      for (size_t i = 0; i < esc.size(); ++i) {
-        if (esc[i] == '\n') lines += "\\n";
-        else lines += esc[i];
-      }
-      o = "    " + id + " [label=\"" + lines + "\"" + (w.selected ? "" : ", style=dashed, color=gray50") + "];\n";
-      o += "    t" + std::to_string(tree_) + "n" + std::to_string(w.parent) + " -> " + id;
-      if (w.node.call_site)
-        o += " [label=\"" + dot_escape(describe_call_site(info_.names->call_site(w.node.call_site))) + "\"]";
-      o += ";\n";
+      o = prefix + std::to_string(w.id) + " [label=\"thread start\\ntotal " + with_commas(w.total) + "\", shape=ellipse];\n";
+      out_ << o;
+      return;
     }
+    const uint64_t n = info_.meta->calls;
+    o += prefix + std::to_string(w.id) + " [label=\"" + routine_label(w.node.routine);
+    o += "\\n" + with_commas(w.count) + " (" + percent(w.count, n) + ")";
+    o += "\\ntotal " + with_commas(w.total) + " (" + percent(w.total, n) + ")";
+    if (w.truncated) o += "\\n(deeper contexts included)";
+    o += w.selected ? "\"];\n" : "\", style=dashed, color=gray50];\n";
+    o += prefix + std::to_string(w.parent) + " -> t" + std::to_string(tree_) + "n" + std::to_string(w.id);
+    if (w.node.call_site) o += " [label=\"" + site_label(w.node.call_site) + "\"]";
+    o += ";\n";
     out_ << o;
   }
   void end_tree(const WalkStats &) override { out_ << "  }\n"; }
   void finish() override { out_ << "}\n"; }
 
  private:
+  const std::string &routine_label(uint64_t routine) {
+    auto it = routines_.find(routine);
+    if (it != routines_.end()) return it->second;
+    return routines_.emplace(routine, dot_escape(describe_routine(info_.names->routine(routine)))).first->second;
+  }
+  const std::string &site_label(uint64_t site) {
+    auto it = sites_.find(site);
+    if (it != sites_.end()) return it->second;
+    return sites_.emplace(site, dot_escape(describe_call_site(info_.names->call_site(site)))).first->second;
+  }
+
   std::ostream &out_;
   TreeInfo info_;
   uint64_t tree_ = 0;
+  std::string line_;
+  std::unordered_map<uint64_t, std::string> routines_, sites_;  // per tree
 };
 
 }  // namespace

@@ -14,6 +14,7 @@ constexpr hcct::cli::Registrar kCommands[] = {
     hcct::cli::add_dump_command,
     hcct::cli::add_info_command,
     hcct::cli::add_paths_command,
+    hcct::cli::add_guide_command,
     hcct::cli::add_export_command,
     hcct::cli::add_compare_command,
     hcct::cli::add_merge_command,
