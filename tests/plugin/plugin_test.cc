@@ -189,8 +189,54 @@ TEST_CASE("bad plugin arguments are compile errors", "[plugin][args]") {
   expect_compile_error({"min-size=99999999999999999999999"}, "expected a non-negative decimal number");
   expect_compile_error({"list=/nonexistent-dir/list.txt"}, "cannot open");
   expect_compile_error({"list"}, "needs a file name");
+  expect_compile_error({"stage=middle"}, "expected 'early' (before inlining) or 'late'");
+  expect_compile_error({"stage"}, "expected 'early' (before inlining) or 'late'");
+  expect_compile_error({"stage=late", "stage=early"}, "given twice");
   std::string dir = work_dir("bad_args_list");
   expect_compile_error({"list=" + dir + "/a", "list=" + dir + "/b"}, "given twice");
+}
+
+TEST_CASE("stage=late rejects -flto", "[plugin][args]") {
+  std::string dir = work_dir("late_lto");
+  RunResult r = run(std::string(HCCT_CC) + " -O2 -flto -c " + sh_quote(example("cct_lib.c")) + " -o " +
+                    sh_quote(dir + "/x.o") + " " + plugin_flags({"stage=late"}));
+  INFO(r.output);
+  CHECK(r.status != 0);
+  CHECK(r.output.find("does not support '-flto'") != std::string::npos);
+}
+
+TEST_CASE("stage=late: probes in the optimised body only, in every clone, at every level",
+          "[plugin][codegen][late]") {
+  // inner() is inlined into outer() at -O2: only outer gets probes there; at -O0 nothing is
+  // inlined and both do. -fdump-tree-optimized shows the probes (the late pass runs before it).
+  std::string dir = work_dir("late_codegen");
+  std::string src = dir + "/l.c";
+  {
+    FILE *f = fopen(src.c_str(), "w");
+    REQUIRE(f);
+    fputs("extern int g(int);\n"
+          "static inline int inner(int x) { return g(x) * 2; }\n"
+          "int outer(int x) { return inner(x) + inner(x + 1); }\n",
+          f);
+    fclose(f);
+  }
+  for (const char *opt : {"-O0", "-O2"}) {
+    INFO(opt);
+    std::string list = dir + "/list" + opt + ".txt";
+    std::filesystem::remove(list);
+    RunResult r = run(std::string(HCCT_CC) + " " + opt + " -fchecking -c -o " + sh_quote(dir + "/l.o") +
+                      " " + sh_quote(src) + " " + plugin_flags({"stage=late", "list=" + list}));
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    std::set<std::string> names = list_names(read_list(list));
+    if (std::string(opt) == "-O0")
+      CHECK(names == std::set<std::string>{"inner", "outer"});
+    else
+      CHECK(names == std::set<std::string>{"outer"});
+    RunResult nm = run("nm " + sh_quote(dir + "/l.o"));
+    CHECK(nm.output.find(" w __hcct_enter\n") != std::string::npos);
+    CHECK(nm.output.find(" w __hcct_exit\n") != std::string::npos);
+  }
 }
 
 TEST_CASE("good arguments compile cleanly", "[plugin][args]") {
