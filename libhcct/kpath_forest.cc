@@ -83,8 +83,9 @@ HCCT_NOINST void PathTrace::release() {
 
 KsfNode g_path_end = {kEndPath, 0, &g_path_end, kEndPath, &g_path_end, &g_path_end, &g_path_end, nullptr};
 
-HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, Hint hint, uint64_t token) {
+HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, Hint hint, uint64_t token, KsfNode **root_cache) {
   k_ = k < 1 ? 1 : k;
+  root_cache_ = k_ >= 2 ? root_cache : nullptr;
   tracing_ = trace;
   hint_ = hint;
   token_ = token;
@@ -109,7 +110,9 @@ HCCT_NOINST uint64_t PathProfiler::paths() const {
     // Depth first; each level holds at most one pending sibling, and windows are at most k deep.
     const KsfNode *stack[2 * 256 + 4];
     size_t depth = 0;
-    stack[depth++] = reinterpret_cast<const KsfNode *>(s.value);
+    const auto *root = reinterpret_cast<const KsfNode *>(s.value);
+    sum += root->count;
+    if (root->first_child != kEnd) stack[depth++] = root->first_child;  // a root's sibling field is its function
     while (depth) {
       const KsfNode *n = stack[--depth];
       sum += n->count;
@@ -136,9 +139,10 @@ HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
   return n;
 }
 
-HCCT_NOINST KsfNode *PathProfiler::new_root(uint64_t *slot, uint64_t id) {
+HCCT_NOINST KsfNode *PathProfiler::new_root(uint64_t *slot, uint64_t function, uint64_t id) {
   KsfNode *n = new_node(id);
   if (!n) return nullptr;  // a slot left at 0 stays free for the next attempt
+  n->root_function = function;
   *slot = reinterpret_cast<uint64_t>(n);
   return n;
 }

@@ -42,8 +42,11 @@ struct KsfNode {
   uint64_t hint_path;     // hint->path, so that choosing between the guesses needs no other line
   KsfNode *hint2;         // another child of succ(this), or kEnd: the second guess
   KsfNode *first_child;   // kEnd if none
-  KsfNode *next_sibling;  // kEnd after the last
-  KsfNode *link;          // the node for this window minus its first item; null for a root
+  union {
+    KsfNode *next_sibling;   // kEnd after the last
+    uint64_t root_function;  // a root (in no list): its function ID, for the root cache
+  };
+  KsfNode *link;  // the node for this window minus its first item; null for a root
 };
 static_assert(sizeof(KsfNode) == 64, "the pass emits these offsets");
 
@@ -55,22 +58,42 @@ extern KsfNode g_path_end;
 
 // struct hcct_path_frame of the ABI: one activation's window, as handed to the runtime. The
 // instrumented code keeps both words in registers and stores them only around a slow call.
+// The per-thread root cache (__hcct_path_roots in the ABI): a direct-mapped table of roots, so that
+// an activation's first item needs no call either. A root r sits at root_slot(F, r->path); an
+// entry is used only if both its path and root_function match.
+inline constexpr unsigned kRootCacheBits = 8;
+inline constexpr size_t kRootCacheSize = size_t(1) << kRootCacheBits;
+HCCT_NOINST inline size_t root_slot(uint64_t function, uint64_t id) {
+  return size_t(((function ^ (id * 0x9e3779b97f4a7c15ull)) * 0xd6e8feb86659fd93ull) >> (64 - kRootCacheBits));
+}
+
 struct PathFrame {
   KsfNode *node;   // the current window; null at the activation's start and after a restart
   uint64_t owner;  // 0 at the activation's start; else the owner value of the profiler that set `node`
 };
 static_assert(sizeof(PathFrame) == 16, "the pass allocates 16 bytes");
 
-// The inline fast path as the pass emits it (C++ twin, for tests and documentation): of the
-// window's two guesses, the one whose label is `id` (hint if hint_path says so, else hint2) gets
-// the count and becomes the window (siblings = 1: hint only). No reordering, no allocation, one
-// well-predicted branch. False if the runtime must be called: no window, a frame of another owner,
-// or neither guess. `token` is the calling thread's __hcct_path_token.
-HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, uint64_t id, unsigned siblings) {
+// The inline fast path as the pass emits it (C++ twin, for tests and documentation). An
+// activation's first item: the root cache entry for (function, id), if it is that root, gets the
+// count and becomes the window (owner = token). Later items: of the window's two guesses, the one
+// whose label is `id` (hint if hint_path says so, else hint2; siblings = 1: hint only) gets the
+// count and becomes the window. No reordering, no allocation, one well-predicted branch. False if
+// the runtime must be called: another owner, no such root cached, or neither guess. `token` and
+// `roots` are the calling thread's __hcct_path_token and __hcct_path_roots.
+HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode *const *roots, uint64_t function,
+                                       uint64_t id, unsigned siblings) {
+  if (siblings == 0) return false;
   KsfNode *w = frame->node;
-  if (!w || frame->owner != token || siblings == 0) return false;
-  KsfNode *pick = w->hint_path == id || siblings == 1 ? w->hint : w->hint2;
-  if (pick->path != id) return false;
+  KsfNode *pick;
+  if (!w) {
+    pick = roots[root_slot(function, id)];
+    if (!pick || pick->path != id || pick->root_function != function) return false;
+    frame->owner = token;
+  } else {
+    if (frame->owner != token) return false;
+    pick = w->hint_path == id || siblings == 1 ? w->hint : w->hint2;
+    if (pick->path != id) return false;
+  }
   ++pick->count;
   frame->node = pick;
   return true;
@@ -177,7 +200,8 @@ class PathProfiler {
   enum class Hint : uint8_t { kHead, kLast, kMoveToFront };
   // k = 1: BLPP counters; k >= 2: kWF. `token` (even, nonzero) is what frames owned by this
   // profiler carry while the inline fast path may use them.
-  bool init(uint32_t k, bool trace, Hint hint = Hint::kLast, uint64_t token = 2);
+  // `root_cache` (kRootCacheSize entries, or null): the thread's root cache, filled here.
+  bool init(uint32_t k, bool trace, Hint hint = Hint::kLast, uint64_t token = 2, KsfNode **root_cache = nullptr);
   void destroy();
 
   // The ∗ marker, as the pass emits it inline at every function entry.
@@ -202,6 +226,7 @@ class PathProfiler {
     KsfNode *w = frame->node;
     KsfNode *next = w ? child(w, function, id) : root(function, id);
     if (HCCT_UNLIKELY(!next)) return lose(frame);
+    if (!w && root_cache_ && !tracing_) root_cache_[root_slot(function, id)] = next;
     ++next->count;
     frame->node = next;
   }
@@ -238,7 +263,7 @@ class PathProfiler {
   HCCT_NOINST KsfNode *root(uint64_t function, uint64_t id) {
     uint64_t *slot = roots_.find_or_insert(function, id);
     if (HCCT_UNLIKELY(!slot)) return nullptr;
-    if (HCCT_UNLIKELY(*slot == 0)) return new_root(slot, id);
+    if (HCCT_UNLIKELY(*slot == 0)) return new_root(slot, function, id);
     return reinterpret_cast<KsfNode *>(*slot);
   }
   KsfNode *child(KsfNode *window, uint64_t function, uint64_t id);
@@ -248,7 +273,7 @@ class PathProfiler {
     for (n = n->link; n; n = n->link) ++d;
     return d;
   }
-  KsfNode *new_root(uint64_t *slot, uint64_t id);
+  KsfNode *new_root(uint64_t *slot, uint64_t function, uint64_t id);
   KsfNode *new_node(uint64_t id);
   void lose(PathFrame *frame);
 
@@ -256,6 +281,7 @@ class PathProfiler {
   bool tracing_ = false;
   Hint hint_ = Hint::kLast;
   uint64_t token_ = 2;
+  KsfNode **root_cache_ = nullptr;
   Arena arena_;
   RootTable roots_;
   PathTrace trace_;

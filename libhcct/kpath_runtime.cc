@@ -18,6 +18,9 @@ using namespace hcct::rt;
 // a frame's `owner` before its inline fast path (docs/RUNTIME-ABI.md, "Path profiling probes").
 extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread uint64_t __hcct_path_token;
 __thread uint64_t __hcct_path_token = 0;
+// The thread's root cache (kpath_forest.h): all null until its profiler exists, cleared with it.
+extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread KsfNode *__hcct_path_roots[kRootCacheSize];
+__thread KsfNode *__hcct_path_roots[kRootCacheSize];
 
 
 namespace hcct::rt {
@@ -57,7 +60,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   if (!mem) return nullptr;
   auto *k = new (mem) KpathThreadState{};
   uint64_t token = __atomic_add_fetch(&g_last_token, 2, __ATOMIC_RELAXED);
-  if (!k->profiler.init(g_k, g_trace, g_hint, token)) {
+  if (!k->profiler.init(g_k, g_trace, g_hint, token, __hcct_path_roots)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
     report_memory_exhausted();
@@ -202,7 +205,10 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
   thread.kpath = nullptr;
   // The calling thread's own state (thread exit): its frames must not take the fast path into
   // memory about to be unmapped. (After this, new items reach the runtime and are ignored.)
-  if (__hcct_path_token == k->profiler.token()) __hcct_path_token = 0;
+  if (__hcct_path_token == k->profiler.token()) {
+    __hcct_path_token = 0;
+    for (KsfNode *&r : __hcct_path_roots) r = nullptr;
+  }
   k->profiler.destroy();
   unmap_pages(k, sizeof(KpathThreadState));
 }

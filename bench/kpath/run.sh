@@ -2,7 +2,9 @@
 # kpath overhead, measured in one session (docs/BENCHMARKS.md, "kpath"). Per example:
 #   native            clang -O2
 #   blpp              -fpass-plugin=kpath.so, HCCT_OPTIONS=k=1 (a counter per (function, path ID))
-#   k=2,4,8,16        the same binary, k-SF with that k
+#   k=2,4,8,16        the same binary, k-window forest with that k (inline fast path on)
+#   k8/k16-head, -mtf the same binary with the other guess policies (HCCT_KPATH_HINT; default: last)
+#   k8-call           built with -kpath-fast-siblings=0: every path ID calls the runtime (no fast path)
 #   late blpp / k=8   the plugin at OptimizerLast (HCCT_KPATH_STAGE=late)
 #   instr-gen         clang -O2 -fprofile-instr-generate (LLVM's own edge/region counters)
 # Each variant runs REPS times (interleaved round-robin, so drift hits all variants alike); the
@@ -43,9 +45,10 @@ for spec in "${examples[@]}"; do
   s=$here/examples/kpath/$src
   $clang -O2 "$s" -o "$out/$name.native"
   $clang -O2 -fpass-plugin="$plugin" "$s" -o "$out/$name.kpath" -L"$rtdir" -lhcct -Wl,-rpath,"$rtdir"
+  HCCT_KPATH_FAST_SIBLINGS=0 $clang -O2 -fpass-plugin="$plugin" "$s" -o "$out/$name.call" -L"$rtdir" -lhcct -Wl,-rpath,"$rtdir"
   HCCT_KPATH_STAGE=late $clang -O2 -fpass-plugin="$plugin" "$s" -o "$out/$name.late" -L"$rtdir" -lhcct -Wl,-rpath,"$rtdir"
   $clang -O2 -fprofile-instr-generate "$s" -o "$out/$name.instr"
-  variants=(native blpp k2 k4 k8 k16 late-blpp late-k8 instr-gen)
+  variants=(native blpp k2 k4 k8 k16 k8-head k8-mtf k16-head k16-mtf k8-call late-blpp late-k8 instr-gen)
   declare -A best=()
   for ((r = 0; r < reps; r++)); do
     for v in "${variants[@]}"; do
@@ -53,6 +56,8 @@ for spec in "${examples[@]}"; do
       case $v in
         native) cmd=("$out/$name.native") ;;
         blpp) cmd=(env HCCT_OPTIONS="k=1:out=$d" "$out/$name.kpath") ;;
+        k*-head | k*-mtf) kk=${v%-*}; cmd=(env HCCT_KPATH_HINT="${v#*-}" HCCT_OPTIONS="k=${kk#k}:out=$d" "$out/$name.kpath") ;;
+        k8-call) cmd=(env HCCT_OPTIONS="k=8:out=$d" "$out/$name.call") ;;
         k*) cmd=(env HCCT_OPTIONS="k=${v#k}:out=$d" "$out/$name.kpath") ;;
         late-blpp) cmd=(env HCCT_OPTIONS="k=1:out=$d" "$out/$name.late") ;;
         late-k8) cmd=(env HCCT_OPTIONS="k=8:out=$d" "$out/$name.late") ;;

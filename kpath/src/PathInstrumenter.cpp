@@ -21,15 +21,19 @@ namespace {
 
 // The inline fast path (libhcct/kpath_forest.h, path_fast_step, is its C++ twin). The window `w`
 // and the frame's `owner` live in the caller's registers (allocas promoted after inlining):
-//   if (!w || owner != __hcct_path_token) goto slow;
+//   if (!w) {                                             (the activation's first item)
+//     r = __hcct_path_roots[((F ^ id * 0x9e3779b97f4a7c15) * 0xd6e8feb86659fd93) >> 56];
+//     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
+//   }
+//   if (owner != __hcct_path_token) goto slow;
 //   pick = w->hint_path == id ? w->hint : w->hint2;       (siblings = 1: pick = w->hint)
 //   if (pick->path != id) goto slow;
-//   ++pick->count; w = pick; return
+//   hit(pick): ++pick->count; w = pick; return
 //   slow: frame = {w, owner}; __hcct_path_slow(&frame, F, id); w = frame.node; owner = frame.owner
 // Guesses are never null (the runtime's sentinel, path ~0, stands for "none"), so the loads need no
 // tests. Each load is of one aligned word; the increment is one instruction (x86-64: `incq mem`, no
 // lock), so a signal handler on the same thread never sees it half done. Nodes are i64[8] (KsfNode).
-Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, unsigned siblings) {
+Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, unsigned siblings) {
   LLVMContext &c = m.getContext();
   Type *i64 = Type::getInt64Ty(c);
   Type *ptr = Type::getInt8PtrTy(c);
@@ -59,8 +63,9 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, unsi
   if (siblings == 0) {
     b.CreateBr(slow_bb);
   } else {
+    BasicBlock *first = BasicBlock::Create(c, "first", f, slow_bb);
     BasicBlock *check = BasicBlock::Create(c, "owner", f, slow_bb);
-    b.CreateCondBr(b.CreateIsNull(w), slow_bb, check, unlikely);
+    b.CreateCondBr(b.CreateIsNull(w), first, check);
     b.SetInsertPoint(check);
     Value *tok = b.CreateLoad(i64, token, "kpath.token");
     BasicBlock *look = BasicBlock::Create(c, "look", f, slow_bb);
@@ -92,6 +97,25 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, unsi
     Value *label = b.CreateLoad(i64, pick, "kpath.label");
     b.CreateCondBr(b.CreateICmpEQ(label, id), hit, slow_bb, likely);
     found->addIncoming(pick, look);
+
+    // The activation's first item: the root cache entry for (F, id), if it is that root.
+    IRBuilder<> fb(first);
+    Value *h = fb.CreateMul(fb.CreateXor(fn, fb.CreateMul(id, ConstantInt::get(i64, 0x9e3779b97f4a7c15ull))),
+                            ConstantInt::get(i64, 0xd6e8feb86659fd93ull));
+    Value *slot = fb.CreateLShr(h, 64 - kRootCacheBits, "kpath.slot");
+    Value *entry_ptr = fb.CreateInBoundsGEP(roots->getValueType(), roots, {fb.getInt64(0), slot});
+    Value *root = fb.CreateLoad(i64p, fb.CreateBitCast(entry_ptr, i64p->getPointerTo()), "kpath.root");
+    BasicBlock *root_label = BasicBlock::Create(c, "root.label", f, hit);
+    fb.CreateCondBr(fb.CreateIsNull(root), slow_bb, root_label, unlikely);
+    fb.SetInsertPoint(root_label);
+    Value *rl = fb.CreateLoad(i64, root, "kpath.root.path");
+    Value *rf = fb.CreateLoad(i64, word_ptr(fb, root, 6), "kpath.root.function");
+    BasicBlock *root_hit = BasicBlock::Create(c, "root.hit", f, hit);
+    fb.CreateCondBr(fb.CreateAnd(fb.CreateICmpEQ(rl, id), fb.CreateICmpEQ(rf, fn)), root_hit, slow_bb, likely);
+    fb.SetInsertPoint(root_hit);
+    fb.CreateStore(fb.CreateLoad(i64, token, "kpath.token"), owner_slot);
+    fb.CreateBr(hit);
+    found->addIncoming(root, root_hit);
     Value *count = word_ptr(hb, found, 1);
     Triple triple(m.getTargetTriple());
     if (triple.getArch() == Triple::x86_64) {
@@ -140,7 +164,12 @@ RuntimeApi RuntimeApi::declare(Module &m, unsigned siblings) {
     api.token = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, "__hcct_path_token", nullptr,
                                    GlobalValue::InitialExecTLSModel);
   }
-  api.step = build_step(m, api.slow, api.token, siblings);
+  api.roots = m.getGlobalVariable("__hcct_path_roots");
+  if (!api.roots) {
+    api.roots = new GlobalVariable(m, ArrayType::get(ptr, kRootCacheSize), false, GlobalValue::ExternalLinkage, nullptr,
+                                   "__hcct_path_roots", nullptr, GlobalValue::InitialExecTLSModel);
+  }
+  api.step = build_step(m, api.slow, api.token, api.roots, siblings);
   return api;
 }
 

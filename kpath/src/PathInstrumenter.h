@@ -23,6 +23,7 @@ namespace hcct::kpath {
 struct RuntimeApi {
   llvm::FunctionCallee slow;      // void __hcct_path_slow(void *frame, uint64_t function_id, uint64_t path_id)
   llvm::GlobalVariable *token;    // __thread uint64_t __hcct_path_token (initial-exec)
+  llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots[kRootCacheSize] (initial-exec)
   llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
   // `siblings`: how many children of the window's successor node the fast path scans (0: none,
   // every item calls the runtime).
@@ -30,6 +31,8 @@ struct RuntimeApi {
 };
 
 inline constexpr unsigned kFrameWords = 2;  // struct hcct_path_frame: {node, owner}
+inline constexpr unsigned kRootCacheBits = 8;  // __hcct_path_roots: 256 entries (libhcct/kpath_forest.h)
+inline constexpr uint64_t kRootCacheSize = uint64_t(1) << kRootCacheBits;
 
 // What runs when control crosses one CFG edge.
 struct EdgeProbe {

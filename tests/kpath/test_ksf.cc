@@ -22,7 +22,7 @@ namespace {
 // Drives a PathProfiler with a call stack of activations and records each activation's stream.
 class StreamDriver {
  public:
-  StreamDriver(rt::PathProfiler &p, unsigned siblings) : p_(p), siblings_(siblings) {}
+  StreamDriver(rt::PathProfiler &p, unsigned siblings, rt::KsfNode **roots) : p_(p), siblings_(siblings), roots_(roots) {}
   void call(uint64_t function) {
     frames_.push_back(std::make_unique<rt::PathFrame>());
     functions_.push_back(function);
@@ -31,7 +31,7 @@ class StreamDriver {
     rt::PathProfiler::enter(frames_.back().get());
   }
   void emit(uint64_t id) {
-    if (rt::path_fast_step(frames_.back().get(), p_.token(), id, siblings_)) ++fast_;
+    if (rt::path_fast_step(frames_.back().get(), p_.token(), roots_, functions_.back(), id, siblings_)) ++fast_;
     else p_.path(frames_.back().get(), functions_.back(), id);
     streams_[slot_.back()].push_back({functions_.back(), id});
     ++length_;
@@ -49,6 +49,7 @@ class StreamDriver {
  private:
   rt::PathProfiler &p_;
   unsigned siblings_;
+  rt::KsfNode **roots_;
   uint64_t fast_ = 0;
   std::vector<std::unique_ptr<rt::PathFrame>> frames_;
   std::vector<uint64_t> functions_;
@@ -98,8 +99,9 @@ using Hint = rt::PathProfiler::Hint;
 uint64_t check(uint32_t k, const std::function<void(StreamDriver &)> &script, Hint hint = Hint::kLast,
                unsigned siblings = 2) {
   rt::PathProfiler p;
-  REQUIRE(p.init(k, /*trace=*/false, hint));
-  StreamDriver d(p, siblings);
+  std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
+  REQUIRE(p.init(k, /*trace=*/false, hint, 2, roots.data()));
+  StreamDriver d(p, siblings, roots.data());
   script(d);
   KsfForest f = snapshot(p);
   uint64_t slow = p.slow_paths();
@@ -188,11 +190,12 @@ TEST_CASE("kWF: a frame of another owner (another thread's, or a coroutine moved
   rt::PathProfiler p;
   REQUIRE(p.init(4, false, Hint::kLast, /*token=*/8));
   rt::PathFrame stale{reinterpret_cast<rt::KsfNode *>(0x1234), 6};  // never dereferenced
-  CHECK_FALSE(rt::path_fast_step(&stale, 8, 1, 2));                // not this thread's
+  std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
+  CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 2));  // not this thread's
   p.path(&stale, 9, 1);
   CHECK(stale.owner == 8);
   CHECK(p.enters() == 1);
-  CHECK_FALSE(rt::path_fast_step(&stale, 8, 1, 2));  // a new window: no guess yet
+  CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 2));  // a new window: no guess yet
   p.path(&stale, 9, 1);
   KsfForest f = snapshot(p);
   p.destroy();
@@ -215,11 +218,21 @@ TEST_CASE("kWF: the fast path takes repeated patterns, memory stays at the disti
     for (int i = 0; i < 3000; ++i) d.emit(i % 3);
   });
   CHECK(fast >= 3000 - 3 * 8 - 3);
+  // One item per activation (lexer's classify): after the first, each is a root cache hit.
+  fast = check(8, [](StreamDriver &d) {
+    for (int i = 0; i < 500; ++i) {
+      d.call(40 + i % 3);
+      d.emit(i % 2);
+      d.ret();
+    }
+  });
+  CHECK(fast >= 500 - 6);
   // One node per distinct n-gram (n <= k): an all-distinct stream of length L makes at most
   // k * L nodes (the k-SF needed windows of up to 2k - 2).
   rt::PathProfiler p;
-  REQUIRE(p.init(16, false));
-  StreamDriver d(p, 2);
+  std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
+  REQUIRE(p.init(16, false, Hint::kLast, 2, roots.data()));
+  StreamDriver d(p, 2, roots.data());
   d.call(1);
   std::mt19937 rng(3);
   for (int i = 0; i < 5000; ++i) d.emit(rng() % 2);  // a random binary stream

@@ -1,0 +1,187 @@
+// hcct guide: hot-loop guidance for OSR tiers (docs/GUIDE.md). Reads kpath profiles (one or more
+// directories of the same program), writes the guidance file (JSON; the kpath plugin's OSR-point
+// inserter reads it) and prints a readable report: per hot loop its iterations and entries, the
+// iterations per entry, its dominant paths and their run lengths, the calling contexts reached
+// from its body (when the run also recorded a CCT), and recommendations with their evidence.
+#include <fstream>
+#include <iostream>
+
+#include "common.h"
+#include "hcct/analysis/kpath_guide.h"
+#include "hcct/analysis/kpath_metadata.h"
+#include "hcct/analysis/kpath_profile.h"
+
+namespace hcct::cli {
+namespace {
+
+namespace an = analysis;
+
+struct GuideOptions {
+  std::vector<std::string> dirs{"hcct.data"};
+  std::string output = "hcct-guide.json";
+  std::optional<uint32_t> k;
+  size_t top = 10;
+  bool json = false;
+};
+
+const char *kind_name(an::LoopPath::Kind k) {
+  switch (k) {
+    case an::LoopPath::Kind::kEntry: return "entry";
+    case an::LoopPath::Kind::kCycle: return "cycle";
+    case an::LoopPath::Kind::kExit: return "exit";
+  }
+  return "?";
+}
+
+std::string fixed(double x, int digits = 1) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+std::string osr_key(const an::LoopGuide &l) {
+  return std::filesystem::path(l.file).filename().string() + ":" + std::to_string(l.line);
+}
+
+json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
+  json loops = json::array();
+  for (const an::LoopGuide &l : g.loops) {
+    json paths = json::array();
+    for (const an::LoopPath &p : l.paths) {
+      json jp = {{"id", p.id}, {"kind", kind_name(p.kind)}, {"count", p.count}, {"share", p.share}, {"lines", p.lines}};
+      if (!p.repeats.empty()) {
+        jp["repeats"] = p.repeats;
+        jp["runs_at_least"] = p.runs_at_least;
+      }
+      paths.push_back(std::move(jp));
+    }
+    json contexts = json::array();
+    for (const an::LoopContext &c : l.contexts)
+      contexts.push_back({{"frames", c.frames}, {"call_line", c.call_line}, {"calls", c.calls}});
+    json recs = json::array();
+    for (const an::Recommendation &r : l.recommendations) {
+      json jr = {{"kind", r.kind}, {"text", r.text}, {"evidence", r.evidence}};
+      if (r.kind == "unroll" || r.kind == "specialise") jr["path"] = r.path;
+      if (r.kind == "unroll") jr["factor"] = r.factor;
+      if (r.kind == "unroll" || r.kind == "specialise") jr["share"] = r.share;
+      recs.push_back(std::move(jr));
+    }
+    json jl = {{"rank", l.rank},
+               {"function", l.function},
+               {"display", l.display},
+               {"function_id", hex(l.function_id)},
+               {"file", l.file},
+               {"line", l.line},
+               {"key", osr_key(l)},
+               {"header_block", l.header_block},
+               {"depth", l.depth},
+               {"innermost", l.innermost},
+               {"iterations", l.iterations},
+               {"entries", l.entries},
+               {"mean_iterations", l.mean_iterations},
+               {"share_of_program", l.share_of_program},
+               {"entries_at_least", l.entries_at_least},
+               {"threshold", l.threshold ? json(*l.threshold) : json()},
+               {"paths", std::move(paths)},
+               {"contexts", std::move(contexts)},
+               {"recommendations", std::move(recs)}};
+    loops.push_back(std::move(jl));
+  }
+  return {{"format", "hcct-guide"}, {"version", 1}, {"k", g.k}, {"profiles", dirs}, {"loop_iterations", g.loop_iterations},
+          {"loops", std::move(loops)}};
+}
+
+void print_report(const an::Guide &g, size_t top, const std::string &output) {
+  std::cout << "hot loops (k = " << g.k << ", " << with_commas(g.loop_iterations) << " loop iterations in all)\n";
+  std::string oracle;
+  for (const an::LoopGuide &l : g.loops) {
+    if (l.rank > top) break;
+    std::cout << "\n#" << l.rank << "  " << l.display << "  " << osr_key(l) << "  (header block " << l.header_block
+              << (l.innermost ? ", innermost" : "") << ", depth " << l.depth << ")\n";
+    std::cout << "    iterations " << with_commas(l.iterations) << " (" << fixed(100 * l.share_of_program) << "%), entries "
+              << with_commas(l.entries) << ", mean " << fixed(l.mean_iterations) << " per entry\n";
+    if (!l.entries_at_least.empty() && l.entries) {
+      std::cout << "    iterations per entry:";
+      size_t n = l.entries_at_least.size();
+      for (size_t j = 1; j < n; ++j) {
+        uint64_t exactly = l.entries_at_least[j - 1] - l.entries_at_least[j];
+        if (exactly) std::cout << " " << j << ":" << with_commas(exactly);
+      }
+      if (l.entries_at_least[n - 1]) std::cout << " >=" << n << ":" << with_commas(l.entries_at_least[n - 1]);
+      std::cout << "\n";
+    }
+    for (const an::LoopPath &p : l.paths) {
+      if (p.share < 0.01) continue;
+      std::cout << "    path " << p.id << " " << kind_name(p.kind) << " " << fixed(100 * p.share) << "%  " << p.lines << "\n";
+      if (p.kind == an::LoopPath::Kind::kCycle && p.repeats.size() > 1 && p.repeats[0]) {
+        std::cout << "      runs >= j:";
+        for (size_t j = 1; j <= p.runs_at_least.size(); ++j)
+          if (j <= 4 || j == p.runs_at_least.size() || (j & (j - 1)) == 0) std::cout << " " << j << ":" << with_commas(p.runs_at_least[j - 1]);
+        std::cout << "; followed by >= " << p.repeats.size() - 1 << " more in "
+                  << fixed(100.0 * double(p.repeats.back()) / double(p.repeats[0])) << "% of occurrences\n";
+      }
+    }
+    for (const an::LoopContext &c : l.contexts) {
+      std::cout << "    calls (line " << c.call_line << "): ";
+      for (size_t i = 0; i < c.frames.size(); ++i) std::cout << (i ? " > " : "") << c.frames[i];
+      std::cout << "  " << with_commas(c.calls) << "\n";
+    }
+    for (const an::Recommendation &r : l.recommendations) std::cout << "  => " << r.text << "\n       (" << r.evidence << ")\n";
+    if (l.threshold) oracle += (oracle.empty() ? "" : ",") + osr_key(l) + "=" + std::to_string(*l.threshold);
+  }
+  std::cout << "\nguidance written to " << output << "\n";
+  std::cout << "  OSR points: HCCT_GUIDE=" << output << " clang -fpass-plugin=kpath.so ... (HCCT_KPATH_PROFILE=0: no path probes)\n";
+  if (!oracle.empty()) std::cout << "  oracle thresholds: HCCT_ORACLE=" << oracle << "\n";
+}
+
+int run_guide(const GuideOptions &o) {
+  std::vector<an::ThreadPaths> threads;
+  for (const std::string &d : o.dirs) {
+    auto t = an::read_thread_paths(d);
+    for (auto &x : t) threads.push_back(std::move(x));
+  }
+  if (threads.empty())
+    throw UserError("no path profile (KPTH section) in " + o.dirs.front() +
+                    "; compile the program with clang -fpass-plugin=kpath.so and link libhcct");
+  an::PathMetadata meta;
+  std::set<std::string> seen;
+  for (const auto &t : threads)
+    for (const an::Module &m : t.profile.modules) {
+      if (!seen.insert(m.path).second) continue;
+      try {
+        meta.add_elf(m.path);
+      } catch (const an::FormatError &e) {
+        std::cerr << "hcct: warning: " << e.what() << "\n";
+      }
+    }
+  an::GuideOptions go;
+  go.k = o.k.value_or(0);
+  an::Guide g;
+  try {
+    g = an::make_guide(threads, meta, go);
+  } catch (const std::invalid_argument &e) {
+    throw UserError(std::string("guide: ") + e.what());
+  }
+  for (const std::string &w : g.warnings) std::cerr << "hcct: warning: " << w << "\n";
+  json j = to_json(g, o.dirs);
+  std::ofstream out(o.output);
+  if (!(out << j.dump(1) << "\n")) throw UserError("cannot write " + o.output);
+  if (o.json) std::cout << j.dump(1) << "\n";
+  else print_report(g, o.top, o.output);
+  return 0;
+}
+
+}  // namespace
+
+void add_guide_command(CLI::App &app, Action &action) {
+  auto o = std::make_shared<GuideOptions>();
+  CLI::App *sub = app.add_subcommand("guide", "hot-loop guidance for OSR: where to put OSR points, when to fire, which loop versions pay");
+  sub->add_option("dirs", o->dirs, "profile directories of kpath-instrumented runs (default hcct.data)");
+  sub->add_option("-o,--output", o->output, "guidance file to write")->capture_default_str();
+  sub->add_option("--k", o->k, "use sequences of up to K paths (default: the recorded k)")->check(CLI::Range(1, 256));
+  sub->add_option("--top", o->top, "loops shown in the report")->capture_default_str();
+  sub->add_flag("--json", o->json, "print the guidance (JSON) instead of the report");
+  sub->callback([o, &action] { action = [o] { return run_guide(*o); }; });
+}
+
+}  // namespace hcct::cli
