@@ -21,6 +21,7 @@ struct GuideOptions {
   std::string output = "hcct-guide.json";
   std::optional<uint32_t> k;
   size_t top = 10;
+  double min_share = 0.1;  // percent
   bool json = false;
 };
 
@@ -156,6 +157,7 @@ int run_guide(const GuideOptions &o) {
     }
   an::GuideOptions go;
   go.k = o.k.value_or(0);
+  go.min_share = o.min_share / 100.0;
   an::Guide g;
   try {
     g = an::make_guide(threads, meta, go);
@@ -180,6 +182,9 @@ void add_guide_command(CLI::App &app, Action &action) {
   sub->add_option("-o,--output", o->output, "guidance file to write")->capture_default_str();
   sub->add_option("--k", o->k, "use sequences of up to K paths (default: the recorded k)")->check(CLI::Range(1, 256));
   sub->add_option("--top", o->top, "loops shown in the report")->capture_default_str();
+  sub->add_option("--min-share", o->min_share, "leave out loops below X % of all loop iterations")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--json", o->json, "print the guidance (JSON) instead of the report");
   sub->callback([o, &action] { action = [o] { return run_guide(*o); }; });
 }
