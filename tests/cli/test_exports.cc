@@ -271,7 +271,70 @@ TEST_CASE("compare and merge on fixture profiles", "[cli][compare][merge]") {
   CHECK(fs::exists(out / "per" / "5000.0.hcct"));
 }
 
+TEST_CASE("export, compare and merge: help and usage errors", "[cli]") {
+  for (const char *sub : {"export", "compare", "merge"}) {
+    Result s = hcct_cmd({sub, "--help"});
+    CHECK(s.status == 0);
+    CHECK_THAT(s.out, Catch::Contains("Examples:"));
+    CHECK_THAT(s.out, Catch::Contains(std::string("hcct ") + sub));
+  }
+  ProfileDir d;
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"export", d.path()},                                  // no format
+           {"export", d.path(), "-f", "svg"},                     // unknown format
+           {"export", d.path(), "-f", "folded", "--min-share", "2"},
+           {"export", d.path(), "-f", "folded", "--thread", "0", "--merge-threads"},
+           {"compare", d.path()},                                 // no reference
+           {"compare", d.path(), d.path(), "--tau", "1.5"},
+           {"merge", d.path()},                                   // no -o
+           {"export", "/nonexistent/dir", "-f", "json"}}) {
+    Result r = hcct_cmd(args);
+    INFO(args[0] << " " << r.err);
+    CHECK(r.status == 1);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.rfind("hcct: ", 0) == 0);
+  }
+}
+
 // ---- End to end with the runtime and the examples.
+
+#if defined(HCCT_E2E_WORK) && defined(HCCT_RUNTIME_SO)
+TEST_CASE("merge: the threads of a real run merge into the CCT of their merged call streams", "[cli][merge][e2e]") {
+  TempDir dir;
+  Result rec = hcct_cmd({"record", "--mode", "cct", "-o", "cct.data", "--", HCCT_E2E_WORK}, {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}},
+                        dir.path());
+  INFO(rec.err);
+  REQUIRE(rec.status == 0);
+  Result mg = hcct_cmd({"merge", "cct.data", "--per-process", "-o", "merged"}, {}, dir.path());
+  INFO(mg.err);
+  REQUIRE(mg.status == 0);
+  Result f = hcct_cmd({"export", "merged", "-f", "folded"}, {}, dir.path());
+  REQUIRE(f.status == 0);
+  std::map<std::string, uint64_t> got;
+  std::istringstream in(f.out);
+  for (std::string line; std::getline(in, line);) {
+    size_t sp = line.rfind(' ');
+    got[line.substr(0, sp)] += std::stoull(line.substr(sp + 1));
+  }
+  // work.c in closed form: the main thread's stream and the worker's, one tree.
+  const std::map<std::string, uint64_t> want = {{"main", 1},          {"main;mid", 100}, {"main;mid;leaf", 10000},
+                                                {"main;rare", 1},     {"worker", 1},     {"worker;mid", 20},
+                                                {"worker;mid;leaf", 2000}};
+  CHECK(got == want);
+  // The merged file reports like the in-memory --merge-threads.
+  Result a = hcct_cmd({"report", "merged", "--phi", "0", "--json"}, {}, dir.path());
+  Result b = hcct_cmd({"report", "cct.data", "--merge-threads", "--phi", "0", "--json"}, {}, dir.path());
+  REQUIRE(a.status == 0);
+  REQUIRE(b.status == 0);
+  json ja = json::parse(a.out)["reports"][0], jb = json::parse(b.out)["reports"][0];
+  CHECK(ja["calls"] == 12123);
+  CHECK(ja["nodes"].size() == jb["nodes"].size());
+  for (size_t i = 0; i < ja["nodes"].size() && i < jb["nodes"].size(); ++i) {
+    CHECK(ja["nodes"][i]["count"] == jb["nodes"][i]["count"]);
+    CHECK(ja["nodes"][i]["function"]["name"] == jb["nodes"][i]["function"]["name"]);
+  }
+}
+#endif
 
 #if defined(HCCT_RUNTIME_SO) && defined(HCCT_EXAMPLE_CALLS) && defined(HCCT_EXAMPLE_SHAPES)
 

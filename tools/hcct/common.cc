@@ -362,6 +362,8 @@ std::string thread_label(const ThreadProfile &t) {
   const analysis::ThreadMeta &m = t.meta;
   if (const std::string *merged = m.find_extra("merged_threads"))
     return "pid " + std::to_string(m.pid) + ", threads " + *merged + " merged";
+  if (const std::string *from = m.find_extra("merged_from"))
+    return "pid " + std::to_string(m.pid) + ", merged from " + *from + " (pid.thread)";
   return "pid " + std::to_string(m.pid) + ", thread " + std::to_string(m.thread_seq) + " (tid " + std::to_string(m.tid) +
          ", " + std::string(analysis::to_string(m.status)) + ")";
 }
