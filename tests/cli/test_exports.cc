@@ -3,6 +3,7 @@
 // python3-jsonschema against docs/hcct-tree.schema.json, graphviz dot; folded totals against N.
 // End to end: the examples under libhcct with exact=1, and two runs at different load addresses.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -334,6 +335,7 @@ TEST_CASE("merge: the threads of a real run merge into the CCT of their merged c
     CHECK(ja["nodes"][i]["function"]["name"] == jb["nodes"][i]["function"]["name"]);
   }
 }
+
 #endif
 
 #if defined(HCCT_RUNTIME_SO) && defined(HCCT_EXAMPLE_CALLS) && defined(HCCT_EXAMPLE_SHAPES)
@@ -452,6 +454,47 @@ TEST_CASE("merge and compare two runs at different load addresses", "[cli][compa
   json mm = json::parse(cm.out)["comparisons"][0];
   CHECK(mm["alignment"]["unmatched_test"] == 0);
   CHECK(mm["overlap"] == 1.0);
+}
+
+
+TEST_CASE("compare: runs of a rebuilt binary line up by symbol", "[cli][compare][e2e]") {
+  if (!have("/usr/bin/gcc")) {
+    WARN("gcc missing: skipped");
+    return;
+  }
+  TempDir dir;
+  const std::string src = std::string(HCCT_SOURCE_DIR) + "/examples/calls.c";
+  // The second build has an extra function in front of the others: every offset moves, the
+  // build-id differs, the functions and lines are the same.
+  std::ofstream(dir / "pad.h") << "__attribute__((used, noinline)) int hcct_pad(int x) { "
+                                  "volatile int a[64]; for (int i = 0; i < 64; ++i) a[i] = x * i; return a[x & 63]; }\n";
+  const fs::path one = dir / "calls1", two = dir / "calls2";
+  for (const auto &[out, extra] : {std::pair{one, std::string()}, std::pair{two, "-include" + (dir / "pad.h").string()}}) {
+    std::vector<std::string> cc = {"/usr/bin/gcc", "-O2", "-g", "-finstrument-functions", "-o", out.string(), src};
+    if (!extra.empty()) cc.push_back(extra);
+    Result r = run(cc);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  }
+  fs::path a = record(dir, "a", {one.string(), "16", "5000"}, "mode=cct");
+  fs::path b = record(dir, "b", {two.string(), "16", "5000"}, "mode=cct");
+  Result c = hcct_cmd({"compare", a.string(), b.string(), "--phi", "0", "--json"});
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  json m = json::parse(c.out)["comparisons"][0];
+  INFO(m.dump());
+  CHECK(m["alignment"]["by_offset"] == 0);  // nothing lines up by offset any more
+  CHECK(m["alignment"]["by_symbol"].get<uint64_t>() > 0);
+  CHECK(m["alignment"]["unmatched_test"] == 0);
+  CHECK(m["alignment"]["unmatched_reference"] == 0);
+  CHECK(m["overlap"] == 1.0);
+  CHECK(m["false_positives"] == 0);
+  CHECK(m["false_negatives"] == 0);
+  CHECK(m["max_abs_error_all"] == 0);
+  // Without symbols the two builds cannot be lined up.
+  Result raw = hcct_cmd({"compare", a.string(), b.string(), "--phi", "0", "--no-symbols", "--json"});
+  REQUIRE(raw.status == 0);
+  CHECK(json::parse(raw.out)["comparisons"][0]["alignment"]["unmatched_test"].get<uint64_t>() > 0);
 }
 
 #endif
