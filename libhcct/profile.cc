@@ -225,6 +225,34 @@ HCCT_NOINST Frame *ThreadProfile::grow_frames(Frame *top) {
   return moved + index;
 }
 
+HCCT_NOINST void ThreadProfile::rebuild_path(const PathEntry *path, size_t n) {
+  Frame *top = top_;
+  if (mode_ == Mode::kHcct) {
+    // Prune the old path from its deepest real node (sink frames have no tree node).
+    while (top != frames_ && top->node == &sink_) --top;
+    if (top != frames_) prune(top->node, &root_);
+  }
+  top = frames_;
+  Node *parent = &root_;
+  for (size_t i = 0; i < n; ++i) {
+    uintptr_t site = path[i].site & site_mask_;
+    Node *node = parent->first_child;  // find_or_add_child scans from the second child
+    if (parent == &sink_ || path[i].fn == 0)
+      node = &sink_;
+    else if (!node || node->routine != path[i].fn || node->call_site != site)
+      node = find_or_add_child(parent, path[i].fn, site);
+    if (++top == frames_end_) {
+      top_ = top - 1;
+      top = grow_frames(top);
+      if (!top) return;
+    }
+    top->node = node;
+    top->sp = path[i].sp - stack_lo_ < stack_size_ ? path[i].sp : kForeignStack;
+    parent = node;
+  }
+  top_ = top;
+}
+
 HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   Arena old_arena = arena_;
   arena_ = Arena{};

@@ -41,6 +41,14 @@ struct Frame {
 // never popped by the stack-pointer rule, only by their own exits.
 inline constexpr uintptr_t kForeignStack = ~uintptr_t(0);
 
+// One frame of a calling path given from outside the tree (static bursting re-synchronises the
+// cursor from such a path): the routine, its call site and the stack pointer tag of its frame.
+struct PathEntry {
+  uintptr_t fn;    // 0: unknown (a frame of the memory-exhaustion sink)
+  uintptr_t site;
+  uintptr_t sp;
+};
+
 struct ProfileConfig {
   Mode mode = Mode::kCct;
   KeyBy key = KeyBy::kSite;
@@ -112,7 +120,10 @@ class ThreadProfile {
     if (HCCT_UNLIKELY(torn_down) && own_stack) {
       top = exit_torn_down(top, fn, sp);
     } else {
-      if (HCCT_LIKELY(own_stack) && HCCT_UNLIKELY(top->sp < sp)) top = pop_stale(top, sp);
+      if (HCCT_LIKELY(own_stack) && HCCT_UNLIKELY(top->sp < sp)) {
+        top = pop_stale(top, sp);  // prunes what it pops: `left` must not be pruned twice
+        left = top->node;
+      }
       if (HCCT_LIKELY(top->node->routine == fn && top != frames_)) {
         --top;
       } else if (top->node == &sink_) {
@@ -131,6 +142,12 @@ class ThreadProfile {
     if (sp - stack_lo_ < stack_size_ && top_->sp < sp) top_ = pop_stale(top_, sp);
   }
 
+  // Static bursting (thesis §5.1.1): makes `path` (outermost frame first) the calling path, without
+  // counting it, by walking down the tree from the root and adding missing nodes (count 0; in hcct
+  // mode unmonitored, so they are pruned once the cursor leaves them). The old calling path is
+  // dropped first (in hcct mode its unmonitored leaves are pruned).
+  void rebuild_path(const PathEntry *path, size_t n);
+
   // Rebuilds the calling path in a fresh tree without counting it, then drops the old tree: the
   // profile starts over from the current context (used after fork).
   void restart_from_current_path();
@@ -140,6 +157,7 @@ class ThreadProfile {
   Node *cursor() const { return top_->node; }
   size_t depth() const { return size_t(top_ - frames_); }
   const Frame *frames() const { return frames_; }
+  bool is_sink(const Node *n) const { return n == &sink_; }
   // Enter events counted into the tree (N) and those lost because tree memory ran out.
   uint64_t calls() const { return calls_ - sink_.count; }
   uint64_t lost_events() const { return sink_.count; }
