@@ -386,7 +386,7 @@ HCCT_NOINST uint64_t wall_clock_ns() {
 }
 
 HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &profile,
-                                        const ThreadMeta &meta) {
+                                        const ThreadMeta &meta, const BurstMeta *burst) {
   uint64_t nodes = 0, max_depth = 0;
   mark_path(profile, true);
   bool tree_ok = write_tree(file, profile, &nodes, &max_depth);
@@ -422,6 +422,27 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
   append_cmdline(out);
   out.append_pair("start_ns", meta.start_ns);
   out.append_pair("end_ns", wall_clock_ns());
+  if (burst) {
+    // The profile saw the events of bursts only; sampled_fraction = calls / events (or, when not
+    // every event reached the runtime, the fraction of time in bursts). Readers scale counts by
+    // 1 / sampled_fraction.
+    out.append_pair("burst", burst->kind);
+    out.append_pair("burst_sync", burst->sync);
+    out.append_pair("burst_interval_ns", burst->interval_ns);
+    out.append_pair("burst_length_ns", burst->length_ns);
+    out.append_pair("bursts", burst->bursts);
+    out.append_pair_double("burst_time_fraction", burst->time_fraction);
+    uint64_t sampled = profile.calls() + profile.lost_events();
+    if (burst->events_known) {
+      out.append_pair("events", burst->events);
+      out.append_pair_double("sampled_fraction",
+                             burst->events ? double(sampled) / double(burst->events) : 1.0);
+      out.append_pair("sampled_fraction_basis", "events");
+    } else {
+      out.append_pair_double("sampled_fraction", burst->time_fraction);
+      out.append_pair("sampled_fraction_basis", "time");
+    }
+  }
   file.end_section();
 
   return write_modules(file) && out.ok();

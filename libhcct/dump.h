@@ -57,8 +57,22 @@ struct ThreadMeta {
   uint64_t start_ns;
 };
 
-// Appends the META, MODS and CCT sections for `profile`.
-bool write_profile_sections(DumpFile &file, const ThreadProfile &profile, const ThreadMeta &meta);
+// Static bursting's META keys (docs/FORMAT.md, docs/BURSTING.md).
+struct BurstMeta {
+  const char *kind = "timer";  // timer or manual
+  const char *sync = "auto";
+  uint64_t interval_ns = 0;
+  uint64_t length_ns = 0;
+  uint64_t bursts = 0;         // bursts the thread took part in
+  uint64_t events = 0;         // enter events of the thread, profiled or not (if events_known)
+  bool events_known = false;   // every event reached the runtime
+  double time_fraction = 0;    // fraction of wall time in bursts
+};
+
+// Appends the META, MODS and CCT sections for `profile` (`burst`: the sampled profile of a run with
+// bursting, else null).
+bool write_profile_sections(DumpFile &file, const ThreadProfile &profile, const ThreadMeta &meta,
+                            const BurstMeta *burst = nullptr);
 
 // Remembers the module map before a dlclose so unloaded libraries still symbolize.
 void remember_modules_before_unload();

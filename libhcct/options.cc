@@ -39,12 +39,29 @@ HCCT_NOINST bool parse_double(Token t, double *out) {
   return true;
 }
 
+// A duration in milliseconds, decimals allowed ("20", "0.5"), as nanoseconds in [1 us, 1 day].
+HCCT_NOINST bool parse_ms(Token t, uint64_t *ns) {
+  double ms = 0;
+  if (!parse_double(t, &ms) || !(ms >= 0.001 && ms <= 86400000.0)) return false;
+  *ns = uint64_t(ms * 1e6 + 0.5);
+  return true;
+}
+
 HCCT_NOINST bool fail(char *error, size_t size, const char *fmt, Token key, Token value) {
   snprintf(error, size, fmt, int(key.size), key.begin, int(value.size), value.begin);
   return false;
 }
 
 }  // namespace
+
+const char *burst_sync_name(BurstSync s) {
+  switch (s) {
+    case BurstSync::kAuto: return "auto";
+    case BurstSync::kShadow: return "shadow";
+    case BurstSync::kUnwind: return "unwind";
+  }
+  return "?";
+}
 
 const char *mode_name(Mode m) {
   switch (m) {
@@ -110,6 +127,22 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       if (value.is("1")) o->path_trace = true;
       else if (value.is("0")) o->path_trace = false;
       else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
+    } else if (key.is("burst")) {
+      if (value.is("1")) o->burst = Burst::kTimer;
+      else if (value.is("0")) o->burst = Burst::kOff;
+      else if (value.is("manual")) o->burst = Burst::kManual;
+      else return fail(error, error_size, "%.*s='%.*s' must be 0, 1 or manual", key, value);
+    } else if (key.is("burst_interval")) {
+      if (!parse_ms(value, &o->burst_interval_ns))
+        return fail(error, error_size, "%.*s='%.*s' must be milliseconds in [0.001, 86400000]", key, value);
+    } else if (key.is("burst_length")) {
+      if (!parse_ms(value, &o->burst_length_ns))
+        return fail(error, error_size, "%.*s='%.*s' must be milliseconds in [0.001, 86400000]", key, value);
+    } else if (key.is("burst_sync")) {
+      if (value.is("auto")) o->burst_sync = BurstSync::kAuto;
+      else if (value.is("shadow")) o->burst_sync = BurstSync::kShadow;
+      else if (value.is("unwind")) o->burst_sync = BurstSync::kUnwind;
+      else return fail(error, error_size, "%.*s='%.*s' is not one of auto, shadow, unwind", key, value);
     } else if (key.is("out")) {
       if (value.size == 0 || value.size >= kMaxPath)
         return fail(error, error_size, "%.*s='%.*s' must be a directory path", key, value);
@@ -117,13 +150,22 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       o->out[value.size] = 0;
     } else {
       return fail(error, error_size,
-                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, exact, verbose, k, path_trace)", key,
+                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, exact, verbose, k, path_trace, burst, burst_interval, burst_length, burst_sync)", key,
                   Token{"", 0});
     }
     p = *end ? end + 1 : end;
   }
   if (o->exact && o->mode != Mode::kHcct) {
     snprintf(error, error_size, "exact=1 needs mode=hcct (it keeps the exact CCT beside the HCCT)");
+    return false;
+  }
+  if (o->burst != Burst::kOff && o->mode != Mode::kCct && o->mode != Mode::kHcct) {
+    snprintf(error, error_size, "burst needs mode=cct or mode=hcct");
+    return false;
+  }
+  if (o->burst_length_ns > o->burst_interval_ns) {
+    snprintf(error, error_size, "burst_length (%.3f ms) must not exceed burst_interval (%.3f ms)",
+             double(o->burst_length_ns) / 1e6, double(o->burst_interval_ns) / 1e6);
     return false;
   }
   return true;

@@ -8,6 +8,15 @@ namespace hcct::rt {
 
 enum class Mode : uint8_t { kOff, kEmpty, kCct, kHcct };
 enum class KeyBy : uint8_t { kSite, kRoutine };
+// Static bursting (docs/BURSTING.md): off; timer-driven bursts; or bursts switched by the program
+// through the test hook hcct_burst() (deterministic tests).
+enum class Burst : uint8_t { kOff, kTimer, kManual };
+// How a thread's calling context is recovered at the start of a burst: kAuto = from the shadow stack
+// the -finstrument-functions hooks keep between bursts, else (GCC-plugin probes, silent while the
+// gate is closed) from the machine stack; kShadow = keep the gate open between bursts so every probe
+// keeps the shadow stack; kUnwind = always from the machine stack (hooks return at once between
+// bursts).
+enum class BurstSync : uint8_t { kAuto, kShadow, kUnwind };
 
 inline constexpr size_t kMaxPath = 4096;
 inline constexpr uint32_t kMaxPathK = 256;
@@ -21,6 +30,10 @@ struct Options {
   uint32_t path_k = 8;             // kpath: k of the k-SF; 1 = Ball-Larus counters (BLPP)
   bool path_trace = false;         // kpath: also record the raw path-ID stream (debugging, tests)
   bool exact = false;              // hcct mode: also keep the exact CCT, written to <out>/exact
+  Burst burst = Burst::kOff;        // static bursting
+  uint64_t burst_interval_ns = 20000000;  // sampling interval (a burst starts every interval)
+  uint64_t burst_length_ns = 2000000;     // burst length
+  BurstSync burst_sync = BurstSync::kAuto;
   char out[kMaxPath] = "hcct.data";  // made absolute at start-up
 };
 
@@ -29,6 +42,7 @@ struct Options {
 bool parse_options(const char *text, Options *out, char *error, size_t error_size);
 
 const char *mode_name(Mode m);
+const char *burst_sync_name(BurstSync s);
 
 }  // namespace hcct::rt
 

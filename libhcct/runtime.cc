@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "burst_runtime.h"
 #include "dump.h"
 #include "hcct/hcct.h"
 #include "interpose.h"
@@ -39,6 +40,8 @@ bool g_exact = false;  // option exact=1
 pthread_key_t g_thread_key;
 bool g_have_membarrier = false;
 bool g_finished = false;
+bool g_profiling = false;  // profiling started (the gate alone does not say: it closes between bursts)
+bool g_bursting = false;   // option burst
 
 int g_registry_lock = 0;
 ThreadState *g_threads = nullptr;
@@ -101,8 +104,11 @@ HCCT_NOINST ThreadState *attach_thread() {
   own_stack(&config.stack_lo, &config.stack_size);
   ProfileConfig exact_config = config;
   exact_config.mode = Mode::kCct;
-  if (!s->profile.init(config) || (g_exact && !s->exact.init(exact_config))) {
+  if (!s->profile.init(config) || (g_exact && !s->exact.init(exact_config)) ||
+      (g_bursting && !s->burst.init(config.stack_lo, config.stack_size))) {
     s->profile.destroy();
+    s->exact.destroy();
+    s->burst.destroy();
     unmap_pages(s, sizeof(ThreadState));
     report_memory_exhausted();
     return nullptr;
@@ -115,6 +121,7 @@ HCCT_NOINST ThreadState *attach_thread() {
   g_threads = s;
   unlock_registry();
   s->exact_on = g_exact;
+  s->fast_epoch = g_exact ? ~uint64_t(0) : 0;  // with bursting, 0 never matches: the first event joins
   pthread_setspecific(g_thread_key, s);  // its destructor writes the file at thread exit
   t_state = s;
   return s;
@@ -126,10 +133,21 @@ namespace {
 
 HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit) {
   ThreadMeta meta{getpid(), getppid(), s->tid, s->seq, live_at_exit, s->dropped, s->start_ns};
+  BurstMeta burst;
+  if (g_bursting) {
+    burst.kind = burst_kind_name();
+    burst.sync = burst_sync_option();
+    burst.interval_ns = burst_interval_ns();
+    burst.length_ns = burst_length_ns();
+    burst.bursts = s->burst.bursts;
+    burst.events_known = burst_events_known();
+    burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped;
+    burst.time_fraction = burst_time_fraction();
+  }
   int err = ENOMEM;
   {
     DumpFile file;
-    if (write_profile_sections(file, s->profile, meta) &&
+    if (write_profile_sections(file, s->profile, meta, g_bursting ? &burst : nullptr) &&
         (!hcct_kpath_write_sections || hcct_kpath_write_sections(file, *s)))
       err = file.commit(g_out_dir, meta.pid, s->seq);
   }
@@ -151,6 +169,7 @@ HCCT_NOINST void free_thread(ThreadState *s) {
   if (hcct_kpath_release) hcct_kpath_release(*s);
   s->profile.destroy();
   s->exact.destroy();
+  s->burst.destroy();
   unmap_pages(s, sizeof(ThreadState));
 }
 
@@ -197,8 +216,14 @@ HCCT_NOINST bool wait_until_idle(ThreadState *s) {
   return false;
 }
 
-HCCT_NOINST void on_fork_prepare() { lock_registry(); }
-HCCT_NOINST void on_fork_parent() { unlock_registry(); }
+HCCT_NOINST void on_fork_prepare() {
+  lock_registry();
+  burst_fork_prepare();
+}
+HCCT_NOINST void on_fork_parent() {
+  burst_fork_parent();
+  unlock_registry();
+}
 
 // In the child only the forking thread exists: it keeps profiling from its current context in a
 // fresh tree, so the child's file holds what the child did.
@@ -219,11 +244,14 @@ HCCT_NOINST void on_fork_child() {
     self->tid = current_tid();
     self->start_ns = wall_clock_ns();
     self->dropped = 0;
+    self->burst.skipped = 0;
+    self->burst.bursts = 0;
     self->claimed = 0;
     self->next = nullptr;
     g_threads = self;
   }
   unlock_registry();
+  burst_fork_child();  // restarts the timer thread, which the child does not have
 }
 
 // Creates `path` and its parents; true if it exists as a writable directory afterwards.
@@ -281,13 +309,23 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
   g_have_membarrier =
       syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-  __atomic_store_n(&__hcct_gate_local, kGateProfiling, __ATOMIC_RELEASE);
+  unsigned char gate = kGateProfiling;
+  if (g_options.burst != Burst::kOff) {
+    g_bursting = true;
+    if (!burst_start(g_options, g_exact, &gate)) {
+      say("hcct: %s%s\n", "cannot start the burst timer; profiling is off for this run", "");
+      return;
+    }
+  }
+  g_profiling = true;
+  __atomic_store_n(&__hcct_gate_local, gate, __ATOMIC_RELEASE);
 }
 
 // Runs after the program's atexit handlers and static destructors, from whichever thread exits.
 __attribute__((destructor(101))) HCCT_NOINST void hcct_finish() {
-  if (__atomic_load_n(&__hcct_gate_local, __ATOMIC_ACQUIRE) != kGateProfiling || g_finished) return;
+  if (!g_profiling || g_finished) return;
   g_finished = true;
+  if (g_bursting) burst_finish();  // no burst opens again; events between bursts stop
   stop_all_threads();
   ThreadState *self = t_state;
 
@@ -321,19 +359,61 @@ __attribute__((destructor(101))) HCCT_NOINST void hcct_finish() {
 // Events. The probes run the fast path inline and tail-call everything else, so they need no
 // stack frame of their own (gcc keeps them leaf functions: no register saves, no frame setup).
 
-// Slow path of an enter whose thread is unregistered or already inside the runtime.
-[[gnu::noinline]] HCCT_NOINST void enter_unusual(uintptr_t fn, uintptr_t site, uintptr_t sp) {
-  ThreadState *s = event_begin(/*attach=*/true);
-  if (!s) return;
-  s->profile.enter(fn, site, sp);
-  if (g_exact) s->exact.enter(fn, site, sp);
-  event_end(s);
+// Static bursting (docs/BURSTING.md). The first event of a burst in a thread re-synchronises the
+// profile's path: from the shadow stack kept between bursts, else from the machine stack, else
+// (nothing happened since the thread's last profiled event) it is still current. True if the event
+// is an exit whose frame is not on the rebuilt path (the machine stack holds the callers only).
+HCCT_NOINST bool join_burst(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t sp, bool torn_down,
+                            bool is_exit) {
+  bool use_machine = !s->burst.shadow_current && burst_may_unwind();
+  size_t n = use_machine ? burst_unwind(s->burst.shadow, fn, sp, torn_down) : 0;
+  s->burst.join(s->profile, e, s->burst.shadow.path(), n, use_machine);
+  s->fast_epoch = g_exact ? ~uint64_t(0) : e;
+  return use_machine && is_exit;
+}
+
+// True while events are wanted: a burst, or between bursts with the gate open or shadow stacks
+// kept. The final dump turns both off before it waits for busy threads.
+__attribute__((always_inline)) inline bool burst_live() {
+  return __hcct_gate_local == kGateProfiling || g_burst_between;
+}
+
+[[gnu::noinline]] HCCT_NOINST void burst_enter(ThreadState *s, uintptr_t fn, uintptr_t site,
+                                               uintptr_t sp) {
+  if (!burst_live()) return;
+  uint64_t e = __atomic_load_n(&g_burst_epoch, __ATOMIC_ACQUIRE);
+  if (g_exact) s->exact.enter(fn, site, sp);  // the exact side sees every event
+  if (e & 1) {
+    burst_learn(fn);
+    if (s->burst.epoch != e) join_burst(s, e, fn, sp, false, false);
+    s->profile.enter(fn, site, sp);
+  } else if (burst_keeps_shadow()) {
+    s->burst.between_enter(s->profile, fn, site, sp);
+  } else {
+    s->burst.between_count();
+  }
+}
+
+[[gnu::noinline]] HCCT_NOINST void burst_exit(ThreadState *s, uintptr_t fn, uintptr_t sp,
+                                              bool torn_down) {
+  if (!burst_live()) return;
+  uint64_t e = __atomic_load_n(&g_burst_epoch, __ATOMIC_ACQUIRE);
+  if (g_exact) s->exact.exit(fn, sp, torn_down);
+  if (e & 1) {
+    burst_learn(fn);
+    if (s->burst.epoch != e && join_burst(s, e, fn, sp, torn_down, true)) return;
+    s->profile.exit(fn, sp, torn_down);
+  } else if (burst_keeps_shadow()) {
+    s->burst.between_exit(s->profile, fn, sp, torn_down);
+  }
 }
 
 // Slow path of an enter on a thread that is marked busy by the caller; clears busy.
 [[gnu::noinline]] HCCT_NOINST void enter_full(ThreadState *s, uintptr_t fn, uintptr_t site,
                                               uintptr_t sp) {
-  if (__hcct_gate_local == kGateProfiling) {
+  if (HCCT_UNLIKELY(g_bursting)) {
+    burst_enter(s, fn, site, sp);
+  } else if (__hcct_gate_local == kGateProfiling) {
     s->profile.enter(fn, site, sp);
     if (g_exact) s->exact.enter(fn, site, sp);
   }
@@ -342,25 +422,63 @@ __attribute__((destructor(101))) HCCT_NOINST void hcct_finish() {
 
 [[gnu::noinline]] HCCT_NOINST void exit_full(ThreadState *s, uintptr_t fn, uintptr_t sp,
                                              bool torn_down) {
-  if (__hcct_gate_local == kGateProfiling) {
+  if (HCCT_UNLIKELY(g_bursting)) {
+    burst_exit(s, fn, sp, torn_down);
+  } else if (__hcct_gate_local == kGateProfiling) {
     s->profile.exit(fn, sp, torn_down);
     if (g_exact) s->exact.exit(fn, sp, torn_down);
   }
   event_end(s);
 }
 
+// Slow path of an enter whose thread is unregistered or already inside the runtime (also every
+// enter between bursts that reaches the runtime with the gate closed).
+[[gnu::noinline]] HCCT_NOINST void enter_unusual(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  ThreadState *s = t_state;
+  if (!s) {
+    if (__hcct_gate_local != kGateProfiling && !g_burst_between) return;
+    s = attach_thread();
+    if (!s) return;
+  }
+  if (HCCT_UNLIKELY(s->busy)) {
+    if (s != &g_inert) ++s->dropped;
+    return;
+  }
+  s->busy = 1;
+  compiler_fence();
+  enter_full(s, fn, site, sp);
+}
+
+[[gnu::noinline]] HCCT_NOINST void enter_unusual_plugin(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  burst_plugin_probe_seen();  // the thread's first plugin event comes here
+  enter_unusual(fn, site, sp);
+}
+
 [[gnu::noinline]] HCCT_NOINST void count_dropped(ThreadState *s) {
   if (s != &g_inert) ++s->dropped;
 }
 
+// An exit with the gate closed between bursts (-finstrument-functions hooks keep shadow stacks).
+[[gnu::noinline]] HCCT_NOINST void exit_between(uintptr_t fn, uintptr_t sp, bool torn_down) {
+  ThreadState *s = t_state;
+  if (!s) return;
+  if (s->busy) return count_dropped(s);
+  s->busy = 1;
+  compiler_fence();
+  exit_full(s, fn, sp, torn_down);
+}
+
+template <bool kPlugin>
 __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   ThreadState *s = t_state;
-  if (HCCT_UNLIKELY(!s || s->busy)) return enter_unusual(fn, site, sp);
+  if (HCCT_UNLIKELY(!s || s->busy))
+    return kPlugin ? enter_unusual_plugin(fn, site, sp) : enter_unusual(fn, site, sp);
   s->busy = 1;
   compiler_fence();
   // Re-read after `busy` is set: the final dump closes the gate and then waits for busy threads.
-  if (HCCT_UNLIKELY(__hcct_gate_local != kGateProfiling || s->exact_on ||
-                    !s->profile.enter_fast(fn, site, sp)))
+  if (HCCT_UNLIKELY(__hcct_gate_local != kGateProfiling)) return enter_full(s, fn, site, sp);
+  compiler_fence();  // the epoch is read after the gate
+  if (HCCT_UNLIKELY(s->fast_epoch != g_burst_epoch || !s->profile.enter_fast(fn, site, sp)))
     return enter_full(s, fn, site, sp);
   compiler_fence();
   s->busy = 0;
@@ -372,8 +490,9 @@ __attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, b
   if (HCCT_UNLIKELY(s->busy)) return count_dropped(s);
   s->busy = 1;
   compiler_fence();
-  if (HCCT_UNLIKELY(__hcct_gate_local != kGateProfiling || s->exact_on ||
-                    !s->profile.exit_fast(fn, sp, torn_down)))
+  if (HCCT_UNLIKELY(__hcct_gate_local != kGateProfiling)) return exit_full(s, fn, sp, torn_down);
+  compiler_fence();
+  if (HCCT_UNLIKELY(s->fast_epoch != g_burst_epoch || !s->profile.exit_fast(fn, sp, torn_down)))
     return exit_full(s, fn, sp, torn_down);
   compiler_fence();
   s->busy = 0;
@@ -384,32 +503,46 @@ __attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, b
 // Called by the longjmp and catch interposers (interpose.cc) with the stack pointer of the frame
 // that control moves to.
 HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
-  ThreadState *s = event_begin(/*attach=*/false);
-  if (!s) return;
-  s->profile.unwind_to(sp);
-  if (g_exact) s->exact.unwind_to(sp);
+  ThreadState *s = t_state;
+  if (!s || s->busy) return;
+  s->busy = 1;
+  compiler_fence();
+  if (__hcct_gate_local == kGateProfiling || g_burst_between) {
+    // Whichever holds the current path: the shadow stack kept between bursts, or the profile.
+    if (s->burst.shadow_current) s->burst.shadow.unwind_to(sp);
+    else s->profile.unwind_to(sp);
+    if (g_exact) s->exact.unwind_to(sp);
+  }
   event_end(s);
 }
 
 // The stack tag is the probe's CFA: the caller's stack pointer at the call, the same for the enter
 // and exit probes of one frame whatever each hook's own frame looks like. An exit probe that
 // returns straight to `site` was tail-called from the function's epilogue (see RUNTIME-ABI.md).
+// Between bursts (gate closed, burst_sync auto or shadow) the -finstrument-functions hooks, which
+// are called anyway, keep the thread's shadow stack; the plugin's probes do not call at all.
 HCCT_EXPORT void __cyg_profile_func_enter(void *fn, void *site) {
   if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
-    on_enter(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
-             reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+    on_enter<false>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
+                    reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+  else if (HCCT_UNLIKELY(g_burst_between))
+    enter_unusual(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
+                  reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
 HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *site) {
   if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
     on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
             __builtin_return_address(0) == site);
+  else if (HCCT_UNLIKELY(g_burst_between))
+    exit_between(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+                 __builtin_return_address(0) == site);
 }
 
 HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
   if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
-    on_enter(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
-             reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+    on_enter<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
+                   reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
 HCCT_EXPORT void __hcct_exit(void *fn, void *site) {
@@ -425,6 +558,6 @@ HCCT_EXPORT int dlclose(void *handle) {
     real_dlclose = reinterpret_cast<int (*)(void *)>(dlsym(RTLD_NEXT, "dlclose"));
     if (!real_dlclose) return -1;
   }
-  if (__atomic_load_n(&__hcct_gate_local, __ATOMIC_RELAXED) == kGateProfiling) remember_modules_before_unload();
+  if (g_profiling && !g_finished) remember_modules_before_unload();
   return real_dlclose(handle);
 }

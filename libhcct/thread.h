@@ -3,6 +3,7 @@
 #ifndef HCCT_RT_THREAD_H
 #define HCCT_RT_THREAD_H
 
+#include "burst.h"
 #include "dump.h"
 #include "hcct/hcct.h"
 #include "profile.h"
@@ -22,6 +23,10 @@ struct ThreadState {
   ThreadProfile profile;
   ThreadProfile exact;      // option exact=1: the exact CCT of the same events, beside the MCCT
   KpathThreadState *kpath;  // created by the path profiler on its first event in this thread
+  // The inline fast paths run only while this equals g_burst_epoch: 0 without bursting, the current
+  // burst's epoch once the thread's path is synchronised to it, never with exact=1.
+  uint64_t fast_epoch;
+  BurstThread burst;        // static bursting (burst.h)
   // Set while this thread is inside the runtime. Only this thread writes it; the final dump reads
   // it (after a membarrier) to know the thread has left.
   volatile unsigned char busy;

@@ -14,6 +14,11 @@ void __cyg_profile_func_exit(void *fn, void *call_site) __attribute__((no_instru
 void __hcct_enter(void *fn, void *call_site) __attribute__((no_instrument_function));
 void __hcct_exit(void *fn, void *call_site) __attribute__((no_instrument_function));
 
+// Test hook of static bursting (docs/BURSTING.md): with HCCT_OPTIONS=...:burst=manual the program
+// opens (on != 0) and closes (on == 0) bursts itself; otherwise it does nothing. Programs that may
+// run without libhcct declare it weak and test its address.
+void hcct_burst(int on) __attribute__((no_instrument_function));
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,92 @@
+#include "burst.h"
+
+namespace hcct::rt {
+
+namespace {
+constexpr size_t kInitialEntries = 1024;
+}
+
+HCCT_NOINST bool ShadowStack::init(uintptr_t stack_lo, uintptr_t stack_size) {
+  stack_lo_ = stack_lo;
+  stack_size_ = stack_size;
+  entries_ = static_cast<PathEntry *>(map_pages(kInitialEntries * sizeof(PathEntry)));
+  if (!entries_) return false;
+  end_ = entries_ + kInitialEntries;
+  top_ = entries_;
+  *top_ = PathEntry{0, 0, kForeignStack};  // never popped by the stack-pointer rule
+  return true;
+}
+
+HCCT_NOINST void ShadowStack::destroy() {
+  if (entries_) unmap_pages(entries_, size_t(end_ - entries_) * sizeof(PathEntry));
+  *this = ShadowStack{};
+}
+
+HCCT_NOINST bool ShadowStack::grow() {
+  size_t count = size_t(end_ - entries_);
+  size_t index = size_t(top_ - entries_);
+  auto *moved = static_cast<PathEntry *>(
+      remap_pages(entries_, count * sizeof(PathEntry), 2 * count * sizeof(PathEntry)));
+  if (!moved) {
+    report_memory_exhausted();
+    return false;
+  }
+  entries_ = moved;
+  end_ = moved + 2 * count;
+  top_ = moved + index;
+  return true;
+}
+
+HCCT_NOINST bool ShadowStack::push_raw(const PathEntry &e) {
+  if (top_ + 1 == end_ && !grow()) return false;
+  *++top_ = e;
+  return true;
+}
+
+HCCT_NOINST void ShadowStack::reverse() {
+  for (PathEntry *a = entries_ + 1, *b = top_; a < b; ++a, --b) {
+    PathEntry t = *a;
+    *a = *b;
+    *b = t;
+  }
+}
+
+// The same rules as ThreadProfile::enter/exit (docs/RUNTIME.md, "The shadow stack and skipped
+// exits"), on entries instead of tree nodes.
+HCCT_NOINST void ShadowStack::enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  if (sp - stack_lo_ < stack_size_) {
+    while (top_->sp < sp) --top_;  // the sentinel's sp is kForeignStack
+  } else {
+    sp = kForeignStack;
+  }
+  push_raw(PathEntry{fn, site, sp});  // on failure the frame is not kept; its exit is ignored
+}
+
+HCCT_NOINST void ShadowStack::exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
+  bool own_stack = sp - stack_lo_ < stack_size_;
+  if (torn_down && own_stack) {
+    if (top_->sp >= sp) return;  // entered before anything was seen
+    while (top_[-1].sp < sp) --top_;
+    --top_;
+    return;
+  }
+  if (own_stack) unwind_to(sp);
+  if (top_ != entries_ && (top_->fn == fn || top_->fn == 0)) --top_;
+}
+
+HCCT_NOINST void ShadowStack::unwind_to(uintptr_t sp) {
+  if (sp - stack_lo_ < stack_size_)
+    while (top_->sp < sp) --top_;
+}
+
+HCCT_NOINST void ShadowStack::assign(const ThreadProfile &profile) {
+  top_ = entries_;
+  const Frame *frames = profile.frames();
+  for (size_t i = 1; i <= profile.depth(); ++i) {
+    const Node *n = frames[i].node;
+    PathEntry e{profile.is_sink(n) ? 0 : n->routine, profile.is_sink(n) ? 0 : n->call_site, frames[i].sp};
+    if (!push_raw(e)) return;
+  }
+}
+
+}  // namespace hcct::rt

@@ -1,0 +1,102 @@
+// Static bursting (docs/BURSTING.md): a thread's profile sees only the events of short bursts; at
+// the start of each burst its cursor is re-synchronised with the current calling context, without
+// counting the frames already on the stack. This header holds the deterministic per-thread part
+// (no threads, TLS, clocks or system calls other than mmap), which unit tests drive directly; the
+// timer, the gate and the machine-stack unwinder are in burst_runtime.cc.
+#ifndef HCCT_RT_BURST_H
+#define HCCT_RT_BURST_H
+
+#include "profile.h"
+
+namespace hcct::rt {
+
+// A light shadow stack of (routine, call site, stack pointer) kept between bursts, with the same
+// recovery rules as ThreadProfile's frames (stale frames popped by stack pointer, tail-called exit
+// probes, foreign stacks, longjmp targets), but no tree: an event costs a push or a pop.
+class ShadowStack {
+ public:
+  bool init(uintptr_t stack_lo, uintptr_t stack_size);
+  void destroy();
+  bool ready() const { return entries_ != nullptr; }
+
+  void enter(uintptr_t fn, uintptr_t site, uintptr_t sp);
+  void exit(uintptr_t fn, uintptr_t sp, bool torn_down);
+  void unwind_to(uintptr_t sp);
+  // Takes the calling path of `profile` (at the end of a burst).
+  void assign(const ThreadProfile &profile);
+
+  // Raw access for building a path from elsewhere (the machine-stack unwinder).
+  void clear() { top_ = entries_; }
+  bool push_raw(const PathEntry &e);
+  void reverse();  // entries 1..depth in reverse order
+
+  const PathEntry *path() const { return entries_ + 1; }  // outermost first
+  size_t depth() const { return size_t(top_ - entries_); }
+
+ private:
+  bool grow();
+  PathEntry *entries_ = nullptr;  // entries_[0] is a sentinel that is never popped
+  PathEntry *top_ = nullptr;
+  PathEntry *end_ = nullptr;
+  uintptr_t stack_lo_ = 0;
+  uintptr_t stack_size_ = ~uintptr_t(0);
+};
+
+// One thread's bursting state.
+struct BurstThread {
+  ShadowStack shadow;
+  uint64_t epoch = 0;    // the burst (an odd epoch number) the profile's path is synchronised to
+  uint64_t skipped = 0;  // enter events seen between bursts and not profiled
+  uint64_t bursts = 0;   // bursts this thread took part in
+  // The shadow stack, not the profile's frames, holds the current calling path: there were events
+  // between bursts since the profile's last one.
+  bool shadow_current = false;
+
+  bool init(uintptr_t stack_lo, uintptr_t stack_size) { return shadow.init(stack_lo, stack_size); }
+  void destroy() { shadow.destroy(); }
+
+  // Events between bursts: kept on the shadow stack (which first takes over the profile's path if
+  // the last events were profiled) and counted.
+  void between_enter(const ThreadProfile &p, uintptr_t fn, uintptr_t site, uintptr_t sp) {
+    take_over(p);
+    shadow.enter(fn, site, sp);
+    ++skipped;
+  }
+  void between_exit(const ThreadProfile &p, uintptr_t fn, uintptr_t sp, bool torn_down) {
+    take_over(p);
+    shadow.exit(fn, sp, torn_down);
+  }
+  void between_unwind_to(const ThreadProfile &p, uintptr_t sp) {
+    take_over(p);
+    shadow.unwind_to(sp);
+  }
+  // Events between bursts that are only counted (no shadow stack: the machine stack will tell).
+  void between_count() { ++skipped; }
+
+  // First event of burst `e`. If the shadow stack is current, the profile's cursor is moved onto its
+  // path (walking down the tree from the root, thesis §5.1.1); else if `machine` is given (the path
+  // unwound from the machine stack), onto that; else the profile's own path is still current (the
+  // thread made no call since its last profiled event).
+  void join(ThreadProfile &p, uint64_t e, const PathEntry *machine, size_t n, bool use_machine) {
+    if (shadow_current) {
+      p.rebuild_path(shadow.path(), shadow.depth());
+      shadow_current = false;
+    } else if (use_machine) {
+      p.rebuild_path(machine, n);
+    }
+    epoch = e;
+    ++bursts;
+  }
+
+ private:
+  void take_over(const ThreadProfile &p) {
+    if (!shadow_current) {
+      shadow.assign(p);
+      shadow_current = true;
+    }
+  }
+};
+
+}  // namespace hcct::rt
+
+#endif

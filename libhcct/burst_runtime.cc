@@ -1,0 +1,373 @@
+// Static bursting, process side (docs/BURSTING.md): the burst schedule (a runtime-owned timer
+// thread, or the program itself through the test hook hcct_burst), the gate and the burst epoch,
+// the set of functions known to be instrumented, and the machine-stack unwinder that rebuilds a
+// thread's calling path at the start of a burst when no shadow stack was kept.
+#include "burst_runtime.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+#include <unwind.h>
+
+#include "hcct/hcct.h"
+#include "thread.h"
+
+namespace hcct::rt {
+
+uint64_t g_burst_epoch = 0;
+unsigned char g_burst_between = 0;
+
+namespace {
+
+// Serialises phase changes (timer thread, test hook) against the final dump and fork.
+int g_lock = 0;
+bool g_active = false;    // bursting configured and started
+bool g_finished = false;  // the final dump has begun: the gate stays closed
+Burst g_kind = Burst::kOff;
+BurstSync g_sync = BurstSync::kAuto;
+bool g_gate_flips = false;  // the gate closes between bursts (plugin probes go silent)
+bool g_keep_shadow = false;  // events between bursts keep a shadow stack
+bool g_all_events = false;  // every event reaches the runtime (gate always open)
+uint64_t g_interval_ns = 0, g_length_ns = 0;
+bool g_open = false;
+uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
+unsigned char g_plugin_seen = 0;
+
+HCCT_NOINST void lock() {
+  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+HCCT_NOINST void unlock() { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
+
+HCCT_NOINST uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// Opens or closes a burst. Epochs are odd during bursts and even between them; every change makes
+// a new one, so a thread knows at its next event whether its path is synchronised. Caller holds
+// the lock.
+HCCT_NOINST void set_phase_locked(bool on) {
+  if (!g_active || g_finished) return;
+  uint64_t e = g_burst_epoch;
+  if (on) {
+    e += (e & 1) ? 2 : 1;  // a burst opened during a burst is a new burst
+  } else {
+    if (!(e & 1)) return;
+    e += 1;
+  }
+  uint64_t now = monotonic_ns();
+  if (g_open) g_burst_ns += now - g_opened_ns;
+  g_open = on;
+  g_opened_ns = now;
+  __atomic_store_n(&g_burst_epoch, e, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_burst_between, (unsigned char)(!on && g_keep_shadow), __ATOMIC_RELEASE);
+  if (g_gate_flips)
+    __atomic_store_n(&__hcct_gate_local, on ? kGateProfiling : kGateOff, __ATOMIC_RELEASE);
+}
+
+HCCT_NOINST void set_phase(bool on) {
+  lock();
+  set_phase_locked(on);
+  unlock();
+}
+
+HCCT_NOINST timespec to_timespec(uint64_t ns) {
+  timespec ts;
+  ts.tv_sec = time_t(ns / 1000000000ull);  // whole seconds: intervals of any length
+  ts.tv_nsec = long(ns % 1000000000ull);
+  return ts;
+}
+
+HCCT_NOINST void sleep_until(uint64_t deadline) {
+  timespec ts = to_timespec(deadline);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+// The timer thread: wall-clock (CLOCK_MONOTONIC) schedule, absolute deadlines so that lateness
+// does not accumulate; no signals. All signals are blocked in it, so it never takes one of the
+// program's.
+HCCT_NOINST void *timer_main(void *) {
+  uint64_t next = monotonic_ns();
+  bool open = __atomic_load_n(&g_open, __ATOMIC_ACQUIRE);
+  for (;;) {
+    next += open ? g_length_ns : g_interval_ns - g_length_ns;
+    uint64_t now = monotonic_ns();
+    if (next + g_interval_ns < now) next = now;  // far behind (a stopped process): re-anchor
+    sleep_until(next);
+    open = !open;
+    lock();
+    bool done = g_finished;
+    if (!done) set_phase_locked(open);
+    unlock();
+    if (done) return nullptr;
+  }
+}
+
+HCCT_NOINST bool start_timer() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  int err = pthread_create(&thread, &attr, timer_main, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (err == 0) pthread_setname_np(thread, "hcct-burst");
+  return err == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Functions known to be instrumented: every routine the runtime has seen an event of. Lock-free
+// open addressing over an mmap'd table; inserts happen on the slow path only.
+
+constexpr uint32_t kFunctionBits = 17;
+constexpr uint32_t kFunctionSlots = 1u << kFunctionBits;
+constexpr uint32_t kMaxProbe = 64;
+uintptr_t *g_functions = nullptr;  // instrumented: seen in an event, or found so by code inspection
+uintptr_t *g_others = nullptr;     // found not instrumented by code inspection
+
+HCCT_NOINST uint32_t slot_of(uintptr_t fn) {
+  return uint32_t(((fn >> 2) * 0x9E3779B97F4A7C15ull) >> (64 - kFunctionBits));
+}
+
+HCCT_NOINST bool set_contains(const uintptr_t *table, uintptr_t fn) {
+  if (!table || !fn) return false;
+  uint32_t i = slot_of(fn);
+  for (uint32_t k = 0; k < kMaxProbe; ++k, i = (i + 1) & (kFunctionSlots - 1)) {
+    uintptr_t v = __atomic_load_n(&table[i], __ATOMIC_RELAXED);
+    if (v == fn) return true;
+    if (v == 0) return false;
+  }
+  return false;
+}
+
+HCCT_NOINST void set_insert(uintptr_t *table, uintptr_t fn) {
+  if (!table || !fn) return;
+  uint32_t i = slot_of(fn);
+  for (uint32_t k = 0; k < kMaxProbe; ++k, i = (i + 1) & (kFunctionSlots - 1)) {
+    uintptr_t v = __atomic_load_n(&table[i], __ATOMIC_RELAXED);
+    if (v == fn) return;
+    if (v == 0 && (__atomic_compare_exchange_n(&table[i], &v, fn, false, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED) ||
+                   v == fn))
+      return;
+  }
+}
+
+}  // namespace
+}  // namespace hcct::rt
+
+// libgcc's FDE lookup (unwind-dw2-fde.h, not installed).
+struct dwarf_eh_bases {
+  void *tbase;
+  void *dbase;
+  void *func;
+};
+extern "C" const unsigned char *_Unwind_Find_FDE(void *pc, dwarf_eh_bases *bases);
+
+namespace hcct::rt {
+namespace {
+
+// The extent of the function starting at `start`, from its FDE (encoded pcrel|sdata4, as gcc and
+// clang emit on x86-64: checked by decoding pc_begin back to `start`). 0 if unknown.
+HCCT_NOINST size_t function_size(uintptr_t start) {
+  dwarf_eh_bases bases{};
+  const unsigned char *fde = _Unwind_Find_FDE(reinterpret_cast<void *>(start), &bases);
+  if (!fde || reinterpret_cast<uintptr_t>(bases.func) != start) return 0;
+  uint32_t length;
+  int32_t begin;
+  uint32_t range;
+  __builtin_memcpy(&length, fde, 4);
+  if (length == 0xffffffffu || length < 12) return 0;
+  __builtin_memcpy(&begin, fde + 8, 4);
+  __builtin_memcpy(&range, fde + 12, 4);
+  if (reinterpret_cast<uintptr_t>(fde + 8) + intptr_t(begin) != start) return 0;
+  return range;
+}
+
+// Whether the code of the function at `start` takes its own address: the first argument of every
+// probe (`lea fn(%rip), %reg`, or `mov $fn, %reg` outside PIE), which both -finstrument-functions
+// and the GCC plugin pass; ordinary functions practically never do. Symbol-free.
+HCCT_NOINST bool references_itself(uintptr_t start) {
+  size_t size = function_size(start);
+  if (!size || size > (64u << 20)) return false;
+  const unsigned char *p = reinterpret_cast<const unsigned char *>(start);
+  for (size_t i = 0; i + 7 <= size; ++i) {
+    if ((p[i] == 0x48 || p[i] == 0x4c) && p[i + 1] == 0x8d && (p[i + 2] & 0xc7) == 0x05) {
+      int32_t disp;
+      __builtin_memcpy(&disp, p + i + 3, 4);
+      if (start + i + 7 + intptr_t(disp) == start) return true;
+    }
+    if (start <= 0xffffffffu && p[i] >= 0xb8 && p[i] <= 0xbf) {
+      uint32_t imm;
+      __builtin_memcpy(&imm, p + i + 1, 4);
+      if (imm == start) return true;
+    }
+  }
+  return false;
+}
+
+HCCT_NOINST bool known(uintptr_t fn) {
+  if (!fn) return false;
+  if (set_contains(g_functions, fn)) return true;
+  if (set_contains(g_others, fn)) return false;
+  bool yes = references_itself(fn);
+  set_insert(yes ? g_functions : g_others, fn);
+  return yes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The machine-stack unwinder (libgcc's, symbol-free): region start = the function, IP = return
+// address, CFA = the caller's stack pointer at the call.
+
+struct Walk {
+  uintptr_t sp;
+  uintptr_t fn;
+  bool exclude_first;
+  bool started;
+  bool have_pending;
+  PathEntry pending;
+  ShadowStack *out;
+};
+
+HCCT_NOINST void emit(Walk *w, uintptr_t site) {
+  if (!w->have_pending) return;
+  w->pending.site = site;
+  if (known(w->pending.fn)) w->out->push_raw(w->pending);
+  w->have_pending = false;
+}
+
+// Called innermost frame first. During _Unwind_Backtrace, _Unwind_GetCFA of a frame's context is
+// that frame's own stack pointer at its call into the frame inside it (the CFA of the callee): for a
+// program frame, exactly the stack pointer its probes report, hence its tag. The runtime's frames lie
+// below the probe's stack pointer `sp`; the first frame at or above it is the event's function (or,
+// for an inlined one or a tail-called exit probe, its caller).
+HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
+  auto *w = static_cast<Walk *>(arg);
+  uintptr_t frame_sp = _Unwind_GetCFA(ctx);
+  int before = 0;
+  uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
+  uintptr_t start = _Unwind_GetRegionStart(ctx);
+  if (!w->started) {
+    if (frame_sp < w->sp) return _URC_NO_REASON;  // the runtime's own frames
+    w->started = true;
+    if (w->exclude_first && start == w->fn) return _URC_NO_REASON;  // the event's own function
+  }
+  emit(w, ip);  // this frame's IP is the call site of the frame inside it
+  w->pending = PathEntry{start, 0, frame_sp};
+  w->have_pending = true;
+  return _URC_NO_REASON;
+}
+
+}  // namespace
+
+HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate) {
+  g_kind = o.burst;
+  g_sync = o.burst_sync;
+  g_interval_ns = o.burst_interval_ns;
+  g_length_ns = o.burst_length_ns;
+  g_all_events = exact || g_sync == BurstSync::kShadow;
+  g_gate_flips = !g_all_events;
+  g_keep_shadow = g_sync != BurstSync::kUnwind;
+  if (g_sync != BurstSync::kShadow) {
+    g_functions = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
+    g_others = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
+    if (!g_functions || !g_others) return false;
+  }
+  g_start_ns = g_opened_ns = monotonic_ns();
+  g_active = true;
+  bool on = g_kind == Burst::kTimer;  // timer: the first burst starts with the program
+  g_open = on;
+  g_burst_epoch = on ? 1 : 2;
+  g_burst_between = !on && g_keep_shadow;
+  *gate = on || !g_gate_flips ? kGateProfiling : kGateOff;
+  if (g_kind == Burst::kTimer && !start_timer()) return false;
+  return true;
+}
+
+HCCT_NOINST bool burst_active() { return g_active; }
+HCCT_NOINST bool burst_keeps_shadow() { return g_keep_shadow; }
+
+HCCT_NOINST bool burst_may_unwind() {
+  return g_sync == BurstSync::kUnwind ||
+         (g_sync == BurstSync::kAuto && __atomic_load_n(&g_plugin_seen, __ATOMIC_RELAXED));
+}
+
+HCCT_NOINST void burst_plugin_probe_seen() {
+  if (!g_plugin_seen) __atomic_store_n(&g_plugin_seen, 1, __ATOMIC_RELAXED);
+}
+
+HCCT_NOINST bool burst_events_known() {
+  return g_all_events || (g_sync == BurstSync::kAuto && !__atomic_load_n(&g_plugin_seen, __ATOMIC_RELAXED));
+}
+
+HCCT_NOINST void burst_learn(uintptr_t fn) {
+  if (g_functions && !set_contains(g_functions, fn)) set_insert(g_functions, fn);
+}
+
+HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down) {
+  scratch.clear();
+  Walk w{};
+  w.sp = sp;
+  w.fn = fn;
+  w.exclude_first = !torn_down;
+  w.out = &scratch;
+  _Unwind_Backtrace(walk_frame, &w);
+  emit(&w, 0);
+  scratch.reverse();
+  return scratch.depth();
+}
+
+HCCT_NOINST double burst_time_fraction() {
+  lock();
+  uint64_t now = monotonic_ns();
+  uint64_t in_bursts = g_burst_ns + (g_open ? now - g_opened_ns : 0);
+  uint64_t total = now - g_start_ns;
+  unlock();
+  return total ? double(in_bursts) / double(total) : 1.0;
+}
+
+HCCT_NOINST const char *burst_kind_name() { return g_kind == Burst::kManual ? "manual" : "timer"; }
+HCCT_NOINST const char *burst_sync_option() { return burst_sync_name(g_sync); }
+HCCT_NOINST uint64_t burst_interval_ns() { return g_interval_ns; }
+HCCT_NOINST uint64_t burst_length_ns() { return g_length_ns; }
+
+HCCT_NOINST void burst_finish() {
+  lock();
+  g_finished = true;
+  if (g_open) g_burst_ns += monotonic_ns() - g_opened_ns;
+  g_open = false;
+  __atomic_store_n(&g_burst_between, (unsigned char)0, __ATOMIC_RELEASE);
+  unlock();
+}
+
+HCCT_NOINST void burst_fork_prepare() {
+  if (g_active) lock();
+}
+HCCT_NOINST void burst_fork_parent() {
+  if (g_active) unlock();
+}
+// The timer thread does not exist in the child: start another one on the same schedule.
+HCCT_NOINST void burst_fork_child() {
+  if (!g_active) return;
+  unlock();
+  if (g_kind == Burst::kTimer && !g_finished) start_timer();
+}
+
+}  // namespace hcct::rt
+
+// The documented test hook (docs/BURSTING.md): with HCCT_OPTIONS burst=manual, the program opens
+// (on != 0) and closes (on == 0) bursts itself, so tests choose exactly which events are sampled.
+// Without burst=manual it does nothing.
+HCCT_EXPORT void hcct_burst(int on) {
+  using namespace hcct::rt;
+  if (g_kind != Burst::kManual) return;
+  set_phase(on != 0);
+}

@@ -1,0 +1,48 @@
+// Static bursting, process side (burst_runtime.cc; docs/BURSTING.md).
+#ifndef HCCT_RT_BURST_RUNTIME_H
+#define HCCT_RT_BURST_RUNTIME_H
+
+#include "burst.h"
+#include "options.h"
+
+namespace hcct::rt {
+
+// 0 unless bursting; during bursting odd while a burst is on, even between bursts; a new value at
+// every change. A thread takes the inline fast path only while its ThreadState::fast_epoch equals
+// it, so the first event of a burst finds its thread's path to re-synchronise.
+extern uint64_t g_burst_epoch __attribute__((visibility("hidden")));
+// 1 between bursts when events arriving then keep a shadow stack (burst_sync auto or shadow).
+extern unsigned char g_burst_between __attribute__((visibility("hidden")));
+
+// Configures bursting and starts the schedule (the timer thread for burst=1); *gate receives the
+// gate value to open with. False if a resource could not be had.
+bool burst_start(const Options &options, bool exact, unsigned char *gate);
+bool burst_active();
+bool burst_keeps_shadow();
+// Whether a thread without a current shadow stack must rebuild its path from the machine stack
+// (burst_sync=unwind, or auto once GCC-plugin probes were seen: they are silent between bursts).
+bool burst_may_unwind();
+void burst_plugin_probe_seen();
+// Whether every event of the run reached the runtime, so that the sampled fraction is exact.
+bool burst_events_known();
+// Records `fn` as an instrumented function (the unwinder keeps only frames of known functions).
+void burst_learn(uintptr_t fn);
+// The calling path of the current thread from the machine stack, outermost first, into `scratch`:
+// the known-instrumented frames whose CFA lies above `sp` (the probe's), without the event's own
+// function's frame unless the exit probe was tail-called (its frame is then gone). Returns the depth.
+size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down);
+// Fraction of wall time since start spent in bursts.
+double burst_time_fraction();
+const char *burst_kind_name();
+const char *burst_sync_option();
+uint64_t burst_interval_ns();
+uint64_t burst_length_ns();
+// The final dump: no burst opens again, events between bursts stop.
+void burst_finish();
+void burst_fork_prepare();
+void burst_fork_parent();
+void burst_fork_child();
+
+}  // namespace hcct::rt
+
+#endif
