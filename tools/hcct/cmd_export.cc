@@ -29,8 +29,10 @@ int run_export(const ExportOptions &o) {
     throw UserError("export: " + o.format + " output is binary; write it to a file with -o FILE");
   // A file is written under a temporary name and renamed when complete: an input error half-way
   // (a corrupt file is only known to be corrupt once it has been read to its end) leaves nothing.
-  std::ofstream file;
+  // The buffer outlives the stream (declared first): on an error the stream flushes into it while
+  // being destroyed.
   std::vector<char> buffer(size_t(1) << 20);
+  std::ofstream file;
   std::string tmp;
   if (!o.out.empty()) {
     std::filesystem::path target(o.out);
