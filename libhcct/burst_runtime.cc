@@ -90,11 +90,19 @@ HCCT_NOINST void sleep_until(uint64_t deadline) {
 // The timer thread: wall-clock (CLOCK_MONOTONIC) schedule, absolute deadlines so that lateness
 // does not accumulate; no signals. All signals are blocked in it, so it never takes one of the
 // program's.
-HCCT_NOINST void *timer_main(void *) {
+HCCT_NOINST void *timer_main(void *arg) {
   uint64_t next = monotonic_ns();
   bool open = __atomic_load_n(&g_open, __ATOMIC_ACQUIRE);
+  // The first burst starts at a random point of the first interval (systematic sampling with a
+  // random start): a burst at a fixed offset from the start would over-sample the program's start.
+  uint64_t first_wait = reinterpret_cast<uintptr_t>(arg);
   for (;;) {
-    next += open ? g_length_ns : g_interval_ns - g_length_ns;
+    if (first_wait) {
+      next += first_wait;
+      first_wait = 0;
+    } else {
+      next += open ? g_length_ns : g_interval_ns - g_length_ns;
+    }
     uint64_t now = monotonic_ns();
     if (next + g_interval_ns < now) next = now;  // far behind (a stopped process): re-anchor
     sleep_until(next);
@@ -107,7 +115,7 @@ HCCT_NOINST void *timer_main(void *) {
   }
 }
 
-HCCT_NOINST bool start_timer() {
+HCCT_NOINST bool start_timer(uint64_t first_wait) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -116,7 +124,7 @@ HCCT_NOINST bool start_timer() {
   pthread_attr_setstacksize(&attr, 64 * 1024);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t thread;
-  int err = pthread_create(&thread, &attr, timer_main, nullptr);
+  int err = pthread_create(&thread, &attr, timer_main, reinterpret_cast<void *>(uintptr_t(first_wait)));
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (err == 0) pthread_setname_np(thread, "hcct-burst");
@@ -283,12 +291,17 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate) 
   }
   g_start_ns = g_opened_ns = monotonic_ns();
   g_active = true;
-  bool on = g_kind == Burst::kTimer;  // timer: the first burst starts with the program
-  g_open = on;
-  g_burst_epoch = on ? 1 : 2;
-  g_burst_between = !on && g_keep_shadow;
-  *gate = on || !g_gate_flips ? kGateProfiling : kGateOff;
-  if (g_kind == Burst::kTimer && !start_timer()) return false;
+  // The run starts between bursts (epoch 2: even, and never the 0 of "no bursting").
+  g_open = false;
+  g_burst_epoch = 2;
+  g_burst_between = g_keep_shadow;
+  *gate = g_gate_flips ? kGateOff : kGateProfiling;
+  if (g_kind == Burst::kTimer) {
+    // Random start: the clock's low bits (a hash of them) pick the first burst's offset.
+    uint64_t x = g_start_ns * 0x9E3779B97F4A7C15ull;
+    uint64_t first_wait = 1 + (x ^ (x >> 29)) % (g_interval_ns - g_length_ns + 1);
+    if (!start_timer(first_wait)) return false;
+  }
   return true;
 }
 
@@ -358,7 +371,7 @@ HCCT_NOINST void burst_fork_parent() {
 HCCT_NOINST void burst_fork_child() {
   if (!g_active) return;
   unlock();
-  if (g_kind == Burst::kTimer && !g_finished) start_timer();
+  if (g_kind == Burst::kTimer && !g_finished) start_timer(0);
 }
 
 }  // namespace hcct::rt

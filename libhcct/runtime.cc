@@ -365,7 +365,10 @@ __attribute__((destructor(101))) HCCT_NOINST void hcct_finish() {
 // is an exit whose frame is not on the rebuilt path (the machine stack holds the callers only).
 HCCT_NOINST bool join_burst(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t sp, bool torn_down,
                             bool is_exit) {
-  bool use_machine = !s->burst.shadow_current && burst_may_unwind();
+  // Once plugin probes are seen (or with burst_sync=unwind) the shadow stack cannot be trusted: the
+  // plugin's probes are silent between bursts, so only the machine stack tells the path.
+  bool use_machine = burst_may_unwind();
+  if (use_machine) s->burst.shadow_current = false;
   size_t n = use_machine ? burst_unwind(s->burst.shadow, fn, sp, torn_down) : 0;
   s->burst.join(s->profile, e, s->burst.shadow.path(), n, use_machine);
   s->fast_epoch = g_exact ? ~uint64_t(0) : e;
@@ -387,7 +390,7 @@ __attribute__((always_inline)) inline bool burst_live() {
     burst_learn(fn);
     if (s->burst.epoch != e) join_burst(s, e, fn, sp, false, false);
     s->profile.enter(fn, site, sp);
-  } else if (burst_keeps_shadow()) {
+  } else if (burst_keeps_shadow() && !burst_may_unwind()) {
     s->burst.between_enter(s->profile, fn, site, sp);
   } else {
     s->burst.between_count();
@@ -403,7 +406,7 @@ __attribute__((always_inline)) inline bool burst_live() {
     burst_learn(fn);
     if (s->burst.epoch != e && join_burst(s, e, fn, sp, torn_down, true)) return;
     s->profile.exit(fn, sp, torn_down);
-  } else if (burst_keeps_shadow()) {
+  } else if (burst_keeps_shadow() && !burst_may_unwind()) {
     s->burst.between_exit(s->profile, fn, sp, torn_down);
   }
 }
@@ -459,7 +462,11 @@ __attribute__((always_inline)) inline bool burst_live() {
 }
 
 // An exit with the gate closed between bursts (-finstrument-functions hooks keep shadow stacks).
-[[gnu::noinline]] HCCT_NOINST void exit_between(uintptr_t fn, uintptr_t sp, bool torn_down) {
+// Takes the return address rather than the torn-down flag, so that the hook's hot path does not
+// compute the flag before it knows which path it takes.
+[[gnu::noinline]] HCCT_NOINST void exit_between(uintptr_t fn, uintptr_t sp, uintptr_t site,
+                                                uintptr_t return_address) {
+  bool torn_down = site == return_address;
   ThreadState *s = t_state;
   if (!s) return;
   if (s->busy) return count_dropped(s);
@@ -536,7 +543,7 @@ HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *site) {
             __builtin_return_address(0) == site);
   else if (HCCT_UNLIKELY(g_burst_between))
     exit_between(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
-                 __builtin_return_address(0) == site);
+                 reinterpret_cast<uintptr_t>(site), reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
 }
 
 HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
