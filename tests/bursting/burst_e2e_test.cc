@@ -1,0 +1,302 @@
+// Static bursting end to end: a program that toggles bursts itself (burst=manual) records exactly
+// the contexts and counts of its burst windows — after a deep calling path, deep recursion across
+// burst boundaries, threads that entered their path between bursts — with -finstrument-functions
+// and GCC-plugin builds and every way of re-synchronising; and the timer on the examples, against
+// the exact CCT of the same run (thesis §5.1.2 metrics: hot-edge coverage, counter error).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "harness.h"
+#include "hcct/analysis/hot.h"
+
+using namespace e2e;
+namespace ha = hcct::analysis;
+
+namespace {
+
+const std::string kExamples = EXAMPLES_DIR;
+
+std::string meta(const ha::ThreadProfile &t, const char *key) {
+  const std::string *v = t.meta.find_extra(key);
+  return v ? *v : std::string();
+}
+
+std::string diff(const std::map<NamePath, uint64_t> &got, const std::map<NamePath, uint64_t> &want) {
+  std::string out;
+  auto show = [](const NamePath &p) {
+    std::string t;
+    size_t recs = 0;
+    for (auto &n : p) {
+      if (n == "rec") {
+        ++recs;
+        continue;
+      }
+      if (recs) t += "rec^" + std::to_string(recs) + ">";
+      recs = 0;
+      t += n + ">";
+    }
+    if (recs) t += "rec^" + std::to_string(recs);
+    return t;
+  };
+  size_t shown = 0;
+  for (auto &[k, v] : got)
+    if ((!want.count(k) || want.at(k) != v) && shown++ < 20) out += "got " + show(k) + " = " + std::to_string(v) + "\n";
+  for (auto &[k, v] : want)
+    if ((!got.count(k) || got.at(k) != v) && shown++ < 40) out += "want " + show(k) + " = " + std::to_string(v) + "\n";
+  return out;
+}
+
+struct Toggle {
+  int depth = 4000, threads = 4, k = 1000;
+  std::map<NamePath, uint64_t> main_expected() const {
+    std::map<NamePath, uint64_t> want;
+    NamePath in{"main", "outer", "middle", "inner"};
+    auto at = [&](NamePath p, std::initializer_list<const char *> more) {
+      for (auto m : more) p.push_back(m);
+      return p;
+    };
+    want[at(in, {"leaf"})] = uint64_t(k);
+    want[at(in, {"other"})] = 1;
+    want[at(in, {"other", "leaf"})] = 1;
+    NamePath rec{"main"};
+    for (int n = 1; n <= depth + 1; ++n) {
+      rec.push_back("rec");
+      if (n >= depth * 3 / 10 + 2 && n <= depth * 7 / 10 + 1) want[rec] = 1;
+      if (n >= depth / 5 + 2 && n <= depth / 2 + 1) want[at(rec, {"leaf"})] = 1;
+    }
+    return want;
+  }
+  std::map<NamePath, uint64_t> worker_expected() const {
+    NamePath l2{"worker", "level1", "level2"};
+    std::map<NamePath, uint64_t> want;
+    want[NamePath{"worker", "level1", "level2", "leaf"}] = uint64_t(k);
+    want[NamePath{"worker", "level1", "level2", "other"}] = 1;
+    want[NamePath{"worker", "level1", "level2", "other", "leaf"}] = 1;
+    return want;
+  }
+  uint64_t main_events() const { return 1 + 1 + 3 + 1 + 1 + 2 * uint64_t(k) + 2 + 2 * uint64_t(depth + 1); }
+  uint64_t worker_events() const { return 3 + 2 * uint64_t(k) + 2; }
+  std::vector<std::string> argv(const std::string &exe) const {
+    return {exe, std::to_string(depth), std::to_string(threads), std::to_string(k)};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("manual bursts record exactly the events of each burst window", "[bursting][e2e]") {
+  Toggle t;
+  std::vector<std::string> exes{BURST_TOGGLE};
+  if (std::string(BURST_TOGGLE_PLUGIN).size()) exes.push_back(BURST_TOGGLE_PLUGIN);
+  auto plain = run(t.argv(exes[0]));
+  REQUIRE(plain.status == 0);
+  for (const auto &exe : exes) {
+    bool plugin = exe != exes[0];
+    for (const char *sync : {"auto", "shadow", "unwind"}) {
+      for (const char *mode : {"mode=cct", "mode=hcct:epsilon=1e-5:exact=1"}) {
+        std::string options = std::string(mode) + ":burst=manual:burst_sync=" + sync;
+        INFO(exe << " " << options);
+        auto p = run_profiled(t.argv(exe), options);
+        REQUIRE(p.result.status == 0);
+        CHECK(p.result.out == plain.out);  // the program's output is unchanged
+        CHECK(p.result.err.empty());
+        auto set = ha::read_profiles(p.dir);
+        REQUIRE(set.processes.size() == 1);
+        const auto &threads = set.processes[0].threads;
+        REQUIRE(threads.size() == size_t(t.threads) + 1);
+        bool exact = std::string(mode).find("exact=1") != std::string::npos;
+        bool events_known = exact || std::string(sync) == "shadow" || (!plugin && std::string(sync) == "auto");
+        for (const auto &th : threads) {
+          bool is_main = th.meta.thread_seq == 0;
+          auto got = named_counts(th);
+          auto want = is_main ? t.main_expected() : t.worker_expected();
+          INFO("thread " << th.meta.thread_seq << "\n" << diff(got, want));
+          CHECK(got == want);
+          CHECK(meta(th, "burst") == "manual");
+          CHECK(meta(th, "burst_sync") == sync);
+          CHECK(meta(th, "bursts") == (is_main ? "3" : "1"));
+          CHECK(meta(th, "unmatched_exits") == "0");
+          CHECK(meta(th, "sampled_fraction_basis") == (events_known ? "events" : "time"));
+          if (events_known) {
+            uint64_t events = is_main ? t.main_events() : t.worker_events();
+            CHECK(meta(th, "events") == std::to_string(events));
+            CHECK(std::stod(meta(th, "sampled_fraction")) == Approx(double(th.meta.calls) / double(events)));
+          }
+        }
+        if (exact) {  // the exact side saw every event, bursts or not
+          auto ex = ha::read_profiles(p.dir / "exact");
+          REQUIRE(ex.processes.size() == 1);
+          REQUIRE(ex.processes[0].threads.size() == threads.size());
+          for (const auto &e : ex.processes[0].threads) {
+            CHECK(e.meta.calls == (e.meta.thread_seq == 0 ? t.main_events() : t.worker_events()));
+            CHECK(e.meta.find_extra("burst") == nullptr);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("bad burst options: one message, the program runs unprofiled", "[bursting][e2e]") {
+  auto plain = run({kExamples + "/calls", "10", "100"});
+  for (const char *bad : {"burst=2", "burst=1:burst_interval=0", "burst=1:burst_length=30",
+                          "mode=empty:burst=1", "burst_sync=fast"}) {
+    INFO(bad);
+    auto p = run_profiled({kExamples + "/calls", "10", "100"}, bad);
+    CHECK(p.result.status == 0);
+    CHECK(p.result.out == plain.out);
+    CHECK(std::count(p.result.err.begin(), p.result.err.end(), '\n') == 1);
+    CHECK(p.result.err.find("hcct: HCCT_OPTIONS:") == 0);
+  }
+}
+
+namespace {
+
+using Path = std::vector<std::pair<uint64_t, uint64_t>>;
+
+std::vector<Path> paths_of(const ha::ThreadProfile &t) {
+  std::vector<Path> out(t.nodes.size());
+  for (size_t i = 1; i < t.nodes.size(); ++i) {
+    out[i] = out[t.nodes[i].parent];
+    out[i].emplace_back(t.nodes[i].routine, t.nodes[i].call_site);
+  }
+  return out;
+}
+
+struct Accuracy {
+  double min_coverage = 1;     // over τ ≥ 2τ̃
+  double avg_error = 0;        // over the exact CCT's hot contexts held by the sampled HCCT
+  double max_error = 0;
+  size_t hot = 0;
+  size_t missing = 0;  // hot in the exact CCT, not counted in the sampled HCCT
+  double tau_tilde = 0;
+};
+
+// Thesis §5.1.2: w(e) the exact count, w̃(e) the sampled estimate divided by the sampled fraction;
+// hot edge coverage for τ: exact contexts with w ≥ τ·w_max that are in the sampled (φ,ε)-HCCT;
+// τ̃ = ⌊φN⌋ / w_max, the smallest τ with full coverage without bursting.
+Accuracy accuracy(const ha::ThreadProfile &sampled, const ha::ThreadProfile &exact, double phi) {
+  double f = std::stod(meta(sampled, "sampled_fraction"));
+  REQUIRE(f > 0);
+  REQUIRE(f < 1);
+  auto epaths = paths_of(exact);
+  auto spaths = paths_of(sampled);
+  auto shot = ha::query_hot(sampled, phi);
+  std::map<Path, size_t> in_hcct;
+  for (size_t i = 1; i < sampled.nodes.size(); ++i)
+    if (shot.cls[i] != ha::NodeClass::pruned) in_hcct[spaths[i]] = i;
+  uint64_t wmax = 0;
+  for (size_t i = 1; i < exact.nodes.size(); ++i) wmax = std::max(wmax, exact.nodes[i].count);
+  uint64_t threshold = ha::hot_threshold(phi, exact.meta.calls);
+  Accuracy a;
+  a.tau_tilde = double(threshold) / double(wmax);
+  for (double tau = 2 * a.tau_tilde; tau <= 1; tau *= 2) {
+    size_t hot = 0, covered = 0;
+    for (size_t i = 1; i < exact.nodes.size(); ++i) {
+      if (double(exact.nodes[i].count) < tau * double(wmax)) continue;
+      ++hot;
+      covered += in_hcct.count(epaths[i]);
+    }
+    if (hot) a.min_coverage = std::min(a.min_coverage, double(covered) / double(hot));
+  }
+  // Counter error as in the thesis: over the hot contexts that the sampled (φ,ε)-HCCT holds (hot
+  // contexts it misses are what coverage measures; near ⌊φN⌋ sampling may miss a few).
+  double sum = 0;
+  size_t measured = 0;
+  for (size_t i = 1; i < exact.nodes.size(); ++i) {
+    uint64_t w = exact.nodes[i].count;
+    if (w < threshold || w == 0) continue;
+    ++a.hot;
+    auto it = in_hcct.find(epaths[i]);
+    if (it == in_hcct.end() || !sampled.countable(uint32_t(it->second))) {
+      ++a.missing;
+      continue;
+    }
+    double err = std::fabs(double(w) - double(sampled.nodes[it->second].count) / f) / double(w);
+    sum += err;
+    ++measured;
+    a.max_error = std::max(a.max_error, err);
+  }
+  a.avg_error = measured ? sum / double(measured) : 0;
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("timer bursts on the examples: hot edges covered, counters within 10 % after scaling",
+          "[bursting][e2e][accuracy]") {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string options;
+  };
+  const double phi = 1e-4;
+  for (const Case &c :
+       // By routine, fib's levels are hot contexts: fib(30) runs for a fraction of a second, so the
+       // schedule is scaled down (same 10 % duty cycle) to give it enough bursts.
+       {Case{{kExamples + "/calls", "32", "10000000"}, "key=routine:burst_interval=2:burst_length=0.2"},
+        Case{{kExamples + "/calls", "27", "6000000"}, "key=site"},
+        Case{{kExamples + "/shapes", "2", "600000"}, "key=site"}}) {
+    std::string options = "mode=hcct:exact=1:epsilon=2e-5:burst=1:" + c.options;
+    INFO(c.argv[0] << " " << options);
+    auto p = run_profiled(c.argv, options);
+    REQUIRE(p.result.status == 0);
+    auto sampled = ha::read_profiles(p.dir);
+    auto exact = ha::read_profiles(p.dir / "exact");
+    REQUIRE(sampled.processes.size() == 1);
+    const auto &st = sampled.processes[0].threads;
+    const auto &et = exact.processes[0].threads;
+    REQUIRE(st.size() == et.size());
+    for (size_t k = 0; k < st.size(); ++k) {
+      if (et[k].meta.calls < 100000) continue;  // threads that only start others
+      // The exact side saw every event: the fraction is calls / events, exactly.
+      CHECK(meta(st[k], "events") == std::to_string(et[k].meta.calls));
+      CHECK(meta(st[k], "sampled_fraction_basis") == "events");
+      uint64_t bursts = std::stoull(meta(st[k], "bursts"));
+      CHECK(bursts >= 1);
+      auto a = accuracy(st[k], et[k], phi);
+      INFO("thread " << k << ": fraction " << meta(st[k], "sampled_fraction") << ", bursts " << bursts
+                     << ", hot " << a.hot << ", avg error " << a.avg_error << ", max error "
+                     << a.max_error << ", coverage " << a.min_coverage << ", tau~ " << a.tau_tilde);
+      CHECK(a.hot >= 3);
+      CHECK(a.missing * 5 <= a.hot);
+      CHECK(a.min_coverage == 1.0);
+      // ≤ 10 % on the examples as run by default (key by call site). Keyed by routine, fib's levels
+      // are hot contexts of a recursive phase whose sampled fraction differs from the whole run's
+      // (the in-burst slowdown differs by phase): 4-11 % seen, inside the thesis's 6.9-17.3 %.
+      CHECK(a.avg_error <= (c.options.find("key=routine") == 0 ? 0.20 : 0.10));
+      WARN("accuracy " << c.argv[0] << " " << c.options << " thread " << k << ": fraction "
+                       << meta(st[k], "sampled_fraction") << ", bursts " << bursts << ", hot contexts "
+                       << a.hot << " (" << a.missing << " missed), avg counter error " << 100 * a.avg_error << " %, max "
+                       << 100 * a.max_error << " %, min coverage (tau >= 2 tau~) " << a.min_coverage);
+    }
+  }
+}
+
+TEST_CASE("timer bursts with the plugin's gate closed between bursts: contexts stay exact",
+          "[bursting][e2e]") {
+  const std::string exe = kExamples + "/calls_plugin";
+  if (!std::filesystem::exists(exe)) return;
+  // Unwinding at every burst start must rebuild true contexts: every context recorded is one of
+  // the closed form's (fib levels below main, work's callees), none with frames left out or added.
+  auto p = run_profiled({exe, "27", "6000000"}, "mode=cct:key=routine:burst=1");
+  REQUIRE(p.result.status == 0);
+  auto set = ha::read_profiles(p.dir);
+  const auto &t = set.processes.at(0).threads.at(0);
+  CHECK(meta(t, "sampled_fraction_basis") == "time");
+  CHECK(std::stoull(meta(t, "bursts")) >= 1);
+  auto counts = named_counts(t);
+  CHECK(counts.size() >= 3);
+  for (auto &[path, count] : counts) {
+    std::string joined;
+    for (auto &n : path) joined += n + ">";
+    INFO(joined << " = " << count);
+    REQUIRE(path.front() == "main");
+    bool fib = true;
+    for (size_t i = 1; i < path.size(); ++i) fib = fib && path[i] == "fib";
+    bool work = path.size() >= 2 && path[1] == "work" &&
+                (path.size() == 2 || (path.size() == 3 && (path[2] == "square" || path[2] == "cube")) ||
+                 (path.size() == 4 && path[2] == "cube" && path[3] == "square"));
+    CHECK((fib || work));
+  }
+  CHECK(counts.count({"main", "work", "cube", "square"}));
+}
