@@ -110,6 +110,13 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
   } else if (m.mode == Mode::cct) {
     out += "# counts are exact\n";
   }
+  if (const std::string *f = m.find_extra("sampled_fraction")) {  // static bursting (docs/BURSTING.md)
+    const std::string *basis = m.find_extra("sampled_fraction_basis");
+    double fraction = std::strtod(f->c_str(), nullptr);
+    out += "# sampled (static bursting): counts are of the calls made during bursts, a fraction " + format_double(fraction) +
+           " of all calls (" + (basis && *basis == "events" ? std::string("counted") : std::string("estimated from time; an upper bound")) +
+           "); scale by " + format_double(fraction > 0 ? 1 / fraction : 0) + " for whole-run counts\n";
+  }
   if (m.dropped) out += "# note: " + with_commas(m.dropped) + " events were dropped (arrived while the runtime was busy)\n";
   out += "# " + with_commas(h.hot) + " hot contexts, " + with_commas(h.cold_ancestors) + " cold ancestors, of " +
          with_commas(t.node_count - 1) + " nodes\n";
@@ -180,6 +187,11 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
     j["epsilon"] = json();
     j["counters"] = json();
     j["error_bound"] = m.mode == Mode::cct ? json(0) : json();
+  }
+  if (const std::string *f = m.find_extra("sampled_fraction")) {  // static bursting
+    double fraction = std::strtod(f->c_str(), nullptr);
+    j["sampled_fraction"] = fraction;
+    j["scale"] = fraction > 0 ? json(1 / fraction) : json();
   }
   j["hot"] = h.hot;
   j["cold_ancestors"] = h.cold_ancestors;
