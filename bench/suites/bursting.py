@@ -1,0 +1,53 @@
+"""Static bursting (issue 4, docs/BURSTING.md): bursting hcct against native, gprof and exhaustive hcct.
+
+    python3 bench/bench.py --rounds 5 bursting
+    python3 bench/bench.py --instructions bursting     # callgrind (the timer runs in valgrind's time)
+
+Configurations on the call-intensive example (examples/calls.c): native; gprof (the same source
+built with -pg); exhaustive hcct with -finstrument-functions and with the GCC plugin; bursting hcct
+(20 ms / 2 ms) with the plugin (gate closed between bursts, path rebuilt from the machine stack) and
+with -finstrument-functions (hooks keep a shadow stack between bursts), plus the other sync choice
+for each. Config is injected by bench.py.
+"""
+import os
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(HERE, "..", "..", "examples", "calls.c")
+
+
+def gprof_binary(build):
+    """examples/calls.c built with -pg (cached in the build directory)."""
+    out_dir = os.path.join(build, "bench-bursting")
+    exe = os.path.join(out_dir, "calls_gprof")
+    if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(SOURCE):
+        os.makedirs(out_dir, exist_ok=True)
+        subprocess.run(["gcc", "-O2", "-g", "-pg", "-o", exe, SOURCE], check=True)
+    return exe, out_dir
+
+
+def suite_bursting(build, small=False):
+    ex = os.path.join(build, "examples")
+    args = ("24", "1000000") if small else ("30", "20000000")
+    native = [os.path.join(ex, "calls_native"), *args]
+    inst = [os.path.join(ex, "calls"), *args]
+    plugin = [os.path.join(ex, "calls_plugin"), *args]
+    gprof, gprof_dir = gprof_binary(build)
+    configs = [
+        Config("native", native),
+        Config("gprof", [gprof, *args], env={"GMON_OUT_PREFIX": os.path.join(gprof_dir, "gmon.out")}),
+        Config("finstr hcct", inst, hcct_options="mode=hcct"),
+        Config("finstr burst (shadow)", inst, hcct_options="mode=hcct:burst=1"),
+        Config("finstr burst (unwind)", inst, hcct_options="mode=hcct:burst=1:burst_sync=unwind"),
+    ]
+    if os.path.exists(plugin[0]):
+        configs += [
+            Config("plugin off", plugin, hcct_options="mode=off"),
+            Config("plugin hcct", plugin, hcct_options="mode=hcct"),
+            Config("plugin burst (unwind)", plugin, hcct_options="mode=hcct:burst=1"),
+            Config("plugin burst (shadow)", plugin, hcct_options="mode=hcct:burst=1:burst_sync=shadow"),
+        ]
+    return "bursting", configs, ["native", "gprof"]
+
+
+SUITES = {"bursting": suite_bursting}
