@@ -18,6 +18,7 @@ namespace hcct::rt {
 
 uint64_t g_burst_epoch = 0;
 unsigned char g_burst_between = 0;
+unsigned char g_hook_gate = 0;
 
 namespace {
 
@@ -64,8 +65,10 @@ HCCT_NOINST void set_phase_locked(bool on) {
   g_opened_ns = now;
   __atomic_store_n(&g_burst_epoch, e, __ATOMIC_RELEASE);
   __atomic_store_n(&g_burst_between, (unsigned char)(!on && g_keep_shadow), __ATOMIC_RELEASE);
-  if (g_gate_flips)
+  if (g_gate_flips) {
     __atomic_store_n(&__hcct_gate_local, on ? kGateProfiling : kGateOff, __ATOMIC_RELEASE);
+    if (!g_keep_shadow) __atomic_store_n(&g_hook_gate, on ? kGateProfiling : kGateOff, __ATOMIC_RELEASE);
+  }
 }
 
 HCCT_NOINST void set_phase(bool on) {
@@ -276,7 +279,8 @@ HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
 
 }  // namespace
 
-HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate) {
+HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
+                             unsigned char *hook_gate) {
   g_kind = o.burst;
   g_sync = o.burst_sync;
   g_interval_ns = o.burst_interval_ns;
@@ -296,6 +300,7 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate) 
   g_burst_epoch = 2;
   g_burst_between = g_keep_shadow;
   *gate = g_gate_flips ? kGateOff : kGateProfiling;
+  *hook_gate = g_gate_flips && !g_keep_shadow ? kGateOff : kGateProfiling;
   if (g_kind == Burst::kTimer) {
     // Random start: the clock's low bits (a hash of them) pick the first burst's offset.
     uint64_t x = g_start_ns * 0x9E3779B97F4A7C15ull;

@@ -13,10 +13,13 @@ namespace hcct::rt {
 extern uint64_t g_burst_epoch __attribute__((visibility("hidden")));
 // 1 between bursts when events arriving then keep a shadow stack (burst_sync auto or shadow).
 extern unsigned char g_burst_between __attribute__((visibility("hidden")));
+// The gate the -finstrument-functions hooks test (they are called whatever __hcct_gate says): equal
+// to __hcct_gate, except that it stays open between bursts when they keep a shadow stack.
+extern unsigned char g_hook_gate __attribute__((visibility("hidden")));
 
-// Configures bursting and starts the schedule (the timer thread for burst=1); *gate receives the
-// gate value to open with. False if a resource could not be had.
-bool burst_start(const Options &options, bool exact, unsigned char *gate);
+// Configures bursting and starts the schedule (the timer thread for burst=1); *gate and *hook_gate
+// receive the values to open with. False if a resource could not be had.
+bool burst_start(const Options &options, bool exact, unsigned char *gate, unsigned char *hook_gate);
 bool burst_active();
 bool burst_keeps_shadow();
 // Whether a thread without a current shadow stack must rebuild its path from the machine stack

@@ -202,6 +202,7 @@ HCCT_NOINST void sleep_briefly() {
 // this side pays a membarrier).
 HCCT_NOINST void stop_all_threads() {
   __atomic_store_n(&__hcct_gate_local, kGateOff, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&g_hook_gate, kGateOff, __ATOMIC_SEQ_CST);
   if (!g_have_membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
     // Without membarrier, a scheduling round trip is the best available approximation.
     sleep_briefly();
@@ -287,6 +288,7 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   }
   if (g_options.mode == Mode::kOff) return;
   if (g_options.mode == Mode::kEmpty) {
+    g_hook_gate = kGateEmpty;
     __hcct_gate_local = kGateEmpty;
     return;
   }
@@ -309,15 +311,16 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
   g_have_membarrier =
       syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-  unsigned char gate = kGateProfiling;
+  unsigned char gate = kGateProfiling, hook_gate = kGateProfiling;
   if (g_options.burst != Burst::kOff) {
     g_bursting = true;
-    if (!burst_start(g_options, g_exact, &gate)) {
+    if (!burst_start(g_options, g_exact, &gate, &hook_gate)) {
       say("hcct: %s%s\n", "cannot start the burst timer; profiling is off for this run", "");
       return;
     }
   }
   g_profiling = true;
+  __atomic_store_n(&g_hook_gate, hook_gate, __ATOMIC_RELEASE);
   __atomic_store_n(&__hcct_gate_local, gate, __ATOMIC_RELEASE);
 }
 
@@ -378,7 +381,7 @@ HCCT_NOINST bool join_burst(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
 // True while events are wanted: a burst, or between bursts with the gate open or shadow stacks
 // kept. The final dump turns both off before it waits for busy threads.
 __attribute__((always_inline)) inline bool burst_live() {
-  return __hcct_gate_local == kGateProfiling || g_burst_between;
+  return __hcct_gate_local == kGateProfiling || g_burst_between;  // (g_hook_gate implies one of them)
 }
 
 [[gnu::noinline]] HCCT_NOINST void burst_enter(ThreadState *s, uintptr_t fn, uintptr_t site,
@@ -461,18 +464,17 @@ __attribute__((always_inline)) inline bool burst_live() {
   if (s != &g_inert) ++s->dropped;
 }
 
-// An exit with the gate closed between bursts (-finstrument-functions hooks keep shadow stacks).
-// Takes the return address rather than the torn-down flag, so that the hook's hot path does not
-// compute the flag before it knows which path it takes.
-[[gnu::noinline]] HCCT_NOINST void exit_between(uintptr_t fn, uintptr_t sp, uintptr_t site,
-                                                uintptr_t return_address) {
-  bool torn_down = site == return_address;
-  ThreadState *s = t_state;
-  if (!s) return;
-  if (s->busy) return count_dropped(s);
-  s->busy = 1;
+// The gate a probe family tests: the plugin's probes __hcct_gate, the -finstrument-functions hooks
+// g_hook_gate (open between bursts too when they keep a shadow stack).
+template <bool kPlugin>
+__attribute__((always_inline)) inline unsigned char probe_gate() {
+  return kPlugin ? __hcct_gate_local : g_hook_gate;
+}
+
+// True when the epoch says the thread may take the fast path; read after the gate.
+__attribute__((always_inline)) inline bool epoch_differs(const ThreadState *s) {
   compiler_fence();
-  exit_full(s, fn, sp, torn_down);
+  return s->fast_epoch != g_burst_epoch;
 }
 
 template <bool kPlugin>
@@ -483,23 +485,22 @@ __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site
   s->busy = 1;
   compiler_fence();
   // Re-read after `busy` is set: the final dump closes the gate and then waits for busy threads.
-  if (HCCT_UNLIKELY(__hcct_gate_local != kGateProfiling)) return enter_full(s, fn, site, sp);
-  compiler_fence();  // the epoch is read after the gate
-  if (HCCT_UNLIKELY(s->fast_epoch != g_burst_epoch || !s->profile.enter_fast(fn, site, sp)))
+  if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s) ||
+                    !s->profile.enter_fast(fn, site, sp)))
     return enter_full(s, fn, site, sp);
   compiler_fence();
   s->busy = 0;
 }
 
+template <bool kPlugin>
 __attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
   ThreadState *s = t_state;
   if (HCCT_UNLIKELY(!s)) return;  // nothing entered on this thread yet
   if (HCCT_UNLIKELY(s->busy)) return count_dropped(s);
   s->busy = 1;
   compiler_fence();
-  if (HCCT_UNLIKELY(__hcct_gate_local != kGateProfiling)) return exit_full(s, fn, sp, torn_down);
-  compiler_fence();
-  if (HCCT_UNLIKELY(s->fast_epoch != g_burst_epoch || !s->profile.exit_fast(fn, sp, torn_down)))
+  if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s) ||
+                    !s->profile.exit_fast(fn, sp, torn_down)))
     return exit_full(s, fn, sp, torn_down);
   compiler_fence();
   s->busy = 0;
@@ -527,23 +528,18 @@ HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
 // and exit probes of one frame whatever each hook's own frame looks like. An exit probe that
 // returns straight to `site` was tail-called from the function's epilogue (see RUNTIME-ABI.md).
 // Between bursts (gate closed, burst_sync auto or shadow) the -finstrument-functions hooks, which
-// are called anyway, keep the thread's shadow stack; the plugin's probes do not call at all.
+// are called anyway, keep the thread's shadow stack (their gate, g_hook_gate, stays open); the
+// plugin's probes do not call at all.
 HCCT_EXPORT void __cyg_profile_func_enter(void *fn, void *site) {
-  if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
+  if (HCCT_LIKELY(g_hook_gate == kGateProfiling))
     on_enter<false>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
                     reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
-  else if (HCCT_UNLIKELY(g_burst_between))
-    enter_unusual(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
-                  reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
 HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *site) {
-  if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
-    on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
-            __builtin_return_address(0) == site);
-  else if (HCCT_UNLIKELY(g_burst_between))
-    exit_between(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
-                 reinterpret_cast<uintptr_t>(site), reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+  if (HCCT_LIKELY(g_hook_gate == kGateProfiling))
+    on_exit<false>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+                   __builtin_return_address(0) == site);
 }
 
 HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
@@ -554,7 +550,7 @@ HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
 
 HCCT_EXPORT void __hcct_exit(void *fn, void *site) {
   if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
-    on_exit(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+    on_exit<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
             __builtin_return_address(0) == site);
 }
 
