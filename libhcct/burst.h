@@ -21,6 +21,28 @@ class ShadowStack {
 
   void enter(uintptr_t fn, uintptr_t site, uintptr_t sp);
   void exit(uintptr_t fn, uintptr_t sp, bool torn_down);
+
+  // The common cases, inlined into the probes between bursts: a push with nothing stale to pop, a
+  // pop of the function's own top entry. False means: call enter()/exit().
+  HCCT_NOINST bool enter_fast(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+    PathEntry *top = top_;
+    if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top + 1 == end_)) return false;
+    top[1] = PathEntry{fn, site, sp};
+    top_ = top + 1;
+    return true;
+  }
+  HCCT_NOINST bool exit_fast(uintptr_t fn, uintptr_t sp, bool torn_down) {
+    PathEntry *top = top_;
+    if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_)) return false;
+    if (torn_down) {
+      if (HCCT_UNLIKELY(!(top->sp < sp && top[-1].sp >= sp))) return false;  // (the sentinel's sp is maximal)
+    } else if (HCCT_UNLIKELY(top->sp < sp)) {
+      return false;
+    }
+    if (HCCT_UNLIKELY(top->fn != fn)) return false;  // also the sentinel (fn 0)
+    top_ = top - 1;
+    return true;
+  }
   void unwind_to(uintptr_t sp);
   // Takes the calling path of `profile` (at the end of a burst).
   void assign(const ThreadProfile &profile);

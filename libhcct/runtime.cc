@@ -122,6 +122,7 @@ HCCT_NOINST ThreadState *attach_thread() {
   unlock_registry();
   s->exact_on = g_exact;
   s->fast_epoch = g_exact ? ~uint64_t(0) : 0;  // with bursting, 0 never matches: the first event joins
+  s->between_epoch = ~uint64_t(0);              // set once the thread keeps a shadow stack
   pthread_setspecific(g_thread_key, s);  // its destructor writes the file at thread exit
   t_state = s;
   return s;
@@ -395,6 +396,9 @@ __attribute__((always_inline)) inline bool burst_live() {
     s->profile.enter(fn, site, sp);
   } else if (burst_keeps_shadow() && !burst_may_unwind()) {
     s->burst.between_enter(s->profile, fn, site, sp);
+    // The shadow-stack-only paths may run until the next change (not with exact=1: the exact side
+    // needs every event).
+    if (!g_exact) s->between_epoch = e;
   } else {
     s->burst.between_count();
   }
@@ -411,6 +415,7 @@ __attribute__((always_inline)) inline bool burst_live() {
     s->profile.exit(fn, sp, torn_down);
   } else if (burst_keeps_shadow() && !burst_may_unwind()) {
     s->burst.between_exit(s->profile, fn, sp, torn_down);
+    if (!g_exact) s->between_epoch = e;
   }
 }
 
@@ -464,6 +469,26 @@ __attribute__((always_inline)) inline bool burst_live() {
   if (s != &g_inert) ++s->dropped;
 }
 
+// Off the fast path (busy set by the caller, cleared here): between bursts with a shadow stack, a
+// push or a pop; else the full path. Out of line so that the probes stay frameless.
+[[gnu::noinline]] HCCT_NOINST void enter_other(ThreadState *s, uintptr_t fn, uintptr_t site,
+                                               uintptr_t sp) {
+  if (s->between_epoch == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
+      s->burst.shadow.enter_fast(fn, site, sp)) {
+    ++s->burst.skipped;
+    return event_end(s);
+  }
+  enter_full(s, fn, site, sp);
+}
+
+[[gnu::noinline]] HCCT_NOINST void exit_other(ThreadState *s, uintptr_t fn, uintptr_t sp,
+                                              bool torn_down) {
+  if (s->between_epoch == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
+      s->burst.shadow.exit_fast(fn, sp, torn_down))
+    return event_end(s);
+  exit_full(s, fn, sp, torn_down);
+}
+
 // The gate a probe family tests: the plugin's probes __hcct_gate, the -finstrument-functions hooks
 // g_hook_gate (open between bursts too when they keep a shadow stack).
 template <bool kPlugin>
@@ -487,7 +512,7 @@ __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site
   // Re-read after `busy` is set: the final dump closes the gate and then waits for busy threads.
   if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s) ||
                     !s->profile.enter_fast(fn, site, sp)))
-    return enter_full(s, fn, site, sp);
+    return enter_other(s, fn, site, sp);
   compiler_fence();
   s->busy = 0;
 }
@@ -501,7 +526,7 @@ __attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, b
   compiler_fence();
   if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s) ||
                     !s->profile.exit_fast(fn, sp, torn_down)))
-    return exit_full(s, fn, sp, torn_down);
+    return exit_other(s, fn, sp, torn_down);
   compiler_fence();
   s->busy = 0;
 }

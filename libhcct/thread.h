@@ -26,6 +26,9 @@ struct ThreadState {
   // The inline fast paths run only while this equals g_burst_epoch: 0 without bursting, the current
   // burst's epoch once the thread's path is synchronised to it, never with exact=1.
   uint64_t fast_epoch;
+  // Between bursts, the inline shadow-stack paths run only while this equals g_burst_epoch (set once
+  // the shadow stack holds the thread's path in that period and shadow stacks are kept).
+  uint64_t between_epoch;
   BurstThread burst;        // static bursting (burst.h)
   // Set while this thread is inside the runtime. Only this thread writes it; the final dump reads
   // it (after a membarrier) to know the thread has left.
