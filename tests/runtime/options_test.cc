@@ -42,3 +42,29 @@ TEST_CASE("options: every bad value is named", "[options]") {
   CHECK(error_of("mode") == "option 'mode' has no value (expected key=value)");
   CHECK(error_of("out=") == "out='' must be a directory path");
 }
+
+TEST_CASE("options: static bursting", "[options][bursting]") {
+  Options o;
+  char error[256];
+  REQUIRE(parse_options(nullptr, &o, error, sizeof error));
+  CHECK(o.burst == Burst::kOff);
+  CHECK(o.burst_interval_ns == 20000000);
+  CHECK(o.burst_length_ns == 2000000);
+  CHECK(o.burst_sync == BurstSync::kAuto);
+  REQUIRE(parse_options("burst=1:burst_interval=1500:burst_length=0.25:burst_sync=unwind:mode=cct", &o,
+                        error, sizeof error));
+  CHECK(o.burst == Burst::kTimer);
+  CHECK(o.burst_interval_ns == 1500000000ull);  // intervals of a second and more
+  CHECK(o.burst_length_ns == 250000);
+  CHECK(o.burst_sync == BurstSync::kUnwind);
+  REQUIRE(parse_options("burst=manual:burst_sync=shadow", &o, error, sizeof error));
+  CHECK(o.burst == Burst::kManual);
+  CHECK(o.burst_sync == BurstSync::kShadow);
+  CHECK(error_of("burst=yes") == "burst='yes' must be 0, 1 or manual");
+  CHECK(error_of("burst_interval=0") == "burst_interval='0' must be milliseconds in [0.001, 86400000]");
+  CHECK(error_of("burst_length=-2") == "burst_length='-2' must be milliseconds in [0.001, 86400000]");
+  CHECK(error_of("burst_sync=fast") == "burst_sync='fast' is not one of auto, shadow, unwind");
+  CHECK(error_of("burst=1:burst_length=30") ==
+        "burst_length (30.000 ms) must not exceed burst_interval (20.000 ms)");
+  CHECK(error_of("burst=1:mode=empty") == "burst needs mode=cct or mode=hcct");
+}
