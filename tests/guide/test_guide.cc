@@ -7,6 +7,8 @@
 //     point goes into the loop that calls it; lexer: lex's loops).
 #include <catch2/catch.hpp>
 
+#include "support/command.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,24 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-std::string run(const std::string &cmd) {
-  std::string out;
-  FILE *p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int rc = pclose(p);
-  INFO(cmd << "\n" << out);
-  REQUIRE(rc == 0);
-  return out;
-}
+std::string run(const std::string &cmd) { return hcct::test::run_command(cmd); }
 
-fs::path work() {
-  fs::path d = fs::path(HCCT_BINARY_DIR) / "tests/guide/work";
-  fs::create_directories(d);
-  return d;
-}
+fs::path work() { return hcct::test::work_directory("tests/guide/work"); }
 
 // Builds `source` with the kpath plugin, runs it with k, returns the guidance JSON.
 json guide(const std::string &source, const std::string &flags, const std::string &args, uint32_t k,

@@ -14,6 +14,8 @@
 //     loops at arbitrary points of the interrupted code (its own function is left out).
 #include <catch2/catch.hpp>
 
+#include "support/command.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,24 +33,9 @@ using hcct::kpath::EdgeKind;
 
 namespace {
 
-std::string run(const std::string &cmd) {
-  std::string out;
-  FILE *p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int rc = pclose(p);
-  INFO(cmd << "\n" << out);
-  REQUIRE(rc == 0);
-  return out;
-}
+std::string run(const std::string &cmd) { return hcct::test::run_command(cmd); }
 
-fs::path work() {
-  fs::path d = fs::path(HCCT_BINARY_DIR) / "tests/kpath/work/e2e";
-  fs::create_directories(d);
-  return d;
-}
+fs::path work() { return hcct::test::work_directory("tests/kpath/work/e2e"); }
 
 struct Example {
   const char *source;

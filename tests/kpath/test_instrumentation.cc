@@ -5,6 +5,8 @@
 // dispatch, noreturn calls, resume, the overflow fallback, and the late (OptimizerLast) stage.
 #include <catch2/catch.hpp>
 
+#include "support/command.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -25,24 +27,9 @@ using hcct::kpath::FunctionDag;
 
 namespace {
 
-std::string run(const std::string &cmd) {
-  std::string out;
-  FILE *p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  int rc = pclose(p);
-  INFO(cmd << "\n" << out);
-  REQUIRE(rc == 0);
-  return out;
-}
+std::string run(const std::string &cmd) { return hcct::test::run_command(cmd); }
 
-fs::path work_dir() {
-  fs::path d = fs::path(HCCT_BINARY_DIR) / "tests/kpath/work/instr";
-  fs::create_directories(d);
-  return d;
-}
+fs::path work_dir() { return hcct::test::work_directory("tests/kpath/work/instr"); }
 
 // The trace ids each block calls, in order (after optimisation a block may hold several or none).
 std::vector<std::vector<int>> block_traces(const FunctionDag &dag) {
