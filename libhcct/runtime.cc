@@ -579,6 +579,23 @@ HCCT_EXPORT void __hcct_exit(void *fn, void *site) {
             __builtin_return_address(0) == site);
 }
 
+// Probe ABI 2 (the plugin since issue 3's speed work; docs/RUNTIME-ABI.md): called only after the
+// probe itself saw the gate open, so they skip the gate test above; on_enter/on_exit re-read the
+// gate once `busy` is set, as they must anyway for the final dump. The plugin never lets gcc
+// tail-call the exit probe, so it needs no call site: its CFA is always the instrumented frame's.
+// mode=empty (gate 1) never creates thread state: its enters return on the thread-state test, as
+// enter_unusual would, and its exits return in on_exit's first test.
+HCCT_EXPORT void __hcct_enter_open(void *fn, void *site) {
+  if (HCCT_UNLIKELY(!t_state) && __hcct_gate_local == kGateEmpty) return;
+  on_enter<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
+                 reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+}
+
+HCCT_EXPORT void __hcct_exit_open(void *fn) {
+  on_exit<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+                false);
+}
+
 // A library unloaded before the dump must still be in the module map.
 HCCT_EXPORT int dlclose(void *handle) {
   static int (*real_dlclose)(void *) = nullptr;
