@@ -14,6 +14,7 @@
 
 #include "FunctionDag.h"
 #include "MetadataBuilder.h"
+#include "OsrPointInserter.h"
 #include "PathInstrumenter.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -72,6 +73,11 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   // A module instrumented twice (both stages, or opt then clang) would emit every path twice.
   if (m.getModuleFlag(kDoneFlag)) return PreservedAnalyses::all();
   m.addModuleFlag(Module::Warning, kDoneFlag, 1);
+  // OSR points from a guidance file (OsrPointInserter.h): headers found on the CFG as it is now,
+  // code inserted after the path probes, so that both use the profile's block numbering.
+  OsrPointInserter osr(m);
+  osr.resolve();
+  if (!path_profile_enabled()) return osr.insert() ? PreservedAnalyses::none() : PreservedAnalyses::all();
   RuntimeApi api = RuntimeApi::declare(m, fast_siblings());
   MetadataBuilder meta(m);
   bool changed = false;
@@ -93,6 +99,7 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   }
   meta.emit();
   if (api.step->use_empty()) api.step->eraseFromParent();
+  changed |= osr.insert();
   return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }
 

@@ -1,0 +1,372 @@
+#include "OsrPointInserter.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "KPathPass.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Analysis/CFG.h"
+#include "llvm/IR/CFG.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/PromoteMemToReg.h"
+
+namespace hcct::kpath {
+
+using namespace llvm;
+
+namespace {
+
+cl::opt<std::string> g_guide("hcct-guide", cl::desc("hcct kpath: guidance file (hcct guide) whose loops get OSR points"),
+                             cl::init(""));
+cl::opt<bool> g_profile("kpath-profile", cl::desc("hcct kpath: insert path-profiling probes (default true)"),
+                        cl::init(true));
+cl::opt<bool> g_osr_verbose("hcct-osr-verbose", cl::desc("hcct kpath: report each OSR point inserted"), cl::init(false));
+
+constexpr uint32_t kPointVersion = 1;  // HCCT_OSR_POINT_VERSION (hcct/oracle.h)
+
+bool verbose() {
+  if (g_osr_verbose) return true;
+  const char *env = std::getenv("HCCT_OSR_VERBOSE");
+  return env && *env && std::string(env) != "0";
+}
+
+std::string guide_path() {
+  if (!g_guide.empty()) return g_guide;
+  const char *env = std::getenv("HCCT_GUIDE");
+  return env ? env : "";
+}
+
+// The guidance is read once per process (clang compiles one module, opt may run the pass often).
+const std::vector<GuidedLoop> &guidance() {
+  static std::mutex lock;
+  static std::map<std::string, std::vector<GuidedLoop>> cache;
+  std::string path = guide_path();
+  std::lock_guard<std::mutex> guard(lock);
+  auto it = cache.find(path);
+  if (it != cache.end()) return it->second;
+  std::vector<GuidedLoop> loops;
+  if (!path.empty()) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
+    if (!buf)
+      report_fatal_error(Twine("hcct osr: cannot read the guidance file '") + path + "': " + buf.getError().message(), false);
+    std::string error;
+    if (!parse_guidance((*buf)->getBuffer(), &loops, &error))
+      report_fatal_error(Twine("hcct osr: guidance file '") + path + "': " + error, false);
+  }
+  return cache.emplace(path, std::move(loops)).first->second;
+}
+
+// The header's first source line, as the guide computes it (kpath metadata: the block's first line,
+// else its terminator's).
+uint32_t first_line(const BasicBlock &bb) {
+  for (const Instruction &i : bb)
+    if (const DebugLoc &loc = i.getDebugLoc(); loc && loc.getLine() != 0) return loc.getLine();
+  if (const DebugLoc &loc = bb.getTerminator()->getDebugLoc()) return loc.getLine();
+  return 0;
+}
+
+const DILocation *first_location(const BasicBlock &bb) {
+  for (const Instruction &i : bb)
+    if (const DebugLoc &loc = i.getDebugLoc(); loc && loc.getLine() != 0) return loc.get();
+  return nullptr;
+}
+
+// Entry-reachable blocks in layout order: the kpath numbering (FunctionDag::index_blocks).
+std::vector<BasicBlock *> numbered_blocks(Function &f) {
+  DenseSet<const BasicBlock *> reached{&f.getEntryBlock()};
+  std::vector<const BasicBlock *> work{&f.getEntryBlock()};
+  while (!work.empty()) {
+    const BasicBlock *bb = work.back();
+    work.pop_back();
+    for (const BasicBlock *s : successors(bb))
+      if (reached.insert(s).second) work.push_back(s);
+  }
+  std::vector<BasicBlock *> out;
+  for (BasicBlock &bb : f)
+    if (reached.count(&bb)) out.push_back(&bb);
+  return out;
+}
+
+// Loop headers: targets of DFS back edges (FindFunctionBackedges, as the kpath numbering uses).
+DenseSet<const BasicBlock *> loop_headers(const Function &f) {
+  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back;
+  FindFunctionBackedges(f, back);
+  DenseSet<const BasicBlock *> out;
+  for (auto &[from, to] : back) out.insert(to);
+  return out;
+}
+
+std::string base_name(StringRef path) { return sys::path::filename(path).str(); }
+
+std::string describe(const GuidedLoop &l) {
+  return l.key + " (" + l.function + ", header block " + std::to_string(l.header_block) + ", line " +
+         std::to_string(l.line) + ")";
+}
+
+Constant *string_constant(Module &m, StringRef s, const Twine &name) {
+  Constant *init = ConstantDataArray::getString(m.getContext(), s);
+  auto *gv = new GlobalVariable(m, init->getType(), true, GlobalValue::PrivateLinkage, init, name);
+  gv->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
+  gv->setAlignment(Align(1));
+  Constant *zero = ConstantInt::get(Type::getInt32Ty(m.getContext()), 0);
+  Constant *idx[] = {zero, zero};
+  return ConstantExpr::getInBoundsGetElementPtr(init->getType(), gv, idx);
+}
+
+}  // namespace
+
+bool path_profile_enabled() {
+  if (g_profile.getNumOccurrences()) return g_profile;
+  const char *env = std::getenv("HCCT_KPATH_PROFILE");
+  if (!env || !*env) return true;
+  std::string v = env;
+  if (v == "0" || v == "false" || v == "no") return false;
+  if (v == "1" || v == "true" || v == "yes") return true;
+  report_fatal_error(Twine("hcct kpath: HCCT_KPATH_PROFILE='") + v + "' is not 0 or 1", false);
+}
+
+bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *error) {
+  Expected<json::Value> doc = json::parse(text);
+  if (!doc) {
+    *error = "not JSON: " + toString(doc.takeError());
+    return false;
+  }
+  const json::Object *root = doc->getAsObject();
+  if (!root || root->getString("format") != StringRef("hcct-guide")) {
+    *error = "not a guidance file (no \"format\": \"hcct-guide\"; write one with `hcct guide`)";
+    return false;
+  }
+  if (root->getInteger("version") != int64_t(1)) {
+    *error = "unsupported guidance version (this plugin reads version 1)";
+    return false;
+  }
+  const json::Array *loops = root->getArray("loops");
+  if (!loops) {
+    *error = "no \"loops\" array";
+    return false;
+  }
+  out->clear();
+  size_t index = 0;
+  for (const json::Value &v : *loops) {
+    std::string where = "loops[" + std::to_string(index++) + "]";
+    const json::Object *o = v.getAsObject();
+    if (!o) {
+      *error = where + " is not an object";
+      return false;
+    }
+    GuidedLoop l;
+    auto function = o->getString("function");
+    auto line = o->getInteger("line");
+    auto header = o->getInteger("header_block");
+    const json::Value *threshold = o->get("threshold");
+    if (!function || function->empty() || !line || *line < 0 || !header || *header < 0 || !threshold) {
+      *error = where + ": needs \"function\", \"line\", \"header_block\" and \"threshold\"";
+      return false;
+    }
+    if (threshold->getAsNull()) continue;  // no OSR point recommended
+    auto t = threshold->getAsInteger();
+    if (!t || *t < 1) {
+      *error = where + ": \"threshold\" must be a positive integer or null";
+      return false;
+    }
+    l.function = function->str();
+    l.line = uint32_t(*line);
+    l.header_block = uint32_t(*header);
+    l.threshold = uint64_t(*t);
+    if (auto rank = o->getInteger("rank")) l.rank = uint32_t(*rank);
+    if (auto file = o->getString("file")) l.file = file->str();
+    if (auto key = o->getString("key")) l.key = key->str();
+    else l.key = (l.file.empty() ? std::string("?") : base_name(l.file)) + ":" + std::to_string(l.line);
+    if (auto id = o->getString("function_id")) {
+      uint64_t value = 0;
+      if (id->getAsInteger(0, value)) {
+        *error = where + ": \"function_id\" is not a number";
+        return false;
+      }
+      l.function_id = value;
+      l.has_function_id = true;
+    }
+    out->push_back(std::move(l));
+  }
+  return true;
+}
+
+OsrPointInserter::OsrPointInserter(Module &m) : m_(m) { loops_ = guidance(); }
+
+void OsrPointInserter::resolve() {
+  if (loops_.empty()) return;
+  for (const GuidedLoop &l : loops_) {
+    Function *f = m_.getFunction(l.function);
+    if (!f || !should_instrument(*f)) continue;  // defined in another translation unit
+    // A function of the same name elsewhere (a static function of another file).
+    if (l.has_function_id && l.function_id != f->getGUID()) {
+      if (verbose())
+        errs() << "hcct osr: " << describe(l) << ": " << f->getName() << " here is another function (GUID differs)\n";
+      continue;
+    }
+    std::vector<BasicBlock *> blocks = numbered_blocks(*f);
+    DenseSet<const BasicBlock *> headers = loop_headers(*f);
+    BasicBlock *header = nullptr;
+    std::string problem;
+    if (l.header_block >= blocks.size()) {
+      problem = "the function has " + std::to_string(blocks.size()) + " blocks";
+    } else if (!headers.count(blocks[l.header_block])) {
+      problem = "block " + std::to_string(l.header_block) + " is not a loop header";
+    } else if (uint32_t line = first_line(*blocks[l.header_block]); line != l.line && line != 0) {
+      // (line 0: built without -g; the block number alone identifies the header)
+      problem = "block " + std::to_string(l.header_block) + " starts at line " + std::to_string(line);
+    } else {
+      header = blocks[l.header_block];
+    }
+    if (!header) {
+      // The source moved or the stage differs: fall back to the one header on the guided line.
+      std::vector<BasicBlock *> on_line;
+      for (uint32_t i = 0; i < blocks.size(); ++i)
+        if (headers.count(blocks[i]) && first_line(*blocks[i]) == l.line) on_line.push_back(blocks[i]);
+      if (on_line.size() == 1) {
+        header = on_line.front();
+        uint32_t index = uint32_t(std::find(blocks.begin(), blocks.end(), header) - blocks.begin());
+        errs() << "hcct osr: warning: guided loop " << describe(l) << " does not match " << f->getName() << ": "
+               << problem << "; using the loop header at line " << l.line << " (block " << index
+               << "). Was the guidance made from this source, at the same stage (HCCT_KPATH_STAGE)?\n";
+      } else {
+        errs() << "hcct osr: warning: guided loop " << describe(l) << " does not match " << f->getName() << ": "
+               << problem << ", and " << on_line.size() << " loop headers start at line " << l.line
+               << ": no OSR point inserted. Rebuild the guidance from a profile of this source, at the same stage "
+                  "(HCCT_KPATH_STAGE).\n";
+        continue;
+      }
+    }
+    bool duplicate = false;
+    for (const Site &s : sites_) duplicate |= s.header == header;
+    if (duplicate) {
+      errs() << "hcct osr: warning: guided loop " << describe(l) << " names a header that already has an OSR point\n";
+      continue;
+    }
+    sites_.push_back({&l, header});
+  }
+}
+
+bool OsrPointInserter::insert() {
+  std::map<Function *, std::vector<Site>> by_function;
+  for (const Site &s : sites_) by_function[s.header->getParent()].push_back(s);
+  bool changed = false;
+  for (auto &[f, sites] : by_function) changed |= insert_in(*f, sites);
+  return changed;
+}
+
+bool OsrPointInserter::insert_in(Function &f, const std::vector<Site> &sites) {
+  LLVMContext &ctx = m_.getContext();
+  Type *i8p = Type::getInt8PtrTy(ctx);
+  Type *i32 = Type::getInt32Ty(ctx);
+  Type *i64 = Type::getInt64Ty(ctx);
+  // struct hcct_osr_point (hcct/oracle.h)
+  StructType *point_ty = StructType::getTypeByName(ctx, "hcct.osr.point");
+  if (!point_ty) point_ty = StructType::create(ctx, {i32, i32, i8p, i8p, i64, i32, i32, i64, i8p}, "hcct.osr.point");
+  PointerType *point_ptr = PointerType::getUnqual(point_ty);
+  FunctionType *handler_ty = FunctionType::get(Type::getVoidTy(ctx), {point_ptr, i64}, false);
+  Function *handler = m_.getFunction("hcct_osr_handler");
+  Value *callee = nullptr;
+  if (!handler) {
+    handler = Function::Create(handler_ty, GlobalValue::ExternalWeakLinkage, "hcct_osr_handler", m_);
+  }
+  callee = handler->getFunctionType() == handler_ty ? static_cast<Value *>(handler)
+                                                    : ConstantExpr::getBitCast(handler, PointerType::getUnqual(handler_ty));
+  // Only a handler that may be missing at run time needs the address test.
+  bool test_address = handler->hasExternalWeakLinkage();
+
+  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back;
+  FindFunctionBackedges(f, back);
+  std::vector<AllocaInst *> counters;
+  IRBuilder<> entry(&*f.getEntryBlock().getFirstInsertionPt());
+  MDNode *weights = MDBuilder(ctx).createBranchWeights(1, 1u << 20);
+
+  for (const Site &s : sites) {
+    const GuidedLoop &l = *s.loop;
+    BasicBlock *h = s.header;
+    // The loop: latches are the sources of back edges into h; the body reaches a latch without
+    // passing h. Entry edges come from everything else.
+    DenseSet<BasicBlock *> body{h};
+    std::vector<BasicBlock *> work;
+    for (auto &[from, to] : back)
+      if (to == h) {
+        auto *latch = const_cast<BasicBlock *>(from);
+        if (body.insert(latch).second) work.push_back(latch);
+      }
+    while (!work.empty()) {
+      BasicBlock *v = work.back();
+      work.pop_back();
+      for (BasicBlock *p : predecessors(v))
+        if (body.insert(p).second) work.push_back(p);
+    }
+    if (body.size() == 1 && std::none_of(back.begin(), back.end(), [&](auto &e) { return e.first == h && e.second == h; })) {
+      errs() << "hcct osr: warning: " << describe(l) << ": the header has no back edge any more: no OSR point\n";
+      continue;
+    }
+
+    Constant *point_init = ConstantStruct::get(
+        point_ty, {ConstantInt::get(i32, kPointVersion), ConstantInt::get(i32, l.line),
+                   string_constant(m_, l.key, "hcct.osr.key"), string_constant(m_, l.function, "hcct.osr.function"),
+                   ConstantInt::get(i64, l.threshold), ConstantInt::get(i32, l.header_block), ConstantInt::get(i32, l.rank),
+                   ConstantInt::get(i64, 0), ConstantPointerNull::get(cast<PointerType>(i8p))});
+    // Writable: the runtime's default handler counts events in it.
+    auto *point = new GlobalVariable(m_, point_ty, false, GlobalValue::InternalLinkage, point_init, "hcct.osr.point");
+    point->setAlignment(Align(8));
+
+    AllocaInst *count = entry.CreateAlloca(i64, nullptr, "hcct.osr.count");
+    entry.CreateStore(ConstantInt::get(i64, 0), count);
+    counters.push_back(count);
+    std::vector<BasicBlock *> preds(pred_begin(h), pred_end(h));
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    for (BasicBlock *p : preds)
+      if (!body.count(p)) new StoreInst(ConstantInt::get(i64, 0), count, p->getTerminator());
+
+    const DILocation *loc = first_location(*h);
+    IRBuilder<> b(&*h->getFirstInsertionPt());
+    if (loc) b.SetCurrentDebugLocation(DebugLoc(loc));
+    Value *c = b.CreateAdd(b.CreateLoad(i64, count, "hcct.osr.c"), ConstantInt::get(i64, 1), "hcct.osr.c1");
+    b.CreateStore(c, count);
+    Value *hit = b.CreateICmpEQ(c, ConstantInt::get(i64, l.threshold), "hcct.osr.hit");
+    Instruction *rest = cast<Instruction>(hit)->getNextNode();
+    Instruction *then = SplitBlockAndInsertIfThen(hit, rest, false, weights);
+    then->getParent()->setName("hcct.osr.fire");
+    if (test_address) {
+      IRBuilder<> t(then);
+      Value *present = t.CreateICmpNE(handler, ConstantPointerNull::get(handler->getType()), "hcct.osr.handler");
+      then = SplitBlockAndInsertIfThen(present, then, false);
+      then->getParent()->setName("hcct.osr.call");
+    }
+    IRBuilder<> t(then);
+    if (loc) t.SetCurrentDebugLocation(DebugLoc(loc));
+    CallInst *call = t.CreateCall(handler_ty, callee, {point, c});
+    call->addFnAttr(Attribute::Cold);
+    if (verbose())
+      errs() << "hcct osr: " << f.getName() << ": OSR point " << l.key << " at header block " << l.header_block << " (line "
+             << l.line << "), threshold " << l.threshold << "\n";
+  }
+  if (counters.empty()) return false;
+  DominatorTree dt(f);
+  std::vector<AllocaInst *> promotable;
+  for (AllocaInst *a : counters)
+    if (isAllocaPromotable(a)) promotable.push_back(a);
+  if (!promotable.empty()) PromoteMemToReg(promotable, dt);
+  return true;
+}
+
+}  // namespace hcct::kpath

@@ -1,0 +1,70 @@
+// Open OSR points from a guidance file (docs/GUIDE.md, "OSR points"). For each loop of the
+// guidance (`hcct guide`) with a threshold, whose function this module defines:
+//   entry edges of the loop:   count = 0
+//   top of the header:         count += 1; if (count == T) [cold] if (&hcct_osr_handler) hcct_osr_handler(&point, count)
+// `count` is a per-frame register (an alloca promoted to SSA): thread- and recursion-safe, nothing
+// on the loop's path but an add, a compare and a branch that is taken once per entry.
+//
+// The guidance names a loop by function (linkage name and GUID), header block (the kpath
+// numbering: entry-reachable blocks in layout order, at the same stage as the profile) and the
+// header's first source line. resolve() finds the headers on the CFG as clang emitted it, before
+// the path probes (if any) split edges; insert() adds the code afterwards, so the probes' numbering
+// is that of the uninstrumented function, the same as the profile's.
+//
+// Guidance file: -mllvm -hcct-guide=FILE (clang also needs -Xclang -load -Xclang kpath.so to know
+// the option) or the environment variable HCCT_GUIDE=FILE at compile time. Path probes are
+// inserted unless -mllvm -kpath-profile=false or HCCT_KPATH_PROFILE=0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llvm/IR/BasicBlock.h"
+#include "llvm/IR/Module.h"
+
+namespace hcct::kpath {
+
+// Whether the pass inserts path-profiling probes (default: yes).
+bool path_profile_enabled();
+
+struct GuidedLoop {
+  std::string function;
+  uint64_t function_id = 0;  // 0: not given
+  bool has_function_id = false;
+  std::string file;          // the function's source file
+  std::string key;           // "file:line"
+  uint32_t line = 0;
+  uint32_t header_block = 0;
+  uint32_t rank = 0;
+  uint64_t threshold = 0;
+};
+
+// Parses a guidance file (format "hcct-guide", version 1); loops without a threshold are left out.
+// Throws nothing: on error returns false with a message.
+bool parse_guidance(llvm::StringRef text, std::vector<GuidedLoop> *out, std::string *error);
+
+class OsrPointInserter {
+ public:
+  // Reads the guidance file named by -hcct-guide / HCCT_GUIDE, if any (a bad file is a fatal
+  // error with its reason).
+  explicit OsrPointInserter(llvm::Module &m);
+  bool active() const { return !loops_.empty(); }
+  // Finds the guided headers of this module's functions; warns about loops that do not match.
+  void resolve();
+  // Inserts the OSR points found by resolve(). Returns whether the module changed.
+  bool insert();
+
+ private:
+  struct Site {
+    const GuidedLoop *loop;
+    llvm::BasicBlock *header;
+  };
+  bool insert_in(llvm::Function &f, const std::vector<Site> &sites);
+
+  llvm::Module &m_;
+  std::vector<GuidedLoop> loops_;
+  std::vector<Site> sites_;
+};
+
+}  // namespace hcct::kpath
