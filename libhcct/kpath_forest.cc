@@ -83,8 +83,10 @@ HCCT_NOINST void PathTrace::release() {
 
 KsfNode g_path_end = {kEndPath, 0, &g_path_end, kEndPath, &g_path_end, &g_path_end, &g_path_end, nullptr};
 
-HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, Hint hint, uint64_t token, KsfNode **root_cache) {
+HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, Hint hint, uint64_t token, KsfNode **root_cache,
+                                    Forest forest) {
   k_ = k < 1 ? 1 : k;
+  forest_ = forest;
   root_cache_ = k_ >= 2 ? root_cache : nullptr;
   tracing_ = trace;
   hint_ = hint;
@@ -107,7 +109,8 @@ HCCT_NOINST uint64_t PathProfiler::paths() const {
       sum += s.value;
       continue;
     }
-    // Depth first; each level holds at most one pending sibling, and windows are at most k deep.
+    // Depth first; each level holds at most one pending sibling, and trees are at most 2k − 2
+    // levels deep (k-SF; kWF: k).
     const KsfNode *stack[2 * 256 + 4];
     size_t depth = 0;
     const auto *root = reinterpret_cast<const KsfNode *>(s.value);
@@ -166,6 +169,11 @@ HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uin
     if (!found) return nullptr;
     prev = nullptr;  // new children go in front
   }
+  set_guesses(window, parent, found, prev);
+  return found;
+}
+
+HCCT_NOINST void PathProfiler::set_guesses(KsfNode *window, KsfNode *parent, KsfNode *found, KsfNode *prev) {
   if (hint_ == Hint::kMoveToFront && prev) {
     // Unlink, then relink in front. Only this thread's runtime changes lists, and never while an
     // inline fast path of this thread is half done (it would have to interrupt it): fast paths
@@ -183,7 +191,6 @@ HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uin
     window->hint2 = parent->first_child->next_sibling;
   }
   window->hint_path = window->hint->path;
-  return found;
 }
 
 // Finds or creates the child `id` of `parent` (depth `parent_depth`; null = the roots). A new node
@@ -199,6 +206,59 @@ HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint32_t parent_d
   KsfNode *n = new_node(id);
   if (!n) return nullptr;
   n->link = link;
+  n->next_sibling = parent->first_child;
+  compiler_fence();  // complete before anything can reach it
+  parent->first_child = n;
+  return n;
+}
+
+// ---- k-SF (thesis Algorithm 4)
+
+// One item r after window w (the node the previous item was counted in: β, or τ in the first
+// chunk). Inside a chunk β and τ both step to their child r (lines 13–18 and 21–26); the new β's τ
+// is its `top`, set when it was created. At the end of a chunk (w at depth 2k − 3, or at k − 2 in
+// the first chunk, where β is null and w = τ) β moves to τ (line 7) and steps to its child r; τ
+// becomes the root r (line 8), which is the new β's `top`. So the next window is always the child r
+// of succ(w) = (depth(w) == 2k − 3 ? top(w) : w), and line 27 (or 29) counts it.
+HCCT_NOINST KsfNode *PathProfiler::slab_child(KsfNode *window, uint64_t function, uint64_t id) {
+  ++lookups_;
+  uint32_t d = slab_depth(window);
+  KsfNode *parent = d == 2 * k_ - 3 ? slab_top(window) : window;
+  uint32_t parent_depth = d == 2 * k_ - 3 ? k_ - 2 : d;
+  KsfNode *prev = nullptr, *found = nullptr;
+  for (KsfNode *n = parent->first_child; n != kEnd; prev = n, n = n->next_sibling) {
+    ++scans_;
+    if (n->path == id) {
+      found = n;
+      break;
+    }
+  }
+  if (!found) {
+    found = make_slab_child(parent, parent_depth, function, id);
+    if (!found) return nullptr;
+    prev = nullptr;  // new children go in front
+  }
+  set_guesses(window, parent, found, prev);
+  return found;
+}
+
+// Finds or creates the child `id` of `parent` at depth `parent_depth`. A new node of the lower
+// slab gets its τ first: the root `id` at depth k − 1 (Algorithm 4, lines 8–11), else the child
+// `id` of top(parent) (lines 13–17), found or created the same way.
+HCCT_NOINST KsfNode *PathProfiler::make_slab_child(KsfNode *parent, uint32_t parent_depth, uint64_t function,
+                                                   uint64_t id) {
+  for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
+    if (n->path == id) return n;
+  uint32_t depth = parent_depth + 1;
+  KsfNode *top = nullptr;
+  if (depth == k_ - 1) top = root(function, id);
+  else if (depth > k_ - 1) top = make_slab_child(slab_top(parent), parent_depth - (k_ - 1), function, id);
+  if (depth >= k_ - 1 && !top) return nullptr;
+  KsfNode *n = new_node(id);
+  if (!n) return nullptr;
+  // Depth and τ share one word: user-space pointers on x86-64 and AArch64 Linux are below 2^48.
+  if (HCCT_UNLIKELY(reinterpret_cast<uint64_t>(top) >> 48)) return nullptr;
+  n->top_depth = uint64_t(depth) << 48 | reinterpret_cast<uint64_t>(top);
   n->next_sibling = parent->first_child;
   compiler_fence();  // complete before anything can reach it
   parent->first_child = n;

@@ -1,29 +1,42 @@
-// The path profiler's per-thread data (docs/KPATH.md, "Runtime"): the k-window forest built from
-// the stream of Ball-Larus path IDs, or one counter per (function, path ID) for k = 1 (BLPP).
-// Deterministic and free of TLS and system calls other than mmap, like profile.h, so unit tests
-// drive it directly.
+// The path profiler's per-thread data (docs/KPATH.md, "Runtime"): a forest built from the stream
+// of Ball-Larus path IDs — the thesis's k-slab forest (k-SF, Algorithm 4) or the k-window forest
+// (kWF) — or one counter per (function, path ID) for k = 1 (BLPP). Deterministic and free of TLS
+// and system calls other than mmap, like profile.h, so unit tests drive it directly.
 //
 // The stream is per activation: the pass gives every activation of an instrumented function a
 // PathFrame in its own stack frame, reset inline at its entry (the ∗ marker), so a callee's paths
 // never split its caller's n-grams, recursion needs no shadow stack, and an activation left by an
 // exception or longjmp simply stops.
 //
-// The k-window forest (kWF). Every item of an activation is counted once, in the node whose root
-// path is the *window* of the last min(k, j) items (j = items so far in the activation). Joining
-// below every node to depth K (thesis Algorithms 5-6, analysis/src/kpath_ipf.cc) adds each item's
-// count to every suffix of its window of length <= K: exactly the n-grams (n <= K) that end at that
-// item. So the K-IPF is exact for every K <= k, as with the thesis's k-slab forest (Algorithm 4),
-// whose counted nodes hold windows of up to 2k - 2 items; here a node holds at most k, and the
-// forest has at most one node per distinct n-gram (n <= k) of the stream. On high-entropy streams
-// that is far smaller (docs/BENCHMARKS.md, "kpath").
+// Both forests are driven the same way: every item moves the activation's *window* w (the node
+// the previous item was counted in) to the child labelled x of succ(w) and counts it there. One
+// item = one child step; the inline fast path (docs/RUNTIME-ABI.md; path_fast_step below is its
+// C++ twin) does it through two children of succ(w) that w caches, `hint` (with its label) and
+// `hint2`; lists and guesses end in the shared sentinel kEnd, never null, so the fast path needs no
+// null tests and picks without a branch. The forests differ only in succ and in what a new node
+// links to, which the fast path never sees:
 //
-// Moving the window by one item x: from window w to the node for the last k items of w.x, which
-// is the child labelled x of succ(w), where succ(w) = w while |w| < k, else link(w) = the node for
-// w minus its first item (a suffix link, set when w is created). One item = one child lookup, no
-// chunk boundaries, no hash lookup after an activation's first item. Each node caches two children
-// of its succ, `hint` (with its label) and `hint2`, the inline fast path's guesses
-// (docs/RUNTIME-ABI.md; path_fast_step below is its C++ twin); lists and guesses end in the shared
-// sentinel kEnd, never null, so the fast path needs no null tests and picks without a branch.
+// k-SF (thesis Definition 3.7, Algorithm 4). The activation's items are cut into chunks of k − 1;
+// the forest holds every prefix of c1·c2 and every prefix of length >= k of ci·ci+1, so a tree has
+// an upper slab (depths 0..k−2) and a lower slab (k−1..2k−3). Algorithm 4 keeps two cursors, τ in
+// the upper slab (the current chunk from its start) and β in the lower (the previous chunk and the
+// current one), and counts each item in β, or in τ during the first chunk. Here the window is that
+// counted node, and every lower node stores `top` = the τ that goes with it (a node of the upper
+// slab, fixed by the node's own labels), so the pair (τ, β) is one pointer: succ(w) = w inside a
+// chunk and top(w) at the end of a chunk (depth 2k−3; at depth k−2, the end of the first chunk,
+// w itself). A chunk boundary then needs no hash lookup (Algorithm 4, line 8, looks up a root every
+// k − 1 items): the new β's top *is* that root, found once when β was created. Creating a lower
+// node creates its τ too (Algorithm 4's lines 13–17), so the node set is exactly F(L).
+//
+// kWF. Every item is counted once, in the node whose root path is the last min(k, j) items of the
+// activation (j = items so far); succ(w) = w while |w| < k, else link(w), the node for w minus its
+// first item (a suffix link, set when w is created). At most one node per distinct n-gram (n <= k)
+// of the stream, where the k-SF keeps distinct chunk-aligned windows of up to 2k − 2 items: on
+// high-entropy streams far fewer nodes (docs/BENCHMARKS.md, "kpath").
+//
+// For both, joining below every node to depth K (thesis Algorithms 5-6, analysis/src/
+// kpath_ipf.cc) gives the exact K-IPF for every K <= k: each item's count reaches every n-gram
+// (n <= K) that ends at it, exactly once.
 #ifndef HCCT_RT_KPATH_FOREST_H
 #define HCCT_RT_KPATH_FOREST_H
 
@@ -46,7 +59,10 @@ struct KsfNode {
     KsfNode *next_sibling;   // kEnd after the last
     uint64_t root_function;  // a root (in no list): its function ID, for the root cache
   };
-  KsfNode *link;  // the node for this window minus its first item; null for a root
+  union {
+    KsfNode *link;       // kWF: the node for this window minus its first item; null for a root
+    uint64_t top_depth;  // k-SF: depth (root 0) << 48 | top (lower slab: the upper node τ; else 0)
+  };
 };
 static_assert(sizeof(KsfNode) == 64, "the pass emits these offsets");
 
@@ -192,16 +208,19 @@ class PathTrace {
 
 class PathProfiler {
  public:
+  // The structure for k >= 2 (options.h has the same choice as PathForest).
+  enum class Forest : uint8_t { kSlab, kWindow };
   // How the runtime sets a window's guesses after looking up its next window (docs/BENCHMARKS.md,
   // "kpath", has the measurements): kHead = the first two children of succ (lists keep insertion
   // order: "scan the first few without reordering"); kLast = the two most recent next windows of
   // this window (LRU, no reordering); kMoveToFront = move the found child to the front of succ's
   // list, guesses = its first two.
   enum class Hint : uint8_t { kHead, kLast, kMoveToFront };
-  // k = 1: BLPP counters; k >= 2: kWF. `token` (even, nonzero) is what frames owned by this
-  // profiler carry while the inline fast path may use them.
+  // k = 1: BLPP counters; k >= 2: the k-SF or the kWF (`forest`). `token` (even, nonzero) is what
+  // frames owned by this profiler carry while the inline fast path may use them.
   // `root_cache` (kRootCacheSize entries, or null): the thread's root cache, filled here.
-  bool init(uint32_t k, bool trace, Hint hint = Hint::kLast, uint64_t token = 2, KsfNode **root_cache = nullptr);
+  bool init(uint32_t k, bool trace, Hint hint = Hint::kLast, uint64_t token = 2, KsfNode **root_cache = nullptr,
+            Forest forest = Forest::kWindow);
   void destroy();
 
   // The ∗ marker, as the pass emits it inline at every function entry.
@@ -224,7 +243,8 @@ class PathProfiler {
     if (HCCT_UNLIKELY(tracing_)) trace_.add(1, frame, function, id);
     if (k_ == 1) return count_blpp(function, id);
     KsfNode *w = frame->node;
-    KsfNode *next = w ? child(w, function, id) : root(function, id);
+    KsfNode *next = w ? (forest_ == Forest::kSlab ? slab_child(w, function, id) : child(w, function, id))
+                      : root(function, id);
     if (HCCT_UNLIKELY(!next)) return lose(frame);
     if (!w && root_cache_ && !tracing_) root_cache_[root_slot(function, id)] = next;
     ++next->count;
@@ -236,6 +256,7 @@ class PathProfiler {
   uint64_t owner_value() const { return tracing_ ? token_ + 1 : token_; }
   uint64_t token() const { return token_; }
   uint32_t k() const { return k_; }
+  Forest forest() const { return forest_; }
   // Items counted = the sum of all counters (the fast path counts without telling the profiler).
   uint64_t paths() const;
   uint64_t slow_paths() const { return slow_; }
@@ -273,11 +294,22 @@ class PathProfiler {
     for (n = n->link; n; n = n->link) ++d;
     return d;
   }
+  // k-SF (Algorithm 4): the next window after `window`, and a child of a node of the given depth.
+  KsfNode *slab_child(KsfNode *window, uint64_t function, uint64_t id);
+  KsfNode *make_slab_child(KsfNode *parent, uint32_t parent_depth, uint64_t function, uint64_t id);
+  static uint32_t slab_depth(const KsfNode *n) { return uint32_t(n->top_depth >> 48); }
+  static KsfNode *slab_top(const KsfNode *n) {
+    return reinterpret_cast<KsfNode *>(n->top_depth & ((uint64_t(1) << 48) - 1));
+  }
+  // The guesses of `window` after a lookup found `found` in the list of `parent` (= succ(window)),
+  // `prev` its predecessor there (null: first).
+  void set_guesses(KsfNode *window, KsfNode *parent, KsfNode *found, KsfNode *prev);
   KsfNode *new_root(uint64_t *slot, uint64_t function, uint64_t id);
   KsfNode *new_node(uint64_t id);
   void lose(PathFrame *frame);
 
   uint32_t k_ = 2;
+  Forest forest_ = Forest::kWindow;
   bool tracing_ = false;
   Hint hint_ = Hint::kLast;
   uint64_t token_ = 2;

@@ -36,6 +36,7 @@ namespace fmt = hcct::format;
 uint32_t g_k = 8;
 bool g_trace = false;
 PathProfiler::Hint g_hint = PathProfiler::Hint::kLast;
+PathProfiler::Forest g_forest = PathProfiler::Forest::kWindow;
 bool g_verbose = false;
 uint64_t g_last_token = 0;  // tokens are even, unique per thread state, never reused
 
@@ -47,6 +48,7 @@ __attribute__((constructor(102))) HCCT_NOINST void kpath_start() {
   if (!parse_options(getenv("HCCT_OPTIONS"), &o, error, sizeof error)) return;
   g_k = o.path_k;
   g_trace = o.path_trace;
+  g_forest = o.path_forest == PathForest::kSlab ? PathProfiler::Forest::kSlab : PathProfiler::Forest::kWindow;
   g_verbose = o.verbose;
   // Tuning only (docs/BENCHMARKS.md, "kpath"): head, last (default), mtf.
   if (const char *h = getenv("HCCT_KPATH_HINT")) {
@@ -60,7 +62,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   if (!mem) return nullptr;
   auto *k = new (mem) KpathThreadState{};
   uint64_t token = __atomic_add_fetch(&g_last_token, 2, __ATOMIC_RELAXED);
-  if (!k->profiler.init(g_k, g_trace, g_hint, token, __hcct_path_roots)) {
+  if (!k->profiler.init(g_k, g_trace, g_hint, token, __hcct_path_roots, g_forest)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
     report_memory_exhausted();
@@ -84,7 +86,7 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
   ByteBuffer body;
   uint64_t total = 0;
   const RootTable &roots = p.roots();
-  // Depth is at most k: an explicit stack of (node, preorder index).
+  // Depth is at most 2k − 2 (k-SF; kWF: k): an explicit stack of (node, preorder index).
   struct Item {
     const KsfNode *node;
     uint64_t index;
@@ -135,6 +137,9 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
   unmap_pages(stack, stack_bytes);
   out.append_varint(fmt::kPathsVersion);
   out.append_varint(p.k());
+  out.append_varint(p.k() == 1                                      ? fmt::kPathForestBlpp
+                    : p.forest() == PathProfiler::Forest::kSlab ? fmt::kPathForestSlab
+                                                                : fmt::kPathForestWindow);
   out.append_varint(total);
   out.append_varint(p.enters());
   out.append_varint(p.lost());
@@ -145,7 +150,7 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
 
 // KTRC: the raw stream in order.
 HCCT_NOINST bool write_trace(ByteBuffer &out, const PathTrace &t) {
-  out.append_varint(fmt::kPathsVersion);
+  out.append_varint(fmt::kPathTraceVersion);
   out.append_varint(t.lost());
   out.append_varint(t.size());
   t.for_each([&](const PathTrace::Record &r) {
@@ -182,8 +187,10 @@ HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) 
     char msg[256];
     const PathProfiler &p = k->profiler;
     int n = snprintf(msg, sizeof msg,
-                     "hcct kpath: thread %d: k=%u paths=%llu slow=%llu enters=%llu nodes=%llu bytes=%zu lost=%llu\n",
-                     thread.tid, p.k(), (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
+                     "hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu bytes=%zu lost=%llu\n",
+                     thread.tid, p.k(),
+                     p.k() == 1 ? "blpp" : p.forest() == PathProfiler::Forest::kSlab ? "ksf" : "kwf",
+                     (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
                      (unsigned long long)p.enters(), (unsigned long long)p.nodes(), p.bytes(),
                      (unsigned long long)p.lost());
     if (n > 0) (void)!write(2, msg, size_t(n) < sizeof msg ? size_t(n) : sizeof msg - 1);

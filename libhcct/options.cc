@@ -127,6 +127,10 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       if (value.is("1")) o->path_trace = true;
       else if (value.is("0")) o->path_trace = false;
       else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
+    } else if (key.is("forest")) {
+      if (value.is("ksf")) o->path_forest = PathForest::kSlab;
+      else if (value.is("kwf")) o->path_forest = PathForest::kWindow;
+      else return fail(error, error_size, "%.*s='%.*s' is not one of ksf, kwf", key, value);
     } else if (key.is("burst")) {
       if (value.is("1")) o->burst = Burst::kTimer;
       else if (value.is("0")) o->burst = Burst::kOff;
@@ -150,7 +154,7 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       o->out[value.size] = 0;
     } else {
       return fail(error, error_size,
-                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, exact, verbose, k, path_trace, burst, burst_interval, burst_length, burst_sync)", key,
+                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, exact, verbose, k, path_trace, forest, burst, burst_interval, burst_length, burst_sync)", key,
                   Token{"", 0});
     }
     p = *end ? end + 1 : end;

@@ -17,6 +17,9 @@ enum class Burst : uint8_t { kOff, kTimer, kManual };
 // keeps the shadow stack; kUnwind = always from the machine stack (hooks return at once between
 // bursts).
 enum class BurstSync : uint8_t { kAuto, kShadow, kUnwind };
+// kpath's run-time structure for k >= 2 (docs/KPATH.md, "Runtime"): the thesis's k-slab forest
+// (Algorithm 4) or the k-window forest.
+enum class PathForest : uint8_t { kSlab, kWindow };
 
 inline constexpr size_t kMaxPath = 4096;
 inline constexpr uint32_t kMaxPathK = 256;
@@ -29,6 +32,7 @@ struct Options {
   bool verbose = false;
   uint32_t path_k = 8;             // kpath: k of the k-SF; 1 = Ball-Larus counters (BLPP)
   bool path_trace = false;         // kpath: also record the raw path-ID stream (debugging, tests)
+  PathForest path_forest = PathForest::kWindow;  // kpath: forest=ksf|kwf
   bool exact = false;              // hcct mode: also keep the exact CCT, written to <out>/exact
   Burst burst = Burst::kOff;        // static bursting
   uint64_t burst_interval_ns = 20000000;  // sampling interval (a burst starts every interval)

@@ -42,10 +42,26 @@ class Cursor {
 KsfForest parse_forest(std::span<const unsigned char> body, const std::string &name) {
   Cursor c(body, name + ": KPTH");
   KsfForest f;
-  if (c.varint("version") != format::kPathsVersion) c.fail("unsupported version");
+  uint64_t version = c.varint("version");
+  if (version != 1 && version != format::kPathsVersion)
+    c.fail("unsupported version " + std::to_string(version) + " (this reader knows 1 and " +
+           std::to_string(format::kPathsVersion) + ")");
   uint64_t k = c.varint("k");
   if (k < 1 || k > 256) c.fail("k = " + std::to_string(k) + " is outside [1, 256]");
   f.k = uint32_t(k);
+  if (version >= 2) {
+    uint64_t kind = c.varint("forest kind");
+    if (kind == format::kPathForestBlpp) f.kind = ForestKind::kBlpp;
+    else if (kind == format::kPathForestSlab) f.kind = ForestKind::kSlab;
+    else if (kind == format::kPathForestWindow) f.kind = ForestKind::kWindow;
+    else c.fail("unknown forest kind " + std::to_string(kind));
+    if ((f.kind == ForestKind::kBlpp) != (k == 1))
+      c.fail(std::string("forest kind ") + forest_kind_name(f.kind) + " with k = " + std::to_string(k));
+  } else if (k == 1) {
+    f.kind = ForestKind::kBlpp;
+  }
+  // Levels a tree may have: k-SF 2k − 2 (Definition 3.7), kWF k; BLPP 1 (checked below).
+  uint32_t max_depth = f.kind == ForestKind::kWindow ? f.k : std::max(2 * f.k - 2, f.k);
   f.paths = c.varint("paths");
   f.enters = c.varint("enters");
   f.lost = c.varint("lost");
@@ -69,7 +85,9 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
     n.label.path = c.varint("path id");
     n.count = c.varint("count");
     uint32_t d = n.parent == kNoParent ? 1 : depth[n.parent] + 1;
-    if (d > 2 * f.k) c.fail("node " + std::to_string(i) + " is deeper than 2k - 2");
+    if (d > max_depth)
+      c.fail("node " + std::to_string(i) + " is at level " + std::to_string(d) + ", deeper than a " +
+             forest_kind_name(f.kind) + " with k = " + std::to_string(f.k) + " allows (" + std::to_string(max_depth) + ")");
     // Preorder: the parent must be on the current root-to-node path.
     if (n.parent != kNoParent && i > 0) {
       uint32_t p = uint32_t(i - 1);
@@ -87,7 +105,8 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
 
 std::vector<TraceRecord> parse_trace(std::span<const unsigned char> body, const std::string &name, uint64_t *lost) {
   Cursor c(body, name + ": KTRC");
-  if (c.varint("version") != format::kPathsVersion) c.fail("unsupported version");
+  uint64_t version = c.varint("version");
+  if (version != format::kPathTraceVersion) c.fail("unsupported version " + std::to_string(version));
   *lost = c.varint("lost");
   uint64_t count = c.varint("record count");
   if (count > c.remaining() / 10) c.fail("record count exceeds the section");
@@ -108,6 +127,16 @@ std::vector<TraceRecord> parse_trace(std::span<const unsigned char> body, const 
 }
 
 }  // namespace
+
+const char *forest_kind_name(ForestKind kind) {
+  switch (kind) {
+    case ForestKind::kBlpp: return "BLPP";
+    case ForestKind::kSlab: return "k-SF";
+    case ForestKind::kWindow: return "kWF";
+    case ForestKind::kUnknown: break;
+  }
+  return "forest";
+}
 
 std::optional<ThreadPaths> parse_thread_paths(std::span<const unsigned char> bytes, const std::string &name) {
   ThreadPaths t;

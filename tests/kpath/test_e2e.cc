@@ -1,7 +1,8 @@
 // End to end: the examples (examples/kpath/) compiled with clang -fpass-plugin=kpath.so and linked
 // with libhcct.
-//   - The k-IPF from the recorded k-SF equals direct n-gram counting over the raw stream the same
-//     run recorded (path_trace=1), for several k; BLPP (k = 1) equals the 1-IPF.
+//   - The k-IPF from the recorded forest — the k-slab forest (forest=ksf, thesis Algorithm 4) and
+//     the k-window forest (forest=kwf) alike — equals direct n-gram counting over the raw stream the
+//     same run recorded (path_trace=1), for several k; BLPP (k = 1) equals the 1-IPF.
 //   - Every recorded path ID decodes through the metadata in the binary.
 //   - Masked convolution: the 10-IPF shows both branches repeating in long runs (thesis Fig. 6.2).
 //   - Edge counts implied by the k = 1 profile equal clang's own profile of the same run
@@ -41,6 +42,13 @@ struct Example {
   const char *source;
   const char *args;
 };
+// Both run-time forests (docs/KPATH.md, "Runtime"), as HCCT_OPTIONS values and as read back.
+struct ForestChoice {
+  const char *option;
+  an::ForestKind kind;
+};
+const ForestChoice kForests[] = {{"ksf", an::ForestKind::kSlab}, {"kwf", an::ForestKind::kWindow}};
+
 const Example kExamples[] = {
     {"masked_conv.c", "200 300 2"},
     {"collatz.c", "20000"},
@@ -132,9 +140,11 @@ TEST_CASE("e2e: with the inline fast path, k-IPF equals n-gram counting of a tra
     Recorded traced = record_all(exe, e.args, "k=2:path_trace=1");  // tracing keeps every item on the slow path
     REQUIRE(traced.slow == traced.paths);
     auto streams = traced_streams(traced);
+    for (const ForestChoice &forest : kForests)
     for (uint32_t k : {2u, 5u, 10u, 16u}) {
-      INFO(e.source << " k = " << k);
-      Recorded fast = record_all(exe, e.args, "k=" + std::to_string(k));
+      INFO(e.source << " " << forest.option << " k = " << k);
+      Recorded fast = record_all(exe, e.args, "k=" + std::to_string(k) + ":forest=" + forest.option);
+      for (const auto &t : fast.threads) CHECK(t.forest.kind == forest.kind);
       CHECK(fast.paths == traced.paths);
       // Most items never reached the runtime (counts, not times); lexer's classify() runs one
       // item per activation, which needs the runtime's root lookup.
@@ -166,10 +176,11 @@ TEST_CASE("e2e: fast path under threads, recursion and a profiling timer interru
   Recorded traced = record_all(exe, "0", "k=2:path_trace=1");
   REQUIRE(traced.threads.size() == 3);
   auto streams = traced_streams(traced, skip);
+  for (const ForestChoice &forest : kForests)
   for (uint32_t k : {3u, 8u}) {
-    INFO("k = " << k);
+    INFO(forest.option << " k = " << k);
     for (int timer : {0, 1}) {
-      Recorded fast = record_all(exe, std::to_string(timer), "k=" + std::to_string(k));
+      Recorded fast = record_all(exe, std::to_string(timer), "k=" + std::to_string(k) + ":forest=" + forest.option);
       REQUIRE(fast.threads.size() == 3);
       CHECK(fast.slow * 2 < fast.paths);
       auto got = forest_sequences(fast, k, skip), want = an::count_ngrams(streams, k).sequences();
@@ -186,18 +197,20 @@ TEST_CASE("e2e: fast path under threads, recursion and a profiling timer interru
   }
 }
 
-TEST_CASE("e2e: k-IPF from the k-SF equals n-gram counting of the same run's stream") {
+TEST_CASE("e2e: k-IPF from the k-SF and from the kWF equals n-gram counting of the same run's stream") {
   for (const Example &e : kExamples) {
     fs::path exe = build(e, "-O2", "O2");
     an::PathMetadata meta;
     REQUIRE(meta.add_elf(exe));
+    for (const ForestChoice &forest : kForests)
     for (uint32_t k : {1u, 2u, 5u, 10u}) {
-      INFO(e.source << " k = " << k);
-      an::ThreadPaths t = record(exe, e, "k=" + std::to_string(k) + ":path_trace=1");
+      INFO(e.source << " " << forest.option << " k = " << k);
+      an::ThreadPaths t = record(exe, e, "k=" + std::to_string(k) + ":forest=" + forest.option + ":path_trace=1");
       REQUIRE(t.trace);
       REQUIRE(t.trace_lost == 0);
       REQUIRE(t.forest.lost == 0);
       REQUIRE(t.forest.k == k);
+      CHECK(t.forest.kind == (k == 1 ? an::ForestKind::kBlpp : forest.kind));
       auto streams = an::activation_streams(*t.trace);
       uint64_t length = 0;
       for (const auto &s : streams) length += s.size();
@@ -217,7 +230,10 @@ TEST_CASE("e2e: k-IPF from the k-SF equals n-gram counting of the same run's str
 TEST_CASE("e2e: masked convolution's 10-IPF shows both branches repeating in long runs") {
   const Example e{"masked_conv.c", "600 800 1"};  // the default image: faces of realistic size
   fs::path exe = build(e, "-O2", "O2");
-  an::ThreadPaths t = record(exe, e, "k=10");
+  for (const ForestChoice &forest : kForests) {
+  INFO(forest.option);
+  an::ThreadPaths t = record(exe, e, std::string("k=10:forest=") + forest.option);
+  CHECK(t.forest.kind == forest.kind);
   an::PathMetadata meta;
   REQUIRE(meta.add_elf(exe));
   an::Ipf ipf = an::make_k_ipf(t.forest, 10);
@@ -251,6 +267,7 @@ TEST_CASE("e2e: masked convolution's 10-IPF shows both branches repeating in lon
   REQUIRE(j["functions"].size() == 1);
   CHECK(j["functions"][0]["name"] == "filter_conv");
   CHECK(j["functions"][0]["forest"].size() >= 2);
+  }
 }
 
 namespace {

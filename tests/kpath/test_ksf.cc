@@ -1,12 +1,16 @@
-// The runtime's k-window forest (libhcct/kpath_forest.h) converted by Algorithms 5–6
-// (analysis/kpath_ipf) equals direct n-gram counting, for every n ≤ k, k = 1…20, on random and
-// adversarial streams with ∗ markers and interleaved (nested, recursive) activations; its counters
-// sum to the stream length. Every stream is driven the way instrumented code does it: the inline
-// fast path (path_fast_step, the twin of the pass's IR) first, the runtime on a miss — with each
-// guess policy, and with the fast path off.
+// The runtime's forests (libhcct/kpath_forest.h), the k-slab forest of thesis Algorithm 4 and the
+// k-window forest, converted by Algorithms 5–6 (analysis/kpath_ipf) equal direct n-gram counting,
+// for every n ≤ k, k = 1…20, on random and adversarial streams with ∗ markers and interleaved
+// (nested, recursive) activations; their counters sum to the stream length. The k-SF is also,
+// node for node and count for count, the forest a literal transcription of Algorithm 4 (below)
+// builds; the kWF has one node per distinct n-gram. Every stream is driven the way instrumented
+// code does it: the inline fast path (path_fast_step, the twin of the pass's IR) first, the runtime
+// on a miss — with each guess policy, and with the fast path off.
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <random>
 
 #include "hcct/analysis/kpath_ipf.h"
@@ -93,19 +97,69 @@ uint32_t max_depth(const KsfForest &f) {
   return m;
 }
 
-using Hint = rt::PathProfiler::Hint;
+// Every node of a forest as its root-to-node label sequence, with its count (zero counts too).
+using Sequences = std::map<std::vector<PathLabel>, uint64_t>;
+Sequences node_sequences(const KsfForest &f) {
+  Sequences out;
+  std::vector<std::vector<PathLabel>> seq(f.nodes.size());
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    if (f.nodes[i].parent != hcct::analysis::kNoParent) seq[i] = seq[f.nodes[i].parent];
+    seq[i].push_back(f.nodes[i].label);
+    REQUIRE(out.emplace(seq[i], f.nodes[i].count).second);  // a prefix forest: no sequence twice
+  }
+  return out;
+}
 
-// Returns the number of items the fast path took.
-uint64_t check(uint32_t k, const std::function<void(StreamDriver &)> &script, Hint hint = Hint::kLast,
-               unsigned siblings = 2) {
+// Thesis Algorithm 4, line by line, on a forest of label sequences (a node is its root-to-node
+// sequence): the oracle for the runtime's k-SF. Activations are independent streams.
+Sequences algorithm4(const std::vector<std::vector<PathLabel>> &streams, uint32_t k) {
+  Sequences forest;
+  for (const auto &stream : streams) {
+    uint64_t n = 0;                                  // line 2
+    std::optional<std::vector<PathLabel>> tau, beta;  // line 3 (β is set before it is read)
+    for (const PathLabel &r : stream) {
+      if (n % (k - 1) == 0) {  // line 6
+        beta = tau;            // line 7
+        tau = std::vector<PathLabel>{r};  // lines 8-11: find(R, r), or add the root
+        forest.emplace(*tau, 0);
+      } else {
+        tau->push_back(r);  // lines 13-18
+        forest.emplace(*tau, 0);
+      }
+      if (beta) {  // lines 20-27
+        beta->push_back(r);
+        ++forest[*beta];
+      } else {
+        ++forest[*tau];  // line 29
+      }
+      ++n;  // line 31
+    }
+  }
+  return forest;
+}
+
+using Hint = rt::PathProfiler::Hint;
+using Forest = rt::PathProfiler::Forest;
+const char *name(Forest f) { return f == Forest::kSlab ? "k-SF" : "kWF"; }
+
+struct Result {
+  uint64_t fast = 0;   // items the fast path took
+  uint64_t nodes = 0;  // nodes of the forest
+};
+
+Result check(uint32_t k, const std::function<void(StreamDriver &)> &script, Hint hint = Hint::kLast,
+             unsigned siblings = 2, Forest forest = Forest::kWindow) {
+  INFO(name(forest) << ", k = " << k << ", hint " << int(hint) << ", siblings " << siblings);
   rt::PathProfiler p;
   std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
-  REQUIRE(p.init(k, /*trace=*/false, hint, 2, roots.data()));
+  REQUIRE(p.init(k, /*trace=*/false, hint, 2, roots.data(), forest));
   StreamDriver d(p, siblings, roots.data());
   script(d);
   KsfForest f = snapshot(p);
   uint64_t slow = p.slow_paths();
+  Result result{d.fast(), p.nodes()};
   p.destroy();
+  REQUIRE(f.nodes.size() == result.nodes);
   REQUIRE(f.paths == d.length());
   REQUIRE(slow + d.fast() == d.length());
   if (k == 1) REQUIRE(d.fast() == 0);
@@ -113,7 +167,13 @@ uint64_t check(uint32_t k, const std::function<void(StreamDriver &)> &script, Hi
   for (const auto &n : f.nodes) sum += n.count;
   REQUIRE(sum == d.length());
   REQUIRE(f.lost == 0);
-  REQUIRE(max_depth(f) <= k);  // a window holds at most k items
+  if (forest == Forest::kWindow || k == 1) {
+    REQUIRE(max_depth(f) <= k);  // a window holds at most k items
+  } else {
+    REQUIRE(max_depth(f) <= 2 * k - 2);  // two chunks of k − 1
+    // Node for node, count for count, the forest of Algorithm 4.
+    REQUIRE(node_sequences(f) == algorithm4(d.streams(), k));
+  }
   // Every n ≤ k, not only n = k: the k'-IPF for k' ≤ k comes from the same k-SF.
   for (uint32_t kk = 1; kk <= k; kk = kk < 4 ? kk + 1 : kk * 2) {
     Ipf got = hcct::analysis::make_k_ipf(f, kk);
@@ -124,19 +184,21 @@ uint64_t check(uint32_t k, const std::function<void(StreamDriver &)> &script, Hi
   }
   Ipf got = hcct::analysis::make_k_ipf(f, k);
   REQUIRE(got.sequences() == hcct::analysis::count_ngrams(d.streams(), k).sequences());
-  return d.fast();
+  return result;
 }
 
-// Every guess policy, with the fast path scanning 2, 1 and 0 (off) guesses.
+// Both forests, every guess policy, with the fast path scanning 2, 1 and 0 (off) guesses.
 void check_all(uint32_t k, const std::function<void(StreamDriver &)> &script) {
-  for (Hint h : {Hint::kLast, Hint::kHead, Hint::kMoveToFront})
-    for (unsigned siblings : {2u, 1u}) check(k, script, h, siblings);
-  check(k, script, Hint::kLast, 0);
+  for (Forest forest : {Forest::kSlab, Forest::kWindow}) {
+    for (Hint h : {Hint::kLast, Hint::kHead, Hint::kMoveToFront})
+      for (unsigned siblings : {2u, 1u}) check(k, script, h, siblings, forest);
+    check(k, script, Hint::kLast, 0, forest);
+  }
 }
 
 }  // namespace
 
-TEST_CASE("kWF: adversarial single-activation streams, k = 1..20") {
+TEST_CASE("k-SF and kWF: adversarial single-activation streams, k = 1..20") {
   for (uint32_t k = 1; k <= 20; ++k) {
     // Lengths around multiples of the chunk length k − 1.
     for (uint32_t len : {0u, 1u, k - 1, k, k + 1, 2 * k - 2, 2 * k - 1, 3 * k, 5 * k + 3}) {
@@ -165,9 +227,9 @@ TEST_CASE("kWF: adversarial single-activation streams, k = 1..20") {
   }
 }
 
-TEST_CASE("kWF: random streams with nested and recursive activations, k = 1..20") {
+TEST_CASE("k-SF and kWF: random streams with nested and recursive activations, k = 1..20") {
   for (uint32_t k = 1; k <= 20; ++k)
-    for (uint64_t seed = 0; seed < 12; ++seed) {
+    for (uint64_t seed = 0; seed < 24; ++seed) {
       std::mt19937_64 rng(seed * 1000 + k);
       uint32_t alphabet = 1 + uint32_t(rng() % 6);
       Hint hint = seed % 3 == 0 ? Hint::kLast : seed % 3 == 1 ? Hint::kHead : Hint::kMoveToFront;
@@ -182,63 +244,76 @@ TEST_CASE("kWF: random streams with nested and recursive activations, k = 1..20"
               else d.emit(rng() % alphabet);
             }
           },
-          hint, seed % 4 == 3 ? 1 : 2);
+          hint, seed % 4 == 3 ? 1 : 2, seed < 12 ? Forest::kWindow : Forest::kSlab);
     }
 }
 
-TEST_CASE("kWF: a frame of another owner (another thread's, or a coroutine moved here) starts afresh") {
-  rt::PathProfiler p;
-  REQUIRE(p.init(4, false, Hint::kLast, /*token=*/8));
-  rt::PathFrame stale{reinterpret_cast<rt::KsfNode *>(0x1234), 6};  // never dereferenced
-  std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
-  CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 2));  // not this thread's
-  p.path(&stale, 9, 1);
-  CHECK(stale.owner == 8);
-  CHECK(p.enters() == 1);
-  CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 2));  // a new window: no guess yet
-  p.path(&stale, 9, 1);
-  KsfForest f = snapshot(p);
-  p.destroy();
-  CHECK(f.paths == 2);
-  auto seqs = hcct::analysis::make_k_ipf(f, 4).sequences();
-  CHECK(seqs.at({{9, 1}}) == 2);
-  CHECK(seqs.at({{9, 1}, {9, 1}}) == 1);
+TEST_CASE("k-SF and kWF: a frame of another owner (another thread's, or a coroutine moved here) starts afresh") {
+  for (Forest forest : {Forest::kSlab, Forest::kWindow}) {
+    INFO(name(forest));
+    rt::PathProfiler p;
+    REQUIRE(p.init(4, false, Hint::kLast, /*token=*/8, nullptr, forest));
+    rt::PathFrame stale{reinterpret_cast<rt::KsfNode *>(0x1234), 6};  // never dereferenced
+    std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
+    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 2));  // not this thread's
+    p.path(&stale, 9, 1);
+    CHECK(stale.owner == 8);
+    CHECK(p.enters() == 1);
+    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 2));  // a new window: no guess yet
+    p.path(&stale, 9, 1);
+    KsfForest f = snapshot(p);
+    p.destroy();
+    CHECK(f.paths == 2);
+    auto seqs = hcct::analysis::make_k_ipf(f, 4).sequences();
+    CHECK(seqs.at({{9, 1}}) == 2);
+    CHECK(seqs.at({{9, 1}, {9, 1}}) == 1);
+  }
 }
 
-TEST_CASE("kWF: the fast path takes repeated patterns, memory stays at the distinct n-grams") {
-  // A loop alternating two paths: after the first few items, every item is a guess hit.
-  uint64_t fast = check(8, [](StreamDriver &d) {
-    d.call(5);
-    for (int i = 0; i < 1000; ++i) d.emit(i % 2);
-  });
-  CHECK(fast >= 1000 - 2 * 8 - 2);
-  // Period 3 with the most recent two guesses (kLast): misses only while learning.
-  fast = check(8, [](StreamDriver &d) {
-    d.call(5);
-    for (int i = 0; i < 3000; ++i) d.emit(i % 3);
-  });
-  CHECK(fast >= 3000 - 3 * 8 - 3);
-  // One item per activation (lexer's classify): after the first, each is a root cache hit.
-  fast = check(8, [](StreamDriver &d) {
-    for (int i = 0; i < 500; ++i) {
-      d.call(40 + i % 3);
-      d.emit(i % 2);
-      d.ret();
+TEST_CASE("k-SF and kWF: the fast path takes repeated patterns once learnt") {
+  for (Forest forest : {Forest::kSlab, Forest::kWindow})
+    for (uint32_t k : {2u, 3u, 8u, 16u}) {
+      INFO(name(forest) << " k = " << k);
+      // A loop alternating two paths, and period 3 (two guesses, kLast: the most recent two). A
+      // miss is a node reached for the first time, or left for the first time (its guesses are
+      // not set yet): at most two per node, and the nodes are few (kWF: distinct n-grams; k-SF:
+      // chunk-aligned windows, one cycle of lcm(period, k − 1) items).
+      for (int period : {2, 3}) {
+        Result r = check(k, [&](StreamDriver &d) {
+          d.call(5);
+          for (int i = 0; i < 3000; ++i) d.emit(i % period);
+        }, Hint::kLast, 2, forest);
+        CHECK(r.fast >= 3000 - 2 * r.nodes - 2);
+        CHECK(r.nodes <= (forest == Forest::kWindow ? uint64_t(period) * k : uint64_t(2) * period * (2 * k - 2)));
+      }
+      // One item per activation (lexer's classify): after the first, each is a root cache hit.
+      Result r = check(k, [](StreamDriver &d) {
+        for (int i = 0; i < 500; ++i) {
+          d.call(40 + i % 3);
+          d.emit(i % 2);
+          d.ret();
+        }
+      }, Hint::kLast, 2, forest);
+      CHECK(r.fast >= 500 - 6);
     }
-  });
-  CHECK(fast >= 500 - 6);
-  // One node per distinct n-gram (n <= k): an all-distinct stream of length L makes at most
-  // k * L nodes (the k-SF needed windows of up to 2k - 2).
-  rt::PathProfiler p;
-  std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
-  REQUIRE(p.init(16, false, Hint::kLast, 2, roots.data()));
-  StreamDriver d(p, 2, roots.data());
-  d.call(1);
-  std::mt19937 rng(3);
-  for (int i = 0; i < 5000; ++i) d.emit(rng() % 2);  // a random binary stream
-  uint64_t distinct = 0;
-  auto want = hcct::analysis::count_ngrams(d.streams(), 16);
-  distinct = want.nodes().size();
-  CHECK(p.nodes() == distinct);
-  p.destroy();
+}
+
+TEST_CASE("k-SF and kWF: nodes on a random binary stream (kWF = distinct n-grams, k-SF = Definition 3.7)") {
+  for (Forest forest : {Forest::kSlab, Forest::kWindow}) {
+    rt::PathProfiler p;
+    std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
+    REQUIRE(p.init(16, false, Hint::kLast, 2, roots.data(), forest));
+    StreamDriver d(p, 2, roots.data());
+    d.call(1);
+    std::mt19937 rng(3);
+    for (int i = 0; i < 5000; ++i) d.emit(rng() % 2);
+    uint64_t distinct = hcct::analysis::count_ngrams(d.streams(), 16).nodes().size();
+    if (forest == Forest::kWindow) CHECK(p.nodes() == distinct);
+    else CHECK(p.nodes() == algorithm4(d.streams(), 16).size());
+    // Per item the k-SF adds at most two nodes (β and τ); the kWF up to k (every new suffix). On a
+    // long low-entropy stream it is the other way round (docs/BENCHMARKS.md, "kpath"): the kWF
+    // saturates at the distinct n-grams, the k-SF at the distinct chunk-aligned (2k − 2)-grams.
+    if (forest == Forest::kSlab) CHECK(p.nodes() <= 2 * 5000);
+    p.destroy();
+  }
 }

@@ -25,7 +25,12 @@ inline constexpr uint32_t kTagTree = tag('C', 'C', 'T', ' ');
 // kpath (docs/FORMAT.md, "KPTH", "KTRC"): the path profile and, with path_trace=1, the raw stream.
 inline constexpr uint32_t kTagPaths = tag('K', 'P', 'T', 'H');
 inline constexpr uint32_t kTagPathTrace = tag('K', 'T', 'R', 'C');
-inline constexpr uint64_t kPathsVersion = 1;
+// KPTH version 2 adds the forest kind after k (version 1 had none); KTRC stays at version 1.
+inline constexpr uint64_t kPathsVersion = 2;
+inline constexpr uint64_t kPathTraceVersion = 1;
+inline constexpr uint64_t kPathForestBlpp = 0;    // k = 1: one counter per (function, path ID)
+inline constexpr uint64_t kPathForestSlab = 1;    // the k-slab forest (thesis Algorithm 4)
+inline constexpr uint64_t kPathForestWindow = 2;  // the k-window forest
 
 // Node flag bits in the CCT section.
 inline constexpr uint8_t kNodeMonitored = 1u << 0;

@@ -1,5 +1,5 @@
-// kpath sections of hcct dump files (docs/FORMAT.md, "KPTH", "KTRC"): the k-slab forest (or BLPP
-// counters) of one thread and, when recorded, its raw path-ID stream.
+// kpath sections of hcct dump files (docs/FORMAT.md, "KPTH", "KTRC"): the k-slab forest, the
+// k-window forest or BLPP counters of one thread and, when recorded, its raw path-ID stream.
 #pragma once
 
 #include <cstdint>
@@ -22,15 +22,26 @@ struct PathLabel {
 
 inline constexpr uint32_t kNoParent = UINT32_MAX;
 
-// One k-SF node; `function` is the root's (an activation only emits its own function's paths).
+// One forest node; `function` is the root's (an activation only emits its own function's paths).
 struct KsfNode {
   PathLabel label;
   uint64_t count = 0;
   uint32_t parent = kNoParent;
 };
 
+// What the runtime built (KPTH's forest kind). Algorithms 5–6 turn either forest into the same
+// k-IPF; they differ in depth (k-SF: up to 2k − 2 levels; kWF: k) and size.
+enum class ForestKind : uint8_t {
+  kUnknown,  // a version-1 section (k-SF or kWF: it did not say)
+  kBlpp,     // k = 1
+  kSlab,     // k-slab forest (thesis Algorithm 4)
+  kWindow,   // k-window forest
+};
+const char *forest_kind_name(ForestKind kind);
+
 struct KsfForest {
   uint32_t k = 1;  // 1: BLPP counters (every node a root)
+  ForestKind kind = ForestKind::kUnknown;
   uint64_t paths = 0, enters = 0, lost = 0;
   std::vector<KsfNode> nodes;  // preorder; roots have parent kNoParent
 };
