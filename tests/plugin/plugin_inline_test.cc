@@ -232,13 +232,11 @@ TEST_CASE("exceptions rethrown through several frames: exact contexts, plugin be
 
 // Without exit probes on unwinding (clang, and the plugin after inlining) the runtime must pop the
 // frames the exception left before a cleanup (Guard::~Guard in pass_through's landing pad) calls
-// an instrumented function. It does not yet: the unwinder runs the cleanup before any
-// __cxa_begin_catch, and the stack-pointer rule compares frame tags that depend on each function's
-// own frame size, so ~Guard is recorded under the dead thrower frame (a context the program cannot
-// reach). Needs the runtime change described in docs/INLINING.md ("Runtime: cleanups during
-// unwinding"); until then this test may fail.
+// an instrumented function: the unwinder runs the cleanup before any __cxa_begin_catch, and the
+// stack-pointer rule alone would take the dead thrower frame for ~Guard's caller. The interposed
+// personality routine pops them (docs/INLINING.md, "Runtime: cleanups during unwinding").
 TEST_CASE("exceptions rethrown through several frames: exact contexts, clang and plugin after inlining",
-          "[plugin][inline][eh][!mayfail]") {
+          "[plugin][inline][eh]") {
   for (const char *opt : {"-O0", "-O2", "-O3"}) {
     std::vector<Build> all = builds("eh", "eh_rethrow.cc", true, opt);
     for (const Build &b : {all[0], all[2]}) {
