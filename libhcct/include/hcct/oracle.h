@@ -88,7 +88,8 @@ static inline hcct_oracle_loop *hcct_oracle_loop_cached(hcct_oracle_loop **cache
   }
   return l;
 }
-/* GNU C / C++: the registered loop for `key`, with a hidden per-call-site cache. */
+/* GNU C / C++: the registered loop for `key`, with a hidden per-call-site cache: the cache keeps
+ * the first key it saw, so give each call site one constant key. */
 #define HCCT_ORACLE_LOOP(key, default_threshold)                               \
   __extension__({                                                              \
     static hcct_oracle_loop *hcct_oracle_cache_;                               \
