@@ -114,7 +114,7 @@ TEST_CASE("OSR points: the handler fires exactly at each guided loop's threshold
   }
 }
 
-TEST_CASE("OSR points: no handler behaves like the unguided build; the default handler records") {
+TEST_CASE("OSR points: no handler behaves like the unguided build, the default handler records") {
   fs::path g = guidance("-O2", "nohandler", kThresholds);
   fs::path plain = work() / "loops_plain";
   run(std::string(HCCT_CLANG) + " -g -O2 " + programs() + "osr_loops.c -o " + plain.string());
