@@ -2,15 +2,13 @@
 //
 // Inserts a probe at the entry and at every exit of each selected function:
 //
-//   gate = &__hcct_gate ? &__hcct_gate : &__hcct_gate_closed;   // weak undefined: may be absent
-//   if (*gate)                                                    // volatile byte
-//     __hcct_enter(&this_fn, __builtin_return_address(0));
+//   if (*__hcct_gate_ptr)          // the unit's pointer to the runtime's gate byte (or to a zero byte)
+//     __hcct_enter_open(&this_fn, __builtin_return_address(0));
 //   try {
 //     <original body>
 //   } finally {
-//     site = __builtin_return_address(0);
-//     if (*gate)
-//       __hcct_exit(&this_fn, site);
+//     if (*__hcct_gate_ptr)
+//       __hcct_exit_open(&this_fn);    // never a tail call
 //   }
 //
 // The pass runs before "lower", i.e. while the body is still structured GIMPLE, so the exit probe is a
@@ -66,7 +64,7 @@ int plugin_is_GPL_compatible;
 
 namespace {
 
-constexpr const char *kPluginVersion = "hcct_plugin 0.1 (hcct probe ABI 1)";
+constexpr const char *kPluginVersion = "hcct_plugin 0.2 (hcct probe ABI 2)";
 
 // ---------------------------------------------------------------------------------------------------
 // Options
@@ -257,6 +255,14 @@ struct BodyStats {
   bool calls = false;
 };
 
+bool counts_as_call(const gimple *stmt) {
+  if (gimple_call_internal_p(stmt))
+    return false;
+  tree callee = gimple_call_fndecl(stmt);
+  return !callee || !fndecl_built_in_p(callee, BUILT_IN_NORMAL) ||
+         strncmp(IDENTIFIER_POINTER(DECL_NAME(callee)), "__builtin_", 10) != 0;
+}
+
 // Counts the statements that do work (not binds, labels, debug markers or the containers of
 // try/catch), and notes whether any is a call to a function that could itself be instrumented: every
 // call except gcc's internal functions and the compiler's own __builtin_* intrinsics. Calls to C
@@ -276,15 +282,9 @@ tree count_stmt(gimple_stmt_iterator *gsi, bool *handled_ops, walk_stmt_info *wi
   case GIMPLE_EH_FILTER:
   case GIMPLE_EH_ELSE:
     return NULL_TREE;
-  case GIMPLE_CALL: {
-    if (!gimple_call_internal_p(stmt)) {
-      tree callee = gimple_call_fndecl(stmt);
-      if (!callee || !fndecl_built_in_p(callee, BUILT_IN_NORMAL) ||
-          strncmp(IDENTIFIER_POINTER(DECL_NAME(callee)), "__builtin_", 10) != 0)
-        stats->calls = true;
-    }
+  case GIMPLE_CALL:
+    stats->calls |= counts_as_call(stmt);
     break;
-  }
   default:
     break;
   }
@@ -299,14 +299,6 @@ BodyStats body_stats(gimple_seq body) {
   wi.info = &stats;
   walk_gimple_seq(body, count_stmt, nullptr, &wi);
   return stats;
-}
-
-bool counts_as_call(const gimple *stmt) {
-  if (gimple_call_internal_p(stmt))
-    return false;
-  tree callee = gimple_call_fndecl(stmt);
-  return !callee || !fndecl_built_in_p(callee, BUILT_IN_NORMAL) ||
-         strncmp(IDENTIFIER_POINTER(DECL_NAME(callee)), "__builtin_", 10) != 0;
 }
 
 // The same counts on a body in CFG form (the late stage): after inlining, so a function whose
@@ -389,21 +381,14 @@ bool selected_by_name(const std::string &name, const std::string &file) {
   return !matches_any(opts.exclude_file, file);
 }
 
-bool selected(tree fd, const std::string &name, const std::string &file, gimple_seq body) {
-  if (!opts.include.empty() && !matches_any(opts.include, name))
-    return false;
-  if (matches_any(opts.exclude, name))
-    return false;
-  if (!opts.include_file.empty() && !matches_any(opts.include_file, file))
-    return false;
-  if (matches_any(opts.exclude_file, file))
+bool selected(const std::string &name, const std::string &file, gimple_seq body) {
+  if (!selected_by_name(name, file))
     return false;
   if (opts.min_size > 0) {
     BodyStats stats = body_stats(body);
     if (!stats.calls && stats.statements < opts.min_size)
       return false;
   }
-  (void)fd;
   return true;
 }
 
@@ -464,13 +449,13 @@ tree build_probe_fn(const char *name, tree type) {
   make_weak_extern(decl);
   // Never throws: a cleanup that may throw would need its own EH region.
   TREE_NOTHROW(decl) = 1;
-  // `noplt`: call through the GOT slot (`call *__hcct_enter@GOTPCREL(%rip)`), not through a PLT stub
+  // `noplt`: call through the GOT slot (`call *__hcct_enter_open@GOTPCREL(%rip)`), not a PLT stub
   // that jumps through the same slot: one indirect branch per probe instead of a call plus a jump.
   // The slot is 0 without the runtime, but then the gate is closed and the call never runs.
   // Not `cold` (the first version was): gcc then moved every probe call to `f.cold`, so with
   // profiling on each probe took a branch out to .text.unlikely and one back, and values live across
   // the call were spilled around it. The call's block is predicted not taken instead
-  // (append_gated), which keeps the off path falling through and lets gcc lay the on path out in the
+  // (append_probe), which keeps the off path falling through and lets gcc lay the on path out in the
   // function's own text (docs/GCC-PLUGIN.md, "Probe cost with profiling on"). Not `leaf`: the
   // runtime may call an allocator defined in the very unit being compiled.
   DECL_ATTRIBUTES(decl) = tree_cons(get_identifier("noplt"), NULL_TREE, DECL_ATTRIBUTES(decl));
@@ -543,47 +528,17 @@ void build_runtime_decls() {
       build_fold_addr_expr_with_type(defines_gate ? gate_decl : closed_decl, gate_ptr_type);
   varpool_node::finalize_decl(gate_ptr_decl);
 
-  tree probe_type =
+  // Probe ABI 2 (docs/RUNTIME-ABI.md): the probes call only after they saw the gate open, so the
+  // runtime skips its own first test; the exit passes no call site (it is never a tail call).
+  tree enter_type =
       build_function_type_list(void_type_node, ptr_type_node, ptr_type_node, NULL_TREE);
-  enter_decl = unit_definition("__hcct_enter", true);
+  tree exit_type = build_function_type_list(void_type_node, ptr_type_node, NULL_TREE);
+  enter_decl = unit_definition("__hcct_enter_open", true);
   if (!enter_decl)
-    enter_decl = build_probe_fn("__hcct_enter", probe_type);
-  exit_decl = unit_definition("__hcct_exit", true);
+    enter_decl = build_probe_fn("__hcct_enter_open", enter_type);
+  exit_decl = unit_definition("__hcct_exit_open", true);
   if (!exit_decl)
-    exit_decl = build_probe_fn("__hcct_exit", probe_type);
-}
-
-// Appends to *seq, in the label/goto form structured GIMPLE uses before "lower":
-//
-//   p = __hcct_gate_ptr;                     -- volatile: reloaded by every probe
-//   v = *p;                                  -- volatile
-//   if (v != 0) { <predicted not taken> <then_seq> }
-void append_gated(gimple_seq *seq, gimple_seq then_seq, location_t loc) {
-  tree ptr_type = build_pointer_type(gate_type());
-  tree p = create_tmp_var(ptr_type, "hcct_gate_p");
-  tree l_call = create_artificial_label(loc);
-  tree l_done = create_artificial_label(loc);
-
-  gimple *g = gimple_build_assign(p, gate_ptr_decl);
-  gimple_set_location(g, loc);
-  gimple_seq_add_stmt(seq, g);
-  tree mem = build2(MEM_REF, gate_type(), p, build_int_cst(ptr_type, 0));
-  TREE_THIS_VOLATILE(mem) = 1;
-  TREE_SIDE_EFFECTS(mem) = 1;
-  tree value = create_tmp_var(unsigned_char_type_node, "hcct_gate");
-  g = gimple_build_assign(value, mem);
-  gimple_set_location(g, loc);
-  gimple_seq_add_stmt(seq, g);
-  g = gimple_build_cond(NE_EXPR, value, build_zero_cst(unsigned_char_type_node), l_call, l_done);
-  gimple_set_location(g, loc);
-  gimple_seq_add_stmt(seq, g);
-
-  gimple_seq_add_stmt(seq, gimple_build_label(l_call));
-  // What `__attribute__((cold))` on a label says: the block is rarely entered (90 %). Unlike a cold
-  // callee it does not make gcc move the block to .text.unlikely.
-  gimple_seq_add_stmt(seq, gimple_build_predict(PRED_COLD_LABEL, NOT_TAKEN));
-  gimple_seq_add_seq(seq, then_seq);
-  gimple_seq_add_stmt(seq, gimple_build_label(l_done));
+    exit_decl = build_probe_fn("__hcct_exit_open", exit_type);
 }
 
 // The unit's constructor: `if (&__hcct_gate) __hcct_gate_ptr = &__hcct_gate;`, run before every
@@ -609,6 +564,42 @@ void build_gate_constructor() {
   current_function_decl = saved_decl;
 }
 
+// ---------------------------------------------------------------------------------------------------
+// The probe: one shape for both stages
+// ---------------------------------------------------------------------------------------------------
+//
+//   p = __hcct_gate_ptr;  v = *p;          -- both volatile: every probe reloads them
+//   if (v != 0)                             -- predicted not taken (10 %)
+//     entry: __hcct_enter_open(&this_fn, __builtin_return_address(0));
+//     exit:  __hcct_exit_open(&this_fn); asm volatile("");
+//
+// The stages differ only in the form of the body the probe goes into: structured GIMPLE with plain
+// temporaries (early), or the optimised CFG in SSA form (late).
+
+enum class Probe { kEnter, kExit };
+
+tree new_temp(tree type, bool ssa, const char *name) {
+  return ssa ? make_ssa_name(type) : create_tmp_var(type, name);
+}
+
+void append_stmt(gimple_seq *seq, gimple *g, location_t loc) {
+  gimple_set_location(g, loc);
+  gimple_seq_add_stmt(seq, g);
+}
+
+// Appends `p = __hcct_gate_ptr; v = *p;` and returns v.
+tree append_gate_load(gimple_seq *seq, bool ssa, location_t loc) {
+  tree ptr_type = build_pointer_type(gate_type());
+  tree p = new_temp(ptr_type, ssa, "hcct_gate_p");
+  append_stmt(seq, gimple_build_assign(p, gate_ptr_decl), loc);
+  tree mem = build2(MEM_REF, gate_type(), p, build_int_cst(ptr_type, 0));
+  TREE_THIS_VOLATILE(mem) = 1;
+  TREE_SIDE_EFFECTS(mem) = 1;
+  tree v = new_temp(unsigned_char_type_node, ssa, "hcct_gate");
+  append_stmt(seq, gimple_build_assign(v, mem), loc);
+  return v;
+}
+
 // &this_fn as a void *. TREE_NO_TRAMPOLINE: the runtime wants the code address, and taking the
 // address of a GNU C nested function must not create a trampoline (gcc does the same for
 // -finstrument-functions).
@@ -618,49 +609,87 @@ tree this_fn_address(tree fd) {
   return addr;
 }
 
+// Appends what the probe does once the gate is open (the statements of the rarely entered block).
+//
+// Entry: the call site is read here, next to the call, so that nothing is computed on the off path.
+//
+// Exit: no call site. ABI 1 passed one so that the runtime could recognise an exit probe gcc had
+// tail-called from the epilogue (`jmp __hcct_exit` at the end of a void function: its stack pointer
+// is then the caller's), which cost a load of the return-address slot on every exit, off or on
+// (read before the gate test: read next to the call it was wrong at -O3, where ipa-split outlines
+// the block into `f.part.0`), and a comparison in the runtime. Instead the exit call is never a tail
+// call: the empty volatile asm after it is a statement gcc's tail-call pass cannot move the call
+// past, whatever pass or LTO step runs it, and it emits no instruction. (Outlined by ipa-split into
+// `f.part.0`, the call runs below f's frame, which the runtime's exit matching accepts.) In the late
+// stage the probes are inserted after the tail-call pass, so nothing is needed there.
+void append_probe_call(gimple_seq *seq, Probe probe, tree fd, bool ssa, location_t loc) {
+  if (probe == Probe::kEnter) {
+    tree site = new_temp(ptr_type_node, ssa, "hcct_site");
+    gcall *ra =
+        gimple_build_call(builtin_decl_implicit(BUILT_IN_RETURN_ADDRESS), 1, integer_zero_node);
+    gimple_call_set_lhs(ra, site);
+    append_stmt(seq, ra, loc);
+    append_stmt(seq, gimple_build_call(enter_decl, 2, this_fn_address(fd), site), loc);
+    return;
+  }
+  append_stmt(seq, gimple_build_call(exit_decl, 1, this_fn_address(fd)), loc);
+  if (!ssa) {
+    gasm *barrier = gimple_build_asm_vec("", NULL, NULL, NULL, NULL);
+    gimple_asm_set_volatile(barrier, true);
+    gimple_asm_set_inline(barrier, true);  // counts as the minimum size for the inliner
+    append_stmt(seq, barrier, loc);
+  }
+}
+
+// The early stage: appends the whole probe to *seq, in the label/goto form structured GIMPLE uses
+// before "lower".
+void append_probe(gimple_seq *seq, Probe probe, tree fd, location_t loc) {
+  tree v = append_gate_load(seq, false, loc);
+  tree l_call = create_artificial_label(loc);
+  tree l_done = create_artificial_label(loc);
+  append_stmt(seq, gimple_build_cond(NE_EXPR, v, build_zero_cst(unsigned_char_type_node), l_call,
+                                     l_done),
+              loc);
+  gimple_seq_add_stmt(seq, gimple_build_label(l_call));
+  // What `__attribute__((cold))` on a label says: the block is rarely entered (90 %). Unlike a cold
+  // callee it does not make gcc move the block to .text.unlikely.
+  gimple_seq_add_stmt(seq, gimple_build_predict(PRED_COLD_LABEL, NOT_TAKEN));
+  append_probe_call(seq, probe, fd, false, loc);
+  gimple_seq_add_stmt(seq, gimple_build_label(l_done));
+}
+
+// The late stage: inserts the whole probe before *gsi in a body in CFG/SSA form. The call gets a
+// block of its own (probability 10 %, like the early stage's predictor); the statement at *gsi
+// ends up in the join block.
+void insert_probe_before(gimple_stmt_iterator *gsi, Probe probe, tree fd, location_t loc) {
+  gimple_seq seq = NULL;
+  tree v = append_gate_load(&seq, true, loc);
+  gsi_insert_seq_before(gsi, seq, GSI_SAME_STMT);
+  gimple *load = SSA_NAME_DEF_STMT(v);
+  gcond *cond = gimple_build_cond(NE_EXPR, v, build_zero_cst(unsigned_char_type_node), NULL_TREE,
+                                  NULL_TREE);
+  gimple_set_location(cond, loc);
+  basic_block then_bb = insert_cond_bb(gimple_bb(load), load, cond,
+                                       profile_probability::guessed_always().apply_scale(1, 10));
+  gimple_seq call = NULL;
+  append_probe_call(&call, probe, fd, true, loc);
+  gimple_stmt_iterator at = gsi_start_bb(then_bb);
+  gsi_insert_seq_before(&at, call, GSI_SAME_STMT);
+}
+
+// The early stage: rewrites the body of fd to
+//   { <entry probe>  try { <body> } finally { <exit probe> } }
 void instrument(tree fd) {
   build_runtime_decls();
   location_t entry_loc = DECL_SOURCE_LOCATION(fd);
   location_t exit_loc = DECL_STRUCT_FUNCTION(fd)->function_end_locus;
 
-  // Entry: if (*gate) __hcct_enter(&fn, __builtin_return_address(0));
-  gimple_seq enter = NULL;
-  tree site = create_tmp_var(ptr_type_node, "hcct_site");
-  gcall *call = gimple_build_call(builtin_decl_implicit(BUILT_IN_RETURN_ADDRESS), 1, integer_zero_node);
-  gimple_call_set_lhs(call, site);
-  gimple_set_location(call, entry_loc);
-  gimple_seq_add_stmt(&enter, call);
-  call = gimple_build_call(enter_decl, 2, this_fn_address(fd), site);
-  gimple_set_location(call, entry_loc);
-  gimple_seq_add_stmt(&enter, call);
-
-  // Exit: exit_site = __builtin_return_address(0); if (*gate) __hcct_exit(&fn, exit_site);
-  // The call site lets the runtime recognise an exit probe that gcc tail-called from the epilogue
-  // (`jmp __hcct_exit` at the end of a void function): it then returns straight to the site, and its
-  // stack pointer is the caller's (docs/RUNTIME-ABI.md, "Robustness").
-  // The site is read *before* the gate test, not in the cold block with the call: gcc's function
-  // splitting (ipa-split) likes to outline that cold block into `f.part.0`, where
-  // __builtin_return_address(0) would be the return address into f instead of into f's caller.
-  // Read in the header it becomes an argument of the outlined part. It costs one load of the return
-  // address slot per exit; computing it once at entry instead would keep it live across the whole
-  // body (a callee-saved register, push and pop: three instructions).
-  gimple_seq exit_pre = NULL;
-  tree exit_site = create_tmp_var(ptr_type_node, "hcct_site");
-  call = gimple_build_call(builtin_decl_implicit(BUILT_IN_RETURN_ADDRESS), 1, integer_zero_node);
-  gimple_call_set_lhs(call, exit_site);
-  gimple_set_location(call, exit_loc);
-  gimple_seq_add_stmt(&exit_pre, call);
-  gimple_seq leave = NULL;
-  call = gimple_build_call(exit_decl, 2, this_fn_address(fd), exit_site);
-  gimple_set_location(call, exit_loc);
-  gimple_seq_add_stmt(&leave, call);
-
-  gimple_seq cleanup = exit_pre;
-  append_gated(&cleanup, leave, exit_loc);
+  gimple_seq cleanup = NULL;
+  append_probe(&cleanup, Probe::kExit, fd, exit_loc);
   gimple *tf = gimple_build_try(gimple_body(fd), cleanup, GIMPLE_TRY_FINALLY);
 
   gimple_seq body = NULL;
-  append_gated(&body, enter, entry_loc);
+  append_probe(&body, Probe::kEnter, fd, entry_loc);
   gimple_seq_add_stmt(&body, tf);
 
   // Like gimplify_function_tree: the body of a function is a single GIMPLE_BIND.
@@ -670,49 +699,9 @@ void instrument(tree fd) {
   build_gate_constructor();
 }
 
-
 // ---------------------------------------------------------------------------------------------------
 // The late stage: probes in the optimised body (CFG and SSA form), after all inlining
 // ---------------------------------------------------------------------------------------------------
-
-// Inserts before *gsi (a function in CFG/SSA form):
-//
-//   site = __builtin_return_address(0);
-//   p = __hcct_gate_ptr; v = *p;               -- both volatile
-//   if (v != 0) probe(&this_fn, site);          -- 10 % taken, like the early stage's predictor
-//
-// The call gets a block of its own; the statement at *gsi ends up in the join block.
-void insert_probe_before(gimple_stmt_iterator *gsi, tree probe, tree fd, location_t loc) {
-  tree ptr_type = build_pointer_type(gate_type());
-  gimple_seq seq = NULL;
-  tree site = make_ssa_name(ptr_type_node);
-  gcall *ra = gimple_build_call(builtin_decl_implicit(BUILT_IN_RETURN_ADDRESS), 1, integer_zero_node);
-  gimple_call_set_lhs(ra, site);
-  gimple_set_location(ra, loc);
-  gimple_seq_add_stmt(&seq, ra);
-  tree p = make_ssa_name(ptr_type);
-  gimple *g = gimple_build_assign(p, gate_ptr_decl);
-  gimple_set_location(g, loc);
-  gimple_seq_add_stmt(&seq, g);
-  tree mem = build2(MEM_REF, gate_type(), p, build_int_cst(ptr_type, 0));
-  TREE_THIS_VOLATILE(mem) = 1;
-  TREE_SIDE_EFFECTS(mem) = 1;
-  tree v = make_ssa_name(unsigned_char_type_node);
-  gimple *load = gimple_build_assign(v, mem);
-  gimple_set_location(load, loc);
-  gimple_seq_add_stmt(&seq, load);
-  gsi_insert_seq_before(gsi, seq, GSI_SAME_STMT);
-
-  gcond *cond = gimple_build_cond(NE_EXPR, v, build_zero_cst(unsigned_char_type_node), NULL_TREE,
-                                  NULL_TREE);
-  gimple_set_location(cond, loc);
-  basic_block then_bb = insert_cond_bb(gimple_bb(load), load, cond,
-                                       profile_probability::guessed_always().apply_scale(1, 10));
-  gcall *call = gimple_build_call(probe, 2, this_fn_address(fd), site);
-  gimple_set_location(call, loc);
-  gimple_stmt_iterator at = gsi_start_bb(then_bb);
-  gsi_insert_before(&at, call, GSI_NEW_STMT);
-}
 
 // The statement an exit probe goes before: the return, or the tail call right before it (gcc
 // marked it in "tailc"; it stays a tail call, so the callee runs after this frame is gone and its
@@ -744,14 +733,14 @@ unsigned instrument_late(function *fun) {
     location_t loc = gimple_location(at) != UNKNOWN_LOCATION ? gimple_location(at)
                                                               : fun->function_end_locus;
     gimple_stmt_iterator gsi = gsi_for_stmt(at);
-    insert_probe_before(&gsi, exit_decl, fd, loc);
+    insert_probe_before(&gsi, Probe::kExit, fd, loc);
   }
   basic_block first = split_edge(single_succ_edge(ENTRY_BLOCK_PTR_FOR_FN(fun)));
   gimple_stmt_iterator gsi = gsi_start_bb(first);
   // An empty block: insert a placeholder to insert before, then drop it.
   gimple *nop = gimple_build_nop();
   gsi_insert_before(&gsi, nop, GSI_NEW_STMT);
-  insert_probe_before(&gsi, enter_decl, fd, entry_loc);
+  insert_probe_before(&gsi, Probe::kEnter, fd, entry_loc);
   gsi = gsi_for_stmt(nop);
   gsi_remove(&gsi, true);
   mark_virtual_operands_for_renaming(fun);
@@ -831,7 +820,7 @@ public:
       }
       return 0;
     }
-    if (!selected(fd, name, file, gimple_body(fd)))
+    if (!selected(name, file, gimple_body(fd)))
       return 0;
     instrument(fd);
     write_list_line(fd, name, file);

@@ -1,11 +1,14 @@
 // A minimal stand-in for libhcct's probe ABI, preloaded by the plugin tests (LD_PRELOAD). It checks
 // what only the probes themselves decide, independently of the real runtime:
 //   - every exit probe pairs with the innermost open entry (strict shadow stack: exits during
-//     exception unwinding included), and passes the call site its entry passed,
+//     exception unwinding included),
+//   - every exit probe runs in its function's frame or below it (probe ABI 2: the exit is never a
+//     tail call, so the runtime gets no call site to recognise one): its CFA is at or below its
+//     entry's, and it does not return straight to the entry's call site,
 //   - every call site is an address inside a loaded module,
 //   - the gate: HCCT_TRACE_GATE=0 keeps the gate closed, and then no probe may call in.
 // At process exit it writes HCCT_TRACE_OUT:
-//   enters N / exits N / mismatches N / site_mismatches N / bad_sites N / open N / overflow N
+//   enters N / exits N / mismatches N / frame_mismatches N / bad_sites N / open N / overflow N
 //   fn <module path> <offset of the function in the module, hex> <entries>
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -20,8 +23,9 @@ enum { kMaxDepth = 1 << 14, kSlots = 1 << 12 };
 
 static __thread void *stack[kMaxDepth];
 static __thread void *sites[kMaxDepth];
+static __thread void *cfas[kMaxDepth];
 static __thread unsigned depth;
-static unsigned long enters, exits, mismatches, site_mismatches, bad_sites, overflow;
+static unsigned long enters, exits, mismatches, frame_mismatches, bad_sites, overflow;
 static struct {
   void *fn;
   unsigned long count;
@@ -40,7 +44,7 @@ static void count_fn(void *fn) {
   ++overflow;
 }
 
-__attribute__((visibility("default"))) void __hcct_enter(void *fn, void *site) {
+__attribute__((visibility("default"))) void __hcct_enter_open(void *fn, void *site) {
   ++enters;
   Dl_info info;
   if (!dladdr(site, &info))
@@ -49,11 +53,12 @@ __attribute__((visibility("default"))) void __hcct_enter(void *fn, void *site) {
   if (depth < kMaxDepth) {
     stack[depth] = fn;
     sites[depth] = site;
+    cfas[depth] = __builtin_dwarf_cfa();
   }
   ++depth;
 }
 
-__attribute__((visibility("default"))) void __hcct_exit(void *fn, void *site) {
+__attribute__((visibility("default"))) void __hcct_exit_open(void *fn) {
   ++exits;
   if (depth == 0) {
     ++mismatches;
@@ -62,8 +67,9 @@ __attribute__((visibility("default"))) void __hcct_exit(void *fn, void *site) {
   --depth;
   if (depth < kMaxDepth && stack[depth] != fn)
     ++mismatches;
-  else if (depth < kMaxDepth && sites[depth] != site)
-    ++site_mismatches;
+  else if (depth < kMaxDepth && ((uintptr_t)__builtin_dwarf_cfa() > (uintptr_t)cfas[depth] ||
+                                  __builtin_return_address(0) == sites[depth]))
+    ++frame_mismatches;
 }
 
 __attribute__((constructor)) static void trace_init(void) {
@@ -80,9 +86,9 @@ __attribute__((destructor)) static void trace_fini(void) {
   if (!out)
     return;
   fprintf(out,
-          "enters %lu\nexits %lu\nmismatches %lu\nsite_mismatches %lu\nbad_sites %lu\nopen %u\n"
+          "enters %lu\nexits %lu\nmismatches %lu\nframe_mismatches %lu\nbad_sites %lu\nopen %u\n"
           "overflow %lu\n",
-          enters, exits, mismatches, site_mismatches, bad_sites, depth, overflow);
+          enters, exits, mismatches, frame_mismatches, bad_sites, depth, overflow);
   for (unsigned i = 0; i < kSlots; ++i) {
     Dl_info info;
     if (!counts[i].fn)
