@@ -71,7 +71,6 @@ HCCT_NOINST void ThreadProfile::enter(uintptr_t fn, uintptr_t site, uintptr_t sp
   Node *node = parent->first_child;
   if (!node || node->routine != fn || node->call_site != site)
     node = find_or_add_child(parent, fn, site);  // the sink when memory is exhausted
-  ++calls_;
   if (node->monitored()) {
     ++node->count;
   } else {
@@ -177,6 +176,29 @@ HCCT_NOINST uint32_t ThreadProfile::find_min() {
   return i;
 }
 
+HCCT_NOINST uint64_t ThreadProfile::calls() const {
+  uint64_t n = 0;
+  if (mode_ == Mode::kHcct) {
+    for (uint32_t j = 0; j < size_; ++j) n += slots_[j]->count;
+    return n;
+  }
+  // Every node counts directly: sum the tree, depth-first without a stack (parent links).
+  const Node *node = root_.first_child;
+  while (node) {
+    n += node->count;
+    if (node->first_child) {
+      node = node->first_child;
+      continue;
+    }
+    while (node && !node->next_sibling) {
+      node = node->parent();
+      if (node == &root_) node = nullptr;
+    }
+    if (node) node = node->next_sibling;
+  }
+  return n;
+}
+
 HCCT_NOINST uint64_t ThreadProfile::min_count() const {
   if (size_ < capacity_ || size_ == 0) return 0;
   uint64_t m = slots_[0]->count;
@@ -262,7 +284,7 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   size_ = 0;
   min_ = 0;
   min_idx_ = 0;
-  calls_ = unmatched_exits_ = 0;
+  unmatched_exits_ = 0;
   sink_.count = 0;
   Node *parent = &root_;
   for (Frame *f = frames_ + 1; f <= top_; ++f) {

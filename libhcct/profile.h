@@ -80,7 +80,6 @@ class ThreadProfile {
       if (node->routine == fn && node->call_site == site) {
         if (HCCT_UNLIKELY(!(node->parent_bits & kCountsDirectly))) return false;
         ++node->count;
-        ++calls_;
         top[1].node = node;
         top[1].sp = sp;
         top_ = top + 1;
@@ -159,7 +158,9 @@ class ThreadProfile {
   const Frame *frames() const { return frames_; }
   bool is_sink(const Node *n) const { return n == &sink_; }
   // Enter events counted into the tree (N) and those lost because tree memory ran out.
-  uint64_t calls() const { return calls_ - sink_.count; }
+  // N is not kept apart: every enter adds exactly one to the counters (Space-Saving replaces a
+  // minimum m by m + 1), so N is their sum, and the fast path does one increment less.
+  uint64_t calls() const;
   uint64_t lost_events() const { return sink_.count; }
   uint64_t unmatched_exits() const { return unmatched_exits_; }
   size_t live_nodes() const { return live_nodes_; }
@@ -215,7 +216,6 @@ class ThreadProfile {
   uint64_t min_ = 0;
   uint32_t min_idx_ = 0;
 
-  uint64_t calls_ = 0;
   uint64_t unmatched_exits_ = 0;
 };
 
