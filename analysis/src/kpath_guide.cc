@@ -1,7 +1,5 @@
 #include "hcct/analysis/kpath_guide.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,15 +15,6 @@ namespace hcct::analysis {
 namespace {
 
 using kpath::EdgeKind;
-
-std::string demangled(const std::string &name) {
-  int status = 0;
-  char *d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (!d) return name;
-  std::string s = d;
-  std::free(d);
-  return s;
-}
 
 std::string percent(double x) {
   char buf[32];
@@ -141,7 +130,7 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
       LoopGuide l;
       l.function_id = fid;
       l.function = f->info.name;
-      l.display = demangled(f->info.name);
+      l.display = demangle(f->info.name.c_str());
       l.file = home;
       l.header_block = s.header;
       l.body = s.body;
