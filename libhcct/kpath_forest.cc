@@ -1,5 +1,7 @@
 #include "kpath_forest.h"
 
+#include <sys/mman.h>
+
 namespace hcct::rt {
 
 // ---- RootTable
@@ -96,6 +98,7 @@ HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, Hint hint, uint64_t 
 
 HCCT_NOINST void PathProfiler::destroy() {
   arena_.release();
+  release_huge_nodes();
   roots_.release();
   trace_.release();
 }
@@ -126,14 +129,56 @@ HCCT_NOINST uint64_t PathProfiler::paths() const {
   return sum;
 }
 
+// Nodes: the first kHugeAfter bytes from the arena (a thread that runs a few loops costs a few
+// pages), then from 2 MiB chunks aligned to 2 MiB and advised as transparent huge pages. Every
+// item follows a pointer to a different node, so a large forest costs a TLB miss per item on 4 KiB
+// pages (docs/BENCHMARKS.md, "kpath": huge pages).
+HCCT_NOINST void *PathProfiler::allocate_huge_node() {
+  if (HCCT_UNLIKELY(huge_cursor_ == huge_end_)) {
+    if (!charge_tree_memory(kHugeChunk)) return nullptr;
+    char *raw = static_cast<char *>(map_pages(2 * kHugeChunk));
+    if (!raw) {
+      refund_tree_memory(kHugeChunk);
+      return nullptr;
+    }
+    char *chunk = reinterpret_cast<char *>((reinterpret_cast<uintptr_t>(raw) + kHugeChunk - 1) & ~(kHugeChunk - 1));
+    if (chunk > raw) unmap_pages(raw, size_t(chunk - raw));
+    if (raw + 2 * kHugeChunk > chunk + kHugeChunk) unmap_pages(chunk + kHugeChunk, size_t(raw + 2 * kHugeChunk - (chunk + kHugeChunk)));
+    (void)madvise(chunk, kHugeChunk, MADV_HUGEPAGE);  // advice only: 4 KiB pages still work
+    *reinterpret_cast<char **>(chunk) = huge_chunks_;  // the first line links the chunks
+    huge_chunks_ = chunk;
+    huge_bytes_ += kHugeChunk;
+    huge_cursor_ = chunk + sizeof(KsfNode);
+    huge_end_ = chunk + kHugeChunk;
+  }
+  void *p = huge_cursor_;
+  huge_cursor_ += sizeof(KsfNode);
+  return p;
+}
+
+HCCT_NOINST void PathProfiler::release_huge_nodes() {
+  for (char *c = huge_chunks_; c;) {
+    char *next = *reinterpret_cast<char **>(c);
+    unmap_pages(c, kHugeChunk);
+    refund_tree_memory(kHugeChunk);
+    c = next;
+  }
+  huge_chunks_ = huge_cursor_ = huge_end_ = nullptr;
+  huge_bytes_ = 0;
+}
+
 HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
-  // Cache-line aligned where possible: the arena hands out 16-byte aligned pieces, so the first
-  // node of a chunk is dropped and the cursor padded (a few bytes per chunk).
   void *p = nullptr;
-  for (int tries = 0; tries < 4; ++tries) {
-    p = arena_.allocate(sizeof(KsfNode));
-    if (!p || !(reinterpret_cast<uintptr_t>(p) & 63)) break;
-    if (!arena_.allocate(64 - (reinterpret_cast<uintptr_t>(p) & 63))) return nullptr;
+  if (arena_.bytes_mapped() >= kHugeAfter) {
+    p = allocate_huge_node();
+  } else {
+    // Cache-line aligned where possible: the arena hands out 16-byte aligned pieces, so the first
+    // node of a chunk is dropped and the cursor padded (a few bytes per chunk).
+    for (int tries = 0; tries < 4; ++tries) {
+      p = arena_.allocate(sizeof(KsfNode));
+      if (!p || !(reinterpret_cast<uintptr_t>(p) & 63)) break;
+      if (!arena_.allocate(64 - (reinterpret_cast<uintptr_t>(p) & 63))) return nullptr;
+    }
   }
   auto *n = static_cast<KsfNode *>(p);
   if (!n) return nullptr;

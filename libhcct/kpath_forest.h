@@ -263,7 +263,7 @@ class PathProfiler {
   uint64_t enters() const { return enters_; }
   uint64_t lost() const { return lost_; }
   uint64_t nodes() const { return nodes_; }
-  size_t bytes() const { return arena_.bytes_mapped() + roots_.bytes(); }
+  size_t bytes() const { return arena_.bytes_mapped() + huge_bytes_ + roots_.bytes(); }
   const RootTable &roots() const { return roots_; }
   const PathTrace &trace() const { return trace_; }
   bool tracing() const { return tracing_; }
@@ -306,7 +306,11 @@ class PathProfiler {
   void set_guesses(KsfNode *window, KsfNode *parent, KsfNode *found, KsfNode *prev);
   KsfNode *new_root(uint64_t *slot, uint64_t function, uint64_t id);
   KsfNode *new_node(uint64_t id);
+  void *allocate_huge_node();
+  void release_huge_nodes();
   void lose(PathFrame *frame);
+  static constexpr size_t kHugeChunk = size_t(2) << 20;
+  static constexpr size_t kHugeAfter = size_t(1) << 20;
 
   uint32_t k_ = 2;
   Forest forest_ = Forest::kWindow;
@@ -315,6 +319,8 @@ class PathProfiler {
   uint64_t token_ = 2;
   KsfNode **root_cache_ = nullptr;
   Arena arena_;
+  char *huge_chunks_ = nullptr, *huge_cursor_ = nullptr, *huge_end_ = nullptr;
+  size_t huge_bytes_ = 0;
   RootTable roots_;
   PathTrace trace_;
   uint64_t slow_ = 0, enters_ = 0, lost_ = 0, nodes_ = 0;
