@@ -13,7 +13,11 @@
 #include <optional>
 #include <random>
 
+#include "analysis/testutil.h"
 #include "hcct/analysis/kpath_ipf.h"
+#include "hcct/analysis/kpath_profile.h"
+#include "hcct/analysis/writer.h"
+#include "hcct/format.h"
 #include "kpath_forest.h"
 
 using hcct::analysis::Ipf;
@@ -316,4 +320,86 @@ TEST_CASE("k-SF and kWF: nodes on a random binary stream (kWF = distinct n-grams
     if (forest == Forest::kSlab) CHECK(p.nodes() <= 2 * 5000);
     p.destroy();
   }
+}
+
+// ---- The reader of KPTH (analysis/src/kpath_profile.cc): versions, forest kinds, depth bounds.
+
+
+namespace {
+
+void put_varint(hcct::analysis::Bytes &b, uint64_t v) {
+  while (v >= 0x80) {
+    b.push_back(uint8_t(v | 0x80));
+    v >>= 7;
+  }
+  b.push_back(uint8_t(v));
+}
+
+// A thread file whose KPTH holds one chain of `depth` nodes (function 9, path 1, count 1 each).
+hcct::analysis::Bytes kpth_file(uint64_t version, uint64_t k, std::optional<uint64_t> kind, uint32_t depth) {
+  hcct::analysis::Bytes body;
+  put_varint(body, version);
+  put_varint(body, k);
+  if (kind) put_varint(body, *kind);
+  put_varint(body, depth);  // paths
+  put_varint(body, 1);      // enters
+  put_varint(body, 0);      // lost
+  put_varint(body, depth);  // nodes
+  for (uint32_t i = 0; i < depth; ++i) {
+    put_varint(body, i == 0 ? 0 : 1);
+    if (i == 0)
+      for (int b = 0; b < 8; ++b) body.push_back(b == 0 ? 9 : 0);
+    put_varint(body, 1);
+    put_varint(body, 1);
+  }
+  hcct::analysis::ThreadProfile p = hcct::test::small_profile();
+  auto entries = hcct::analysis::meta_entries(p.meta);
+  hcct::analysis::Section sections[4] = {
+      {hcct::format::kTagMeta, 0, hcct::analysis::encode_meta(entries)},
+      {hcct::format::kTagModules, 0, hcct::analysis::encode_modules(p.modules)},
+      {hcct::format::kTagTree, 0, hcct::analysis::encode_tree(p.nodes)},
+      {hcct::format::kTagPaths, 0, body},
+  };
+  return hcct::analysis::encode_file(sections);
+}
+
+std::string parse_error(const hcct::analysis::Bytes &file) {
+  try {
+    hcct::analysis::parse_thread_paths(file, "t.hcct");
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("KPTH reader: forest kinds, version 1, depth bounds and errors") {
+  namespace an = hcct::analysis;
+  using hcct::format::kPathForestBlpp;
+  using hcct::format::kPathForestSlab;
+  using hcct::format::kPathForestWindow;
+  // A k-SF may be 2k − 2 levels deep, a kWF k.
+  auto t = an::parse_thread_paths(kpth_file(2, 4, kPathForestSlab, 6), "t.hcct");
+  REQUIRE(t);
+  CHECK(t->forest.kind == an::ForestKind::kSlab);
+  CHECK(t->forest.nodes.size() == 6);
+  CHECK(parse_error(kpth_file(2, 4, kPathForestSlab, 7)).find("deeper than a k-SF with k = 4 allows (6)") != std::string::npos);
+  t = an::parse_thread_paths(kpth_file(2, 4, kPathForestWindow, 4), "t.hcct");
+  REQUIRE(t);
+  CHECK(t->forest.kind == an::ForestKind::kWindow);
+  CHECK(parse_error(kpth_file(2, 4, kPathForestWindow, 5)).find("deeper than a kWF with k = 4 allows (4)") != std::string::npos);
+  // BLPP: k = 1 exactly.
+  t = an::parse_thread_paths(kpth_file(2, 1, kPathForestBlpp, 1), "t.hcct");
+  REQUIRE(t);
+  CHECK(t->forest.kind == an::ForestKind::kBlpp);
+  CHECK(parse_error(kpth_file(2, 4, kPathForestBlpp, 1)).find("forest kind BLPP with k = 4") != std::string::npos);
+  CHECK(parse_error(kpth_file(2, 1, kPathForestSlab, 1)).find("forest kind k-SF with k = 1") != std::string::npos);
+  CHECK(parse_error(kpth_file(2, 4, 7, 1)).find("unknown forest kind 7") != std::string::npos);
+  // Version 1 (no kind): read, kind unknown, the k-SF's bound.
+  t = an::parse_thread_paths(kpth_file(1, 4, std::nullopt, 6), "t.hcct");
+  REQUIRE(t);
+  CHECK(t->forest.kind == an::ForestKind::kUnknown);
+  CHECK(parse_error(kpth_file(1, 4, std::nullopt, 7)).find("deeper") != std::string::npos);
+  CHECK(parse_error(kpth_file(3, 4, kPathForestSlab, 1)).find("unsupported version 3") != std::string::npos);
 }
