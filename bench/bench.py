@@ -189,6 +189,11 @@ def suite_plugin(build, small=False):
         configs.append(Config("plugin " + mode, plugin, hcct_options="mode=" + mode))
     for mode in ("empty", "cct", "hcct"):
         configs.append(Config("finstr " + mode, inst, hcct_options="mode=" + mode))
+    late = os.path.join(ex, "calls_plugin_late")
+    if os.path.exists(late):  # probes after inlining (stage=late): fib's tail recursion becomes a loop
+        configs.append(Config("plugin late off", [late, *args], hcct_options="mode=off"))
+        for mode in ("empty", "hcct"):
+            configs.append(Config("plugin late " + mode, [late, *args], hcct_options="mode=" + mode))
     return "plugin", configs, ["native", "finstr hcct"]
 
 

@@ -13,6 +13,10 @@ void __cyg_profile_func_enter(void *fn, void *call_site) __attribute__((no_instr
 void __cyg_profile_func_exit(void *fn, void *call_site) __attribute__((no_instrument_function));
 void __hcct_enter(void *fn, void *call_site) __attribute__((no_instrument_function));
 void __hcct_exit(void *fn, void *call_site) __attribute__((no_instrument_function));
+// Probe ABI 2 (the GCC plugin's probes since issue 3): called only once the probe saw the gate open;
+// the exit is never tail-called.
+void __hcct_enter_open(void *fn, void *call_site) __attribute__((no_instrument_function));
+void __hcct_exit_open(void *fn) __attribute__((no_instrument_function));
 
 // Test hook of static bursting (docs/BURSTING.md): with HCCT_OPTIONS=...:burst=manual the program
 // opens (on != 0) and closes (on == 0) bursts itself; otherwise it does nothing. Programs that may
