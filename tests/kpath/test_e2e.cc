@@ -229,7 +229,7 @@ TEST_CASE("e2e: k-IPF from the k-SF and from the kWF equals n-gram counting of t
 
 TEST_CASE("e2e: masked convolution's 10-IPF shows both branches repeating in long runs") {
   const Example e{"masked_conv.c", "600 800 1"};  // the default image: faces of realistic size
-  fs::path exe = build(e, "-O2", "O2");
+  fs::path exe = build(e, "-O2", "conv");  // its own binary and data: test cases may run in parallel
   for (const ForestChoice &forest : kForests) {
   INFO(forest.option);
   an::ThreadPaths t = record(exe, e, std::string("k=10:forest=") + forest.option);
@@ -344,4 +344,16 @@ TEST_CASE("e2e: edge counts of the k=1 profile equal clang's instrumentation pro
   }
   CHECK(compared_functions >= 6);
   CHECK(compared_branches >= 8);
+}
+
+TEST_CASE("e2e: forest= accepts ksf and kwf and names both in its error") {
+  const Example e{"collatz.c", "1000"};
+  fs::path exe = build(e, "-O2", "forest");  // its own binary: test cases may run in parallel
+  std::string text = run("HCCT_OPTIONS='forest=xyz' " + exe.string() + " 1000 2>&1");
+  CHECK(text.find("forest='xyz' is not one of ksf, kwf") != std::string::npos);
+  for (const ForestChoice &forest : kForests) {
+    an::ThreadPaths t = record(exe, e, std::string("k=4:forest=") + forest.option);
+    CHECK(t.forest.kind == forest.kind);
+    CHECK(t.forest.paths > 0);
+  }
 }
