@@ -2,6 +2,7 @@
 
     python3 bench/bench.py --rounds 5 bursting
     python3 bench/bench.py --instructions bursting     # callgrind (the timer runs in valgrind's time)
+    python3 bench/bench.py --rounds 5 bursting-long    # plugin rows on a 10x longer run (~40 bursts)
 
 Configurations on the call-intensive example (examples/calls.c): native; gprof (the same source
 built with -pg); exhaustive hcct with -finstrument-functions and with the GCC plugin; bursting hcct
@@ -50,4 +51,19 @@ def suite_bursting(build, small=False):
     return "bursting", configs, ["native", "gprof"]
 
 
-SUITES = {"bursting": suite_bursting}
+def suite_bursting_long(build, small=False):
+    """The same program run 10x longer (~40 bursts instead of ~4): the plugin rows only."""
+    ex = os.path.join(build, "examples")
+    args = ("24", "1000000") if small else ("30", "200000000")
+    plugin = [os.path.join(ex, "calls_plugin"), *args]
+    gprof, gprof_dir = gprof_binary(build)
+    configs = [
+        Config("native", [os.path.join(ex, "calls_native"), *args]),
+        Config("gprof", [gprof, *args], env={"GMON_OUT_PREFIX": os.path.join(gprof_dir, "gmon.out")}),
+        Config("plugin off", plugin, hcct_options="mode=off"),
+        Config("plugin burst (unwind)", plugin, hcct_options="mode=hcct:burst=1"),
+    ]
+    return "bursting-long", configs, ["native", "gprof"]
+
+
+SUITES = {"bursting": suite_bursting, "bursting-long": suite_bursting_long}
