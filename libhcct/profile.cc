@@ -50,6 +50,20 @@ HCCT_NOINST void ThreadProfile::destroy() {
   *this = ThreadProfile{};
 }
 
+// The full rescan of find_min: out of line, it runs once per ~1/ε evictions at most.
+HCCT_NOINST uint32_t ThreadProfile::rescan_min() {
+  uint64_t m = slots_[0]->count;
+  uint32_t i = 0;
+  for (uint32_t j = 1; j < size_; ++j) {
+    if (slots_[j]->count < m) {
+      m = slots_[j]->count;
+      i = j;
+    }
+  }
+  min_ = m;
+  return i;
+}
+
 HCCT_NOINST Frame *ThreadProfile::pop_stale(Frame *top, uintptr_t sp) {
   Node *left = top->node;
   while (top->sp < sp) --top;  // the root's sp is kForeignStack: the loop stops there
@@ -95,7 +109,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   return top - 1;
 }
 
-HCCT_NOINST Node *ThreadProfile::new_node(Node *parent, uintptr_t fn, uintptr_t site) {
+[[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::new_node(Node *parent, uintptr_t fn, uintptr_t site) {
   Node *node = free_nodes_;
   if (node) {
     free_nodes_ = node->next_sibling;
@@ -121,7 +135,7 @@ HCCT_NOINST Node *ThreadProfile::new_node(Node *parent, uintptr_t fn, uintptr_t 
 
 // Linear scan with move-to-front: the thesis measured 2-3 siblings scanned on average, and moving
 // the hit to the front makes the next call from the same loop a first-child hit.
-HCCT_NOINST Node *ThreadProfile::find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site) {
+[[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site) {
   if (parent == &sink_) return &sink_;
   Node *prev = parent->first_child;
   if (prev) {
@@ -139,7 +153,7 @@ HCCT_NOINST Node *ThreadProfile::find_or_add_child(Node *parent, uintptr_t fn, u
 
 // Space-Saving update for a context that is not monitored (thesis §3.1.3): take a free counter,
 // else replace the minimum one, whose context then leaves M and is pruned if it is a leaf.
-HCCT_NOINST void ThreadProfile::monitor(Node *node) {
+[[gnu::always_inline]] inline HCCT_NOINST void ThreadProfile::monitor(Node *node) {
   node->set_monitored(true);
   if (size_ < capacity_) {
     slots_[size_++] = node;
@@ -158,20 +172,10 @@ HCCT_NOINST void ThreadProfile::monitor(Node *node) {
 // Thesis Algorithm 2. Counters never decrease, so a counter equal to min_ can only lie at or after
 // min_idx_; when none is left, a full rescan finds the new minimum and its *first* position, so the
 // victim is always a true minimum (the original implementation could evict one a little above it).
-HCCT_NOINST uint32_t ThreadProfile::find_min() {
+[[gnu::always_inline]] inline HCCT_NOINST uint32_t ThreadProfile::find_min() {
   uint32_t i = min_idx_;
   while (i < size_ && slots_[i]->count != min_) ++i;
-  if (i == size_) {
-    uint64_t m = slots_[0]->count;
-    i = 0;
-    for (uint32_t j = 1; j < size_; ++j) {
-      if (slots_[j]->count < m) {
-        m = slots_[j]->count;
-        i = j;
-      }
-    }
-    min_ = m;
-  }
+  if (HCCT_UNLIKELY(i == size_)) i = rescan_min();
   min_idx_ = i;
   return i;
 }
@@ -221,7 +225,7 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
   }
 }
 
-HCCT_NOINST void ThreadProfile::unlink(Node *node) {
+[[gnu::always_inline]] inline HCCT_NOINST void ThreadProfile::unlink(Node *node) {
   Node *parent = node->parent();
   if (parent->first_child == node) {
     parent->first_child = node->next_sibling;

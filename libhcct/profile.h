@@ -184,6 +184,7 @@ class ThreadProfile {
   Node *new_node(Node *parent, uintptr_t fn, uintptr_t site);
   void monitor(Node *node);
   uint32_t find_min();
+  uint32_t rescan_min();
   void prune(Node *node, Node *cursor);
   void unlink(Node *node);
   Frame *grow_frames(Frame *top);
