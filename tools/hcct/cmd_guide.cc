@@ -3,6 +3,7 @@
 // inserter reads it) and prints a readable report: per hot loop its iterations and entries, the
 // iterations per entry, its dominant paths and their run lengths, the calling contexts reached
 // from its body (when the run also recorded a CCT), and recommendations with their evidence.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -21,7 +22,7 @@ struct GuideOptions {
   std::string output = "hcct-guide.json";
   std::optional<uint32_t> k;
   size_t top = 10;
-  double min_share = 0.1;  // percent
+  double min_share = 0.001;  // fraction of all loop iterations
   bool json = false;
 };
 
@@ -137,13 +138,27 @@ void print_report(const an::Guide &g, size_t top, const std::string &output) {
 
 int run_guide(const GuideOptions &o) {
   std::vector<an::ThreadPaths> threads;
+  std::vector<std::string> dir_of;  // per thread, the directory it came from (for messages)
   for (const std::string &d : o.dirs) {
+    if (!std::filesystem::exists(d)) throw UserError(d + ": no such file or directory");
     auto t = an::read_thread_paths(d);
-    for (auto &x : t) threads.push_back(std::move(x));
+    if (t.empty())
+      throw UserError(d + ": no path profile (KPTH section) in any thread file; compile the program with "
+                      "clang -fpass-plugin=kpath.so and link libhcct");
+    for (auto &x : t) {
+      threads.push_back(std::move(x));
+      dir_of.push_back(d);
+    }
   }
-  if (threads.empty())
-    throw UserError("no path profile (KPTH section) in " + o.dirs.front() +
-                    "; compile the program with clang -fpass-plugin=kpath.so and link libhcct");
+  uint32_t recorded = threads.front().forest.k;
+  for (size_t i = 0; i < threads.size(); ++i)
+    if (threads[i].forest.k != recorded)
+      throw UserError("profiles recorded with different k (" + std::to_string(recorded) + " in " + threads.front().profile.source +
+                      ", " + std::to_string(threads[i].forest.k) + " in " + threads[i].profile.source +
+                      "); guide profiles of one k at a time");
+  if (o.k && *o.k > recorded)
+    throw UserError("--k " + std::to_string(*o.k) + " exceeds the k = " + std::to_string(recorded) + " " + dir_of.front() +
+                    " was recorded with (HCCT_OPTIONS=k=" + std::to_string(*o.k) + " records it)");
   an::PathMetadata meta;
   std::set<std::string> seen;
   for (const auto &t : threads)
@@ -157,7 +172,7 @@ int run_guide(const GuideOptions &o) {
     }
   an::GuideOptions go;
   go.k = o.k.value_or(0);
-  go.min_share = o.min_share / 100.0;
+  go.min_share = o.min_share;
   an::Guide g;
   try {
     g = an::make_guide(threads, meta, go);
@@ -167,7 +182,7 @@ int run_guide(const GuideOptions &o) {
   for (const std::string &w : g.warnings) std::cerr << "hcct: warning: " << w << "\n";
   json j = to_json(g, o.dirs);
   std::ofstream out(o.output);
-  if (!(out << j.dump(1) << "\n")) throw UserError("cannot write " + o.output);
+  if (!(out << j.dump(1) << "\n")) throw UserError(o.output + ": cannot write");
   if (o.json) std::cout << j.dump(1) << "\n";
   else print_report(g, o.top, o.output);
   return 0;
@@ -178,14 +193,39 @@ int run_guide(const GuideOptions &o) {
 void add_guide_command(CLI::App &app, Action &action) {
   auto o = std::make_shared<GuideOptions>();
   CLI::App *sub = app.add_subcommand("guide", "hot-loop guidance for OSR: where to put OSR points, when to fire, which loop versions pay");
-  sub->add_option("dirs", o->dirs, "profile directories of kpath-instrumented runs (default hcct.data)");
-  sub->add_option("-o,--output", o->output, "guidance file to write")->capture_default_str();
-  sub->add_option("--k", o->k, "use sequences of up to K paths (default: the recorded k)")->check(CLI::Range(1, 256));
-  sub->add_option("--top", o->top, "loops shown in the report")->capture_default_str();
-  sub->add_option("--min-share", o->min_share, "leave out loops below X % of all loop iterations")
+  sub->add_option("dirs", o->dirs, "profile directories (or .hcct files) of kpath-instrumented runs of one program, summed")
+      ->capture_default_str();
+  sub->add_option("-o,--output", o->output, "guidance file to write (JSON, read by the kpath plugin's OSR-point inserter)")
+      ->capture_default_str();
+  sub->add_option("--k", o->k, "use sequences of up to K paths, 1 <= K <= the recorded k (default: the recorded k)")
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--top", o->top, "loops shown in the report (the file has all)")->capture_default_str();
+  sub->add_option("--min-share", o->min_share,
+                  "leave out loops whose iterations are below F times all loop iterations (0: all)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(CLI::Range(0.0, 1.0));
   sub->add_flag("--json", o->json, "print the guidance (JSON) instead of the report");
+  sub->footer(std::string("\n") + R"(Reads profiles of a program built with clang -fpass-plugin=kpath.so (linked with libhcct) and run
+with HCCT_OPTIONS=k=K; K >= 16 lets every unroll factor be checked (docs/GUIDE.md). The report, per
+loop, hottest first (loops that qualify for an OSR point before the others):
+  #RANK  FUNCTION  FILE:LINE  (header block B, innermost, depth D)
+    iterations I (P%), entries E, mean M per entry    I = header executions, P% of all loops'
+    iterations per entry: 1:N1 2:N2 ... >=K:NK        entries by iterations run (innermost loops)
+    path ID KIND P%  LINES                            KIND: entry, cycle (one whole iteration), exit
+      runs >= j: ...                                  cycle paths: maximal runs of it of length >= j
+    calls (line L): CALLEE > ...  COUNT               contexts reached from the body (with a CCT)
+  => RECOMMENDATION                                   osr-point, no-osr-point, unroll, specialise
+       (EVIDENCE)
+and the environment that applies the guidance: HCCT_GUIDE for the plugin, HCCT_ORACLE thresholds.
+
+Examples:
+  HCCT_OPTIONS=k=16 ./prog                          record (into hcct.data/)
+  hcct guide                                        report; writes hcct-guide.json
+  hcct guide run1.data run2.data -o prog.guide.json   two runs summed
+  hcct guide --min-share 0 --top 50                 every loop
+  hcct guide --json | jq '.loops[0].recommendations'
+  HCCT_GUIDE=hcct-guide.json clang -O2 -fpass-plugin=kpath.so prog.c ...   OSR points where advised
+)");
   sub->callback([o, &action] { action = [o] { return run_guide(*o); }; });
 }
 

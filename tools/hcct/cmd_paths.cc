@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <set>
@@ -29,7 +30,7 @@ struct PathsOptions {
   InputOptions in;
   std::optional<uint32_t> k;
   std::string function;
-  double min_share = 1.0;  // percent
+  double min_share = 0.01;  // fraction of the parent's and of the root's count
   bool dot = false;
 };
 
@@ -64,10 +65,10 @@ class PathsReport {
   }
   const std::vector<FunctionView> &functions() const { return functions_; }
 
-  // A node is kept when its count is at least min_share % of its parent's and of its root's
-  // (the thesis prunes Fig. 6.2 the same way); roots when at least min_share % of their function.
+  // A node is kept when its count is at least min_share times its parent's and its root's (the
+  // thesis prunes Fig. 6.2 the same way); roots when at least min_share times their function's.
   bool keep(uint32_t v, uint64_t parent, uint64_t root) const {
-    double c = double(ipf_.nodes()[v].count), limit = o_.min_share / 100.0;
+    double c = double(ipf_.nodes()[v].count), limit = o_.min_share;
     return c > 0 && c >= limit * double(parent) && c >= limit * double(root);
   }
   std::vector<uint32_t> kept_children(uint32_t v, uint64_t root) const {
@@ -103,6 +104,14 @@ class PathsReport {
     return ids;
   }
   const Ipf &ipf() const { return ipf_; }
+  // Every function with recorded paths (before --function), most paths first: for messages.
+  std::vector<std::string> all_names() const {
+    auto v = all_names_;
+    std::sort(v.begin(), v.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+    std::vector<std::string> out;
+    for (auto &[total, name] : v) out.push_back(name);
+    return out;
+  }
 
  private:
   void group_roots() {
@@ -117,10 +126,11 @@ class PathsReport {
     for (auto &[id, f] : by_id) {
       f.meta = meta_.find(id);
       f.name = f.meta ? demangle(f.meta->info.name) : "function " + hex(id);
+      all_names_.push_back({f.total, f.name});
       if (!o_.function.empty() && !matches(f)) continue;
       std::vector<uint32_t> kept;
       for (uint32_t r : f.roots)
-        if (ipf_.nodes()[r].count > 0 && double(ipf_.nodes()[r].count) >= o_.min_share / 100.0 * double(f.total)) kept.push_back(r);
+        if (ipf_.nodes()[r].count > 0 && double(ipf_.nodes()[r].count) >= o_.min_share * double(f.total)) kept.push_back(r);
       std::sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return ipf_.nodes()[a].count > ipf_.nodes()[b].count; });
       f.roots = std::move(kept);
       functions_.push_back(std::move(f));
@@ -137,12 +147,55 @@ class PathsReport {
   const analysis::PathMetadata &meta_;
   const PathsOptions &o_;
   std::vector<FunctionView> functions_;
+  std::vector<std::pair<uint64_t, std::string>> all_names_;
 };
 
-void print_text(const PathsReport &r, uint32_t k, uint32_t recorded_k) {
+// What the selected threads recorded: the header of every output.
+struct Recorded {
+  uint32_t k = 1;
+  std::string kind;  // forest_kind_name() of every thread, or "mixed"; "unknown" for version-1 sections
+  size_t threads = 0;
+  uint64_t lost = 0;  // path IDs not counted (memory ran out), summed over threads
+};
+
+std::string kind_name(analysis::ForestKind kind) {
+  return kind == analysis::ForestKind::kUnknown ? "unknown" : analysis::forest_kind_name(kind);
+}
+
+Recorded describe_recording(const std::vector<analysis::ThreadPaths> &threads) {
+  Recorded r;
+  r.k = threads.front().forest.k;
+  r.kind = kind_name(threads.front().forest.kind);
+  r.threads = threads.size();
+  for (const auto &t : threads) {
+    if (kind_name(t.forest.kind) != r.kind) r.kind = "mixed";
+    r.lost += t.forest.lost;
+  }
+  return r;
+}
+
+// "a kWF", "a k-SF", "BLPP counters", "forests of both kinds", "a forest" (version-1 section).
+std::string recorded_as(const Recorded &rec) {
+  if (rec.kind == "BLPP") return "BLPP counters";
+  if (rec.kind == "mixed") return "k-SFs and kWFs";
+  if (rec.kind == "unknown") return "a forest";
+  return "a " + rec.kind;
+}
+
+std::string share_text(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", f);
+  return buf;
+}
+
+void print_text(const PathsReport &r, uint32_t k, const Recorded &rec, double min_share) {
   const Ipf &ipf = r.ipf();
-  std::cout << "# " << k << "-IPF (recorded with k = " << recorded_k << (recorded_k == 1 ? ", BLPP" : "")
-            << "); edges: X%(Y%) = share of parent (of root)\n";
+  std::cout << "# " << k << "-IPF from " << recorded_as(rec) << " recorded with k = " << rec.k << " ("
+            << rec.threads << (rec.threads == 1 ? " thread" : " threads summed") << "); nodes below "
+            << share_text(min_share) << " of their parent or root hidden\n"
+            << "# root: [path] count, share of the function; below it: -> [path] X%(Y%) count, a path that "
+               "followed, X = share of its parent, Y = of its root\n";
+  if (rec.lost) std::cout << "# " << with_commas(rec.lost) << " path IDs not counted: tree memory ran out (max_mb)\n";
   for (const FunctionView &f : r.functions()) {
     std::string loc = r.where(f);
     std::cout << "\n" << f.name << (loc.empty() ? "" : " (" + loc + ")") << ": " << with_commas(f.total) << " paths"
@@ -172,50 +225,86 @@ void print_text(const PathsReport &r, uint32_t k, uint32_t recorded_k) {
   }
 }
 
-json node_json(const PathsReport &r, uint32_t v, uint64_t root) {
+double share(uint64_t part, uint64_t whole) { return whole ? double(part) / double(whole) : 0.0; }
+
+json node_json(const PathsReport &r, uint32_t v, uint64_t root, uint64_t function_total) {
   const IpfNode &n = r.ipf().nodes()[v];
   json j = {{"path", n.label.path}, {"count", n.count}};
   if (n.parent != analysis::kNoParent) {
-    uint64_t pc = r.ipf().nodes()[n.parent].count;
-    j["share_of_parent"] = pc ? double(n.count) / double(pc) : 0.0;
-    j["share_of_root"] = root ? double(n.count) / double(root) : 0.0;
+    j["share_of_parent"] = share(n.count, r.ipf().nodes()[n.parent].count);
+    j["share_of_root"] = share(n.count, root);
+  } else {
+    j["share_of_function"] = share(n.count, function_total);
   }
   json kids = json::array();
-  for (uint32_t c : r.kept_children(v, root)) kids.push_back(node_json(r, c, root));
+  for (uint32_t c : r.kept_children(v, root)) kids.push_back(node_json(r, c, root, function_total));
   j["children"] = std::move(kids);
   return j;
 }
 
-void print_json_report(const PathsReport &r, uint32_t k, uint32_t recorded_k) {
+// "hcct-paths" version 1: docs/hcct-paths.schema.json.
+void print_json_report(const PathsReport &r, uint32_t k, const Recorded &rec, double min_share,
+                       const std::vector<analysis::ThreadPaths> &threads) {
+  json jt = json::array();
+  for (const auto &t : threads)
+    jt.push_back({{"file", t.profile.source},
+                  {"pid", t.profile.meta.pid},
+                  {"thread", t.profile.meta.thread_seq},
+                  {"k", t.forest.k},
+                  {"forest_kind", kind_name(t.forest.kind)},
+                  {"paths", t.forest.paths},
+                  {"lost", t.forest.lost}});
   json fs = json::array();
   for (const FunctionView &f : r.functions()) {
-    json paths = json::object();
+    json paths = json::array();
     for (uint64_t id : r.ids_shown(f)) {
-      json p = {{"lines", r.path_lines(f, id)}};
+      json p = {{"id", id}, {"lines", nullptr}};
       if (f.meta)
         if (auto d = analysis::decode_path(*f.meta, id)) {
+          p["lines"] = r.path_lines(f, id);
           p["blocks"] = d->blocks;
           p["after_back_edge"] = d->after_back_edge;
           p["at_back_edge"] = d->at_back_edge;
         }
-      paths[std::to_string(id)] = std::move(p);
+      paths.push_back(std::move(p));
     }
     json roots = json::array();
-    for (uint32_t root : f.roots) roots.push_back(node_json(r, root, r.ipf().nodes()[root].count));
+    for (uint32_t root : f.roots) roots.push_back(node_json(r, root, r.ipf().nodes()[root].count, f.total));
+    bool located = f.meta && f.meta->info.file;
     fs.push_back({{"function_id", hex(f.id)},
                   {"name", f.name},
-                  {"location", r.where(f)},
+                  {"file", located ? json(f.meta->files[f.meta->info.file - 1]) : json()},
+                  {"line", located ? json(f.meta->info.line) : json()},
                   {"total", f.total},
                   {"static_paths", f.meta ? json(f.meta->info.num_paths) : json()},
+                  {"edges_cut", f.meta ? json(bool(f.meta->info.flags & kpath::kFlagCutEdges)) : json()},
                   {"paths", std::move(paths)},
                   {"forest", std::move(roots)}});
   }
-  print_json({{"k", k}, {"recorded_k", recorded_k}, {"functions", std::move(fs)}});
+  print_json({{"format", "hcct-paths"},
+              {"version", 1},
+              {"k", k},
+              {"recorded_k", rec.k},
+              {"forest_kind", rec.kind},
+              {"min_share", min_share},
+              {"threads", std::move(jt)},
+              {"functions", std::move(fs)}});
 }
 
-void print_dot(const PathsReport &r) {
+// A DOT string literal's contents.
+std::string dot_escape(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+void print_dot(const PathsReport &r, uint32_t k, const Recorded &rec) {
   const Ipf &ipf = r.ipf();
-  std::cout << "digraph kipf {\n  node [shape=box, fontname=\"monospace\"];\n";
+  std::cout << "digraph kipf {\n  label=\"" << k << "-IPF from " << recorded_as(rec) << " recorded with k = " << rec.k
+            << "\";\n  node [shape=box, fontname=\"monospace\"];\n";
   for (const FunctionView &f : r.functions()) {
     for (uint32_t root : f.roots) {
       uint64_t rc = ipf.nodes()[root].count;
@@ -225,7 +314,7 @@ void print_dot(const PathsReport &r) {
         stack.pop_back();
         const IpfNode &n = ipf.nodes()[v];
         std::string label = std::to_string(n.label.path) + "\\n" + with_commas(n.count);
-        if (v == root) label = f.name + "\\n" + label;
+        if (v == root) label = dot_escape(f.name) + "\\n" + label;
         std::cout << "  n" << v << " [label=\"" << label << "\"];\n";
         if (v != root)
           std::cout << "  n" << n.parent << " -> n" << v << " [label=\"" << pct(n.count, ipf.nodes()[n.parent].count) << "("
@@ -238,21 +327,25 @@ void print_dot(const PathsReport &r) {
 }
 
 int run_paths(const PathsOptions &o) {
+  if (!std::filesystem::exists(o.in.dir)) throw UserError(o.in.dir + ": no such file or directory");
   std::vector<analysis::ThreadPaths> threads = analysis::read_thread_paths(o.in.dir);
+  if (threads.empty())
+    throw UserError(o.in.dir + ": no path profile (KPTH section) in any thread file; compile the program with "
+                    "clang -fpass-plugin=kpath.so and link libhcct");
   std::erase_if(threads, [&](const analysis::ThreadPaths &t) {
     return (o.in.pid && t.profile.meta.pid != *o.in.pid) || (o.in.thread && t.profile.meta.thread_seq != *o.in.thread);
   });
-  if (threads.empty())
-    throw UserError(o.in.dir + ": no path profile (KPTH section) for this selection; compile the program with "
-                    "clang -fpass-plugin=kpath.so and link libhcct");
-  uint32_t recorded = threads.front().forest.k;
+  if (threads.empty()) throw UserError(o.in.dir + ": no path profile (KPTH section) of the selected --pid/--thread");
+  Recorded rec = describe_recording(threads);
   for (const auto &t : threads)
-    if (t.forest.k != recorded) throw UserError(o.in.dir + ": threads recorded with different k; select one with --pid/--thread");
-  uint32_t k = o.k.value_or(recorded);
-  if (k < 1) throw UserError("--k must be at least 1");
-  if (k > recorded)
-    throw UserError("--k " + std::to_string(k) + " exceeds the k = " + std::to_string(recorded) +
-                    " the profile was recorded with (HCCT_OPTIONS=k=" + std::to_string(k) + " records it)");
+    if (t.forest.k != rec.k)
+      throw UserError(o.in.dir + ": threads recorded with different k (" + std::to_string(rec.k) + " in " +
+                      threads.front().profile.source + ", " + std::to_string(t.forest.k) + " in " + t.profile.source +
+                      "); select some with --pid/--thread");
+  uint32_t k = o.k.value_or(rec.k);
+  if (k > rec.k)
+    throw UserError("--k " + std::to_string(k) + " exceeds the k = " + std::to_string(rec.k) + " " + o.in.dir +
+                    " was recorded with (HCCT_OPTIONS=k=" + std::to_string(k) + " records it)");
   Ipf ipf;
   for (const auto &t : threads) ipf.merge(analysis::make_k_ipf(t.forest, k).without_zero_counts());
 
@@ -270,10 +363,17 @@ int run_paths(const PathsOptions &o) {
   for (const std::string &c : meta.conflicts())
     std::cerr << "hcct: warning: " << c << " was compiled with different control flow in several units\n";
   PathsReport report(ipf, meta, o);
-  if (!o.function.empty() && report.functions().empty()) throw UserError("no recorded paths for function '" + o.function + "'");
-  if (o.dot) print_dot(report);
-  else if (o.in.json) print_json_report(report, k, recorded);
-  else print_text(report, k, recorded);
+  if (!o.function.empty() && report.functions().empty()) {
+    std::vector<std::string> names = report.all_names();
+    std::string some;
+    for (size_t i = 0; i < names.size() && i < 5; ++i) some += (i ? ", " : "") + names[i];
+    if (names.size() > 5) some += ", ...";
+    throw UserError("--function '" + o.function + "': no recorded paths in " + o.in.dir +
+                    (names.empty() ? std::string() : " (functions with paths, most first: " + some + ")"));
+  }
+  if (o.dot) print_dot(report, k, rec);
+  else if (o.in.json) print_json_report(report, k, rec, o.min_share, threads);
+  else print_text(report, k, rec, o.min_share);
   return 0;
 }
 
@@ -283,13 +383,35 @@ void add_paths_command(CLI::App &app, Action &action) {
   auto o = std::make_shared<PathsOptions>();
   CLI::App *sub = app.add_subcommand("paths", "k-iteration path forests (k-IPF) recorded by kpath-instrumented code");
   add_input_options(sub, o->in, /*symbols=*/false);
-  sub->add_option("--k", o->k, "sequences of up to K paths (default: the k the profile was recorded with)")->check(CLI::Range(1, 256));
-  sub->add_option("--function", o->function, "only this function (linkage or demangled name)");
-  sub->add_option("--min-share", o->min_share, "hide nodes below X % of their parent's or root's count")
+  sub->add_option("--k", o->k, "sequences of up to K paths, 1 <= K <= the recorded k (default: the recorded k)")
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--function", o->function, "only this function (linkage or demangled name, parameter list optional)");
+  sub->add_option("--min-share", o->min_share,
+                  "hide nodes whose count is below F times their parent's or their root's, and roots below F "
+                  "times their function's (0: all)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(CLI::Range(0.0, 1.0));
   auto *dot = sub->add_flag("--dot", o->dot, "Graphviz output");
   dot->excludes(sub->get_option("--json"));
+  sub->footer(std::string("\n") + R"(Needs a program built with clang -fpass-plugin=kpath.so and linked with libhcct; HCCT_OPTIONS=k=K
+records sequences of up to K paths (docs/KPATH.md). Threads of the selection are summed.
+Per function, most paths first:
+  NAME (FILE:LINE): T paths, S static     T = Ball-Larus paths run, S = acyclic paths it has
+  path ID: LINES                            source lines of each path shown; ^ before a line: starts
+                                            at a loop header after a back edge; after: ends on one
+  [ID] COUNT  P% of NAME                    a root: path ID ran COUNT times, P% of T
+    -> [ID] X%(Y%)  COUNT                   a path that came next in the same activation, COUNT times;
+                                            X = share of its parent's count, Y = of its root's
+Each level of indentation is one more path of the sequence (at most K in all).
+
+Examples:
+  HCCT_OPTIONS=k=10 ./prog                       record (into hcct.data/)
+  hcct paths                                     every function, k as recorded
+  hcct paths --function filter_conv --k 4        one function, sequences of up to 4 paths
+  hcct paths --min-share 0                       nothing hidden
+  hcct paths --json | jq '.functions[0].forest[0]'        (schema: docs/hcct-paths.schema.json)
+  hcct paths --dot --function filter_conv | dot -Tsvg > kipf.svg
+)");
   sub->callback([o, &action] { action = [o] { return run_paths(*o); }; });
 }
 

@@ -1,0 +1,353 @@
+// `hcct paths` and `hcct guide` as commands (docs/KPATH.md, docs/GUIDE.md, docs/CLI.md), on a small
+// program built with the kpath plugin and recorded with each run-time forest:
+//   - `paths --json` carries "format": "hcct-paths", "version": 1, the recorded forest kind, path IDs
+//     as JSON numbers, and validates against docs/hcct-paths.schema.json (python3-jsonschema), which
+//     rejects the old shape; the text and DOT outputs name the forest kind; graphviz reads the DOT;
+//   - --min-share is a fraction in [0, 1] in both commands (as in report/export): out-of-range values
+//     are refused; every node shown clears the share, and the share hides nodes that 0 shows;
+//   - --help teaches (columns, examples); input errors are one line "hcct: ..." naming the argument or
+//     directory, with a non-zero exit status.
+#include <catch2/catch.hpp>
+
+#include "support/command.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+fs::path work() { return hcct::test::work_directory("tests/kpath/work/paths_cli"); }
+
+const std::string kSchema = std::string(HCCT_SOURCE_DIR) + "/docs/hcct-paths.schema.json";
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string read_file(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs a shell command; stdout and stderr captured separately.
+Result sh(const std::string &cmd) {
+  fs::path err = work() / ("stderr." + std::to_string(getpid()));
+  Result r;
+  FILE *p = popen((cmd + " 2>" + err.string()).c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int rc = pclose(p);
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+  r.err = read_file(err);
+  fs::remove(err);
+  return r;
+}
+
+Result tool(const std::string &args) { return sh(std::string(HCCT_TOOL) + " " + args); }
+
+// One error line: "hcct: ..." with every `needle` in it, a non-zero status and nothing on stdout.
+void check_error(const Result &r, const std::vector<std::string> &needles) {
+  INFO("stderr: " << r.err << "stdout: " << r.out);
+  CHECK(r.status != 0);
+  CHECK(r.out.empty());
+  CHECK(r.err.rfind("hcct: ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  for (const std::string &n : needles) CHECK(r.err.find(n) != std::string::npos);
+}
+
+// A loop whose common path (7 of 8 iterations) is mostly followed by itself and whose rare path
+// never follows itself, and a second function with a loop of its own.
+const char kProgram[] = R"(#include <stdlib.h>
+__attribute__((noinline)) long spin(int n) {
+  long s = 0;
+  for (int i = 0; i < n; ++i) s += i & 3 ? i : -i;
+  return s;
+}
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 8000;
+  long s = 0;
+  for (int i = 0; i < n; ++i) {
+    if (i % 8 == 7) s += spin(i % 64);
+    else s += i;
+  }
+  return (int)(s & 1);
+}
+)";
+
+const fs::path &program() {
+  static const fs::path exe = [] {
+    fs::path src = work() / "twopaths.c", out = work() / "twopaths";
+    std::ofstream(src) << kProgram;
+    hcct::test::run_command(std::string(HCCT_CLANG) + " -g -O0 -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + src.string() +
+                            " -o " + out.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
+                            fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+    return out;
+  }();
+  return exe;
+}
+
+// Records one run into a fresh directory `name` with HCCT_OPTIONS=<options>.
+fs::path record(const std::string &name, const std::string &options) {
+  fs::path data = work() / name;
+  fs::remove_all(data);
+  hcct::test::run_command("HCCT_OPTIONS='" + options + ":out=" + data.string() + "' " + program().string() + " 2>&1");
+  return data;
+}
+
+bool have_jsonschema() { return sh("/usr/bin/python3 -c 'import jsonschema'").status == 0; }
+
+Result validate(const fs::path &doc) {
+  fs::path script = work() / "validate.py";
+  std::ofstream(script) << "import json, sys, jsonschema\n"
+                           "schema = json.load(open(sys.argv[2]))\n"
+                           "jsonschema.Draft202012Validator.check_schema(schema)\n"
+                           "jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[1])))\n";
+  return sh("/usr/bin/python3 " + script.string() + " " + doc.string() + " " + kSchema);
+}
+
+json paths_json(const fs::path &data, const std::string &extra = "") {
+  Result r = tool("paths " + data.string() + " --json " + extra);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return json::parse(r.out);
+}
+
+// Every node of a function's forest, with its depth (roots 0).
+void each_node(const json &nodes, int depth, const std::function<void(const json &, int)> &fn) {
+  for (const json &n : nodes) {
+    fn(n, depth);
+    each_node(n["children"], depth + 1, fn);
+  }
+}
+
+const json &function_named(const json &doc, const std::string &name) {
+  for (const json &f : doc["functions"])
+    if (f["name"] == name) return f;
+  FAIL("no function " << name);
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("paths --json: format, version, forest kind, numeric path IDs, schema", "[kpath][cli]") {
+  const bool schema = have_jsonschema();
+  if (!schema) WARN("python3-jsonschema not installed: schema checks skipped");
+  struct Case {
+    std::string options, kind;
+    uint32_t k;
+  };
+  for (const Case &c : {Case{"k=4:forest=ksf", "k-SF", 4}, Case{"k=4:forest=kwf", "kWF", 4}, Case{"k=1", "BLPP", 1}}) {
+    SECTION(c.options) {
+      fs::path data = record("run", c.options);
+      json j = paths_json(data, "--min-share 0");
+      CHECK(j["format"] == "hcct-paths");
+      CHECK(j["version"] == 1);
+      CHECK(j["k"] == c.k);
+      CHECK(j["recorded_k"] == c.k);
+      CHECK(j["forest_kind"] == c.kind);
+      CHECK(j["min_share"] == 0.0);
+      REQUIRE(j["threads"].size() == 1);
+      CHECK(j["threads"][0]["forest_kind"] == c.kind);
+      CHECK(j["threads"][0]["lost"] == 0);
+      const json &m = function_named(j, "main");
+      CHECK(m["line"] == 7);
+      CHECK(fs::path(m["file"].get<std::string>()).filename() == "twopaths.c");
+      // The legend lists exactly the IDs in the forest, as numbers, each decoded.
+      std::set<uint64_t> legend, used;
+      for (const json &p : m["paths"]) {
+        REQUIRE(p["id"].is_number_unsigned());
+        legend.insert(p["id"].get<uint64_t>());
+        CHECK(p["lines"].is_string());
+        CHECK(p["blocks"].is_array());
+      }
+      uint64_t roots = 0;
+      int deepest = 0;
+      each_node(m["forest"], 0, [&](const json &n, int depth) {
+        REQUIRE(n["path"].is_number_unsigned());
+        used.insert(n["path"].get<uint64_t>());
+        if (depth == 0) roots += n["count"].get<uint64_t>();
+        deepest = std::max(deepest, depth);
+      });
+      CHECK(legend == used);
+      CHECK(roots == m["total"].get<uint64_t>());  // nothing hidden at --min-share 0
+      CHECK(deepest == int(c.k) - 1);
+      // The text header and the DOT label name the forest kind.
+      Result text = tool("paths " + data.string());
+      REQUIRE(text.status == 0);
+      std::string first = text.out.substr(0, text.out.find('\n'));
+      CHECK_THAT(first, Catch::Contains(std::to_string(c.k) + "-IPF from") && Catch::Contains(c.kind) &&
+                            Catch::Contains("recorded with k = " + std::to_string(c.k)));
+      Result dot = tool("paths " + data.string() + " --dot");
+      REQUIRE(dot.status == 0);
+      CHECK_THAT(dot.out, Catch::Contains(c.kind));
+      if (access("/usr/bin/dot", X_OK) == 0) {
+        fs::path file = work() / "kipf.dot";
+        std::ofstream(file) << dot.out;
+        Result g = sh("/usr/bin/dot -Tsvg " + file.string() + " -o /dev/null");
+        INFO(g.err);
+        CHECK(g.status == 0);
+        CHECK(g.err.empty());
+      }
+      if (schema) {
+        for (const std::string extra : {"--min-share 0", "", "--min-share 0.5", "--function spin", "--k 1"}) {
+          fs::path doc = work() / "paths.json";
+          Result r = tool("paths " + data.string() + " --json " + extra);
+          REQUIRE(r.status == 0);
+          std::ofstream(doc) << r.out;
+          Result v = validate(doc);
+          INFO(extra << "\n" << v.out << v.err);
+          CHECK(v.status == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("paths: the schema rejects what it should", "[kpath][cli]") {
+  if (!have_jsonschema()) {
+    WARN("python3-jsonschema not installed: skipped");
+    return;
+  }
+  {
+    // The schema really checks: the shape before version 1 (string path IDs, no format) is refused,
+    // and so is a string ID in today's shape.
+    fs::path data = record("run", "k=3:forest=kwf");
+    json j = paths_json(data);
+    fs::path doc = work() / "broken.json";
+    json old = j;
+    old.erase("format");
+    old.erase("version");
+    std::ofstream(doc) << old.dump();
+    CHECK(validate(doc).status != 0);
+    json bad = j;
+    REQUIRE(!bad["functions"].empty());
+    bad["functions"][0]["forest"][0]["path"] = std::to_string(bad["functions"][0]["forest"][0]["path"].get<uint64_t>());
+    std::ofstream(doc) << bad.dump();
+    CHECK(validate(doc).status != 0);
+    std::ofstream(doc) << j.dump();
+    CHECK(validate(doc).status == 0);
+  }
+}
+
+TEST_CASE("paths: threads of both forests are summed and reported as mixed", "[kpath][cli]") {
+  fs::path data = record("mixed", "k=4:forest=ksf");
+  hcct::test::run_command("HCCT_OPTIONS='k=4:forest=kwf:out=" + data.string() + "' " + program().string() + " 2>&1");
+  json j = paths_json(data, "--min-share 0");
+  CHECK(j["forest_kind"] == "mixed");
+  REQUIRE(j["threads"].size() == 2);
+  std::set<std::string> kinds;
+  for (const json &t : j["threads"]) kinds.insert(t["forest_kind"].get<std::string>());
+  CHECK(kinds == std::set<std::string>{"k-SF", "kWF"});
+  // Two identical deterministic runs: every count is even, the sum of two equal forests.
+  json one = paths_json(data, "--min-share 0 --pid " + std::to_string(j["threads"][0]["pid"].get<uint64_t>()));
+  CHECK(function_named(j, "main")["total"].get<uint64_t>() == 2 * function_named(one, "main")["total"].get<uint64_t>());
+  Result text = tool("paths " + data.string());
+  CHECK_THAT(text.out.substr(0, text.out.find('\n')), Catch::Contains("k-SFs and kWFs") && Catch::Contains("2 threads"));
+}
+
+TEST_CASE("paths and guide: --min-share is a fraction in [0, 1]", "[kpath][cli]") {
+  fs::path data = record("share", "k=4");
+  for (const char *cmd : {"paths", "guide"}) {
+    for (const char *bad : {"1.5", "50", "-0.1"}) {
+      Result r = tool(std::string(cmd) + " " + data.string() + " --min-share " + bad);
+      INFO(cmd << " --min-share " << bad);
+      check_error(r, {"--min-share"});
+    }
+  }
+  // paths: every node shown clears the share; at 0 some do not (so the filter did something).
+  json all = paths_json(data, "--min-share 0"), half = paths_json(data, "--min-share 0.5");
+  CHECK(half["min_share"] == 0.5);
+  auto below = [](const json &doc, double f) {
+    size_t n = 0, total = 0;
+    for (const json &fn : doc["functions"])
+      each_node(fn["forest"], 0, [&](const json &node, int depth) {
+        ++total;
+        if (depth == 0 ? node["share_of_function"].get<double>() < f
+                       : node["share_of_parent"].get<double>() < f || node["share_of_root"].get<double>() < f)
+          ++n;
+      });
+    return std::pair(n, total);
+  };
+  CHECK(below(half, 0.5).first == 0);
+  CHECK(below(all, 0.5).first > 0);
+  CHECK(below(half, 0.5).second < below(all, 0.5).second);
+  // The default is 0.01: the rare path after the common one (1 in 7) stays; below 1 % goes.
+  json dflt = paths_json(data);
+  CHECK(dflt["min_share"] == 0.01);
+  CHECK(below(dflt, 0.01).first == 0);
+  // guide: loops below the share of all loop iterations are left out.
+  auto loops = [&](const std::string &share) {
+    fs::path out = work() / "guide.json";
+    Result r = tool("guide " + data.string() + " --min-share " + share + " -o " + out.string() + " --json");
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return json::parse(r.out)["loops"];
+  };
+  json every = loops("0"), big = loops("0.5");
+  CHECK(every.size() >= 2);  // main's loop and spin's
+  CHECK(big.size() >= 1);
+  CHECK(big.size() < every.size());
+  for (const json &l : big) CHECK(l["share_of_program"].get<double>() >= 0.5);
+}
+
+TEST_CASE("paths and guide: input errors are one line naming the file or argument", "[kpath][cli]") {
+  fs::path data = record("errors", "k=3");
+  fs::path missing = work() / "no-such-dir", empty = work() / "empty";
+  fs::remove_all(empty);
+  fs::create_directories(empty);
+  fs::path g = work() / "err.guide.json";
+  for (const std::string cmd : {"paths", "guide"}) {
+    INFO(cmd);
+    std::string out = cmd == "guide" ? " -o " + g.string() : "";
+    check_error(tool(cmd + " " + missing.string() + out), {missing.string(), "no such file or directory"});
+    check_error(tool(cmd + " " + empty.string() + out), {empty.string(), "no path profile", "kpath.so"});
+    check_error(tool(cmd + " " + data.string() + " --k 0" + out), {"--k"});
+    check_error(tool(cmd + " " + data.string() + " --k 7" + out), {"--k 7", "k = 3", data.string()});
+    check_error(tool(cmd + " " + data.string() + " --k x" + out), {"--k"});
+  }
+  check_error(tool("paths " + data.string() + " --function no_such_fn"),
+              {"--function 'no_such_fn'", data.string(), "main", "spin"});
+  check_error(tool("paths " + data.string() + " --pid 1"), {data.string(), "--pid"});
+  check_error(tool("paths " + data.string() + " --json --dot"), {"--dot", "--json"});
+  // Profiles of different k: both files named.
+  fs::path mixed = record("mixed-k", "k=3");
+  hcct::test::run_command("HCCT_OPTIONS='k=2:out=" + mixed.string() + "' " + program().string() + " 2>&1");
+  for (const std::string cmd : {"paths", "guide"}) {
+    Result r = tool(cmd + " " + mixed.string() + (cmd == "guide" ? " -o " + g.string() : ""));
+    check_error(r, {"different k", mixed.string() + "/"});
+  }
+  check_error(tool("guide " + data.string() + " -o " + (missing / "g.json").string()), {(missing / "g.json").string(), "cannot write"});
+  // A function name works with and without its parameter list; the wanted function only.
+  json spin = paths_json(data, "--function spin");
+  REQUIRE(spin["functions"].size() == 1);
+  CHECK(spin["functions"][0]["name"] == "spin");
+}
+
+TEST_CASE("paths and guide: --help explains the output and gives examples", "[kpath][cli]") {
+  Result p = tool("paths --help");
+  REQUIRE(p.status == 0);
+  for (const char *want : {"--min-share", "Examples:", "hcct paths --function", "--json", "--dot", "X = share of its parent",
+                           "Y = of its root", "static", "hcct-paths.schema.json", "kpath.so", "HCCT_OPTIONS=k="})
+    CHECK_THAT(p.out, Catch::Contains(want));
+  CHECK_THAT(p.out, !Catch::Contains("X %"));  // the percent wording of --min-share is gone
+  Result g = tool("guide --help");
+  REQUIRE(g.status == 0);
+  for (const char *want : {"--min-share", "Examples:", "hcct guide", "iterations", "entries", "cycle", "osr-point", "unroll",
+                           "HCCT_GUIDE=", "kpath.so"})
+    CHECK_THAT(g.out, Catch::Contains(want));
+}
