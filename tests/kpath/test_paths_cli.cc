@@ -6,7 +6,7 @@
 //   - --min-share is a fraction in [0, 1] in both commands (as in report/export): out-of-range values
 //     are refused; every node shown clears the share, and the share hides nodes that 0 shows;
 //   - --help teaches (columns, examples); input errors are one line "hcct: ..." naming the argument or
-//     directory, with a non-zero exit status.
+//     directory, with a non-zero exit status; a binary gone since the run is one warning, not an error.
 #include <catch2/catch.hpp>
 
 #include "support/command.h"
@@ -89,16 +89,30 @@ int main(int argc, char **argv) {
 }
 )";
 
-const fs::path &program() {
-  static const fs::path exe = [] {
-    fs::path src = work() / "twopaths.c", out = work() / "twopaths";
-    std::ofstream(src) << kProgram;
+// Built once per process under a private name: test cases may run in parallel processes (ctest -j),
+// and a binary replaced while another process runs it would be recorded as "(deleted)", without
+// metadata. Removed at exit.
+struct Program {
+  fs::path exe;
+  Program() {
+    const std::string tmp = "." + std::to_string(getpid());
+    fs::path src = work() / "twopaths.c";
+    exe = work() / ("twopaths" + tmp);
+    std::ofstream(src.string() + tmp) << kProgram;
+    fs::rename(src.string() + tmp, src);  // the same text whoever writes it last
     hcct::test::run_command(std::string(HCCT_CLANG) + " -g -O0 -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + src.string() +
-                            " -o " + out.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
+                            " -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
                             fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
-    return out;
-  }();
-  return exe;
+  }
+  ~Program() {
+    std::error_code ec;
+    fs::remove(exe, ec);
+  }
+};
+
+const fs::path &program() {
+  static const Program p;
+  return p.exe;
 }
 
 // Records one run into a fresh directory `name` with HCCT_OPTIONS=<options>.
@@ -112,12 +126,14 @@ fs::path record(const std::string &name, const std::string &options) {
 bool have_jsonschema() { return sh("/usr/bin/python3 -c 'import jsonschema'").status == 0; }
 
 Result validate(const fs::path &doc) {
-  fs::path script = work() / "validate.py";
+  fs::path script = work() / ("validate." + std::to_string(getpid()) + ".py");
   std::ofstream(script) << "import json, sys, jsonschema\n"
                            "schema = json.load(open(sys.argv[2]))\n"
                            "jsonschema.Draft202012Validator.check_schema(schema)\n"
                            "jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[1])))\n";
-  return sh("/usr/bin/python3 " + script.string() + " " + doc.string() + " " + kSchema);
+  Result r = sh("/usr/bin/python3 " + script.string() + " " + doc.string() + " " + kSchema);
+  fs::remove(script);
+  return r;
 }
 
 json paths_json(const fs::path &data, const std::string &extra = "") {
@@ -153,7 +169,7 @@ TEST_CASE("paths --json: format, version, forest kind, numeric path IDs, schema"
   };
   for (const Case &c : {Case{"k=4:forest=ksf", "k-SF", 4}, Case{"k=4:forest=kwf", "kWF", 4}, Case{"k=1", "BLPP", 1}}) {
     SECTION(c.options) {
-      fs::path data = record("run", c.options);
+      fs::path data = record("json-" + c.kind, c.options);
       json j = paths_json(data, "--min-share 0");
       CHECK(j["format"] == "hcct-paths");
       CHECK(j["version"] == 1);
@@ -196,7 +212,7 @@ TEST_CASE("paths --json: format, version, forest kind, numeric path IDs, schema"
       REQUIRE(dot.status == 0);
       CHECK_THAT(dot.out, Catch::Contains(c.kind));
       if (access("/usr/bin/dot", X_OK) == 0) {
-        fs::path file = work() / "kipf.dot";
+        fs::path file = work() / ("kipf-" + c.kind + ".dot");
         std::ofstream(file) << dot.out;
         Result g = sh("/usr/bin/dot -Tsvg " + file.string() + " -o /dev/null");
         INFO(g.err);
@@ -205,7 +221,7 @@ TEST_CASE("paths --json: format, version, forest kind, numeric path IDs, schema"
       }
       if (schema) {
         for (const std::string extra : {"--min-share 0", "", "--min-share 0.5", "--function spin", "--k 1"}) {
-          fs::path doc = work() / "paths.json";
+          fs::path doc = work() / ("paths-" + c.kind + ".json");
           Result r = tool("paths " + data.string() + " --json " + extra);
           REQUIRE(r.status == 0);
           std::ofstream(doc) << r.out;
@@ -226,7 +242,7 @@ TEST_CASE("paths: the schema rejects what it should", "[kpath][cli]") {
   {
     // The schema really checks: the shape before version 1 (string path IDs, no format) is refused,
     // and so is a string ID in today's shape.
-    fs::path data = record("run", "k=3:forest=kwf");
+    fs::path data = record("reject", "k=3:forest=kwf");
     json j = paths_json(data);
     fs::path doc = work() / "broken.json";
     json old = j;
@@ -292,7 +308,7 @@ TEST_CASE("paths and guide: --min-share is a fraction in [0, 1]", "[kpath][cli]"
   CHECK(below(dflt, 0.01).first == 0);
   // guide: loops below the share of all loop iterations are left out.
   auto loops = [&](const std::string &share) {
-    fs::path out = work() / "guide.json";
+    fs::path out = work() / "share.guide.json";
     Result r = tool("guide " + data.string() + " --min-share " + share + " -o " + out.string() + " --json");
     INFO(r.err);
     REQUIRE(r.status == 0);
@@ -336,6 +352,42 @@ TEST_CASE("paths and guide: input errors are one line naming the file or argumen
   json spin = paths_json(data, "--function spin");
   REQUIRE(spin["functions"].size() == 1);
   CHECK(spin["functions"][0]["name"] == "spin");
+}
+
+TEST_CASE("paths: a binary gone since the run is one warning; IDs stay, lines are null", "[kpath][cli]") {
+  fs::path copy = work() / ("gone." + std::to_string(getpid()));
+  fs::copy_file(program(), copy, fs::copy_options::overwrite_existing);
+  fs::path data = work() / "gone";
+  fs::remove_all(data);
+  hcct::test::run_command("HCCT_OPTIONS='k=2:out=" + data.string() + "' " + copy.string() + " 2>&1");
+  fs::remove(copy);
+  Result r = tool("paths " + data.string() + " --json --min-share 0");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.err.rfind("hcct: warning: no kpath metadata for 2 functions", 0) == 0);
+  CHECK_THAT(r.err, Catch::Contains("missing: " + copy.string()));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  json j = json::parse(r.out);
+  REQUIRE(j["functions"].size() == 2);
+  for (const json &f : j["functions"]) {
+    CHECK(f["name"].get<std::string>().rfind("function 0x", 0) == 0);
+    CHECK(f["file"].is_null());
+    CHECK(f["static_paths"].is_null());
+    for (const json &p : f["paths"]) {
+      CHECK(p["lines"].is_null());
+      CHECK(!p.contains("blocks"));
+    }
+  }
+  if (have_jsonschema()) {
+    fs::path doc = work() / "gone.json";
+    std::ofstream(doc) << r.out;
+    Result v = validate(doc);
+    INFO(v.out << v.err);
+    CHECK(v.status == 0);
+  }
+  Result text = tool("paths " + data.string());
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains(": (no metadata)"));
 }
 
 TEST_CASE("paths and guide: --help explains the output and gives examples", "[kpath][cli]") {

@@ -351,11 +351,13 @@ int run_paths(const PathsOptions &o) {
 
   analysis::PathMetadata meta;
   std::set<std::string> seen;
+  std::vector<std::string> missing;  // modules of the run whose file is gone
   for (const auto &t : threads)
     for (const analysis::Module &m : t.profile.modules) {
       if (!seen.insert(m.path).second) continue;
       try {
-        meta.add_elf(m.path);
+        // (Names that are not paths, like linux-vdso.so.1, have no file.)
+        if (!meta.add_elf(m.path) && m.path.starts_with('/') && !std::filesystem::exists(m.path)) missing.push_back(m.path);
       } catch (const analysis::FormatError &e) {
         std::cerr << "hcct: warning: " << e.what() << "\n";
       }
@@ -363,6 +365,13 @@ int run_paths(const PathsOptions &o) {
   for (const std::string &c : meta.conflicts())
     std::cerr << "hcct: warning: " << c << " was compiled with different control flow in several units\n";
   PathsReport report(ipf, meta, o);
+  size_t unnamed = std::count_if(report.functions().begin(), report.functions().end(), [](const FunctionView &f) { return !f.meta; });
+  if (unnamed)
+    std::cerr << "hcct: warning: no kpath metadata for " << unnamed << (unnamed == 1 ? " function" : " functions")
+              << ": shown as 'function 0x…' without source lines"
+              << (missing.empty() ? std::string(" (binary rebuilt without kpath?)") : "; missing: " + missing.front() +
+                                                                                          (missing.size() > 1 ? ", …" : ""))
+              << "\n";
   if (!o.function.empty() && report.functions().empty()) {
     std::vector<std::string> names = report.all_names();
     std::string some;
