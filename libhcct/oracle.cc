@@ -5,8 +5,10 @@
 // of loop records, then mmap'd chunks; never the program's malloc.
 #include "hcct/oracle.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +24,18 @@ using namespace hcct::rt;
 namespace {
 
 constexpr size_t kSpecBytes = 8192;          // HCCT_ORACLE / hcct_oracle_configure
-constexpr size_t kGuideSpecBytes = 64 * 1024; // thresholds taken from HCCT_ORACLE_GUIDE
+constexpr size_t kGuideBytes = 64 * 1024;    // thresholds taken from HCCT_ORACLE_GUIDE
+constexpr size_t kKeyBytes = 4096;           // longest guidance key (a path and a line)
 constexpr size_t kPoolLoops = 256;
 constexpr size_t kChunkLoops = 256;
 
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 bool g_env_loaded = false;                 // under g_lock
 char g_spec[kSpecBytes];                   // "key=T,key=T" (validated), under g_lock
-char g_guide_spec[kGuideSpecBytes];        // same syntax, from the guidance file, under g_lock
+// The guidance file's thresholds: records `key NUL u64`, in file order, under g_lock. A record of
+// its own (not the key=T syntax) so that keys with ',' or '=' work.
+char g_guide[kGuideBytes];
+size_t g_guide_used = 0;
 hcct_oracle_loop g_pool[kPoolLoops];
 size_t g_pool_used = 0;                    // under g_lock
 hcct_oracle_loop *g_chunk = nullptr;       // current mmap'd chunk, under g_lock
@@ -38,54 +44,108 @@ hcct_oracle_loop *g_loops = nullptr;       // registry, newest first (atomic hea
 hcct_osr_point *g_points = nullptr;        // OSR points that fired at least once (atomic head)
 int g_osr_log = -1;                        // HCCT_OSR_LOG, read on first use
 
-HCCT_NOINST void say(const char *fmt, const char *a, const char *b) {
+// One message line on stderr (cut at 1 KiB, the newline kept).
+__attribute__((format(printf, 1, 2))) HCCT_NOINST void say(const char *fmt, ...) {
   char msg[1024];
-  int n = snprintf(msg, sizeof msg, fmt, a, b);
-  if (n > 0) (void)!write(2, msg, size_t(n) < sizeof msg ? size_t(n) : sizeof msg - 1);
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (n <= 0) return;
+  if (size_t(n) >= sizeof msg) {
+    n = int(sizeof msg - 1);
+    msg[n - 1] = '\n';
+  }
+  (void)!write(2, msg, size_t(n));
+}
+
+// Untrusted text (an environment value, a path, a key) shown in a message: at most `shown` bytes,
+// control bytes as \xNN (so that the message stays one line), "..." when cut.
+HCCT_NOINST const char *printable(char *out, size_t cap, const char *s, size_t shown) {
+  size_t n = 0;
+  for (; *s && shown && n + 5 < cap; ++s, --shown) {
+    unsigned char c = static_cast<unsigned char>(*s);
+    if (c < 0x20 || c == 0x7f) n += size_t(snprintf(out + n, cap - n, "\\x%02x", c));
+    else out[n++] = char(c);
+  }
+  if (*s && n + 4 <= cap) memcpy(out + n, "...", 3), n += 3;
+  out[n] = 0;
+  return out;
 }
 
 // ---- "key=T,key=T" ----
 
-// Checks the syntax: non-empty keys without ',' or '=', decimal thresholds. Returns the number of
-// entries or -1.
-HCCT_NOINST int validate_spec(const char *s) {
+// One entry of a spec that validate_spec accepted; advances `s`.
+HCCT_NOINST void next_entry(const char *&s, const char **key, size_t *klen, uint64_t *t) {
+  *key = s;
+  while (*s != '=') ++s;
+  *klen = size_t(s - *key);
+  ++s;
+  *t = 0;
+  while (*s >= '0' && *s <= '9') *t = *t * 10 + uint64_t(*s++ - '0');
+  if (*s == ',') ++s;
+}
+
+// Checks the syntax: non-empty keys without ',' or '=', decimal thresholds that fit in 64 bits, no
+// key given two different thresholds. Returns the number of entries, or -1 with the problem and its
+// byte offset.
+HCCT_NOINST int validate_spec(const char *spec, const char **why, size_t *at) {
+  const char *s = spec;
   int n = 0;
   while (*s) {
     const char *key = s;
     while (*s && *s != '=' && *s != ',') ++s;
-    if (*s != '=' || s == key) return -1;
+    *at = size_t(s - spec);
+    if (s == key) return *why = "an empty key", -1;
+    if (*s != '=') return *why = "a key without =T", -1;
     ++s;
-    if (*s < '0' || *s > '9') return -1;
+    *at = size_t(s - spec);
+    if (*s < '0' || *s > '9') return *why = "a threshold that is not a decimal integer", -1;
     uint64_t t = 0;
     while (*s >= '0' && *s <= '9') {
       uint64_t d = uint64_t(*s - '0');
-      if (t > (UINT64_MAX - d) / 10) return -1;
+      if (t > (UINT64_MAX - d) / 10) return *why = "a threshold above 2^64-1", -1;
       t = t * 10 + d;
       ++s;
     }
+    *at = size_t(s - spec);
     if (*s == ',') {
       ++s;
-      if (!*s) return -1;
+      if (!*s) return *why = "a trailing ','", -1;
     } else if (*s) {
-      return -1;
+      return *why = "a threshold that is not a decimal integer", -1;
     }
     ++n;
+  }
+  // The same key twice: harmless with the same threshold, ambiguous with two.
+  for (const char *a = spec; *a;) {
+    const char *ka;
+    size_t la;
+    uint64_t ta;
+    next_entry(a, &ka, &la, &ta);
+    for (const char *b = a; *b;) {
+      const char *kb;
+      size_t lb;
+      uint64_t tb;
+      next_entry(b, &kb, &lb, &tb);
+      if (la == lb && memcmp(ka, kb, la) == 0 && ta != tb) {
+        *at = size_t(kb - spec);
+        return *why = "a key given a second, different threshold", -1;
+      }
+    }
   }
   return n;
 }
 
-// The threshold `spec` gives `key` (first match), if any.
+// The threshold `spec` gives `key` (validated: one value per key), if any.
 HCCT_NOINST bool spec_lookup(const char *s, const char *key, uint64_t *out) {
   size_t klen = strlen(key);
   while (*s) {
-    const char *k = s;
-    while (*s != '=') ++s;
-    bool match = size_t(s - k) == klen && memcmp(k, key, klen) == 0;
-    ++s;
-    uint64_t t = 0;
-    while (*s >= '0' && *s <= '9') t = t * 10 + uint64_t(*s++ - '0');
-    if (*s == ',') ++s;
-    if (match) {
+    const char *k;
+    size_t n;
+    uint64_t t;
+    next_entry(s, &k, &n, &t);
+    if (n == klen && memcmp(k, key, klen) == 0) {
       *out = t;
       return true;
     }
@@ -93,11 +153,30 @@ HCCT_NOINST bool spec_lookup(const char *s, const char *key, uint64_t *out) {
   return false;
 }
 
-// ---- the guidance file: {"format": "hcct-guide", ..., "loops": [{"key": "f.c:5", "threshold": 1000 | null, ...}]} ----
+// The threshold the guidance file gives `key` (its first loop of that key), if any; `*conflict` is
+// set when a later loop of the same key has another threshold.
+HCCT_NOINST bool guide_lookup(const char *key, uint64_t *out, bool *conflict) {
+  bool found = false;
+  *conflict = false;
+  for (size_t at = 0; at < g_guide_used;) {
+    const char *k = g_guide + at;
+    size_t n = strlen(k);
+    uint64_t t;
+    memcpy(&t, k + n + 1, sizeof t);
+    at += n + 1 + sizeof t;
+    if (strcmp(k, key) != 0) continue;
+    if (!found) *out = t, found = true;
+    else if (t != *out) *conflict = true;
+  }
+  return found;
+}
+
+// ---- the guidance file: {"format": "hcct-guide", "version": 1, ..., "loops": [{"key": "f.c:5", "threshold": 1000 | null, ...}]} ----
 
 struct Json {
   const char *p, *end;
-  bool ok = true;
+  bool too_long = false;  // the last string did not fit its buffer
+  bool has_nul = false;   // the last string had a \u0000
 
   HCCT_NOINST void ws() {
     while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
@@ -110,22 +189,77 @@ struct Json {
     }
     return false;
   }
-  // A string; its raw bytes (escapes kept as written) into out[cap] when given.
+  HCCT_NOINST bool hex4(uint32_t *v) {
+    if (end - p < 4) return false;
+    *v = 0;
+    for (int i = 0; i < 4; ++i, ++p) {
+      char c = *p;
+      uint32_t d = c >= '0' && c <= '9' ? uint32_t(c - '0')
+                   : c >= 'a' && c <= 'f' ? uint32_t(c - 'a' + 10)
+                   : c >= 'A' && c <= 'F' ? uint32_t(c - 'A' + 10)
+                                          : 16;
+      if (d == 16) return false;
+      *v = *v * 16 + d;
+    }
+    return true;
+  }
+  // A string, decoded (escapes resolved, \u as UTF-8) into out[cap] when given; sets too_long and
+  // has_nul. False on malformed JSON (an unterminated string, a raw control byte, a bad escape).
   HCCT_NOINST bool string(char *out, size_t cap) {
     ws();
-    if (p >= end || *p != '"') return ok = false;
+    too_long = has_nul = false;
+    if (p >= end || *p != '"') return false;
     ++p;
     size_t n = 0;
-    while (p < end && *p != '"') {
-      if (*p == '\\' && p + 1 < end) {
-        if (out && n + 1 < cap) out[n++] = *p;
-        ++p;
+    auto put = [&](uint32_t c) {
+      if (!out) return;
+      if (n + 1 < cap) out[n++] = char(c);
+      else too_long = true;
+    };
+    for (;;) {
+      if (p >= end) return false;
+      unsigned char c = static_cast<unsigned char>(*p++);
+      if (c == '"') break;
+      if (c < 0x20) return false;
+      if (c != '\\') {
+        put(c);
+        continue;
       }
-      if (out && n + 1 < cap) out[n++] = *p;
-      ++p;
+      if (p >= end) return false;
+      switch (*p++) {
+        case '"': put('"'); break;
+        case '\\': put('\\'); break;
+        case '/': put('/'); break;
+        case 'b': put('\b'); break;
+        case 'f': put('\f'); break;
+        case 'n': put('\n'); break;
+        case 'r': put('\r'); break;
+        case 't': put('\t'); break;
+        case 'u': {
+          uint32_t cp, lo;
+          if (!hex4(&cp)) return false;
+          if (cp >= 0xDC00 && cp < 0xE000) return false;  // a lone low surrogate
+          if (cp >= 0xD800 && cp < 0xDC00) {               // a high one: its pair follows
+            if (end - p < 2 || p[0] != '\\' || p[1] != 'u') return false;
+            p += 2;
+            if (!hex4(&lo) || lo < 0xDC00 || lo >= 0xE000) return false;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          }
+          if (cp == 0) has_nul = true;
+          if (cp < 0x80) {
+            put(cp);
+          } else if (cp < 0x800) {
+            put(0xC0 | (cp >> 6)), put(0x80 | (cp & 0x3F));
+          } else if (cp < 0x10000) {
+            put(0xE0 | (cp >> 12)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+          } else {
+            put(0xF0 | (cp >> 18)), put(0x80 | ((cp >> 12) & 0x3F)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+          }
+          break;
+        }
+        default: return false;
+      }
     }
-    if (p >= end) return ok = false;
-    ++p;
     if (out) out[n] = 0;
     return true;
   }
@@ -135,21 +269,28 @@ struct Json {
     p += n;
     return true;
   }
-  // A non-negative integer, or null (returns false, *is_null set); anything else fails.
-  HCCT_NOINST bool uint_or_null(uint64_t *v, bool *is_null) {
+  enum Number { kInteger, kNull, kNotInteger, kTooBig };
+  // A non-negative decimal integer that fits in 64 bits, or null.
+  HCCT_NOINST Number uint_or_null(uint64_t *v) {
     ws();
-    *is_null = false;
-    if (literal("null")) return *is_null = true, false;
-    if (p >= end || *p < '0' || *p > '9') return ok = false;
+    if (literal("null")) return kNull;
+    if (p >= end || *p < '0' || *p > '9') return kNotInteger;
     uint64_t t = 0;
-    while (p < end && *p >= '0' && *p <= '9') t = t * 10 + uint64_t(*p++ - '0');
-    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return ok = false;
+    bool big = false;
+    while (p < end && *p >= '0' && *p <= '9') {
+      uint64_t d = uint64_t(*p++ - '0');
+      if (t > (UINT64_MAX - d) / 10) big = true;
+      else t = t * 10 + d;
+    }
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return kNotInteger;
+    if (big) return kTooBig;
     *v = t;
-    return true;
+    return kInteger;
   }
+  // Any value, nested at most 64 deep.
   HCCT_NOINST bool skip(int depth = 0) {
     ws();
-    if (p >= end || depth > 64) return ok = false;
+    if (p >= end || depth > 64) return false;
     char c = *p;
     if (c == '"') return string(nullptr, 0);
     if (c == '{' || c == '[') {
@@ -157,97 +298,124 @@ struct Json {
       ++p;
       if (eat(close)) return true;
       do {
-        if (c == '{' && (!string(nullptr, 0) || !eat(':'))) return ok = false;
+        if (c == '{' && (!string(nullptr, 0) || !eat(':'))) return false;
         if (!skip(depth + 1)) return false;
       } while (eat(','));
-      return eat(close) || (ok = false);
+      return eat(close);
     }
     if (literal("true") || literal("false") || literal("null")) return true;
     const char *start = p;
-    while (p < end && (strchr("+-.eE", *p) || (*p >= '0' && *p <= '9'))) ++p;
-    return p != start || (ok = false);
+    while (p < end && ((*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.' || *p == 'e' || *p == 'E')) ++p;
+    return p != start;
   }
 };
 
-// Appends "key=T," for every loop of the guidance file with a threshold. Returns an error text or
-// null.
-HCCT_NOINST const char *parse_guide(const char *text, size_t len, char *spec, size_t cap) {
+// Records "key NUL threshold" for every loop of the guidance file with a threshold into
+// g_guide. Returns an error text (and its byte offset in *at) or null.
+HCCT_NOINST const char *parse_guide(const char *text, size_t len, size_t *at) {
   Json j{text, text + len};
-  size_t used = strlen(spec);
-  bool format_ok = false;
-  if (!j.eat('{')) return "not a JSON object";
-  if (j.eat('}')) return "no \"format\": \"hcct-guide\"";
-  do {
-    char name[64];
-    if (!j.string(name, sizeof name) || !j.eat(':')) return "malformed JSON";
-    if (strcmp(name, "format") == 0) {
-      char fmt[64];
-      if (!j.string(fmt, sizeof fmt)) return "malformed \"format\"";
-      if (strcmp(fmt, "hcct-guide") != 0) return "\"format\" is not \"hcct-guide\"";
-      format_ok = true;
-    } else if (strcmp(name, "loops") == 0) {
-      if (!j.eat('[')) return "\"loops\" is not an array";
-      if (j.eat(']')) continue;
-      do {
-        if (!j.eat('{')) return "a loop is not an object";
-        char key[512] = "";
-        uint64_t threshold = 0;
-        bool has_threshold = false;
-        if (!j.eat('}')) {
-          do {
-            char member[64];
-            if (!j.string(member, sizeof member) || !j.eat(':')) return "malformed loop object";
-            if (strcmp(member, "key") == 0) {
-              if (!j.string(key, sizeof key)) return "a loop's \"key\" is not a string";
-            } else if (strcmp(member, "threshold") == 0) {
-              bool is_null;
-              has_threshold = j.uint_or_null(&threshold, &is_null);
-              if (!has_threshold && !is_null) return "a loop's \"threshold\" is not an integer or null";
-            } else if (!j.skip()) {
-              return "malformed JSON in a loop";
-            }
-          } while (j.eat(','));
-          if (!j.eat('}')) return "malformed loop object";
-        }
-        if (key[0] && has_threshold && !strpbrk(key, ",=")) {
-          int n = snprintf(spec + used, cap - used, "%s%s=%llu", used ? "," : "", key, (unsigned long long)threshold);
-          if (n < 0 || size_t(n) >= cap - used) return "too many loops (64 KiB of thresholds)";
-          used += size_t(n);
-        }
-      } while (j.eat(','));
-      if (!j.eat(']')) return "malformed \"loops\" array";
-    } else if (!j.skip()) {
-      return "malformed JSON";
-    }
-  } while (j.eat(','));
-  if (!j.eat('}')) return "malformed JSON";
-  if (!format_ok) return "no \"format\": \"hcct-guide\"";
-  return nullptr;
+  const char *error = nullptr;
+  auto fail = [&](const char *e) {
+    *at = size_t(j.p - text);
+    return error = e;
+  };
+  bool format_ok = false, version_ok = false;
+  g_guide_used = 0;
+  if (!j.eat('{')) return fail("not a JSON object");
+  if (!j.eat('}')) {
+    do {
+      char name[64];
+      if (!j.string(name, sizeof name) || !j.eat(':')) return fail("malformed JSON");
+      if (strcmp(name, "format") == 0) {
+        char fmt[64];
+        if (!j.string(fmt, sizeof fmt)) return fail("\"format\" is not a string");
+        if (strcmp(fmt, "hcct-guide") != 0) return fail("\"format\" is not \"hcct-guide\"");
+        format_ok = true;
+      } else if (strcmp(name, "version") == 0) {
+        uint64_t v = 0;
+        if (j.uint_or_null(&v) != Json::kInteger || v != 1) return fail("unsupported \"version\" (this reader knows 1)");
+        version_ok = true;
+      } else if (strcmp(name, "loops") == 0) {
+        if (!j.eat('[')) return fail("\"loops\" is not an array");
+        if (j.eat(']')) continue;
+        do {
+          if (!j.eat('{')) return fail("a loop is not an object");
+          char key[kKeyBytes] = "";
+          uint64_t threshold = 0;
+          bool has_threshold = false;
+          if (!j.eat('}')) {
+            do {
+              char member[64];
+              if (!j.string(member, sizeof member) || !j.eat(':')) return fail("malformed loop object");
+              if (strcmp(member, "key") == 0) {
+                if (!j.string(key, sizeof key)) return fail("a loop's \"key\" is not a string");
+                if (j.too_long) return fail("a loop's \"key\" is longer than 4095 bytes");
+                if (j.has_nul) return fail("a loop's \"key\" contains \\u0000");
+              } else if (strcmp(member, "threshold") == 0) {
+                Json::Number n = j.uint_or_null(&threshold);
+                if (n == Json::kNotInteger) return fail("a loop's \"threshold\" is not a non-negative integer or null");
+                if (n == Json::kTooBig) return fail("a loop's \"threshold\" is above 2^64-1");
+                has_threshold = n == Json::kInteger;
+              } else if (!j.skip()) {
+                return fail("malformed JSON in a loop (or nested deeper than 64)");
+              }
+            } while (j.eat(','));
+            if (!j.eat('}')) return fail("malformed loop object");
+          }
+          if (key[0] && has_threshold) {
+            size_t n = strlen(key);
+            if (kGuideBytes - g_guide_used < n + 1 + sizeof threshold) return fail("too many loops (64 KiB of thresholds)");
+            memcpy(g_guide + g_guide_used, key, n + 1);
+            memcpy(g_guide + g_guide_used + n + 1, &threshold, sizeof threshold);
+            g_guide_used += n + 1 + sizeof threshold;
+          }
+        } while (j.eat(','));
+        if (!j.eat(']')) return fail("malformed \"loops\" array");
+      } else if (!j.skip()) {
+        return fail("malformed JSON (or nested deeper than 64)");
+      }
+    } while (j.eat(','));
+    if (!j.eat('}')) return fail("malformed JSON");
+  }
+  j.ws();
+  if (j.p != j.end) return fail("data after the JSON object");
+  if (!format_ok) return fail("no \"format\": \"hcct-guide\"");
+  if (!version_ok) return fail("no \"version\": 1");
+  return error;
 }
 
 HCCT_NOINST void load_guide(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  char shown[600];
+  printable(shown, sizeof shown, path, 256);
+  // Non-blocking: a FIFO must not stall the program (it is rejected below).
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot open the file%s\n", path, "");
+    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot open the file: %s; thresholds ignored\n", shown, strerror(errno));
     return;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size == 0) {
+  const char *problem = nullptr;
+  if (fstat(fd, &st) != 0) problem = "cannot stat the file";
+  else if (!S_ISREG(st.st_mode)) problem = "not a regular file";
+  else if (st.st_size == 0) problem = "empty file";
+  if (problem) {
     close(fd);
-    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: empty or unreadable%s\n", path, "");
+    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: %s; thresholds ignored\n", shown, problem);
     return;
   }
   void *text = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  int map_errno = errno;
   close(fd);
   if (text == MAP_FAILED) {
-    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot map the file%s\n", path, "");
+    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot map the file: %s; thresholds ignored\n", shown, strerror(map_errno));
     return;
   }
-  const char *error = parse_guide(static_cast<const char *>(text), size_t(st.st_size), g_guide_spec, sizeof g_guide_spec);
+  size_t at = 0;
+  const char *error = parse_guide(static_cast<const char *>(text), size_t(st.st_size), &at);
   munmap(text, size_t(st.st_size));
   if (error) {
-    g_guide_spec[0] = 0;
-    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: %s: thresholds ignored\n", path, error);
+    g_guide_used = 0;
+    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: %s at byte %zu; thresholds ignored\n", shown, error, at);
   }
 }
 
@@ -257,18 +425,33 @@ HCCT_NOINST void load_env() {
   g_env_loaded = true;
   if (const char *path = getenv("HCCT_ORACLE_GUIDE"); path && *path) load_guide(path);
   if (const char *spec = getenv("HCCT_ORACLE"); spec && *spec) {
-    if (strlen(spec) >= sizeof g_spec || validate_spec(spec) < 0)
-      say("hcct oracle: HCCT_ORACLE='%s' is not key=T,key=T,... (T a non-negative integer)%s: ignored\n", spec, "");
+    char shown[400];
+    const char *why = nullptr;
+    size_t at = 0, len = strnlen(spec, kSpecBytes);
+    if (len >= kSpecBytes)
+      say("hcct oracle: HCCT_ORACLE='%s' is longer than %zu bytes; ignored\n", printable(shown, sizeof shown, spec, 64),
+          kSpecBytes - 1);
+    else if (validate_spec(spec, &why, &at) < 0)
+      say("hcct oracle: HCCT_ORACLE='%s' is not key=T,key=T,... (T a non-negative integer): %s at byte %zu; ignored\n",
+          printable(shown, sizeof shown, spec, 64), why, at);
     else
-      strcpy(g_spec, spec);
+      memcpy(g_spec, spec, len + 1);
   }
 }
 
-// Under g_lock.
-HCCT_NOINST uint64_t threshold_for(const char *key, uint64_t fallback) {
-  uint64_t t;
+// Under g_lock. `warn`: say when the guidance file gives the key several thresholds.
+HCCT_NOINST uint64_t threshold_for(const char *key, uint64_t fallback, bool warn) {
+  uint64_t t = 0;
+  bool conflict = false;
   if (spec_lookup(g_spec, key, &t)) return t;
-  if (spec_lookup(g_guide_spec, key, &t)) return t;
+  if (guide_lookup(key, &t, &conflict)) {
+    if (conflict && warn) {
+      char shown[400];
+      say("hcct oracle: HCCT_ORACLE_GUIDE gives loop key '%s' several thresholds; the first, %llu, applies\n",
+          printable(shown, sizeof shown, key, 256), (unsigned long long)t);
+    }
+    return t;
+  }
   return fallback;
 }
 
@@ -352,7 +535,7 @@ HCCT_EXPORT hcct_oracle_loop *hcct_oracle_register(const char *key, uint64_t def
       return nullptr;
     }
     l->key = key;
-    l->threshold = threshold_for(key, default_threshold);
+    l->threshold = threshold_for(key, default_threshold, true);
     l->next = g_loops;
     __atomic_store_n(&g_loops, l, __ATOMIC_RELEASE);
   }
@@ -367,13 +550,17 @@ HCCT_EXPORT hcct_oracle_loop *hcct_oracle_find(const char *key) {
 
 HCCT_EXPORT int hcct_oracle_configure(const char *spec) {
   if (!spec) spec = "";
-  int n = validate_spec(spec);
-  if (n < 0 || strlen(spec) >= kSpecBytes) return -1;
+  size_t len = strnlen(spec, kSpecBytes);
+  const char *why;
+  size_t at;
+  if (len >= kSpecBytes) return -1;
+  int n = validate_spec(spec, &why, &at);
+  if (n < 0) return -1;
   pthread_mutex_lock(&g_lock);
   load_env();
-  strcpy(g_spec, spec);
+  memcpy(g_spec, spec, len + 1);
   for (hcct_oracle_loop *l = g_loops; l; l = l->next)
-    __atomic_store_n(&l->threshold, threshold_for(l->key, default_of(l)), __ATOMIC_RELAXED);
+    __atomic_store_n(&l->threshold, threshold_for(l->key, default_of(l), false), __ATOMIC_RELAXED);
   pthread_mutex_unlock(&g_lock);
   return n;
 }

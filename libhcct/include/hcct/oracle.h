@@ -9,7 +9,8 @@
  * environment (read once, at the first registration):
  *   HCCT_ORACLE=key=T,key=T,...      as printed by `hcct guide` (T = 0: never fire)
  *   HCCT_ORACLE_GUIDE=guide.json     the guidance file itself: every loop's "key" and "threshold"
- * HCCT_ORACLE wins over the guidance file, which wins over the program's default threshold.
+ * HCCT_ORACLE wins over the guidance file, which wins over the program's default threshold. A
+ * malformed value is ignored as a whole, with one line on stderr naming it and the problem.
  * HCCT_ORACLE_REPORT=1 prints every registered loop and every OSR point that fired at exit.
  *
  *   static hcct_oracle_loop *conv;  (or HCCT_ORACLE_LOOP below)
@@ -70,7 +71,8 @@ hcct_oracle_loop *hcct_oracle_find(const char *key);
 /* Replaces the HCCT_ORACLE thresholds by `spec` ("key=T,key=T"; null or "" clears them) and
  * re-applies them to every registered loop; keys not in `spec` go back to the guidance file's
  * threshold or their default. Returns the number of entries, or -1 (nothing changed) if `spec` is
- * malformed or longer than 8 KiB. */
+ * malformed (an empty key, a key without =T, T not a decimal integer or above 2^64-1, a trailing
+ * ','), gives one key two different thresholds, or is 8 KiB or longer. */
 int hcct_oracle_configure(const char *spec);
 /* Sets one loop's threshold (0: never); runs already open keep theirs. */
 void hcct_oracle_set_threshold(hcct_oracle_loop *loop, uint64_t threshold);
