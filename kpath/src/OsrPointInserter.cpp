@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,8 @@
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
@@ -51,25 +54,48 @@ std::string guide_path() {
   return env ? env : "";
 }
 
+// What a guidance file gave: its loops, or why it cannot be used.
+struct Guidance {
+  std::vector<GuidedLoop> loops;
+  std::string error;
+};
+
 // The guidance is read once per process (clang compiles one module, opt may run the pass often).
-const std::vector<GuidedLoop> &guidance() {
+const Guidance &guidance() {
   static std::mutex lock;
-  static std::map<std::string, std::vector<GuidedLoop>> cache;
+  static std::map<std::string, Guidance> cache;
   std::string path = guide_path();
   std::lock_guard<std::mutex> guard(lock);
   auto it = cache.find(path);
   if (it != cache.end()) return it->second;
-  std::vector<GuidedLoop> loops;
+  Guidance g;
   if (!path.empty()) {
     ErrorOr<std::unique_ptr<MemoryBuffer>> buf = MemoryBuffer::getFile(path);
-    if (!buf)
-      report_fatal_error(Twine("hcct osr: cannot read the guidance file '") + path + "': " + buf.getError().message(), false);
     std::string error;
-    if (!parse_guidance((*buf)->getBuffer(), &loops, &error))
-      report_fatal_error(Twine("hcct osr: guidance file '") + path + "': " + error, false);
+    if (!buf)
+      g.error = "hcct osr: cannot read the guidance file '" + path + "': " + buf.getError().message();
+    else if (!parse_guidance((*buf)->getBuffer(), &g.loops, &error))
+      g.error = "hcct osr: guidance file '" + path + "': " + error;
+    if (!g.error.empty()) g.loops.clear();
   }
-  return cache.emplace(path, std::move(loops)).first->second;
+  return cache.emplace(path, std::move(g)).first->second;
 }
+
+// An error reported through the module's context: clang prints "error: ..." and fails the
+// compilation without a crash report (report_fatal_error makes clang print a stack dump and ask
+// for a bug report, as if it had crashed); opt prints it and exits with status 1.
+class GuideError : public DiagnosticInfo {
+ public:
+  explicit GuideError(const std::string &message) : DiagnosticInfo(kind(), DS_Error), message_(message) {}
+  void print(DiagnosticPrinter &printer) const override { printer << message_; }
+
+ private:
+  static int kind() {
+    static const int k = getNextAvailablePluginDiagnosticKind();
+    return k;
+  }
+  const std::string &message_;
+};
 
 // The header's first source line, as the guide computes it (kpath metadata: the block's first line,
 // else its terminator's).
@@ -140,7 +166,61 @@ bool path_profile_enabled() {
   report_fatal_error(Twine("hcct kpath: HCCT_KPATH_PROFILE='") + v + "' is not 0 or 1", false);
 }
 
+namespace {
+
+// What LLVM 14's JSON parser gets wrong on hostile input, checked on the raw text first:
+//  - it recurses once per nesting level: a file of a million '[' would overflow clang's stack (a
+//    guidance file is 5 deep; more than kMaxNesting is rejected);
+//  - an integer literal above 2^64-1 comes back as 2^64-1 (strtoull's saturation), so a
+//    "threshold" of 2^64 would silently become 2^64-1.
+// Returns the problem, or "" if none.
+constexpr size_t kMaxNesting = 256;
+std::string raw_problem(StringRef text) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxNesting)
+        return "nested deeper than " + std::to_string(kMaxNesting) + " levels (at byte " + std::to_string(i) + ")";
+    } else if ((c == ']' || c == '}') && depth) {
+      --depth;
+    } else if (c >= '0' && c <= '9' && (i == 0 || !strchr("0123456789.eE+-", text[i - 1]) || text[i - 1] == '-')) {
+      // The integer part of a number (of a negative one too: JSON's parser reads both alike).
+      size_t end = i;
+      while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+      bool integer = end == text.size() || !strchr(".eE", text[end]);
+      uint64_t value;
+      if (integer && text.substr(i, end - i).getAsInteger(10, value))
+        return "integer " + text.substr(i, std::min<size_t>(end - i, 40)).str() + (end - i > 40 ? "..." : "") +
+               " at byte " + std::to_string(i) + " does not fit in 64 bits";
+      i = end - 1;
+    }
+  }
+  return "";
+}
+
+// A JSON integer literal (not 1.0 or 1e3) in [lo, hi].
+std::optional<uint64_t> integer_in(const json::Value *v, uint64_t lo, uint64_t hi) {
+  if (!v) return std::nullopt;
+  std::optional<uint64_t> u;
+  if (auto x = v->getAsUINT64()) u = *x;
+  if (!u || *u < lo || *u > hi) return std::nullopt;
+  return u;
+}
+
+}  // namespace
+
 bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *error) {
+  if (std::string problem = raw_problem(text); !problem.empty()) {
+    *error = "not JSON: " + problem;
+    return false;
+  }
   Expected<json::Value> doc = json::parse(text);
   if (!doc) {
     *error = "not JSON: " + toString(doc.takeError());
@@ -151,7 +231,7 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
     *error = "not a guidance file (no \"format\": \"hcct-guide\"; write one with `hcct guide`)";
     return false;
   }
-  if (root->getInteger("version") != int64_t(1)) {
+  if (integer_in(root->get("version"), 1, 1) != uint64_t(1)) {
     *error = "unsupported guidance version (this plugin reads version 1)";
     return false;
   }
@@ -171,31 +251,47 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
     }
     GuidedLoop l;
     auto function = o->getString("function");
-    auto line = o->getInteger("line");
-    auto header = o->getInteger("header_block");
     const json::Value *threshold = o->get("threshold");
-    if (!function || function->empty() || !line || *line < 0 || !header || *header < 0 || !threshold) {
+    if (!function || function->empty() || !o->get("line") || !o->get("header_block") || !threshold) {
       *error = where + ": needs \"function\", \"line\", \"header_block\" and \"threshold\"";
       return false;
     }
+    // Numbers that do not fit are errors, never truncated (a line 2^32 + 14 is not line 14).
+    auto line = integer_in(o->get("line"), 0, UINT32_MAX);
+    auto header = integer_in(o->get("header_block"), 0, UINT32_MAX);
+    if (!line || !header) {
+      *error = where + ": \"line\" and \"header_block\" must be integers in [0, 2^32-1]";
+      return false;
+    }
     if (threshold->getAsNull()) continue;  // no OSR point recommended
-    auto t = threshold->getAsInteger();
-    if (!t || *t < 1) {
-      *error = where + ": \"threshold\" must be a positive integer or null";
+    auto t = integer_in(threshold, 1, UINT64_MAX);
+    if (!t) {
+      *error = where + ": \"threshold\" must be a positive integer (at most 2^64-1) or null";
       return false;
     }
     l.function = function->str();
     l.line = uint32_t(*line);
     l.header_block = uint32_t(*header);
-    l.threshold = uint64_t(*t);
-    if (auto rank = o->getInteger("rank")) l.rank = uint32_t(*rank);
+    l.threshold = *t;
+    // Optional members: absent is fine, present with the wrong type is an error (a function_id
+    // that is silently dropped would skip the check that tells same-named static functions apart).
+    for (const char *member : {"rank", "file", "key", "function_id"}) {
+      const json::Value *v = o->get(member);
+      if (!v) continue;
+      bool is_rank = std::string(member) == "rank";
+      if (is_rank ? !integer_in(v, 0, UINT32_MAX) : !v->getAsString()) {
+        *error = where + ": \"" + member + "\" must be " + (is_rank ? "an integer in [0, 2^32-1]" : "a string");
+        return false;
+      }
+    }
+    if (auto rank = o->get("rank")) l.rank = uint32_t(*integer_in(rank, 0, UINT32_MAX));
     if (auto file = o->getString("file")) l.file = file->str();
     if (auto key = o->getString("key")) l.key = key->str();
     else l.key = (l.file.empty() ? std::string("?") : base_name(l.file)) + ":" + std::to_string(l.line);
     if (auto id = o->getString("function_id")) {
       uint64_t value = 0;
       if (id->getAsInteger(0, value)) {
-        *error = where + ": \"function_id\" is not a number";
+        *error = where + ": \"function_id\" is not a 64-bit number";
         return false;
       }
       l.function_id = value;
@@ -206,7 +302,11 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
   return true;
 }
 
-OsrPointInserter::OsrPointInserter(Module &m) : m_(m) { loops_ = guidance(); }
+OsrPointInserter::OsrPointInserter(Module &m) : m_(m) {
+  const Guidance &g = guidance();
+  if (!g.error.empty()) m.getContext().diagnose(GuideError(g.error));  // and no OSR point
+  loops_ = g.loops;
+}
 
 void OsrPointInserter::resolve() {
   if (loops_.empty()) return;

@@ -46,8 +46,9 @@ bool parse_guidance(llvm::StringRef text, std::vector<GuidedLoop> *out, std::str
 
 class OsrPointInserter {
  public:
-  // Reads the guidance file named by -hcct-guide / HCCT_GUIDE, if any (a bad file is a fatal
-  // error with its reason).
+  // Reads the guidance file named by -hcct-guide / HCCT_GUIDE, if any. A bad file is an error
+  // diagnostic (its path and reason) on the module's context, which fails the compilation; no
+  // OSR point is inserted then.
   explicit OsrPointInserter(llvm::Module &m);
   bool active() const { return !loops_.empty(); }
   // Finds the guided headers of this module's functions; warns about loops that do not match.
