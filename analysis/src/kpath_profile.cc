@@ -68,8 +68,11 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
   uint64_t count = c.varint("node count");
   // A node takes at least 3 bytes (root: 11): bound the reservation by the bytes present.
   if (count > c.remaining() / 3) c.fail("node count " + std::to_string(count) + " exceeds the section");
+  if (count >= kNoParent) c.fail("node count " + std::to_string(count) + " exceeds 2^32-2");
   f.nodes.reserve(count);
-  std::vector<uint32_t> depth;
+  // The root-to-node path of the previous node: a preorder parent is on it, and its size is the
+  // level (amortised O(1) per node, whatever the depth bound).
+  std::vector<uint32_t> path;
   uint64_t sum = 0;
   for (uint64_t i = 0; i < count; ++i) {
     KsfNode n;
@@ -84,17 +87,19 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
     }
     n.label.path = c.varint("path id");
     n.count = c.varint("count");
-    uint32_t d = n.parent == kNoParent ? 1 : depth[n.parent] + 1;
+    // Preorder: the parent must be on the current root-to-node path.
+    if (n.parent == kNoParent) {
+      path.clear();
+    } else {
+      while (!path.empty() && path.back() != n.parent) path.pop_back();
+      if (path.empty()) c.fail("node " + std::to_string(i) + " breaks preorder");
+    }
+    path.push_back(uint32_t(i));
+    size_t d = path.size();
     if (d > max_depth)
       c.fail("node " + std::to_string(i) + " is at level " + std::to_string(d) + ", deeper than a " +
              forest_kind_name(f.kind) + " with k = " + std::to_string(f.k) + " allows (" + std::to_string(max_depth) + ")");
-    // Preorder: the parent must be on the current root-to-node path.
-    if (n.parent != kNoParent && i > 0) {
-      uint32_t p = uint32_t(i - 1);
-      while (p != kNoParent && p != n.parent) p = f.nodes[p].parent;
-      if (p != n.parent) c.fail("node " + std::to_string(i) + " breaks preorder");
-    }
-    depth.push_back(d);
+    if (n.count > UINT64_MAX - sum) c.fail("node " + std::to_string(i) + ": the counts overflow 64 bits");
     sum += n.count;
     f.nodes.push_back(n);
   }
