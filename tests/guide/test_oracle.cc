@@ -63,6 +63,18 @@ TEST_CASE("oracle: registration, thresholds from the spec and the program's defa
   CHECK(c->threshold == 5);
   std::string huge(9000, 'k');
   CHECK(hcct_oracle_configure((huge + "=1").c_str()) == -1);
+  // One key, two thresholds: ambiguous, refused; the same threshold twice is fine.
+  CHECK(hcct_oracle_configure("unit.c:12=1,unit.c:10=2,unit.c:12=3") == -1);
+  CHECK(c->threshold == 5);
+  REQUIRE(hcct_oracle_configure("unit.c:12=4,unit.c:12=4") == 2);
+  CHECK(c->threshold == 4);
+  // 2^64 - 1 is a threshold, 2^64 is not.
+  REQUIRE(hcct_oracle_configure("unit.c:12=18446744073709551615") == 1);
+  CHECK(c->threshold == UINT64_MAX);
+  CHECK(hcct_oracle_configure("unit.c:12=18446744073709551616") == -1);
+  CHECK(c->threshold == UINT64_MAX);
+  REQUIRE(hcct_oracle_configure(nullptr) == 0);
+  CHECK(c->threshold == 5);
 }
 
 TEST_CASE("oracle: the tick fires exactly once per entry, at the threshold-th iteration") {
