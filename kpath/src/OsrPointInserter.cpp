@@ -171,8 +171,9 @@ namespace {
 // What LLVM 14's JSON parser gets wrong on hostile input, checked on the raw text first:
 //  - it recurses once per nesting level: a file of a million '[' would overflow clang's stack (a
 //    guidance file is 5 deep; more than kMaxNesting is rejected);
-//  - an integer literal above 2^64-1 comes back as 2^64-1 (strtoull's saturation), so a
-//    "threshold" of 2^64 would silently become 2^64-1.
+//  - it reads integers with strtoll without checking ERANGE: any literal of magnitude 2^63 or
+//    more comes back as 2^63-1 (or -2^63), so a "threshold" of 2^64 silently became 2^63-1.
+//    Integer literals must fit in int64_t.
 // Returns the problem, or "" if none.
 constexpr size_t kMaxNesting = 256;
 std::string raw_problem(StringRef text) {
@@ -196,9 +197,9 @@ std::string raw_problem(StringRef text) {
       while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
       bool integer = end == text.size() || !strchr(".eE", text[end]);
       uint64_t value;
-      if (integer && text.substr(i, end - i).getAsInteger(10, value))
+      if (integer && (text.substr(i, end - i).getAsInteger(10, value) || value > uint64_t(INT64_MAX)))
         return "integer " + text.substr(i, std::min<size_t>(end - i, 40)).str() + (end - i > 40 ? "..." : "") +
-               " at byte " + std::to_string(i) + " does not fit in 64 bits";
+               " at byte " + std::to_string(i) + " is out of range (above 2^63-1)";
       i = end - 1;
     }
   }
@@ -266,7 +267,7 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
     if (threshold->getAsNull()) continue;  // no OSR point recommended
     auto t = integer_in(threshold, 1, UINT64_MAX);
     if (!t) {
-      *error = where + ": \"threshold\" must be a positive integer (at most 2^64-1) or null";
+      *error = where + ": \"threshold\" must be a positive integer or null";
       return false;
     }
     l.function = function->str();
