@@ -84,9 +84,9 @@ const Guidance &guidance() {
 // An error reported through the module's context: clang prints "error: ..." and fails the
 // compilation without a crash report (report_fatal_error makes clang print a stack dump and ask
 // for a bug report, as if it had crashed); opt prints it and exits with status 1.
-class GuideError : public DiagnosticInfo {
+class PluginError : public DiagnosticInfo {
  public:
-  explicit GuideError(const std::string &message) : DiagnosticInfo(kind(), DS_Error), message_(message) {}
+  explicit PluginError(const std::string &message) : DiagnosticInfo(kind(), DS_Error), message_(message) {}
   void print(DiagnosticPrinter &printer) const override { printer << message_; }
 
  private:
@@ -156,14 +156,27 @@ Constant *string_constant(Module &m, StringRef s, const Twine &name) {
 
 }  // namespace
 
-bool path_profile_enabled() {
-  if (g_profile.getNumOccurrences()) return g_profile;
+namespace {
+
+// HCCT_KPATH_PROFILE: true/false, or nullopt (with the value in *bad) if it is neither.
+std::optional<bool> profile_setting(std::string *bad) {
+  if (g_profile.getNumOccurrences()) return bool(g_profile);
   const char *env = std::getenv("HCCT_KPATH_PROFILE");
   if (!env || !*env) return true;
   std::string v = env;
   if (v == "0" || v == "false" || v == "no") return false;
   if (v == "1" || v == "true" || v == "yes") return true;
-  report_fatal_error(Twine("hcct kpath: HCCT_KPATH_PROFILE='") + v + "' is not 0 or 1", false);
+  *bad = v;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// A bad value was reported as an error by OsrPointInserter's constructor (which the pass runs
+// first), so the compilation fails; the probes' default is returned meanwhile.
+bool path_profile_enabled() {
+  std::string bad;
+  return profile_setting(&bad).value_or(true);
 }
 
 namespace {
@@ -304,8 +317,13 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
 }
 
 OsrPointInserter::OsrPointInserter(Module &m) : m_(m) {
+  std::string bad;
+  if (!profile_setting(&bad)) {
+    std::string message = "hcct kpath: HCCT_KPATH_PROFILE='" + bad + "' is not 0 or 1 (or false/true, no/yes)";
+    m.getContext().diagnose(PluginError(message));
+  }
   const Guidance &g = guidance();
-  if (!g.error.empty()) m.getContext().diagnose(GuideError(g.error));  // and no OSR point
+  if (!g.error.empty()) m.getContext().diagnose(PluginError(g.error));  // and no OSR point
   loops_ = g.loops;
 }
 

@@ -145,6 +145,15 @@ TEST_CASE("OSR input: hostile guidance files stop clang with the file and the pr
       {"trailing", guide(loop("\"line\": 14, \"header_block\": 1, \"threshold\": 11")) + " {}", "not JSON"},
   };
   for (const Case &c : cases) rejected(file(std::string(c.name) + ".json", c.text), c.problem);
+  // A bad HCCT_KPATH_PROFILE is the same kind of compile error.
+  {
+    Result r = run_any("HCCT_KPATH_PROFILE=maybe " + std::string(HCCT_CLANG) + " -O0 -c -fpass-plugin=" + HCCT_KPATH_PLUGIN +
+                       " " + programs() + "osr_loops.c -o " + (work() / "profile.o").string());
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("error: hcct kpath: HCCT_KPATH_PROFILE='maybe' is not 0 or 1") != std::string::npos);
+    CHECK(r.output.find("Stack dump") == std::string::npos);
+  }
   // The same through -mllvm -hcct-guide.
   rejected(file("deep-mllvm.json", std::string(100000, '{')), "nested deeper than 256 levels", true);
   rejected(file("line-mllvm.json", guide(loop("\"line\": 4294967310, \"header_block\": 1, \"threshold\": 11"))),
