@@ -384,6 +384,9 @@ HCCT_NOINST const char *parse_guide(const char *text, size_t len, size_t *at) {
   return error;
 }
 
+// A guidance file lists a few hundred loops at most; anything far larger is not one.
+constexpr int kMaxGuideBytes = 64 << 20;
+
 HCCT_NOINST void load_guide(const char *path) {
   char shown[600];
   printable(shown, sizeof shown, path, 256);
@@ -403,16 +406,44 @@ HCCT_NOINST void load_guide(const char *path) {
     say("hcct oracle: HCCT_ORACLE_GUIDE=%s: %s; thresholds ignored\n", shown, problem);
     return;
   }
-  void *text = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-  int map_errno = errno;
-  close(fd);
-  if (text == MAP_FAILED) {
-    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot map the file: %s; thresholds ignored\n", shown, strerror(map_errno));
+  // Read, not mapped: a file truncated by someone else while it is mapped would kill the program
+  // with SIGBUS. The copy lives in anonymous pages, not the program's heap.
+  if (st.st_size > kMaxGuideBytes) {
+    close(fd);
+    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: larger than %d MiB; thresholds ignored\n", shown, kMaxGuideBytes >> 20);
     return;
   }
+  size_t capacity = size_t(st.st_size);
+  void *buffer = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (buffer == MAP_FAILED) {
+    int map_errno = errno;
+    close(fd);
+    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot allocate %zu bytes: %s; thresholds ignored\n", shown, capacity,
+        strerror(map_errno));
+    return;
+  }
+  char *text = static_cast<char *>(buffer);
+  size_t length = 0;
+  int read_errno = 0;
+  while (length < capacity) {
+    ssize_t n = read(fd, text + length, capacity - length);
+    if (n > 0) {
+      length += size_t(n);
+    } else if (n == 0) {
+      break;  // shorter than it was: parse what is there (a cut file fails to parse)
+    } else if (errno != EINTR) {
+      read_errno = errno;
+      break;
+    }
+  }
+  close(fd);
   size_t at = 0;
-  const char *error = parse_guide(static_cast<const char *>(text), size_t(st.st_size), &at);
-  munmap(text, size_t(st.st_size));
+  const char *error = read_errno ? nullptr : parse_guide(text, length, &at);
+  munmap(buffer, capacity);
+  if (read_errno) {
+    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot read the file: %s; thresholds ignored\n", shown, strerror(read_errno));
+    return;
+  }
   if (error) {
     g_guide_used = 0;
     say("hcct oracle: HCCT_ORACLE_GUIDE=%s: %s at byte %zu; thresholds ignored\n", shown, error, at);

@@ -10,12 +10,14 @@
 #include "KPathPass.h"
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "FunctionDag.h"
 #include "MetadataBuilder.h"
 #include "OsrPointInserter.h"
 #include "PathInstrumenter.h"
+#include "PluginError.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
@@ -39,13 +41,21 @@ cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each funct
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
 constexpr unsigned kDefaultFastSiblings = 2;
 
-bool stage_is_late() {
+// -kpath-stage, else HCCT_KPATH_STAGE; an empty optional (with the value in *bad) if it is neither
+// early nor late.
+std::optional<bool> stage_setting(std::string *bad) {
   std::string stage = g_stage;
   if (stage.empty())
     if (const char *env = std::getenv("HCCT_KPATH_STAGE")) stage = env;
   if (stage.empty() || stage == "early") return false;
   if (stage == "late") return true;
-  report_fatal_error(Twine("hcct kpath: stage '") + stage + "' is not 'early' or 'late'", false);
+  *bad = stage;
+  return std::nullopt;
+}
+
+bool stage_is_late() {
+  std::string bad;
+  return stage_setting(&bad).value_or(false);
 }
 
 // -kpath-fast-siblings, else HCCT_KPATH_FAST_SIBLINGS, else the measured default
@@ -70,6 +80,12 @@ bool should_instrument(const Function &f) {
 }
 
 PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
+  // A bad stage fails the compilation with one clear error (the pass then runs at the early
+  // position, which is where it is registered in that case).
+  if (std::string bad; !stage_setting(&bad)) {
+    m.getContext().diagnose(PluginError("hcct kpath: stage '" + bad + "' (-kpath-stage or HCCT_KPATH_STAGE) is not 'early' or 'late'"));
+    return PreservedAnalyses::all();
+  }
   // A module instrumented twice (both stages, or opt then clang) would emit every path twice.
   if (m.getModuleFlag(kDoneFlag)) return PreservedAnalyses::all();
   m.addModuleFlag(Module::Warning, kDoneFlag, 1);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "KPathPass.h"
+#include "PluginError.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Analysis/CFG.h"
 #include "llvm/IR/CFG.h"
@@ -80,22 +81,6 @@ const Guidance &guidance() {
   }
   return cache.emplace(path, std::move(g)).first->second;
 }
-
-// An error reported through the module's context: clang prints "error: ..." and fails the
-// compilation without a crash report (report_fatal_error makes clang print a stack dump and ask
-// for a bug report, as if it had crashed); opt prints it and exits with status 1.
-class PluginError : public DiagnosticInfo {
- public:
-  explicit PluginError(const std::string &message) : DiagnosticInfo(kind(), DS_Error), message_(message) {}
-  void print(DiagnosticPrinter &printer) const override { printer << message_; }
-
- private:
-  static int kind() {
-    static const int k = getNextAvailablePluginDiagnosticKind();
-    return k;
-  }
-  const std::string &message_;
-};
 
 // The header's first source line, as the guide computes it (kpath metadata: the block's first line,
 // else its terminator's).

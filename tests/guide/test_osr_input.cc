@@ -154,6 +154,16 @@ TEST_CASE("OSR input: hostile guidance files stop clang with the file and the pr
     CHECK(r.output.find("error: hcct kpath: HCCT_KPATH_PROFILE='maybe' is not 0 or 1") != std::string::npos);
     CHECK(r.output.find("Stack dump") == std::string::npos);
   }
+  // So is a bad HCCT_KPATH_STAGE.
+  {
+    Result r = run_any("HCCT_KPATH_STAGE=middle " + std::string(HCCT_CLANG) + " -O0 -c -fpass-plugin=" + HCCT_KPATH_PLUGIN +
+                       " " + programs() + "osr_loops.c -o " + (work() / "stage.o").string());
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("error: hcct kpath: stage 'middle' (-kpath-stage or HCCT_KPATH_STAGE) is not 'early' or 'late'") !=
+          std::string::npos);
+    CHECK(r.output.find("Stack dump") == std::string::npos);
+  }
   // The same through -mllvm -hcct-guide.
   rejected(file("deep-mllvm.json", std::string(100000, '{')), "nested deeper than 256 levels", true);
   rejected(file("line-mllvm.json", guide(loop("\"line\": 4294967310, \"header_block\": 1, \"threshold\": 11"))),
