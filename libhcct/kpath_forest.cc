@@ -201,6 +201,14 @@ HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uin
   ++lookups_;
   uint32_t d = depth(window);
   KsfNode *parent = d < k_ ? window : window->link;
+  uint32_t parent_depth = d < k_ ? d : k_ - 1;
+  return step_to_child(window, parent, id, [&] { return make_child(parent, parent_depth, function, id); });
+}
+
+// The scan both forests share: the child `id` of `parent`, else the one `make` creates (in front);
+// then the window's guesses for the fast path.
+template <typename Make>
+HCCT_NOINST KsfNode *PathProfiler::step_to_child(KsfNode *window, KsfNode *parent, uint64_t id, Make make) {
   KsfNode *prev = nullptr, *found = nullptr;
   for (KsfNode *n = parent->first_child; n != kEnd; prev = n, n = n->next_sibling) {
     ++scans_;
@@ -210,7 +218,7 @@ HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uin
     }
   }
   if (!found) {
-    found = make_child(parent, d < k_ ? d : k_ - 1, function, id);
+    found = make();
     if (!found) return nullptr;
     prev = nullptr;  // new children go in front
   }
@@ -270,21 +278,7 @@ HCCT_NOINST KsfNode *PathProfiler::slab_child(KsfNode *window, uint64_t function
   uint32_t d = slab_depth(window);
   KsfNode *parent = d == 2 * k_ - 3 ? slab_top(window) : window;
   uint32_t parent_depth = d == 2 * k_ - 3 ? k_ - 2 : d;
-  KsfNode *prev = nullptr, *found = nullptr;
-  for (KsfNode *n = parent->first_child; n != kEnd; prev = n, n = n->next_sibling) {
-    ++scans_;
-    if (n->path == id) {
-      found = n;
-      break;
-    }
-  }
-  if (!found) {
-    found = make_slab_child(parent, parent_depth, function, id);
-    if (!found) return nullptr;
-    prev = nullptr;  // new children go in front
-  }
-  set_guesses(window, parent, found, prev);
-  return found;
+  return step_to_child(window, parent, id, [&] { return make_slab_child(parent, parent_depth, function, id); });
 }
 
 // Finds or creates the child `id` of `parent` at depth `parent_depth`. A new node of the lower

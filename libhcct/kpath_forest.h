@@ -288,6 +288,8 @@ class PathProfiler {
     return reinterpret_cast<KsfNode *>(*slot);
   }
   KsfNode *child(KsfNode *window, uint64_t function, uint64_t id);
+  template <typename Make>
+  KsfNode *step_to_child(KsfNode *window, KsfNode *parent, uint64_t id, Make make);
   KsfNode *make_child(KsfNode *parent, uint32_t parent_depth, uint64_t function, uint64_t id);
   uint32_t depth(const KsfNode *n) const {
     uint32_t d = 1;
