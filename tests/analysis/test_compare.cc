@@ -149,7 +149,7 @@ TEST_CASE("trees at other load addresses line up by module offset", "[compare][a
   CHECK(m.overlap == Approx(1.0));
 }
 
-TEST_CASE("a rebuilt binary lines up by symbolic keys; ambiguous siblings by their subtrees", "[compare][align]") {
+TEST_CASE("a rebuilt binary lines up by symbolic keys, ambiguous siblings by their subtrees", "[compare][align]") {
   // Reference: main -> f@L (x1, 10) -> p; main -> f@L (x2, 10) -> q  (two calls of f on one line)
   ThreadProfile r = base(Mode::cct, 0);
   r.nodes = {Node{}, {0x1000, 0, 1, 0, 0}, {0x1100, 0x1010, 10, 1, 0}, {0x1200, 0x1110, 5, 2, 0},

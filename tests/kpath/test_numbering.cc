@@ -116,7 +116,7 @@ void check_structure(const FunctionDag &dag) {
 
 }  // namespace
 
-TEST_CASE("numbering: random DAGs map paths one-to-one onto [0, N)") {
+TEST_CASE("numbering: random DAGs map paths one-to-one onto 0 .. N-1") {
   std::mt19937_64 rng(42);
   for (int t = 0; t < 300; ++t) {
     uint32_t n = 1 + uint32_t(rng() % 14);
