@@ -211,6 +211,14 @@ TEST_CASE("paths --json: format, version, forest kind, numeric path IDs, schema"
       Result dot = tool("paths " + data.string() + " --dot");
       REQUIRE(dot.status == 0);
       CHECK_THAT(dot.out, Catch::Contains(c.kind));
+      // -o writes exactly what standard output gets, and nothing else is printed.
+      for (const std::string format : {"", " --json", " --dot"}) {
+        fs::path file = work() / ("paths-o-" + c.kind + ".out");
+        Result to_file = tool("paths " + data.string() + format + " -o " + file.string());
+        REQUIRE(to_file.status == 0);
+        CHECK(to_file.out.empty());
+        CHECK(read_file(file) == tool("paths " + data.string() + format).out);
+      }
       if (access("/usr/bin/dot", X_OK) == 0) {
         fs::path file = work() / ("kipf-" + c.kind + ".dot");
         std::ofstream(file) << dot.out;
@@ -276,7 +284,7 @@ TEST_CASE("paths: threads of both forests are summed and reported as mixed", "[k
   CHECK_THAT(text.out.substr(0, text.out.find('\n')), Catch::Contains("k-SFs and kWFs") && Catch::Contains("2 threads"));
 }
 
-TEST_CASE("paths and guide: --min-share is a fraction in [0, 1]", "[kpath][cli]") {
+TEST_CASE("paths and guide: --min-share is a fraction from 0 to 1", "[kpath][cli]") {
   fs::path data = record("share", "k=4");
   for (const char *cmd : {"paths", "guide"}) {
     for (const char *bad : {"1.5", "50", "-0.1"}) {
@@ -348,13 +356,23 @@ TEST_CASE("paths and guide: input errors are one line naming the file or argumen
     check_error(r, {"different k", mixed.string() + "/"});
   }
   check_error(tool("guide " + data.string() + " -o " + (missing / "g.json").string()), {(missing / "g.json").string(), "cannot write"});
+  check_error(tool("paths " + data.string() + " -o " + (missing / "p.txt").string()), {(missing / "p.txt").string(), "cannot write"});
+  // An error after the output was opened leaves no file (and an old one untouched).
+  {
+    fs::path kept = work() / "kept.txt";
+    std::ofstream(kept) << "old\n";
+    check_error(tool("paths " + data.string() + " --function no_such_fn -o " + kept.string()), {"no_such_fn"});
+    CHECK(read_file(kept) == "old\n");
+    for (const auto &e : fs::directory_iterator(work()))
+      CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+  }
   // A function name works with and without its parameter list; the wanted function only.
   json spin = paths_json(data, "--function spin");
   REQUIRE(spin["functions"].size() == 1);
   CHECK(spin["functions"][0]["name"] == "spin");
 }
 
-TEST_CASE("paths: a binary gone since the run is one warning; IDs stay, lines are null", "[kpath][cli]") {
+TEST_CASE("paths: a binary gone since the run is one warning, IDs stay, lines are null", "[kpath][cli]") {
   fs::path copy = work() / ("gone." + std::to_string(getpid()));
   fs::copy_file(program(), copy, fs::copy_options::overwrite_existing);
   fs::path data = work() / "gone";

@@ -27,28 +27,9 @@ struct ExportOptions {
 int run_export(const ExportOptions &o) {
   if (o.out.empty() && export_is_binary(o.format) && isatty(STDOUT_FILENO))
     throw UserError("export: " + o.format + " output is binary; write it to a file with -o FILE");
-  // A file is written under a temporary name and renamed when complete: an input error half-way
-  // (a corrupt file is only known to be corrupt once it has been read to its end) leaves nothing.
-  // The buffer outlives the stream (declared first): on an error the stream flushes into it while
-  // being destroyed.
-  std::vector<char> buffer(size_t(1) << 20);
-  std::ofstream file;
-  std::string tmp;
-  if (!o.out.empty()) {
-    std::filesystem::path target(o.out);
-    tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(getpid()))).string();
-    file.rdbuf()->pubsetbuf(buffer.data(), std::streamsize(buffer.size()));
-    file.open(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) throw UserError(o.out + ": cannot write: " + std::strerror(errno));
-  }
-  std::ostream &out = o.out.empty() ? std::cout : file;
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() {
-      if (!path.empty()) std::remove(path.c_str());
-    }
-  } cleanup{tmp};
-
+  // Written under a temporary name and renamed when complete: an input error half-way leaves nothing.
+  OutputFile output(o.out);
+  std::ostream &out = output.stream();
   std::unique_ptr<Exporter> exporter = make_exporter(o.format, out);
   for_each_tree(o.in, o.merge, [&](TreeInput &t) {
     analysis::TreeFilter filter = make_tree_filter(o.filter, *t.names, o.filter.min_share);
@@ -70,13 +51,7 @@ int run_export(const ExportOptions &o) {
     exporter->end_tree(stats);
   });
   exporter->finish();
-  out.flush();
-  if (!o.out.empty()) {
-    file.close();
-    if (!file) throw UserError(o.out + ": error writing");
-    if (std::rename(tmp.c_str(), o.out.c_str()) != 0) throw UserError(o.out + ": " + std::strerror(errno));
-    cleanup.path.clear();
-  }
+  output.commit();
   return 0;
 }
 

@@ -181,8 +181,9 @@ int run_guide(const GuideOptions &o) {
   }
   for (const std::string &w : g.warnings) std::cerr << "hcct: warning: " << w << "\n";
   json j = to_json(g, o.dirs);
-  std::ofstream out(o.output);
-  if (!(out << j.dump(1) << "\n")) throw UserError(o.output + ": cannot write");
+  OutputFile out(o.output);
+  out.stream() << j.dump(1) << "\n";
+  out.commit();
   if (o.json) std::cout << j.dump(1) << "\n";
   else print_report(g, o.top, o.output);
   return 0;

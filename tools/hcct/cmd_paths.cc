@@ -3,7 +3,6 @@
 // function: every sequence of up to k consecutive Ball-Larus paths of one activation, each edge
 // labelled X%(Y%) — the node's count as a share of its parent's and of its root's (thesis Fig. 6.2)
 // — and every path ID decoded to its source lines from the metadata in the profiled binaries.
-#include <cxxabi.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -32,16 +31,8 @@ struct PathsOptions {
   std::string function;
   double min_share = 0.01;  // fraction of the parent's and of the root's count
   bool dot = false;
+  std::string out;  // -o: empty = standard output
 };
-
-std::string demangle(const std::string &name) {
-  int status = 0;
-  char *d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (!d) return name;
-  std::string s = d;
-  std::free(d);
-  return s;
-}
 
 std::string pct(uint64_t part, uint64_t whole) {
   char buf[32];
@@ -125,7 +116,7 @@ class PathsReport {
     }
     for (auto &[id, f] : by_id) {
       f.meta = meta_.find(id);
-      f.name = f.meta ? demangle(f.meta->info.name) : "function " + hex(id);
+      f.name = f.meta ? analysis::demangle(f.meta->info.name.c_str()) : "function " + hex(id);
       all_names_.push_back({f.total, f.name});
       if (!o_.function.empty() && !matches(f)) continue;
       std::vector<uint32_t> kept;
@@ -188,23 +179,23 @@ std::string share_text(double f) {
   return buf;
 }
 
-void print_text(const PathsReport &r, uint32_t k, const Recorded &rec, double min_share) {
+void print_text(std::ostream &out, const PathsReport &r, uint32_t k, const Recorded &rec, double min_share) {
   const Ipf &ipf = r.ipf();
-  std::cout << "# " << k << "-IPF from " << recorded_as(rec) << " recorded with k = " << rec.k << " ("
+  out << "# " << k << "-IPF from " << recorded_as(rec) << " recorded with k = " << rec.k << " ("
             << rec.threads << (rec.threads == 1 ? " thread" : " threads summed") << "); nodes below "
             << share_text(min_share) << " of their parent or root hidden\n"
             << "# root: [path] count, share of the function; below it: -> [path] X%(Y%) count, a path that "
                "followed, X = share of its parent, Y = of its root\n";
-  if (rec.lost) std::cout << "# " << with_commas(rec.lost) << " path IDs not counted: tree memory ran out (max_mb)\n";
+  if (rec.lost) out << "# " << with_commas(rec.lost) << " path IDs not counted: tree memory ran out (max_mb)\n";
   for (const FunctionView &f : r.functions()) {
     std::string loc = r.where(f);
-    std::cout << "\n" << f.name << (loc.empty() ? "" : " (" + loc + ")") << ": " << with_commas(f.total) << " paths"
+    out << "\n" << f.name << (loc.empty() ? "" : " (" + loc + ")") << ": " << with_commas(f.total) << " paths"
               << (f.meta ? ", " + with_commas(f.meta->info.num_paths) + " static" : std::string())
               << (f.meta && (f.meta->info.flags & kpath::kFlagCutEdges) ? ", edges cut (overflow)" : "") << "\n";
-    for (uint64_t id : r.ids_shown(f)) std::cout << "  path " << id << ": " << r.path_lines(f, id) << "\n";
+    for (uint64_t id : r.ids_shown(f)) out << "  path " << id << ": " << r.path_lines(f, id) << "\n";
     for (uint32_t root : f.roots) {
       uint64_t rc = ipf.nodes()[root].count;
-      std::cout << "  [" << ipf.nodes()[root].label.path << "] " << with_commas(rc) << "  " << pct(rc, f.total) << " of "
+      out << "  [" << ipf.nodes()[root].label.path << "] " << with_commas(rc) << "  " << pct(rc, f.total) << " of "
                 << f.name << "\n";
       // Depth-first, children by decreasing count; indentation shows depth.
       std::vector<uint32_t> stack;
@@ -217,7 +208,7 @@ void print_text(const PathsReport &r, uint32_t k, const Recorded &rec, double mi
         uint32_t v = stack.back();
         stack.pop_back();
         const IpfNode &n = ipf.nodes()[v];
-        std::cout << std::string(2 * n.depth, ' ') << "-> [" << n.label.path << "] " << pct(n.count, ipf.nodes()[n.parent].count)
+        out << std::string(2 * n.depth, ' ') << "-> [" << n.label.path << "] " << pct(n.count, ipf.nodes()[n.parent].count)
                   << "(" << pct(n.count, rc) << ")  " << with_commas(n.count) << "\n";
         push_children(v);
       }
@@ -243,7 +234,7 @@ json node_json(const PathsReport &r, uint32_t v, uint64_t root, uint64_t functio
 }
 
 // "hcct-paths" version 1: docs/hcct-paths.schema.json.
-void print_json_report(const PathsReport &r, uint32_t k, const Recorded &rec, double min_share,
+void print_json_report(std::ostream &out, const PathsReport &r, uint32_t k, const Recorded &rec, double min_share,
                        const std::vector<analysis::ThreadPaths> &threads) {
   json jt = json::array();
   for (const auto &t : threads)
@@ -288,7 +279,8 @@ void print_json_report(const PathsReport &r, uint32_t k, const Recorded &rec, do
               {"forest_kind", rec.kind},
               {"min_share", min_share},
               {"threads", std::move(jt)},
-              {"functions", std::move(fs)}});
+              {"functions", std::move(fs)}},
+             out);
 }
 
 // A DOT string literal's contents.
@@ -301,9 +293,9 @@ std::string dot_escape(const std::string &s) {
   return out;
 }
 
-void print_dot(const PathsReport &r, uint32_t k, const Recorded &rec) {
+void print_dot(std::ostream &out, const PathsReport &r, uint32_t k, const Recorded &rec) {
   const Ipf &ipf = r.ipf();
-  std::cout << "digraph kipf {\n  label=\"" << k << "-IPF from " << recorded_as(rec) << " recorded with k = " << rec.k
+  out << "digraph kipf {\n  label=\"" << k << "-IPF from " << recorded_as(rec) << " recorded with k = " << rec.k
             << "\";\n  node [shape=box, fontname=\"monospace\"];\n";
   for (const FunctionView &f : r.functions()) {
     for (uint32_t root : f.roots) {
@@ -315,15 +307,15 @@ void print_dot(const PathsReport &r, uint32_t k, const Recorded &rec) {
         const IpfNode &n = ipf.nodes()[v];
         std::string label = std::to_string(n.label.path) + "\\n" + with_commas(n.count);
         if (v == root) label = dot_escape(f.name) + "\\n" + label;
-        std::cout << "  n" << v << " [label=\"" << label << "\"];\n";
+        out << "  n" << v << " [label=\"" << label << "\"];\n";
         if (v != root)
-          std::cout << "  n" << n.parent << " -> n" << v << " [label=\"" << pct(n.count, ipf.nodes()[n.parent].count) << "("
+          out << "  n" << n.parent << " -> n" << v << " [label=\"" << pct(n.count, ipf.nodes()[n.parent].count) << "("
                     << pct(n.count, rc) << ")\"];\n";
         for (uint32_t c : r.kept_children(v, rc)) stack.push_back(c);
       }
     }
   }
-  std::cout << "}\n";
+  out << "}\n";
 }
 
 int run_paths(const PathsOptions &o) {
@@ -380,9 +372,11 @@ int run_paths(const PathsOptions &o) {
     throw UserError("--function '" + o.function + "': no recorded paths in " + o.in.dir +
                     (names.empty() ? std::string() : " (functions with paths, most first: " + some + ")"));
   }
-  if (o.dot) print_dot(report, k, rec);
-  else if (o.in.json) print_json_report(report, k, rec, o.min_share, threads);
-  else print_text(report, k, rec, o.min_share);
+  OutputFile output(o.out);
+  if (o.dot) print_dot(output.stream(), report, k, rec);
+  else if (o.in.json) print_json_report(output.stream(), report, k, rec, o.min_share, threads);
+  else print_text(output.stream(), report, k, rec, o.min_share);
+  output.commit();
   return 0;
 }
 
@@ -400,6 +394,7 @@ void add_paths_command(CLI::App &app, Action &action) {
                   "times their function's (0: all)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("-o,--out", o->out, "write to FILE (complete or not at all) instead of standard output");
   auto *dot = sub->add_flag("--dot", o->dot, "Graphviz output");
   dot->excludes(sub->get_option("--json"));
   sub->footer(std::string("\n") + R"(Needs a program built with clang -fpass-plugin=kpath.so and linked with libhcct; HCCT_OPTIONS=k=K
@@ -420,6 +415,7 @@ Examples:
   hcct paths --min-share 0                       nothing hidden
   hcct paths --json | jq '.functions[0].forest[0]'        (schema: docs/hcct-paths.schema.json)
   hcct paths --dot --function filter_conv | dot -Tsvg > kipf.svg
+  hcct paths --json -o paths.json                written whole or not at all
 )");
   sub->callback([o, &action] { action = [o] { return run_paths(*o); }; });
 }

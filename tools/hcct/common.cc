@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -368,9 +370,38 @@ std::string thread_label(const ThreadProfile &t) {
          ", " + std::string(analysis::to_string(m.status)) + ")";
 }
 
-void print_json(const json &j) {
+void print_json(const json &j, std::ostream &out) {
   // Invalid UTF-8 in paths or symbol names is replaced rather than aborting the dump.
-  std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  out << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+}
+
+OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) return;
+  std::filesystem::path target(path_);
+  tmp_ = (target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(getpid()))).string();
+  buffer_.resize(size_t(1) << 20);
+  file_.rdbuf()->pubsetbuf(buffer_.data(), std::streamsize(buffer_.size()));
+  file_.open(tmp_, std::ios::binary | std::ios::trunc);
+  if (!file_) throw UserError(path_ + ": cannot write: " + std::strerror(errno));
+}
+
+OutputFile::~OutputFile() {
+  if (tmp_.empty()) return;
+  file_.close();
+  std::remove(tmp_.c_str());
+}
+
+std::ostream &OutputFile::stream() { return path_.empty() ? std::cout : file_; }
+
+void OutputFile::commit() {
+  if (path_.empty()) {
+    std::cout.flush();
+    return;
+  }
+  file_.close();
+  if (!file_) throw UserError(path_ + ": error writing: " + std::strerror(errno));
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) throw UserError(path_ + ": " + std::strerror(errno));
+  tmp_.clear();
 }
 
 }  // namespace hcct::cli

@@ -5,7 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <fstream>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -46,6 +48,27 @@ void add_merge_command(CLI::App &app, Action &action);
 class UserError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// ---- Output files.
+
+// An output file written under a temporary name in its directory and renamed over `path` by
+// commit(): an error half-way (a corrupt input is only known to be corrupt once read to its end, a
+// full disk) leaves the previous file, or nothing, never a truncated one. Without commit() the
+// temporary is removed. With an empty path, stream() is standard output and commit() flushes it.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path);
+  OutputFile(const OutputFile &) = delete;
+  OutputFile &operator=(const OutputFile &) = delete;
+  ~OutputFile();
+  std::ostream &stream();
+  void commit();  // UserError naming the file if it cannot be completed
+
+ private:
+  std::string path_, tmp_;
+  std::vector<char> buffer_;  // outlives file_: on an error the stream flushes into it while closing
+  std::ofstream file_;
 };
 
 // ---- Input selection shared by report, dump, info (and later commands).
@@ -166,6 +189,6 @@ std::string shell_join(const std::vector<std::string> &args);
 std::string thread_label(const analysis::ThreadProfile &t);
 
 // Writes `j` to stdout followed by a newline.
-void print_json(const json &j);
+void print_json(const json &j, std::ostream &out = std::cout);
 
 }  // namespace hcct::cli
