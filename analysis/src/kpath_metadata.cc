@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "byte_cursor.h"
 #include "hcct/analysis/reader.h"
 #include "hcct/format.h"
 
@@ -16,58 +17,14 @@ namespace {
 using kpath::DagEdge;
 using kpath::EdgeKind;
 
-class BlobCursor {
- public:
-  BlobCursor(std::span<const unsigned char> b, std::string where) : p_(b.data()), end_(b.data() + b.size()), where_(std::move(where)) {}
-  [[noreturn]] void fail(const std::string &what) const { throw FormatError(where_ + ": " + what); }
-  size_t remaining() const { return size_t(end_ - p_); }
-  bool done() const { return p_ == end_; }
-  uint64_t varint(const char *what) {
-    uint64_t v;
-    size_t n = format::decode_varint(p_, end_, &v);
-    if (!n) fail(std::string("malformed varint for ") + what);
-    p_ += n;
-    return v;
-  }
-  uint32_t u32v(const char *what) {
-    uint64_t v = varint(what);
-    if (v > UINT32_MAX) fail(std::string(what) + " out of range");
-    return uint32_t(v);
-  }
-  uint64_t fixed(size_t n, const char *what) {
-    if (remaining() < n) fail(std::string("truncated ") + what);
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v |= uint64_t(p_[i]) << (8 * i);
-    p_ += n;
-    return v;
-  }
-  std::string str(const char *what) {
-    uint64_t n = varint(what);
-    if (n > remaining()) fail(std::string("truncated ") + what);
-    std::string s(reinterpret_cast<const char *>(p_), n);
-    p_ += n;
-    return s;
-  }
-  // Bounds a count by the bytes left (each element takes at least `min_bytes`).
-  uint64_t count(const char *what, size_t min_bytes) {
-    uint64_t n = varint(what);
-    if (n > remaining() / min_bytes) fail(std::string(what) + " exceeds the blob");
-    return n;
-  }
-
- private:
-  const unsigned char *p_, *end_;
-  std::string where_;
-};
-
-kpath::FunctionInfo read_function(BlobCursor &c, size_t files) {
+kpath::FunctionInfo read_function(ByteCursor &c, size_t files) {
   kpath::FunctionInfo f;
-  f.id = c.fixed(8, "function id");
+  f.id = c.fixed<uint64_t>("function id");
   f.name = c.str("name");
   f.file = c.u32v("file");
   if (f.file > files) c.fail(f.name + ": file index out of range");
   f.line = c.u32v("line");
-  f.flags = uint8_t(c.fixed(1, "flags"));
+  f.flags = c.fixed<uint8_t>("flags");
   if (f.flags & ~kpath::kKnownFlags) c.fail(f.name + ": unknown flags");
   f.num_paths = c.varint("num_paths");
   uint64_t blocks = c.count("block count", 4);
@@ -94,7 +51,7 @@ kpath::FunctionInfo read_function(BlobCursor &c, size_t files) {
     DagEdge e;
     e.from = c.u32v("edge from");
     e.to = c.u32v("edge to");
-    uint8_t kind = uint8_t(c.fixed(1, "edge kind"));
+    uint8_t kind = c.fixed<uint8_t>("edge kind");
     if (e.from >= blocks || e.to > blocks || kind > kpath::kMaxEdgeKind) c.fail(f.name + ": bad edge");
     e.kind = EdgeKind(kind);
     e.val = c.varint("edge value");
@@ -132,14 +89,15 @@ void PathMetadata::add_section(std::span<const unsigned char> bytes, const std::
       ++at;
       continue;
     }
-    std::string where = object + ": hcct_kpath+" + std::to_string(at);
+    std::string region = "hcct_kpath+" + std::to_string(at);
+    std::string where = object + ": " + region;
     if (bytes.size() - at < kpath::kMetadataHeader || std::memcmp(&bytes[at], kpath::kMetadataMagic, 4) != 0)
       throw FormatError(where + ": not a kpath metadata blob");
     if (bytes[at + 4] != kpath::kMetadataVersion) throw FormatError(where + ": unsupported version");
     uint32_t len = 0;
     for (int i = 0; i < 4; ++i) len |= uint32_t(bytes[at + 5 + i]) << (8 * i);
     if (len > bytes.size() - at - kpath::kMetadataHeader) throw FormatError(where + ": truncated blob");
-    BlobCursor c(bytes.subspan(at + kpath::kMetadataHeader, len), where);
+    ByteCursor c(bytes.subspan(at + kpath::kMetadataHeader, len), object, region);
     std::string source = c.str("source");
     uint64_t nfiles = c.count("file count", 1);
     std::vector<std::string> files;

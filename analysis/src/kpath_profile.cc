@@ -5,42 +5,15 @@
 #include <iterator>
 #include <map>
 
+#include "byte_cursor.h"
 #include "hcct/analysis/reader.h"
 #include "hcct/format.h"
 
 namespace hcct::analysis {
 namespace {
 
-class Cursor {
- public:
-  Cursor(std::span<const unsigned char> b, std::string where) : p_(b.data()), end_(b.data() + b.size()), where_(std::move(where)) {}
-  [[noreturn]] void fail(const std::string &what) const { throw FormatError(where_ + ": " + what); }
-  bool done() const { return p_ == end_; }
-  size_t remaining() const { return size_t(end_ - p_); }
-  uint64_t varint(const char *what) {
-    uint64_t v;
-    size_t n = format::decode_varint(p_, end_, &v);
-    if (!n) fail(std::string("malformed varint for ") + what);
-    p_ += n;
-    return v;
-  }
-  uint64_t u64(const char *what) { return fixed(8, what); }
-  uint8_t u8(const char *what) { return uint8_t(fixed(1, what)); }
-  uint64_t fixed(size_t n, const char *what) {
-    if (remaining() < n) fail(std::string("truncated ") + what);
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v |= uint64_t(p_[i]) << (8 * i);
-    p_ += n;
-    return v;
-  }
-
- private:
-  const unsigned char *p_, *end_;
-  std::string where_;
-};
-
 KsfForest parse_forest(std::span<const unsigned char> body, const std::string &name) {
-  Cursor c(body, name + ": KPTH");
+  ByteCursor c(body, name, "KPTH");
   KsfForest f;
   uint64_t version = c.varint("version");
   if (version != 1 && version != format::kPathsVersion)
@@ -78,7 +51,7 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
     KsfNode n;
     uint64_t delta = c.varint("parent delta");
     if (delta == 0) {
-      n.label.function = c.u64("function");
+      n.label.function = c.fixed<uint64_t>("function");
     } else {
       if (delta > i) c.fail("node " + std::to_string(i) + ": parent delta " + std::to_string(delta) + " before the first node");
       n.parent = uint32_t(i - delta);
@@ -109,7 +82,7 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
 }
 
 std::vector<TraceRecord> parse_trace(std::span<const unsigned char> body, const std::string &name, uint64_t *lost) {
-  Cursor c(body, name + ": KTRC");
+  ByteCursor c(body, name, "KTRC");
   uint64_t version = c.varint("version");
   if (version != format::kPathTraceVersion) c.fail("unsupported version " + std::to_string(version));
   *lost = c.varint("lost");
@@ -119,11 +92,11 @@ std::vector<TraceRecord> parse_trace(std::span<const unsigned char> body, const 
   out.reserve(count);
   for (uint64_t i = 0; i < count; ++i) {
     TraceRecord r;
-    uint8_t kind = c.u8("kind");
+    uint8_t kind = c.fixed<uint8_t>("kind");
     if (kind > 1) c.fail("record " + std::to_string(i) + ": kind " + std::to_string(kind));
     r.enter = kind == 0;
     r.frame = c.varint("frame");
-    r.label.function = c.u64("function");
+    r.label.function = c.fixed<uint64_t>("function");
     if (!r.enter) r.label.path = c.varint("path id");
     out.push_back(r);
   }
@@ -149,10 +122,10 @@ std::optional<ThreadPaths> parse_thread_paths(std::span<const unsigned char> byt
   std::optional<std::span<const unsigned char>> forest, trace;
   size_t at = format::kHeaderSize;
   while (at + 16 <= bytes.size()) {
-    Cursor h(bytes.subspan(at, 16), name);
-    uint32_t tag = uint32_t(h.fixed(4, "tag"));
-    h.fixed(4, "reserved");
-    uint64_t len = h.u64("length");
+    ByteCursor h(bytes.subspan(at, 16), name, "section header");
+    uint32_t tag = h.fixed<uint32_t>("tag");
+    h.fixed<uint32_t>("reserved");
+    uint64_t len = h.fixed<uint64_t>("length");
     auto body = bytes.subspan(at + 16, len);  // in bounds: parse_profile checked
     if (tag == format::kTagPaths) {
       if (forest) throw FormatError(name + ": duplicate KPTH section");

@@ -12,6 +12,7 @@
 #include <memory>
 #include <system_error>
 
+#include "byte_cursor.h"
 #include "hcct/format.h"
 
 namespace hcct::analysis {
@@ -43,61 +44,6 @@ std::string tag_name(uint32_t tag) {
   return "'" + s + "'";
 }
 
-// Bounds-checked little-endian reading of one region; every failure names the file and region.
-class Cursor {
- public:
-  Cursor(std::span<const unsigned char> bytes, const std::string &file, std::string where)
-      : p_(bytes.data()), end_(bytes.data() + bytes.size()), file_(file), where_(std::move(where)) {}
-
-  size_t remaining() const { return size_t(end_ - p_); }
-  bool done() const { return p_ == end_; }
-
-  [[noreturn]] void fail(const std::string &problem) const {
-    throw FormatError(file_ + ": " + where_ + ": " + problem);
-  }
-
-  template <class T>
-  T fixed(const char *what) {
-    if (remaining() < sizeof(T)) fail(std::string("truncated ") + what);
-    T v = 0;
-    for (size_t i = 0; i < sizeof(T); ++i) v |= T(p_[i]) << (8 * i);
-    p_ += sizeof(T);
-    return v;
-  }
-
-  uint64_t varint(const char *what) {
-    uint64_t v;
-    size_t n = format::decode_varint(p_, end_, &v);
-    if (n == 0) fail(std::string("malformed varint (truncated, over 10 bytes or over 64 bits) for ") + what);
-    p_ += n;
-    return v;
-  }
-
-  std::span<const unsigned char> bytes(size_t n, const char *what) {
-    if (remaining() < n) fail(std::string("truncated ") + what);
-    std::span<const unsigned char> s(p_, n);
-    p_ += n;
-    return s;
-  }
-
-  // Bytes up to (not including) the next NUL, which is consumed.
-  std::string_view cstring(const char *what) {
-    const void *nul = std::memchr(p_, 0, remaining());
-    if (!nul) fail(std::string("unterminated ") + what);
-    std::string_view s(reinterpret_cast<const char *>(p_), size_t(static_cast<const unsigned char *>(nul) - p_));
-    p_ += s.size() + 1;
-    return s;
-  }
-
-  void set_where(std::string where) { where_ = std::move(where); }
-
- private:
-  const unsigned char *p_;
-  const unsigned char *end_;
-  const std::string &file_;
-  std::string where_;
-};
-
 [[noreturn]] void fail(const std::string &file, const std::string &problem) {
   throw FormatError(file + ": " + problem);
 }
@@ -114,7 +60,7 @@ bool parse_u64(std::string_view s, uint64_t &out) {
 class MetaReader {
  public:
   MetaReader(const std::string &file, std::span<const unsigned char> body) : file_(file) {
-    Cursor c(body, file, "META");
+    ByteCursor c(body, file, "META");
     while (!c.done()) {
       std::string_view key = c.cstring("key");
       std::string_view value = c.cstring(("value of key '" + std::string(key) + "'").c_str());
@@ -223,7 +169,7 @@ class MetaReader {
 // ---- MODS
 
 std::vector<Module> read_modules(const std::string &file, std::span<const unsigned char> body) {
-  Cursor c(body, file, "MODS");
+  ByteCursor c(body, file, "MODS");
   uint32_t count = c.fixed<uint32_t>("module count");
   if (count > c.remaining() / kMinModuleBytes)
     c.fail("module count " + std::to_string(count) + " exceeds what the section can hold");
@@ -318,7 +264,7 @@ class NodeChecker {
 };
 
 std::vector<Node> read_tree(const std::string &file, std::span<const unsigned char> body, const ThreadMeta &meta) {
-  Cursor c(body, file, "CCT");
+  ByteCursor c(body, file, "CCT");
   uint64_t count = c.varint("node count");
   if (count == 0) c.fail("no nodes (the root is required)");
   if (count > c.remaining() / kMinNodeBytes)
@@ -385,7 +331,7 @@ struct HeaderInfo {
 
 // The 32-byte header of a file of `file_size` bytes (at least 32).
 HeaderInfo check_header(std::span<const unsigned char> header, uint64_t file_size, const std::string &name) {
-  Cursor h(header.first(format::kHeaderSize), name, "header");
+  ByteCursor h(header.first(format::kHeaderSize), name, "header");
   auto magic = h.bytes(8, "magic");
   if (!std::equal(magic.begin(), magic.end(), format::kMagic)) fail(name, "not an hcct dump (bad magic)");
   uint32_t version = h.fixed<uint32_t>("version");
@@ -421,7 +367,7 @@ Layout walk_sections(const HeaderInfo &info, const std::string &name, ReadHeader
       fail(name, where + ": truncated section header (payload ends early)");
     unsigned char raw[kSectionHeaderBytes];
     read_header(pos, raw);
-    Cursor c(std::span<const unsigned char>(raw, kSectionHeaderBytes), name, where);
+    ByteCursor c(std::span<const unsigned char>(raw, kSectionHeaderBytes), name, where);
     uint32_t tag = c.fixed<uint32_t>("tag");
     uint32_t reserved = c.fixed<uint32_t>("reserved");
     uint64_t len = c.fixed<uint64_t>("length");
