@@ -39,13 +39,7 @@ Side load(const std::string &dir, const CompareOptions &o) {
   s.location = dir;
   for (const FileSelection &sel : select_files(in)) {
     std::vector<ThreadProfile> threads;
-    for (const analysis::ProfileFile &f : sel.files) {
-      threads.push_back(analysis::read_profile(f.path));
-      const analysis::ThreadMeta &m = threads.back().meta;
-      if (m.pid != f.pid || m.thread_seq != f.seq)
-        throw analysis::FormatError(threads.back().source + ": META says pid " + std::to_string(m.pid) +
-                                    " thread_seq " + std::to_string(m.thread_seq) + ", the file name says otherwise");
-    }
+    for (const analysis::ProfileFile &f : sel.files) threads.push_back(read_listed_profile(f));
     if (o.merge && threads.size() > 1) {
       ThreadProfile merged;
       try {

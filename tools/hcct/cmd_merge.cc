@@ -33,13 +33,7 @@ int run_merge(const MergeOptions &o) {
     for (const FileSelection &sel : select_files(in)) {
       ++processes;
       std::vector<ThreadProfile> threads;
-      for (const analysis::ProfileFile &f : sel.files) {
-        ThreadProfile t = analysis::read_profile(f.path);
-        if (t.meta.pid != f.pid || t.meta.thread_seq != f.seq)
-          throw analysis::FormatError(t.source + ": META says pid " + std::to_string(t.meta.pid) + " thread_seq " +
-                                      std::to_string(t.meta.thread_seq) + ", the file name says otherwise");
-        threads.push_back(std::move(t));
-      }
+      for (const analysis::ProfileFile &f : sel.files) threads.push_back(read_listed_profile(f));
       if (o.per_process) {
         groups.push_back(std::move(threads));
       } else {

@@ -78,12 +78,24 @@ std::vector<FileSelection> select_files(const InputOptions &in) {
   return out;
 }
 
+namespace {
+void check_listed(const analysis::ProfileFile &f, const std::string &source, const analysis::ThreadMeta &m) {
+  if (m.pid != f.pid || m.thread_seq != f.seq)
+    throw analysis::FormatError(source + ": META says pid " + std::to_string(m.pid) + " thread_seq " +
+                                std::to_string(m.thread_seq) + ", the file name says otherwise");
+}
+}  // namespace
+
 std::unique_ptr<analysis::ProfileStream> open_stream(const analysis::ProfileFile &f) {
   auto s = std::make_unique<analysis::ProfileStream>(f.path);
-  if (s->meta().pid != f.pid || s->meta().thread_seq != f.seq)
-    throw analysis::FormatError(s->source() + ": META says pid " + std::to_string(s->meta().pid) + " thread_seq " +
-                                std::to_string(s->meta().thread_seq) + ", the file name says otherwise");
+  check_listed(f, s->source(), s->meta());
   return s;
+}
+
+analysis::ThreadProfile read_listed_profile(const analysis::ProfileFile &f) {
+  analysis::ThreadProfile t = analysis::read_profile(f.path);
+  check_listed(f, t.source, t.meta);
+  return t;
 }
 
 void for_each_tree(const InputOptions &in, bool merge, const std::function<void(TreeInput &tree)> &fn) {
@@ -91,13 +103,7 @@ void for_each_tree(const InputOptions &in, bool merge, const std::function<void(
   for (const FileSelection &sel : select_files(in)) {
     if (merge && sel.files.size() > 1) {
       std::vector<analysis::ThreadProfile> threads;
-      for (const analysis::ProfileFile &f : sel.files) {
-        threads.push_back(analysis::read_profile(f.path));
-        const analysis::ThreadMeta &m = threads.back().meta;
-        if (m.pid != f.pid || m.thread_seq != f.seq)
-          throw analysis::FormatError(threads.back().source + ": META says pid " + std::to_string(m.pid) +
-                                      " thread_seq " + std::to_string(m.thread_seq) + ", the file name says otherwise");
-      }
+      for (const analysis::ProfileFile &f : sel.files) threads.push_back(read_listed_profile(f));
       analysis::ThreadProfile merged;
       try {
         merged = analysis::merge_threads(std::span<const analysis::ThreadProfile>(threads));

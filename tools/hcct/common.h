@@ -100,8 +100,10 @@ struct FileSelection {
 };
 std::vector<FileSelection> select_files(const InputOptions &in);
 
-// Opens a stream on a listed file and checks META's pid and thread_seq against its name.
+// Opens a stream on a listed file, or reads it whole, and checks META's pid and thread_seq against
+// its name.
 std::unique_ptr<analysis::ProfileStream> open_stream(const analysis::ProfileFile &f);
+analysis::ThreadProfile read_listed_profile(const analysis::ProfileFile &f);
 
 // ---- Filters shared by report and the exports (docs/EXPORTS.md, "Filters").
 
