@@ -19,6 +19,7 @@
 
 #include "hcct/analysis/reader.h"
 #include "hcct/analysis/symbolizer.h"
+#include "plugin_record.h"
 #include "plugin_util.h"
 
 using namespace plugintest;
@@ -32,21 +33,7 @@ using Tree = std::map<Path, uint64_t>;
 
 // Runs `exe` with libhcct preloaded and returns the main thread's tree.
 Tree record(const std::string &exe, const char *expected_output) {
-  std::string out = exe + ".hcct";
-  std::filesystem::remove_all(out);
-  RunResult r = run("env HCCT_OPTIONS=" + sh_quote("mode=cct:key=routine:out=" + out) +
-                    " LD_PRELOAD=" + sh_quote(HCCT_RUNTIME_SO) + " " + sh_quote(exe));
-  INFO(exe << ":\n" << r.output);
-  REQUIRE(r.status == 0);
-  REQUIRE(r.output == expected_output);
-
-  ha::ProfileSet set = ha::read_profiles(out);
-  REQUIRE(set.processes.size() == 1);
-  REQUIRE(set.processes[0].threads.size() == 1);
-  const ha::ThreadProfile &t = set.processes[0].threads[0];
-  REQUIRE(t.meta.mode == ha::Mode::cct);
-  REQUIRE(t.meta.key == ha::KeyKind::routine);
-  CHECK(t.meta.dropped == 0);
+  const ha::ThreadProfile t = record_cct_by_routine(exe, expected_output);
 
   ha::Symbolizer symbols(t.modules, nullptr, [](const std::string &w) { FAIL_CHECK(w); });
   std::vector<Path> paths(t.nodes.size());
