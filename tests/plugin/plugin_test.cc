@@ -211,15 +211,9 @@ TEST_CASE("stage=late: probes in the optimised body only, in every clone, at eve
   // inlined and both do. -fdump-tree-optimized shows the probes (the late pass runs before it).
   std::string dir = work_dir("late_codegen");
   std::string src = dir + "/l.c";
-  {
-    FILE *f = fopen(src.c_str(), "w");
-    REQUIRE(f);
-    fputs("extern int g(int);\n"
-          "static inline int inner(int x) { return g(x) * 2; }\n"
-          "int outer(int x) { return inner(x) + inner(x + 1); }\n",
-          f);
-    fclose(f);
-  }
+  write_file(src, "extern int g(int);\n"
+                  "static inline int inner(int x) { return g(x) * 2; }\n"
+                  "int outer(int x) { return inner(x) + inner(x + 1); }\n");
   for (const char *opt : {"-O0", "-O2"}) {
     INFO(opt);
     std::string list = dir + "/list" + opt + ".txt";
@@ -397,15 +391,9 @@ TEST_CASE("one probe shape at both stages: two loads, a test and a not-taken bra
   // into a jump, since probe ABI 2's exit passes no call site for the runtime to detect that.
   std::string dir = work_dir("codegen");
   std::string src = dir + "/f.c";
-  {
-    FILE *f = fopen(src.c_str(), "w");
-    REQUIRE(f);
-    fputs("extern int g(int);\nextern void h(int);\n"
-          "int f(int x) { return g(x) + 1; }\n"
-          "void v(int x) { h(x); }\n",
-          f);
-    fclose(f);
-  }
+  write_file(src, "extern int g(int);\nextern void h(int);\n"
+                  "int f(int x) { return g(x) + 1; }\n"
+                  "void v(int x) { h(x); }\n");
   auto count = [](const std::string &text, const std::string &needle) {
     size_t n = 0;
     for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
@@ -466,15 +454,9 @@ TEST_CASE("exit probes stay calls through -flto", "[plugin][codegen]") {
   // probe a call must be in the streamed IR.
   std::string dir = work_dir("codegen_lto");
   std::string src = dir + "/v.c";
-  {
-    FILE *f = fopen(src.c_str(), "w");
-    REQUIRE(f);
-    fputs("__attribute__((noinline)) void h(volatile int *p) { *p = 1; }\n"
-          "__attribute__((noinline)) void v(volatile int *p) { h(p); }\n"
-          "int main(void) { volatile int x = 0; v(&x); return x - 1; }\n",
-          f);
-    fclose(f);
-  }
+  write_file(src, "__attribute__((noinline)) void h(volatile int *p) { *p = 1; }\n"
+                  "__attribute__((noinline)) void v(volatile int *p) { h(p); }\n"
+                  "int main(void) { volatile int x = 0; v(&x); return x - 1; }\n");
   std::string exe = dir + "/v";
   RunResult r = run(std::string(HCCT_CC) + " -O2 -flto -fPIE -pie -fchecking -o " + sh_quote(exe) +
                     " " + sh_quote(src) + " " + plugin_flags());
@@ -494,12 +476,7 @@ TEST_CASE("exit probes stay calls through -flto", "[plugin][codegen]") {
 TEST_CASE("a unit with no instrumented function gets no gate constructor", "[plugin][codegen]") {
   std::string dir = work_dir("codegen_none");
   std::string src = dir + "/n.c";
-  {
-    FILE *f = fopen(src.c_str(), "w");
-    REQUIRE(f);
-    fputs("int n(int x) { return x + 1; }\nint table[4] = {1, 2, 3, 4};\n", f);
-    fclose(f);
-  }
+  write_file(src, "int n(int x) { return x + 1; }\nint table[4] = {1, 2, 3, 4};\n");
   RunResult r = run(std::string(HCCT_CC) + " -O2 -fPIC -fchecking -S -o - " + sh_quote(src) + " " +
                     plugin_flags({"exclude=^n$"}));
   INFO(r.output);
@@ -514,16 +491,10 @@ TEST_CASE("a unit that defines the runtime's symbols keeps them strong", "[plugi
   // entry points themselves get no probes.
   std::string dir = work_dir("unit_defines_runtime");
   std::string src = dir + "/rt.c";
-  {
-    FILE *f = fopen(src.c_str(), "w");
-    REQUIRE(f);
-    fputs("unsigned char __hcct_gate = 1;\n"
-          "void __hcct_enter_open(void *fn, void *site) { (void)fn; (void)site; }\n"
-          "void __hcct_exit_open(void *fn) { (void)fn; }\n"
-          "int user(int x) { return x * 2; }\n",
-          f);
-    fclose(f);
-  }
+  write_file(src, "unsigned char __hcct_gate = 1;\n"
+                  "void __hcct_enter_open(void *fn, void *site) { (void)fn; (void)site; }\n"
+                  "void __hcct_exit_open(void *fn) { (void)fn; }\n"
+                  "int user(int x) { return x * 2; }\n");
   for (const char *opt : {"-O0", "-O2"}) {
     INFO(opt);
     std::string obj = dir + "/rt.o", list = dir + "/list.txt";

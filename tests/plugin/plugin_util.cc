@@ -57,6 +57,14 @@ std::string read_file(const std::string &path) {
   return ss.str();
 }
 
+void write_file(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  REQUIRE(out);
+  out << text;
+  out.close();
+  REQUIRE(out);
+}
+
 std::vector<std::string> split_lines(const std::string &text) {
   std::vector<std::string> lines;
   std::istringstream in(text);

@@ -25,6 +25,8 @@ std::string sh_quote(const std::string &s);
 std::string work_dir(const std::string &name);
 
 std::string read_file(const std::string &path);
+// Writes `text` to `path`; fails the current test if it cannot.
+void write_file(const std::string &path, const std::string &text);
 std::vector<std::string> split_lines(const std::string &text);
 
 // `-fplugin=<hcct_plugin.so>` followed by `-fplugin-arg-hcct_plugin-K=V` for each argument.
