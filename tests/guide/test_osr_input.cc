@@ -22,23 +22,10 @@ namespace {
 fs::path work() { return hcct::test::work_directory("tests/guide/work/osr_input"); }
 std::string programs() { return std::string(HCCT_SOURCE_DIR) + "/tests/guide/programs/"; }
 
-struct Result {
-  int status = -1;
-  std::string output;
-};
+using Result = hcct::test::CommandResult;
 
 // Runs `cmd` (stderr into the output), whatever its exit status.
-Result run_any(const std::string &cmd) {
-  Result r;
-  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int rc = pclose(p);
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-  return r;
-}
+Result run_any(const std::string &cmd) { return hcct::test::run_status(cmd + " 2>&1"); }
 
 // Compiles osr_loops.c at -O0 with the plugin, no path probes, guidance `file`.
 Result compile(const fs::path &file, bool via_mllvm = false) {

@@ -121,21 +121,8 @@ void check_invariants(const an::KsfForest &f) {
   REQUIRE(sum == f.paths);
 }
 
-struct Status {
-  int code = -1;
-  std::string output;
-};
-Status run_any(const std::string &cmd) {
-  Status s;
-  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) s.output.append(buf, n);
-  int rc = pclose(p);
-  s.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
-  return s;
-}
+// Runs `cmd` (stderr into the output), whatever its exit status.
+hcct::test::CommandResult run_any(const std::string &cmd) { return hcct::test::run_status(cmd + " 2>&1"); }
 
 }  // namespace
 
@@ -309,9 +296,9 @@ TEST_CASE("KPTH input: hcct paths and hcct guide name the file and exit 1") {
     fs::path f = dir / "77.0.hcct";
     std::ofstream(f, std::ios::binary).write(reinterpret_cast<const char *>(c.file.data()), long(c.file.size()));
     for (std::string cmd : {std::string(" paths ") + dir.string(), " guide " + dir.string() + " -o " + (root / "guide.json").string()}) {
-      Status s = run_any("timeout 60 " + std::string(HCCT_TOOL) + cmd);
+      hcct::test::CommandResult s = run_any("timeout 60 " + std::string(HCCT_TOOL) + cmd);
       INFO(c.name << ": hcct" << cmd << "\n" << s.output);
-      CHECK(s.code == 1);
+      CHECK(s.status == 1);
       CHECK(s.output.rfind("hcct: " + f.string() + ": ", 0) == 0);
       CHECK(s.output.find(c.problem) != std::string::npos);
       CHECK(std::count(s.output.begin(), s.output.end(), '\n') == 1);
@@ -322,7 +309,7 @@ TEST_CASE("KPTH input: hcct paths and hcct guide name the file and exit 1") {
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "77.0.hcct", std::ios::binary).write(reinterpret_cast<const char *>(good.data()), long(good.size()));
-  Status s = run_any(std::string(HCCT_TOOL) + " paths " + dir.string());
+  hcct::test::CommandResult s = run_any(std::string(HCCT_TOOL) + " paths " + dir.string());
   INFO(s.output);
-  CHECK(s.code == 0);
+  CHECK(s.status == 0);
 }

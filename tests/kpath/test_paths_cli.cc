@@ -45,14 +45,10 @@ std::string read_file(const fs::path &p) {
 // Runs a shell command; stdout and stderr captured separately.
 Result sh(const std::string &cmd) {
   fs::path err = work() / ("stderr." + std::to_string(getpid()));
+  hcct::test::CommandResult c = hcct::test::run_status(cmd + " 2>" + err.string());
   Result r;
-  FILE *p = popen((cmd + " 2>" + err.string()).c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int rc = pclose(p);
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+  r.status = c.status;
+  r.out = std::move(c.output);
   r.err = read_file(err);
   fs::remove(err);
   return r;

@@ -1,5 +1,7 @@
 #include "plugin_util.h"
 
+#include "support/command.h"
+
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -13,20 +15,8 @@
 namespace plugintest {
 
 RunResult run(const std::string &cmd) {
-  RunResult r;
   // LC_ALL=C: gcc quotes with plain apostrophes, which the tests match.
-  FILE *p = popen(("export LC_ALL=C; exec 2>&1; " + cmd).c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.output.append(buf, n);
-  int status = pclose(p);
-  if (WIFEXITED(status))
-    r.status = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status))
-    r.status = 128 + WTERMSIG(status);
-  return r;
+  return hcct::test::run_status("export LC_ALL=C; exec 2>&1; " + cmd);
 }
 
 std::string sh_quote(const std::string &s) {

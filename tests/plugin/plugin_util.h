@@ -8,12 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "support/command.h"
+
 namespace plugintest {
 
-struct RunResult {
-  int status = -1;  // exit status, or 128 + signal
-  std::string output;  // stdout and stderr, interleaved
-};
+using RunResult = hcct::test::CommandResult;  // stdout and stderr, interleaved
 
 // Runs `cmd` with /bin/sh, capturing its output.
 RunResult run(const std::string &cmd);

@@ -4,25 +4,39 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 namespace hcct::test {
 
-// Runs `cmd` with popen and returns its standard output; the test fails (showing the command and
-// its output) unless it exits with status 0.
-inline std::string run_command(const std::string &cmd) {
-  std::string out;
+struct CommandResult {
+  int status = -1;     // exit status, or 128 + signal
+  std::string output;  // standard output (redirect stderr in `cmd` to have it here)
+};
+
+// Runs `cmd` with /bin/sh (popen), whatever its exit status.
+inline CommandResult run_status(const std::string &cmd) {
+  CommandResult r;
   FILE *p = popen(cmd.c_str(), "r");
   REQUIRE(p);
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
   int rc = pclose(p);
-  INFO(cmd << "\n" << out);
-  REQUIRE(rc == 0);
-  return out;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+  return r;
+}
+
+// Runs `cmd` and returns its standard output; the test fails (showing the command and its output)
+// unless it exits with status 0.
+inline std::string run_command(const std::string &cmd) {
+  CommandResult r = run_status(cmd);
+  INFO(cmd << "\n" << r.output);
+  REQUIRE(r.status == 0);
+  return r.output;
 }
 
 // A scratch directory under the build tree (created if missing).
