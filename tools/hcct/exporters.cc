@@ -398,50 +398,43 @@ class Pprof : public Exporter {
     }
     return mapping_of_[i];
   }
+  // A Location for a routine's entry: one Line, its definition.
   uint64_t entry_location(uint64_t routine) {
-    auto it = entry_loc_.find(routine);
-    if (it != entry_loc_.end()) return it->second;
     const Symbol &s = info_.names->routine(routine);
-    Proto l;
-    uint64_t id = locations_.size() + 1;
-    l.uint(1, id);
-    l.uint(2, mapping(s.module));
-    l.uint(3, routine);
-    Proto line;
-    line.uint(1, function_id(s.function, s.file, s.line));
-    line.uint(2, s.line);
-    l.bytes(4, line.buf);
-    locations_.push_back(l.buf);
-    entry_loc_.emplace(routine, id);
-    return id;
+    return location(entry_loc_, routine, s, [&](Proto &l) { add_line(l, s.function, s.file, s.line, s.line); });
   }
+  // A Location for a call site: one Line per inlined frame, innermost first, the last being the
+  // out-of-line function (pprof's order too).
   uint64_t site_location(uint64_t site) {
-    auto it = site_loc_.find(site);
-    if (it != site_loc_.end()) return it->second;
     const Symbol &s = info_.names->call_site(site);
-    Proto l;
-    uint64_t id = locations_.size() + 1;
-    l.uint(1, id);
-    l.uint(2, mapping(s.module));
-    l.uint(3, site);
-    if (s.frames.empty()) {
-      Proto line;
-      line.uint(1, function_id(s.function, s.file, 0));
-      line.uint(2, s.line);
-      l.bytes(4, line.buf);
-    } else {
-      // Innermost first, the last being the out-of-line function: pprof's order too.
+    return location(site_loc_, site, s, [&](Proto &l) {
+      if (s.frames.empty()) add_line(l, s.function, s.file, 0, s.line);
       for (size_t k = 0; k < s.frames.size(); ++k) {
         const analysis::SourceFrame &f = s.frames[k];
-        Proto line;
-        line.uint(1, function_id(k + 1 == s.frames.size() ? s.function : f.function, f.file, 0));
-        line.uint(2, f.line);
-        l.bytes(4, line.buf);
+        add_line(l, k + 1 == s.frames.size() ? s.function : f.function, f.file, 0, f.line);
       }
-    }
+    });
+  }
+  // The Location of `address`, made once per tree (`lines` writes its Line fields).
+  template <class Lines>
+  uint64_t location(std::unordered_map<uint64_t, uint64_t> &made, uint64_t address, const Symbol &s, Lines lines) {
+    auto it = made.find(address);
+    if (it != made.end()) return it->second;
+    Proto l;
+    uint64_t id = locations_.size() + 1;
+    l.uint(1, id);
+    l.uint(2, mapping(s.module));
+    l.uint(3, address);
+    lines(l);
     locations_.push_back(l.buf);
-    site_loc_.emplace(site, id);
+    made.emplace(address, id);
     return id;
+  }
+  void add_line(Proto &l, const std::string &function, const std::string &file, uint32_t start_line, uint64_t line) {
+    Proto p;
+    p.uint(1, function_id(function, file, start_line));
+    p.uint(2, line);
+    l.bytes(4, p.buf);
   }
 
   std::ostream &out_;
