@@ -27,9 +27,6 @@ namespace ha = hcct::analysis;
 
 namespace {
 
-// A calling-context tree keyed by the names of the functions on the path from the root.
-using Path = std::vector<std::string>;
-using Tree = std::map<Path, uint64_t>;
 
 // Runs `exe` with libhcct preloaded and returns the main thread's tree.
 Tree record(const std::string &exe, const char *expected_output) {
@@ -96,16 +93,6 @@ Occurrences occurrences(const Tree &tree, const std::string &fn) {
     o.max_depth = std::max<size_t>(o.max_depth, std::count(path.begin(), path.end(), fn));
   }
   return o;
-}
-
-std::string describe(const Tree &tree) {
-  std::string s;
-  for (const auto &[path, count] : tree) {
-    for (const std::string &fn : path)
-      s += fn + " > ";
-    s += std::to_string(count) + "\n";
-  }
-  return s;
 }
 
 void check_c_tree(const Tree &t) {

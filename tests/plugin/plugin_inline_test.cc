@@ -27,8 +27,6 @@ namespace ha = hcct::analysis;
 
 namespace {
 
-using Path = std::vector<std::string>;
-using Tree = std::map<Path, uint64_t>;
 
 // "pass_through(int)" -> "pass_through"; "thrower(int) [clone .constprop.0]" or the symbol-table
 // form "thrower.constprop.0" -> "thrower"; "Guard::~Guard()" -> "Guard::~Guard".
@@ -77,16 +75,6 @@ Tree record(const std::string &exe, const std::string &expected_output,
       tree[paths[i]] += n.count;
   }
   return tree;
-}
-
-std::string describe(const Tree &tree) {
-  std::string s;
-  for (const auto &[path, count] : tree) {
-    for (const std::string &fn : path)
-      s += fn + " > ";
-    s += std::to_string(count) + "\n";
-  }
-  return s;
 }
 
 struct Build {

@@ -11,6 +11,15 @@ namespace plugintest {
 
 namespace ha = hcct::analysis;
 
+std::string describe(const Tree &tree) {
+  std::string s;
+  for (const auto &[path, count] : tree) {
+    for (const std::string &fn : path) s += fn + " > ";
+    s += std::to_string(count) + "\n";
+  }
+  return s;
+}
+
 ha::ThreadProfile record_cct_by_routine(const std::string &exe, const std::string &expected_output) {
   std::string out = exe + ".hcct";
   std::filesystem::remove_all(out);
