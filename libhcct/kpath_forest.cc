@@ -83,15 +83,13 @@ HCCT_NOINST void PathTrace::release() {
 
 // ---- PathProfiler
 
-KsfNode g_path_end = {kEndPath, 0, &g_path_end, kEndPath, &g_path_end, &g_path_end, &g_path_end, nullptr};
+KsfNode g_path_end = {kEndPath, 0, {&g_path_end, &g_path_end}, &g_path_end, {&g_path_end}, {nullptr}, 0};
 
-HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, Hint hint, uint64_t token, KsfNode **root_cache,
-                                    Forest forest) {
+HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, uint64_t token, KsfNode **root_cache, Forest forest) {
   k_ = k < 1 ? 1 : k;
   forest_ = forest;
   root_cache_ = k_ >= 2 ? root_cache : nullptr;
   tracing_ = trace;
-  hint_ = hint;
   token_ = token;
   return roots_.init(1024);
 }
@@ -182,7 +180,7 @@ HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
   }
   auto *n = static_cast<KsfNode *>(p);
   if (!n) return nullptr;
-  *n = KsfNode{id, 0, kEnd, kEndPath, kEnd, kEnd, kEnd, nullptr};
+  *n = KsfNode{id, 0, {kEnd, kEnd}, kEnd, {kEnd}, {nullptr}, 0};
   ++nodes_;
   return n;
 }
@@ -195,70 +193,43 @@ HCCT_NOINST KsfNode *PathProfiler::new_root(uint64_t *slot, uint64_t function, u
   return n;
 }
 
-// The next window after `window` for item `id`: a child of succ(window), created if new. Then the
-// window's hint is set for the fast path's next look.
+// The next window after `window` for item `id`: a child of succ(window), created if new.
 HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uint64_t id) {
   ++lookups_;
-  uint32_t d = depth(window);
-  KsfNode *parent = d < k_ ? window : window->link;
-  uint32_t parent_depth = d < k_ ? d : k_ - 1;
-  return step_to_child(window, parent, id, [&] { return make_child(parent, parent_depth, function, id); });
+  KsfNode *parent = window->depth + 1 < k_ ? window : window->link;
+  return step_to_child(window, parent, id, [&] { return make_child(parent, function, id); });
 }
 
 // The scan both forests share: the child `id` of `parent`, else the one `make` creates (in front);
-// then the window's guesses for the fast path.
+// then it becomes the window's guess for id's parity. Lists keep insertion order: a scan happens
+// only on a wrong guess, and the guess then holds the child found.
 template <typename Make>
 HCCT_NOINST KsfNode *PathProfiler::step_to_child(KsfNode *window, KsfNode *parent, uint64_t id, Make make) {
-  KsfNode *prev = nullptr, *found = nullptr;
-  for (KsfNode *n = parent->first_child; n != kEnd; prev = n, n = n->next_sibling) {
+  KsfNode *found = nullptr;
+  for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling) {
     ++scans_;
     if (n->path == id) {
       found = n;
       break;
     }
   }
-  if (!found) {
-    found = make();
-    if (!found) return nullptr;
-    prev = nullptr;  // new children go in front
-  }
-  set_guesses(window, parent, found, prev);
+  if (!found) found = make();
+  if (found) window->guess[id & 1] = found;
   return found;
 }
 
-HCCT_NOINST void PathProfiler::set_guesses(KsfNode *window, KsfNode *parent, KsfNode *found, KsfNode *prev) {
-  if (hint_ == Hint::kMoveToFront && prev) {
-    // Unlink, then relink in front. Only this thread's runtime changes lists, and never while an
-    // inline fast path of this thread is half done (it would have to interrupt it): fast paths
-    // see either list, and every node stays reachable from the hints that point to it.
-    prev->next_sibling = found->next_sibling;
-    found->next_sibling = parent->first_child;
-    compiler_fence();
-    parent->first_child = found;
-  }
-  if (hint_ == Hint::kLast) {
-    if (window->hint != found) window->hint2 = window->hint;
-    window->hint = found;
-  } else {
-    window->hint = parent->first_child;
-    window->hint2 = parent->first_child->next_sibling;
-  }
-  window->hint_path = window->hint->path;
-}
-
-// Finds or creates the child `id` of `parent` (depth `parent_depth`; null = the roots). A new node
-// gets its link first (the child `id` of link(parent), found or created the same way), so every
-// node's link exists.
-HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint32_t parent_depth, uint64_t function,
-                                              uint64_t id) {
+// Finds or creates the child `id` of `parent` (null = the roots). A new node gets its link first
+// (the child `id` of link(parent), found or created the same way), so every node's link exists.
+HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint64_t function, uint64_t id) {
   if (!parent) return root(function, id);
   for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
     if (n->path == id) return n;
-  KsfNode *link = make_child(parent->link, parent_depth - 1, function, id);
+  KsfNode *link = make_child(parent->link, function, id);
   if (!link) return nullptr;
   KsfNode *n = new_node(id);
   if (!n) return nullptr;
   n->link = link;
+  n->depth = parent->depth + 1;
   n->next_sibling = parent->first_child;
   compiler_fence();  // complete before anything can reach it
   parent->first_child = n;
@@ -275,29 +246,25 @@ HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint32_t parent_d
 // of succ(w) = (depth(w) == 2k − 3 ? top(w) : w), and line 27 (or 29) counts it.
 HCCT_NOINST KsfNode *PathProfiler::slab_child(KsfNode *window, uint64_t function, uint64_t id) {
   ++lookups_;
-  uint32_t d = slab_depth(window);
-  KsfNode *parent = d == 2 * k_ - 3 ? slab_top(window) : window;
-  uint32_t parent_depth = d == 2 * k_ - 3 ? k_ - 2 : d;
-  return step_to_child(window, parent, id, [&] { return make_slab_child(parent, parent_depth, function, id); });
+  KsfNode *parent = window->depth == 2 * k_ - 3 ? window->top : window;
+  return step_to_child(window, parent, id, [&] { return make_slab_child(parent, function, id); });
 }
 
-// Finds or creates the child `id` of `parent` at depth `parent_depth`. A new node of the lower
-// slab gets its τ first: the root `id` at depth k − 1 (Algorithm 4, lines 8–11), else the child
-// `id` of top(parent) (lines 13–17), found or created the same way.
-HCCT_NOINST KsfNode *PathProfiler::make_slab_child(KsfNode *parent, uint32_t parent_depth, uint64_t function,
-                                                   uint64_t id) {
+// Finds or creates the child `id` of `parent`. A new node of the lower slab gets its τ first: the
+// root `id` at depth k − 1 (Algorithm 4, lines 8–11), else the child `id` of top(parent) (lines
+// 13–17), found or created the same way.
+HCCT_NOINST KsfNode *PathProfiler::make_slab_child(KsfNode *parent, uint64_t function, uint64_t id) {
   for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
     if (n->path == id) return n;
-  uint32_t depth = parent_depth + 1;
+  uint64_t depth = parent->depth + 1;
   KsfNode *top = nullptr;
   if (depth == k_ - 1) top = root(function, id);
-  else if (depth > k_ - 1) top = make_slab_child(slab_top(parent), parent_depth - (k_ - 1), function, id);
+  else if (depth > k_ - 1) top = make_slab_child(parent->top, function, id);
   if (depth >= k_ - 1 && !top) return nullptr;
   KsfNode *n = new_node(id);
   if (!n) return nullptr;
-  // Depth and τ share one word: user-space pointers on x86-64 and AArch64 Linux are below 2^48.
-  if (HCCT_UNLIKELY(reinterpret_cast<uint64_t>(top) >> 48)) return nullptr;
-  n->top_depth = uint64_t(depth) << 48 | reinterpret_cast<uint64_t>(top);
+  n->top = top;
+  n->depth = depth;
   n->next_sibling = parent->first_child;
   compiler_fence();  // complete before anything can reach it
   parent->first_child = n;

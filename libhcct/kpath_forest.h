@@ -11,10 +11,13 @@
 // Both forests are driven the same way: every item moves the activation's *window* w (the node
 // the previous item was counted in) to the child labelled x of succ(w) and counts it there. One
 // item = one child step; the inline fast path (docs/RUNTIME-ABI.md; path_fast_step below is its
-// C++ twin) does it through two children of succ(w) that w caches, `hint` (with its label) and
-// `hint2`; lists and guesses end in the shared sentinel kEnd, never null, so the fast path needs no
-// null tests and picks without a branch. The forests differ only in succ and in what a new node
-// links to, which the fast path never sees:
+// C++ twin) does it through the two children of succ(w) that w caches, one per parity of the
+// label: guess[x & 1] is the child most recently looked up whose label has x's low bit. The slot
+// comes from the path ID alone, which the program computed long before, so the only step on the
+// loop-carried chain is one load from w's line (a compare-and-select would add two cycles to every
+// item: docs/BENCHMARKS.md, "kpath"). Lists and guesses end in the shared sentinel kEnd, never
+// null, so the fast path needs no null tests. The forests differ only in succ and in what a new
+// node links to, which the fast path never sees:
 //
 // k-SF (thesis Definition 3.7, Algorithm 4). The activation's items are cut into chunks of k − 1;
 // the forest holds every prefix of c1·c2 and every prefix of length >= k of ci·ci+1, so a tree has
@@ -44,30 +47,32 @@
 
 namespace hcct::rt {
 
-// A kWF node, 64 bytes, one cache line (allocated line-aligned). The function is implied by the tree (an activation only
-// emits its own function's IDs); roots keep it in the root table. The inline fast path reads
-// `hint`, `hint_path`, `hint2` (one line) and the picked node's `path`, and increments its
-// `count`: these offsets are ABI (kpath/src/PathInstrumenter.cpp emits the same loads).
+// A forest node (both forests), 64 bytes, one cache line (allocated line-aligned). The function is
+// implied by the tree (an activation only emits its own function's IDs); roots keep it in
+// `root_function`. The inline fast path reads `guess[id & 1]` and the picked node's `path`, and
+// increments its `count`; for an activation's first item it also reads a root's `root_function`:
+// these offsets are ABI (kpath/src/PathInstrumenter.cpp emits the same loads).
 struct KsfNode {
-  uint64_t path;          // kEndPath in the sentinel only
+  uint64_t path;  // kEndPath in the sentinel only
   uint64_t count;
-  KsfNode *hint;          // a child of succ(this) (kEnd if none known): the fast path's first guess
-  uint64_t hint_path;     // hint->path, so that choosing between the guesses needs no other line
-  KsfNode *hint2;         // another child of succ(this), or kEnd: the second guess
-  KsfNode *first_child;   // kEnd if none
+  // guess[b]: the child of succ(this) whose label has low bit b that the runtime last looked up
+  // from this window, or kEnd.
+  KsfNode *guess[2];
+  KsfNode *first_child;  // kEnd if none
   union {
     KsfNode *next_sibling;   // kEnd after the last
     uint64_t root_function;  // a root (in no list): its function ID, for the root cache
   };
   union {
-    KsfNode *link;       // kWF: the node for this window minus its first item; null for a root
-    uint64_t top_depth;  // k-SF: depth (root 0) << 48 | top (lower slab: the upper node τ; else 0)
+    KsfNode *link;  // kWF: the node for this window minus its first item; null for a root
+    KsfNode *top;   // k-SF: the upper node τ that goes with a lower-slab node; null in the upper slab
   };
+  uint64_t depth;  // the root is 0
 };
 static_assert(sizeof(KsfNode) == 64, "the pass emits these offsets");
 
 // The end of every child list and the guess "none": matches no path ID (IDs are below 2^62), its
-// own next sibling and hints, never written.
+// own next sibling and guesses, never written.
 inline constexpr uint64_t kEndPath = ~uint64_t(0);
 extern KsfNode g_path_end;
 #define kEnd (&::hcct::rt::g_path_end)
@@ -91,14 +96,14 @@ static_assert(sizeof(PathFrame) == 16, "the pass allocates 16 bytes");
 
 // The inline fast path as the pass emits it (C++ twin, for tests and documentation). An
 // activation's first item: the root cache entry for (function, id), if it is that root, gets the
-// count and becomes the window (owner = token). Later items: of the window's two guesses, the one
-// whose label is `id` (hint if hint_path says so, else hint2; siblings = 1: hint only) gets the
-// count and becomes the window. No reordering, no allocation, one well-predicted branch. False if
-// the runtime must be called: another owner, no such root cached, or neither guess. `token` and
+// count and becomes the window (owner = token). Later items: the window's guess for id's parity,
+// if its label is `id`, gets the count and becomes the window. No reordering, no allocation, one
+// well-predicted branch. False if the runtime must be called: no fast path (`fast` false, the
+// pass's -kpath-fast-path=0), another owner, no such root cached, or a wrong guess. `token` and
 // `roots` are the calling thread's __hcct_path_token and __hcct_path_roots.
 HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode *const *roots, uint64_t function,
-                                       uint64_t id, unsigned siblings) {
-  if (siblings == 0) return false;
+                                       uint64_t id, bool fast = true) {
+  if (!fast) return false;
   KsfNode *w = frame->node;
   KsfNode *pick;
   if (!w) {
@@ -107,7 +112,7 @@ HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode
     frame->owner = token;
   } else {
     if (frame->owner != token) return false;
-    pick = w->hint_path == id || siblings == 1 ? w->hint : w->hint2;
+    pick = w->guess[id & 1];
     if (pick->path != id) return false;
   }
   ++pick->count;
@@ -210,16 +215,10 @@ class PathProfiler {
  public:
   // The structure for k >= 2 (options.h has the same choice as PathForest).
   enum class Forest : uint8_t { kSlab, kWindow };
-  // How the runtime sets a window's guesses after looking up its next window (docs/BENCHMARKS.md,
-  // "kpath", has the measurements): kHead = the first two children of succ (lists keep insertion
-  // order: "scan the first few without reordering"); kLast = the two most recent next windows of
-  // this window (LRU, no reordering); kMoveToFront = move the found child to the front of succ's
-  // list, guesses = its first two.
-  enum class Hint : uint8_t { kHead, kLast, kMoveToFront };
   // k = 1: BLPP counters; k >= 2: the k-SF or the kWF (`forest`). `token` (even, nonzero) is what
   // frames owned by this profiler carry while the inline fast path may use them.
   // `root_cache` (kRootCacheSize entries, or null): the thread's root cache, filled here.
-  bool init(uint32_t k, bool trace, Hint hint = Hint::kLast, uint64_t token = 2, KsfNode **root_cache = nullptr,
+  bool init(uint32_t k, bool trace, uint64_t token = 2, KsfNode **root_cache = nullptr,
             Forest forest = Forest::kWindow);
   void destroy();
 
@@ -290,22 +289,10 @@ class PathProfiler {
   KsfNode *child(KsfNode *window, uint64_t function, uint64_t id);
   template <typename Make>
   KsfNode *step_to_child(KsfNode *window, KsfNode *parent, uint64_t id, Make make);
-  KsfNode *make_child(KsfNode *parent, uint32_t parent_depth, uint64_t function, uint64_t id);
-  uint32_t depth(const KsfNode *n) const {
-    uint32_t d = 1;
-    for (n = n->link; n; n = n->link) ++d;
-    return d;
-  }
+  KsfNode *make_child(KsfNode *parent, uint64_t function, uint64_t id);
   // k-SF (Algorithm 4): the next window after `window`, and a child of a node of the given depth.
   KsfNode *slab_child(KsfNode *window, uint64_t function, uint64_t id);
-  KsfNode *make_slab_child(KsfNode *parent, uint32_t parent_depth, uint64_t function, uint64_t id);
-  static uint32_t slab_depth(const KsfNode *n) { return uint32_t(n->top_depth >> 48); }
-  static KsfNode *slab_top(const KsfNode *n) {
-    return reinterpret_cast<KsfNode *>(n->top_depth & ((uint64_t(1) << 48) - 1));
-  }
-  // The guesses of `window` after a lookup found `found` in the list of `parent` (= succ(window)),
-  // `prev` its predecessor there (null: first).
-  void set_guesses(KsfNode *window, KsfNode *parent, KsfNode *found, KsfNode *prev);
+  KsfNode *make_slab_child(KsfNode *parent, uint64_t function, uint64_t id);
   KsfNode *new_root(uint64_t *slot, uint64_t function, uint64_t id);
   KsfNode *new_node(uint64_t id);
   void *allocate_huge_node();
@@ -317,7 +304,6 @@ class PathProfiler {
   uint32_t k_ = 2;
   Forest forest_ = Forest::kWindow;
   bool tracing_ = false;
-  Hint hint_ = Hint::kLast;
   uint64_t token_ = 2;
   KsfNode **root_cache_ = nullptr;
   Arena arena_;

@@ -35,7 +35,6 @@ namespace fmt = hcct::format;
 
 uint32_t g_k = 8;
 bool g_trace = false;
-PathProfiler::Hint g_hint = PathProfiler::Hint::kLast;
 PathProfiler::Forest g_forest = PathProfiler::Forest::kWindow;
 bool g_verbose = false;
 uint64_t g_last_token = 0;  // tokens are even, unique per thread state, never reused
@@ -50,11 +49,6 @@ __attribute__((constructor(102))) HCCT_NOINST void kpath_start() {
   g_trace = o.path_trace;
   g_forest = o.path_forest == PathForest::kSlab ? PathProfiler::Forest::kSlab : PathProfiler::Forest::kWindow;
   g_verbose = o.verbose;
-  // Tuning only (docs/BENCHMARKS.md, "kpath"): head, last (default), mtf.
-  if (const char *h = getenv("HCCT_KPATH_HINT")) {
-    if (h[0] == 'h') g_hint = PathProfiler::Hint::kHead;
-    else if (h[0] == 'm') g_hint = PathProfiler::Hint::kMoveToFront;
-  }
 }
 
 HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
@@ -62,7 +56,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   if (!mem) return nullptr;
   auto *k = new (mem) KpathThreadState{};
   uint64_t token = __atomic_add_fetch(&g_last_token, 2, __ATOMIC_RELAXED);
-  if (!k->profiler.init(g_k, g_trace, g_hint, token, __hcct_path_roots, g_forest)) {
+  if (!k->profiler.init(g_k, g_trace, token, __hcct_path_roots, g_forest)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
     report_memory_exhausted();

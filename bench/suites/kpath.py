@@ -12,8 +12,8 @@ Configurations of one example, interleaved round by round (bench.py):
   kwf k=2,4,8,16      the same binary, the k-window forest (forest=kwf)
   instr-gen           clang -O2 -fprofile-instr-generate (LLVM's own counters)
 Baselines: native, blpp, instr-gen; the targets are "k=8 / blpp <= 1" and "k=16 / instr-gen <= 2".
-With HCCT_BENCH_KPATH_EXTRA=1 also: the other guess policies (HCCT_KPATH_HINT=head|mtf), a build
-without the inline fast path (-kpath-fast-siblings=0: every item calls the runtime) and the late
+With HCCT_BENCH_KPATH_EXTRA=1 also: a build without the inline fast path (-kpath-fast-path=0: every
+item calls the runtime) and the late
 pipeline stage. Binaries are built into BUILD/bench-kpath/ (rebuilt when the source, the plugin or
 the runtime is newer). Config is injected by bench.py.
 """
@@ -67,12 +67,9 @@ def suite_kpath(name, build, small):
     configs.append(Config("instr-gen", [instr, *args],  # noqa: F821
                           env={"LLVM_PROFILE_FILE": os.path.join(out_dir, name + ".profraw")}))
     if os.environ.get("HCCT_BENCH_KPATH_EXTRA") == "1":
-        call, _ = build_variant(build, name, "call", link, {"HCCT_KPATH_FAST_SIBLINGS": "0"})
+        call, _ = build_variant(build, name, "call", link, {"HCCT_KPATH_FAST_PATH": "0"})
         late, _ = build_variant(build, name, "late", link, {"HCCT_KPATH_STAGE": "late"})
         for forest in ("ksf", "kwf"):
-            for hint in ("head", "mtf"):
-                configs.append(Config(f"{forest} k=8 {hint}", [kpath, *args], env={"HCCT_KPATH_HINT": hint},  # noqa: F821
-                                      hcct_options=f"k=8:forest={forest}"))
             configs.append(Config(f"{forest} k=8 no fast path", [call, *args],  # noqa: F821
                                   hcct_options=f"k=8:forest={forest}"))
         configs.append(Config("late blpp", [late, *args], hcct_options="k=1"))  # noqa: F821

@@ -33,13 +33,12 @@ cl::opt<std::string> g_stage("kpath-stage", cl::desc("hcct kpath: instrument 'ea
 cl::opt<uint64_t> g_max_paths("kpath-max-paths",
                               cl::desc("hcct kpath: largest number of acyclic paths per function before edges are cut"),
                               cl::init(uint64_t(1) << 62));
-cl::opt<int> g_fast_siblings("kpath-fast-siblings",
-                             cl::desc("hcct kpath: children the inline fast path scans before calling the runtime (0: no fast path)"),
-                             cl::init(-1));
+cl::opt<int> g_fast_path("kpath-fast-path",
+                         cl::desc("hcct kpath: 1 = the inline fast path (default), 0 = every item calls the runtime"),
+                         cl::init(-1));
 cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each function's path count"), cl::init(false));
 
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
-constexpr unsigned kDefaultFastSiblings = 2;
 
 // -kpath-stage, else HCCT_KPATH_STAGE; an empty optional (with the value in *bad) if it is neither
 // early nor late.
@@ -58,12 +57,12 @@ bool stage_is_late() {
   return stage_setting(&bad).value_or(false);
 }
 
-// -kpath-fast-siblings, else HCCT_KPATH_FAST_SIBLINGS, else the measured default
-// (docs/BENCHMARKS.md, "kpath").
-unsigned fast_siblings() {
-  if (g_fast_siblings >= 0) return unsigned(g_fast_siblings);
-  if (const char *env = std::getenv("HCCT_KPATH_FAST_SIBLINGS")) return unsigned(std::atoi(env));
-  return kDefaultFastSiblings;
+// -kpath-fast-path, else HCCT_KPATH_FAST_PATH, else on. Off exists to measure what the fast path
+// buys (docs/BENCHMARKS.md, "kpath").
+bool fast_path() {
+  if (g_fast_path >= 0) return g_fast_path != 0;
+  if (const char *env = std::getenv("HCCT_KPATH_FAST_PATH")) return std::atoi(env) != 0;
+  return true;
 }
 
 }  // namespace
@@ -94,7 +93,7 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   OsrPointInserter osr(m);
   osr.resolve();
   if (!path_profile_enabled()) return osr.insert() ? PreservedAnalyses::none() : PreservedAnalyses::all();
-  RuntimeApi api = RuntimeApi::declare(m, fast_siblings());
+  RuntimeApi api = RuntimeApi::declare(m, fast_path());
   MetadataBuilder meta(m);
   bool changed = false;
   for (Function &f : m) {

@@ -26,14 +26,14 @@ namespace {
 //     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
 //   }
 //   if (owner != __hcct_path_token) goto slow;
-//   pick = w->hint_path == id ? w->hint : w->hint2;       (siblings = 1: pick = w->hint)
+//   pick = w->guess[id & 1];
 //   if (pick->path != id) goto slow;
 //   hit(pick): ++pick->count; w = pick; return
 //   slow: frame = {w, owner}; __hcct_path_slow(&frame, F, id); w = frame.node; owner = frame.owner
 // Guesses are never null (the runtime's sentinel, path ~0, stands for "none"), so the loads need no
 // tests. Each load is of one aligned word; the increment is one instruction (x86-64: `incq mem`, no
 // lock), so a signal handler on the same thread never sees it half done. Nodes are i64[8] (KsfNode).
-Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, unsigned siblings) {
+Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, bool fast_path) {
   LLVMContext &c = m.getContext();
   Type *i64 = Type::getInt64Ty(c);
   Type *ptr = Type::getInt8PtrTy(c);
@@ -55,12 +55,9 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
   auto word_ptr = [&](IRBuilder<> &at, Value *base, unsigned i) {
     return at.CreateConstInBoundsGEP1_64(i64, base, i);
   };
-  auto load_ptr = [&](IRBuilder<> &at, Value *base, unsigned i, const Twine &name) -> Value * {
-    return at.CreateLoad(i64p, at.CreateBitCast(word_ptr(at, base, i), i64p->getPointerTo()), name);
-  };
   Value *w = b.CreateLoad(i64p, w_slot, "kpath.w");
   Value *owner = b.CreateLoad(i64, owner_slot, "kpath.owner");
-  if (siblings == 0) {
+  if (!fast_path) {
     b.CreateBr(slow_bb);
   } else {
     BasicBlock *first = BasicBlock::Create(c, "first", f, slow_bb);
@@ -73,27 +70,13 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     b.SetInsertPoint(look);
     BasicBlock *hit = BasicBlock::Create(c, "hit", f, slow_bb);
     IRBuilder<> hb(hit);
-    PHINode *found = hb.CreatePHI(i64p, siblings, "kpath.found");
-    // The window's line: its guesses. The label of the one picked is then checked in its own line;
-    // that load is off the loop-carried chain (the branch is predicted), the pick is on it.
-    Value *pick = load_ptr(b, w, 2, "kpath.hint");
-    if (siblings >= 2) {
-      Value *hint_path = b.CreateLoad(i64, word_ptr(b, w, 3), "kpath.hint.path");
-      Value *hint2 = load_ptr(b, w, 4, "kpath.hint2");
-      // Which guess is data-dependent: it must be a cmov between two loaded registers (one load
-      // latency on the loop-carried chain, no misprediction on alternating paths). A plain select
-      // does not stay one on x86-64: the backend folds the load into the cmov and its cmov
-      // converter then turns a cmov with a memory operand into a branch.
-      if (Triple(m.getTargetTriple()).getArch() == Triple::x86_64) {
-        auto *asm_ty = FunctionType::get(i64p, {i64p, i64, i64, i64p}, false);
-        InlineAsm *cmov = InlineAsm::get(asm_ty, "cmpq $2, $3\n\tcmovneq $1, $0", "=r,r,r,r,0,~{flags}", false);
-        pick = b.CreateCall(asm_ty, cmov, {hint2, id, hint_path, pick}, "kpath.pick");
-        cast<CallInst>(pick)->addFnAttr(Attribute::NoUnwind);
-        cast<CallInst>(pick)->addFnAttr(Attribute::ReadNone);
-      } else {
-        pick = b.CreateSelect(b.CreateICmpEQ(hint_path, id), pick, hint2, "kpath.pick");
-      }
-    }
+    PHINode *found = hb.CreatePHI(i64p, 2, "kpath.found");
+    // The guess for id's parity. Its slot depends on the path ID only, computed by the program well
+    // before, so the loop-carried chain from window to window is this one load; the label is then
+    // checked in the picked node's own line, off that chain (the branch is predicted).
+    Value *slot_index = b.CreateAdd(b.CreateAnd(id, ConstantInt::get(i64, 1)), ConstantInt::get(i64, 2), "kpath.guess.slot");
+    Value *guess_ptr = b.CreateBitCast(b.CreateInBoundsGEP(i64, w, slot_index), i64p->getPointerTo());
+    Value *pick = b.CreateLoad(i64p, guess_ptr, "kpath.pick");
     Value *label = b.CreateLoad(i64, pick, "kpath.label");
     b.CreateCondBr(b.CreateICmpEQ(label, id), hit, slow_bb, likely);
     found->addIncoming(pick, look);
@@ -109,7 +92,7 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     fb.CreateCondBr(fb.CreateIsNull(root), slow_bb, root_label, unlikely);
     fb.SetInsertPoint(root_label);
     Value *rl = fb.CreateLoad(i64, root, "kpath.root.path");
-    Value *rf = fb.CreateLoad(i64, word_ptr(fb, root, 6), "kpath.root.function");
+    Value *rf = fb.CreateLoad(i64, word_ptr(fb, root, 5), "kpath.root.function");
     BasicBlock *root_hit = BasicBlock::Create(c, "root.hit", f, hit);
     fb.CreateCondBr(fb.CreateAnd(fb.CreateICmpEQ(rl, id), fb.CreateICmpEQ(rf, fn)), root_hit, slow_bb, likely);
     fb.SetInsertPoint(root_hit);
@@ -149,7 +132,7 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
 
 }  // namespace
 
-RuntimeApi RuntimeApi::declare(Module &m, unsigned siblings) {
+RuntimeApi RuntimeApi::declare(Module &m, bool fast_path) {
   LLVMContext &c = m.getContext();
   Type *void_ty = Type::getVoidTy(c);
   Type *ptr = Type::getInt8PtrTy(c);
@@ -169,7 +152,7 @@ RuntimeApi RuntimeApi::declare(Module &m, unsigned siblings) {
     api.roots = new GlobalVariable(m, ArrayType::get(ptr, kRootCacheSize), false, GlobalValue::ExternalLinkage, nullptr,
                                    "__hcct_path_roots", nullptr, GlobalValue::InitialExecTLSModel);
   }
-  api.step = build_step(m, api.slow, api.token, api.roots, siblings);
+  api.step = build_step(m, api.slow, api.token, api.roots, fast_path);
   return api;
 }
 

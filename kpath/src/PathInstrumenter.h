@@ -25,9 +25,8 @@ struct RuntimeApi {
   llvm::GlobalVariable *token;    // __thread uint64_t __hcct_path_token (initial-exec)
   llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots[kRootCacheSize] (initial-exec)
   llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
-  // `siblings`: how many children of the window's successor node the fast path scans (0: none,
-  // every item calls the runtime).
-  static RuntimeApi declare(llvm::Module &m, unsigned siblings);
+  // `fast_path` false: no inline fast path, every item calls the runtime.
+  static RuntimeApi declare(llvm::Module &m, bool fast_path);
 };
 
 inline constexpr unsigned kFrameWords = 2;  // struct hcct_path_frame: {node, owner}

@@ -5,7 +5,7 @@
 // node for node and count for count, the forest a literal transcription of Algorithm 4 (below)
 // builds; the kWF has one node per distinct n-gram. Every stream is driven the way instrumented
 // code does it: the inline fast path (path_fast_step, the twin of the pass's IR) first, the runtime
-// on a miss — with each guess policy, and with the fast path off.
+// on a miss — and with the fast path off.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -30,7 +30,7 @@ namespace {
 // Drives a PathProfiler with a call stack of activations and records each activation's stream.
 class StreamDriver {
  public:
-  StreamDriver(rt::PathProfiler &p, unsigned siblings, rt::KsfNode **roots) : p_(p), siblings_(siblings), roots_(roots) {}
+  StreamDriver(rt::PathProfiler &p, bool fast_path, rt::KsfNode **roots) : p_(p), fast_path_(fast_path), roots_(roots) {}
   void call(uint64_t function) {
     frames_.push_back(std::make_unique<rt::PathFrame>());
     functions_.push_back(function);
@@ -39,7 +39,7 @@ class StreamDriver {
     rt::PathProfiler::enter(frames_.back().get());
   }
   void emit(uint64_t id) {
-    if (rt::path_fast_step(frames_.back().get(), p_.token(), roots_, functions_.back(), id, siblings_)) ++fast_;
+    if (rt::path_fast_step(frames_.back().get(), p_.token(), roots_, functions_.back(), id, fast_path_)) ++fast_;
     else p_.path(frames_.back().get(), functions_.back(), id);
     streams_[slot_.back()].push_back({functions_.back(), id});
     ++length_;
@@ -56,7 +56,7 @@ class StreamDriver {
 
  private:
   rt::PathProfiler &p_;
-  unsigned siblings_;
+  bool fast_path_;
   rt::KsfNode **roots_;
   uint64_t fast_ = 0;
   std::vector<std::unique_ptr<rt::PathFrame>> frames_;
@@ -142,7 +142,6 @@ Sequences algorithm4(const std::vector<std::vector<PathLabel>> &streams, uint32_
   return forest;
 }
 
-using Hint = rt::PathProfiler::Hint;
 using Forest = rt::PathProfiler::Forest;
 const char *name(Forest f) { return f == Forest::kSlab ? "k-SF" : "kWF"; }
 
@@ -151,13 +150,13 @@ struct Result {
   uint64_t nodes = 0;  // nodes of the forest
 };
 
-Result check(uint32_t k, const std::function<void(StreamDriver &)> &script, Hint hint = Hint::kLast,
-             unsigned siblings = 2, Forest forest = Forest::kWindow) {
-  INFO(name(forest) << ", k = " << k << ", hint " << int(hint) << ", siblings " << siblings);
+Result check(uint32_t k, const std::function<void(StreamDriver &)> &script, bool fast_path = true,
+             Forest forest = Forest::kWindow) {
+  INFO(name(forest) << ", k = " << k << ", fast path " << fast_path);
   rt::PathProfiler p;
   std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
-  REQUIRE(p.init(k, /*trace=*/false, hint, 2, roots.data(), forest));
-  StreamDriver d(p, siblings, roots.data());
+  REQUIRE(p.init(k, /*trace=*/false, 2, roots.data(), forest));
+  StreamDriver d(p, fast_path, roots.data());
   script(d);
   KsfForest f = snapshot(p);
   uint64_t slow = p.slow_paths();
@@ -191,13 +190,10 @@ Result check(uint32_t k, const std::function<void(StreamDriver &)> &script, Hint
   return result;
 }
 
-// Both forests, every guess policy, with the fast path scanning 2, 1 and 0 (off) guesses.
+// Both forests, with the fast path on and off.
 void check_all(uint32_t k, const std::function<void(StreamDriver &)> &script) {
-  for (Forest forest : {Forest::kSlab, Forest::kWindow}) {
-    for (Hint h : {Hint::kLast, Hint::kHead, Hint::kMoveToFront})
-      for (unsigned siblings : {2u, 1u}) check(k, script, h, siblings, forest);
-    check(k, script, Hint::kLast, 0, forest);
-  }
+  for (Forest forest : {Forest::kSlab, Forest::kWindow})
+    for (bool fast_path : {true, false}) check(k, script, fast_path, forest);
 }
 
 }  // namespace
@@ -236,7 +232,6 @@ TEST_CASE("k-SF and kWF: random streams with nested and recursive activations, k
     for (uint64_t seed = 0; seed < 24; ++seed) {
       std::mt19937_64 rng(seed * 1000 + k);
       uint32_t alphabet = 1 + uint32_t(rng() % 6);
-      Hint hint = seed % 3 == 0 ? Hint::kLast : seed % 3 == 1 ? Hint::kHead : Hint::kMoveToFront;
       check(
           k,
           [&](StreamDriver &d) {
@@ -248,7 +243,7 @@ TEST_CASE("k-SF and kWF: random streams with nested and recursive activations, k
               else d.emit(rng() % alphabet);
             }
           },
-          hint, seed % 4 == 3 ? 1 : 2, seed < 12 ? Forest::kWindow : Forest::kSlab);
+          seed % 4 != 3, seed < 12 ? Forest::kWindow : Forest::kSlab);
     }
 }
 
@@ -256,14 +251,14 @@ TEST_CASE("k-SF and kWF: a frame of another owner (another thread's, or a corout
   for (Forest forest : {Forest::kSlab, Forest::kWindow}) {
     INFO(name(forest));
     rt::PathProfiler p;
-    REQUIRE(p.init(4, false, Hint::kLast, /*token=*/8, nullptr, forest));
+    REQUIRE(p.init(4, false, /*token=*/8, nullptr, forest));
     rt::PathFrame stale{reinterpret_cast<rt::KsfNode *>(0x1234), 6};  // never dereferenced
     std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
-    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 2));  // not this thread's
+    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1));  // not this thread's
     p.path(&stale, 9, 1);
     CHECK(stale.owner == 8);
     CHECK(p.enters() == 1);
-    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 2));  // a new window: no guess yet
+    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1));  // a new window: no guess yet
     p.path(&stale, 9, 1);
     KsfForest f = snapshot(p);
     p.destroy();
@@ -278,15 +273,15 @@ TEST_CASE("k-SF and kWF: the fast path takes repeated patterns once learnt") {
   for (Forest forest : {Forest::kSlab, Forest::kWindow})
     for (uint32_t k : {2u, 3u, 8u, 16u}) {
       INFO(name(forest) << " k = " << k);
-      // A loop alternating two paths, and period 3 (two guesses, kLast: the most recent two). A
-      // miss is a node reached for the first time, or left for the first time (its guesses are
-      // not set yet): at most two per node, and the nodes are few (kWF: distinct n-grams; k-SF:
-      // chunk-aligned windows, one cycle of lcm(period, k − 1) items).
+      // A loop alternating two paths, and period 3. A miss is a node reached for the first time,
+      // or left for the first time (its guess is not set yet): at most two per node, and the
+      // nodes are few (kWF: distinct n-grams; k-SF: chunk-aligned windows, one cycle of
+      // lcm(period, k − 1) items).
       for (int period : {2, 3}) {
         Result r = check(k, [&](StreamDriver &d) {
           d.call(5);
           for (int i = 0; i < 3000; ++i) d.emit(i % period);
-        }, Hint::kLast, 2, forest);
+        }, true, forest);
         CHECK(r.fast >= 3000 - 2 * r.nodes - 2);
         CHECK(r.nodes <= (forest == Forest::kWindow ? uint64_t(period) * k : uint64_t(2) * period * (2 * k - 2)));
       }
@@ -297,8 +292,27 @@ TEST_CASE("k-SF and kWF: the fast path takes repeated patterns once learnt") {
           d.emit(i % 2);
           d.ret();
         }
-      }, Hint::kLast, 2, forest);
+      }, true, forest);
       CHECK(r.fast >= 500 - 6);
+      // Random paths 4 and 7: every window has at most these two next items, of either parity, so
+      // once a window has seen both, both are its guesses — misses are bounded by the nodes, not
+      // by the stream. Paths 4 and 6 share a slot: each change of successor is a miss.
+      std::mt19937 rng(k);
+      std::vector<uint64_t> mixed(4000), same(4000);
+      for (size_t i = 0; i < mixed.size(); ++i) {
+        bool b = rng() % 2;
+        mixed[i] = b ? 7 : 4;
+        same[i] = b ? 6 : 4;
+      }
+      auto run = [&](const std::vector<uint64_t> &ids) {
+        return check(k, [&](StreamDriver &d) {
+          d.call(5);
+          for (uint64_t id : ids) d.emit(id);
+        }, true, forest);
+      };
+      Result split = run(mixed), shared = run(same);
+      CHECK(int64_t(split.fast) >= int64_t(mixed.size()) - 2 * int64_t(split.nodes) - 1);
+      if (split.nodes < 400) CHECK(shared.fast < split.fast);
     }
 }
 
@@ -306,8 +320,8 @@ TEST_CASE("k-SF and kWF: nodes on a random binary stream (kWF = distinct n-grams
   for (Forest forest : {Forest::kSlab, Forest::kWindow}) {
     rt::PathProfiler p;
     std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
-    REQUIRE(p.init(16, false, Hint::kLast, 2, roots.data(), forest));
-    StreamDriver d(p, 2, roots.data());
+    REQUIRE(p.init(16, false, 2, roots.data(), forest));
+    StreamDriver d(p, true, roots.data());
     d.call(1);
     std::mt19937 rng(3);
     for (int i = 0; i < 5000; ++i) d.emit(rng() % 2);
