@@ -79,7 +79,7 @@ extern KsfNode g_path_end;
 
 // struct hcct_path_frame of the ABI: one activation's window, as handed to the runtime. The
 // instrumented code keeps both words in registers and stores them only around a slow call.
-// The per-thread root cache (__hcct_path_roots in the ABI): a direct-mapped table of roots, so that
+// The per-thread root cache (__hcct_path_roots_v2 in the ABI): a direct-mapped table of roots, so that
 // an activation's first item needs no call either. A root r sits at root_slot(F, r->path); an
 // entry is used only if both its path and root_function match.
 inline constexpr unsigned kRootCacheBits = 8;
@@ -100,7 +100,7 @@ static_assert(sizeof(PathFrame) == 16, "the pass allocates 16 bytes");
 // if its label is `id`, gets the count and becomes the window. No reordering, no allocation, one
 // well-predicted branch. False if the runtime must be called: no fast path (`fast` false, the
 // pass's -kpath-fast-path=0), another owner, no such root cached, or a wrong guess. `token` and
-// `roots` are the calling thread's __hcct_path_token and __hcct_path_roots.
+// `roots` are the calling thread's __hcct_path_token and __hcct_path_roots_v2.
 HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode *const *roots, uint64_t function,
                                        uint64_t id, bool fast = true) {
   if (!fast) return false;

@@ -19,8 +19,8 @@ using namespace hcct::rt;
 extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread uint64_t __hcct_path_token;
 __thread uint64_t __hcct_path_token = 0;
 // The thread's root cache (kpath_forest.h): all null until its profiler exists, cleared with it.
-extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread KsfNode *__hcct_path_roots[kRootCacheSize];
-__thread KsfNode *__hcct_path_roots[kRootCacheSize];
+extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread KsfNode *__hcct_path_roots_v2[kRootCacheSize];
+__thread KsfNode *__hcct_path_roots_v2[kRootCacheSize];
 
 
 namespace hcct::rt {
@@ -56,7 +56,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   if (!mem) return nullptr;
   auto *k = new (mem) KpathThreadState{};
   uint64_t token = __atomic_add_fetch(&g_last_token, 2, __ATOMIC_RELAXED);
-  if (!k->profiler.init(g_k, g_trace, token, __hcct_path_roots, g_forest)) {
+  if (!k->profiler.init(g_k, g_trace, token, __hcct_path_roots_v2, g_forest)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
     report_memory_exhausted();
@@ -208,7 +208,7 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
   // memory about to be unmapped. (After this, new items reach the runtime and are ignored.)
   if (__hcct_path_token == k->profiler.token()) {
     __hcct_path_token = 0;
-    for (KsfNode *&r : __hcct_path_roots) r = nullptr;
+    for (KsfNode *&r : __hcct_path_roots_v2) r = nullptr;
   }
   k->profiler.destroy();
   unmap_pages(k, sizeof(KpathThreadState));

@@ -22,7 +22,7 @@ namespace {
 // The inline fast path (libhcct/kpath_forest.h, path_fast_step, is its C++ twin). The window `w`
 // and the frame's `owner` live in the caller's registers (allocas promoted after inlining):
 //   if (!w) {                                             (the activation's first item)
-//     r = __hcct_path_roots[((F ^ id * 0x9e3779b97f4a7c15) * 0xd6e8feb86659fd93) >> 56];
+//     r = __hcct_path_roots_v2[((F ^ id * 0x9e3779b97f4a7c15) * 0xd6e8feb86659fd93) >> 56];
 //     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
 //   }
 //   if (owner != __hcct_path_token) goto slow;
@@ -147,10 +147,10 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path) {
     api.token = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, "__hcct_path_token", nullptr,
                                    GlobalValue::InitialExecTLSModel);
   }
-  api.roots = m.getGlobalVariable("__hcct_path_roots");
+  api.roots = m.getGlobalVariable("__hcct_path_roots_v2");
   if (!api.roots) {
     api.roots = new GlobalVariable(m, ArrayType::get(ptr, kRootCacheSize), false, GlobalValue::ExternalLinkage, nullptr,
-                                   "__hcct_path_roots", nullptr, GlobalValue::InitialExecTLSModel);
+                                   "__hcct_path_roots_v2", nullptr, GlobalValue::InitialExecTLSModel);
   }
   api.step = build_step(m, api.slow, api.token, api.roots, fast_path);
   return api;

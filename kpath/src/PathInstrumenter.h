@@ -23,14 +23,14 @@ namespace hcct::kpath {
 struct RuntimeApi {
   llvm::FunctionCallee slow;      // void __hcct_path_slow(void *frame, uint64_t function_id, uint64_t path_id)
   llvm::GlobalVariable *token;    // __thread uint64_t __hcct_path_token (initial-exec)
-  llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots[kRootCacheSize] (initial-exec)
+  llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v2[kRootCacheSize] (initial-exec)
   llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
   // `fast_path` false: no inline fast path, every item calls the runtime.
   static RuntimeApi declare(llvm::Module &m, bool fast_path);
 };
 
 inline constexpr unsigned kFrameWords = 2;  // struct hcct_path_frame: {node, owner}
-inline constexpr unsigned kRootCacheBits = 8;  // __hcct_path_roots: 256 entries (libhcct/kpath_forest.h)
+inline constexpr unsigned kRootCacheBits = 8;  // __hcct_path_roots_v2: 256 entries (libhcct/kpath_forest.h)
 inline constexpr uint64_t kRootCacheSize = uint64_t(1) << kRootCacheBits;
 
 // What runs when control crosses one CFG edge.

@@ -35,7 +35,7 @@ void maybe_throw(int32_t v) {
 void die() { throw 2; }
 // struct hcct_path_frame: {node, owner}.
 __thread uint64_t __hcct_path_token = 0;
-__thread void *__hcct_path_roots[256];  // never filled: every first item calls too
+__thread void *__hcct_path_roots_v2[256];  // never filled: every first item calls too
 void __hcct_path_slow(uint64_t *frame, uint64_t function, uint64_t id) {
   if (frame[0] != 0) std::abort();  // the window is only ever what the runtime stored
   if (frame[1] == 0) std::printf("* %" PRIu64 "\n", function);
