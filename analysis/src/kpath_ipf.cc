@@ -5,17 +5,38 @@
 namespace hcct::analysis {
 
 uint32_t Ipf::child(uint32_t parent, PathLabel label) {
-  auto [it, inserted] = index_.try_emplace({parent, label}, uint32_t(nodes_.size()));
-  if (!inserted) return it->second;
+  // Most nodes have a few children, and the parent was just reached: scanning them is cheaper
+  // than a probe into the index, which serves roots and wide nodes.
+  if (parent != kNoParent && nodes_[parent].children.size() <= kScanChildren)
+    for (uint32_t c : nodes_[parent].children)
+      if (nodes_[c].label == label) return c;
+  if ((nodes_.size() + 1) * 2 > index_.size()) grow_index();
+  size_t mask = index_.size() - 1;
+  size_t i = hash(parent, label) & mask;
+  for (; index_[i].node != kEmpty; i = (i + 1) & mask)
+    if (index_[i].parent == parent && index_[i].label == label) return index_[i].node;
   IpfNode n;
   n.label = label;
   n.parent = parent;
   n.depth = parent == kNoParent ? 1 : nodes_[parent].depth + 1;
   nodes_.push_back(n);
   uint32_t id = uint32_t(nodes_.size() - 1);
+  index_[i] = {label, parent, id};
   if (parent == kNoParent) roots_.push_back(id);
   else nodes_[parent].children.push_back(id);
   return id;
+}
+
+void Ipf::grow_index() {
+  std::vector<Slot> bigger(index_.empty() ? 64 : index_.size() * 2);
+  size_t mask = bigger.size() - 1;
+  for (const Slot &s : index_) {
+    if (s.node == kEmpty) continue;
+    size_t i = hash(s.parent, s.label) & mask;
+    while (bigger[i].node != kEmpty) i = (i + 1) & mask;
+    bigger[i] = s;
+  }
+  index_.swap(bigger);
 }
 
 std::map<std::vector<PathLabel>, uint64_t> Ipf::sequences() const {
@@ -59,28 +80,31 @@ Ipf Ipf::without_zero_counts() const {
 
 // Algorithm 5 groups the k-SF nodes by label and joins the subtree below each (Algorithm 6); the
 // grouping only fixes an order, and any order gives the same forest, so nodes are taken in file
-// order. Each join is an explicit-stack walk to depth k.
+// order. The file is in preorder (the reader checks it), so the subtree of ρ is the index range
+// [ρ, end(ρ)) and the join is a forward scan of it: a node at relative depth d joins below the
+// IPF node of the last node seen at depth d − 1, its parent; subtrees at depth k are skipped whole.
 Ipf make_k_ipf(const KsfForest &forest, uint32_t k) {
   const auto &nodes = forest.nodes;
-  std::vector<std::vector<uint32_t>> children(nodes.size());
-  for (uint32_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].parent != kNoParent) children[nodes[i].parent].push_back(i);
+  const uint32_t n = uint32_t(nodes.size());
+  std::vector<uint32_t> depth(n), end(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    depth[i] = nodes[i].parent == kNoParent ? 0 : depth[nodes[i].parent] + 1;
+    end[i] = i + 1;
+  }
+  for (uint32_t i = n; i-- > 0;)
+    if (nodes[i].parent != kNoParent) end[nodes[i].parent] = std::max(end[nodes[i].parent], end[i]);
   Ipf ipf;
-  struct Item {
-    uint32_t ksf;
-    uint32_t ipf_parent;
-    uint32_t depth_left;
-  };
-  std::vector<Item> stack;
-  for (uint32_t rho = 0; rho < nodes.size(); ++rho) {
-    stack.push_back({rho, kNoParent, k});
-    while (!stack.empty()) {
-      Item it = stack.back();
-      stack.pop_back();
-      uint32_t delta = ipf.child(it.ipf_parent, nodes[it.ksf].label);
-      ipf.add(delta, nodes[it.ksf].count);
-      if (it.depth_left > 1)
-        for (uint32_t sigma : children[it.ksf]) stack.push_back({sigma, delta, it.depth_left - 1});
+  std::vector<uint32_t> joined(k);  // the IPF node of the last k-SF node seen at each relative depth
+  for (uint32_t rho = 0; rho < n; ++rho) {
+    for (uint32_t sigma = rho; sigma < end[rho];) {
+      uint32_t d = depth[sigma] - depth[rho];
+      if (d >= k) {
+        sigma = end[sigma];
+        continue;
+      }
+      joined[d] = ipf.child(d == 0 ? kNoParent : joined[d - 1], nodes[sigma].label);
+      ipf.add(joined[d], nodes[sigma].count);
+      ++sigma;
     }
   }
   return ipf;

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <span>
 #include <vector>
 
@@ -37,15 +36,27 @@ class Ipf {
   Ipf without_zero_counts() const;
 
  private:
-  struct KeyHash {
-    size_t operator()(const std::pair<uint32_t, PathLabel> &k) const {
-      uint64_t h = k.first * 0x9e3779b97f4a7c15ull ^ k.second.function ^ (k.second.path * 0xff51afd7ed558ccdull);
-      return size_t(h ^ (h >> 29));
-    }
+  // (parent, label) → node: open addressing with linear probing, at most half full. Building a
+  // k-IPF is one lookup per joined k-SF node (a hundred million for collatz's k = 16 k-SF), so the
+  // index is flat rather than a node-based map, and nodes with few children are scanned instead.
+  struct Slot {
+    PathLabel label;
+    uint32_t parent = 0;
+    uint32_t node = kEmpty;
   };
+  static constexpr uint32_t kEmpty = ~uint32_t(0);
+  static constexpr size_t kScanChildren = 8;
+  static size_t hash(uint32_t parent, PathLabel label) {
+    uint64_t h = parent * 0x9e3779b97f4a7c15ull ^ label.function ^ (label.path * 0xff51afd7ed558ccdull);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return size_t(h ^ (h >> 32));
+  }
+  void grow_index();
+
   std::vector<IpfNode> nodes_;
   std::vector<uint32_t> roots_;
-  std::unordered_map<std::pair<uint32_t, PathLabel>, uint32_t, KeyHash> index_;
+  std::vector<Slot> index_;  // size a power of two, or empty
 };
 
 // Algorithms 5–6: joins every subtree of depth < k hanging from each k-SF node. For a BLPP forest
