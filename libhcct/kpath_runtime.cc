@@ -33,30 +33,16 @@ namespace {
 
 namespace fmt = hcct::format;
 
-uint32_t g_k = 8;
-bool g_trace = false;
-PathProfiler::Forest g_forest = PathProfiler::Forest::kWindow;
-bool g_verbose = false;
 uint64_t g_last_token = 0;  // tokens are even, unique per thread state, never reused
-
-// The options the runtime parsed (runtime.cc) are its own; the same string is parsed again here.
-// An invalid string has already kept the gate closed, so no event ever reaches this file.
-__attribute__((constructor(102))) HCCT_NOINST void kpath_start() {
-  Options o;
-  char error[256];
-  if (!parse_options(getenv("HCCT_OPTIONS"), &o, error, sizeof error)) return;
-  g_k = o.path_k;
-  g_trace = o.path_trace;
-  g_forest = o.path_forest == PathForest::kSlab ? PathProfiler::Forest::kSlab : PathProfiler::Forest::kWindow;
-  g_verbose = o.verbose;
-}
 
 HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   void *mem = map_pages(sizeof(KpathThreadState));
   if (!mem) return nullptr;
   auto *k = new (mem) KpathThreadState{};
   uint64_t token = __atomic_add_fetch(&g_last_token, 2, __ATOMIC_RELAXED);
-  if (!k->profiler.init(g_k, g_trace, token, __hcct_path_roots_v2, g_forest)) {
+  const Options &o = runtime_options();
+  auto forest = o.path_forest == PathForest::kSlab ? PathProfiler::Forest::kSlab : PathProfiler::Forest::kWindow;
+  if (!k->profiler.init(o.path_k, o.path_trace, token, __hcct_path_roots_v2, forest)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
     report_memory_exhausted();
@@ -177,7 +163,7 @@ HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t 
 HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) {
   KpathThreadState *k = thread.kpath;
   if (!k) return true;
-  if (g_verbose) {
+  if (runtime_options().verbose) {
     char msg[256];
     const PathProfiler &p = k->profiler;
     int n = snprintf(msg, sizeof msg,

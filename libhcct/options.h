@@ -45,6 +45,10 @@ struct Options {
 // at most `error_size` bytes) and returns false; `out` is then unspecified.
 bool parse_options(const char *text, Options *out, char *error, size_t error_size);
 
+// The options this process runs with, parsed once from HCCT_OPTIONS by the runtime's constructor
+// (runtime.cc). Read only after it ran, i.e. from events: with invalid options none arrive.
+const Options &runtime_options();
+
 const char *mode_name(Mode m);
 const char *burst_sync_name(BurstSync s);
 

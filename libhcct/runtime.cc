@@ -128,6 +128,8 @@ HCCT_NOINST ThreadState *attach_thread() {
   return s;
 }
 
+HCCT_NOINST const Options &runtime_options() { return g_options; }
+
 }  // namespace hcct::rt
 
 namespace {
