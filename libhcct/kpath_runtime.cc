@@ -167,12 +167,12 @@ HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) 
     char msg[256];
     const PathProfiler &p = k->profiler;
     int n = snprintf(msg, sizeof msg,
-                     "hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu bytes=%zu lost=%llu\n",
+                     "hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu bytes=%zu lost=%llu scans=%llu lookups=%llu\n",
                      thread.tid, p.k(),
                      p.k() == 1 ? "blpp" : p.forest() == PathProfiler::Forest::kSlab ? "ksf" : "kwf",
                      (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
                      (unsigned long long)p.enters(), (unsigned long long)p.nodes(), p.bytes(),
-                     (unsigned long long)p.lost());
+                     (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups());
     if (n > 0) (void)!write(2, msg, size_t(n) < sizeof msg ? size_t(n) : sizeof msg - 1);
   }
   file.begin_section(fmt::kTagPaths);
