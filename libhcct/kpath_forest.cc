@@ -202,7 +202,7 @@ HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uin
 
 // The scan both forests share: the child `id` of `parent`, else the one `make` creates (in front);
 // then it becomes the window's guess for id's parity. Lists keep insertion order: a scan happens
-// only on a wrong guess, and the guess then holds the child found.
+// only when both guesses are wrong, and a guess then holds the child found.
 template <typename Make>
 HCCT_NOINST KsfNode *PathProfiler::step_to_child(KsfNode *window, KsfNode *parent, uint64_t id, Make make) {
   KsfNode *found = nullptr;
@@ -214,8 +214,18 @@ HCCT_NOINST KsfNode *PathProfiler::step_to_child(KsfNode *window, KsfNode *paren
     }
   }
   if (!found) found = make();
-  if (found) window->guess[id & 1] = found;
+  if (found) set_guess(window, found, id);
   return found;
+}
+
+// Two hot next windows of one parity then both stay inline: the fast path tries the slot of the
+// item's parity first and the other second.
+HCCT_NOINST void PathProfiler::set_guess(KsfNode *window, KsfNode *found, uint64_t id) {
+  unsigned slot = guess_slot(id);
+  KsfNode *&home = window->guess[slot], *&spare = window->guess[slot ^ 1];
+  if (home == found) return;
+  if (home != kEnd && guess_slot(home->path) == slot && (spare == kEnd || guess_slot(spare->path) == slot)) spare = home;
+  home = found;
 }
 
 // Finds or creates the child `id` of `parent` (null = the roots). A new node gets its link first

@@ -55,8 +55,9 @@ namespace hcct::rt {
 struct KsfNode {
   uint64_t path;  // kEndPath in the sentinel only
   uint64_t count;
-  // guess[b]: the child of succ(this) whose label has low bit b that the runtime last looked up
-  // from this window, or kEnd.
+  // Children of succ(this), or kEnd. guess[b] is the child with label parity b that the runtime
+  // last looked up from this window; a slot whose own parity has no child yet may instead keep the
+  // one a newer child of the other parity displaced (PathProfiler::set_guess).
   KsfNode *guess[2];
   KsfNode *first_child;  // kEnd if none
   union {
@@ -74,6 +75,10 @@ static_assert(sizeof(KsfNode) == 64, "the pass emits these offsets");
 // The end of every child list and the guess "none": matches no path ID (IDs are below 2^62), its
 // own next sibling and guesses, never written.
 inline constexpr uint64_t kEndPath = ~uint64_t(0);
+
+// Which of a window's two guess slots a path ID prefers: its low bit, so two IDs whose difference is
+// odd never share one (docs/KPATH.md, "Guesses"). ABI: the pass emits the same function.
+HCCT_NOINST inline unsigned guess_slot(uint64_t id) { return unsigned(id & 1); }
 extern KsfNode g_path_end;
 #define kEnd (&::hcct::rt::g_path_end)
 
@@ -97,7 +102,7 @@ static_assert(sizeof(PathFrame) == 16, "the pass allocates 16 bytes");
 // The inline fast path as the pass emits it (C++ twin, for tests and documentation). An
 // activation's first item: the root cache entry for (function, id), if it is that root, gets the
 // count and becomes the window (owner = token). Later items: the window's guess for id's parity,
-// if its label is `id`, gets the count and becomes the window. No reordering, no allocation, one
+// or else its other guess, if its label is `id`, gets the count and becomes the window. No reordering, no allocation, one
 // well-predicted branch. False if the runtime must be called: no fast path (`fast` false, the
 // pass's -kpath-fast-path=0), another owner, no such root cached, or a wrong guess. `token` and
 // `roots` are the calling thread's __hcct_path_token and __hcct_path_roots_v2.
@@ -112,7 +117,8 @@ HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode
     frame->owner = token;
   } else {
     if (frame->owner != token) return false;
-    pick = w->guess[id & 1];
+    pick = w->guess[guess_slot(id)];
+    if (pick->path != id) pick = w->guess[guess_slot(id) ^ 1];
     if (pick->path != id) return false;
   }
   ++pick->count;
@@ -290,6 +296,9 @@ class PathProfiler {
   template <typename Make>
   KsfNode *step_to_child(KsfNode *window, KsfNode *parent, uint64_t id, Make make);
   KsfNode *make_child(KsfNode *parent, uint64_t function, uint64_t id);
+  // After a lookup from `window` found `found` (label `id`): it takes the slot of its parity, and the
+  // child it displaces moves to the other slot if that one holds nothing of its own parity.
+  static void set_guess(KsfNode *window, KsfNode *found, uint64_t id);
   // k-SF (Algorithm 4): the next window after `window`, and a child of a node of the given depth.
   KsfNode *slab_child(KsfNode *window, uint64_t function, uint64_t id);
   KsfNode *make_slab_child(KsfNode *parent, uint64_t function, uint64_t id);

@@ -29,6 +29,9 @@ INPUTS = {
     "masked_conv": ("masked_conv.c", ["1200", "1600", "6"], ["300", "400", "1"]),
     "collatz": ("collatz.c", ["1500000"], ["60000"]),
     "lexer": ("lexer.c", ["8000000", "4"], ["400000", "1"]),
+    # not one of the targets' loop-intensive examples: the fast path's adversarial case (its two hot
+    # paths share a guess slot; docs/KPATH.md, "Guesses")
+    "diamonds": ("diamonds.c", ["50000000"], ["2000000"]),
 }
 
 

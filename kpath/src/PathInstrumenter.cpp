@@ -27,7 +27,7 @@ namespace {
 //   }
 //   if (owner != __hcct_path_token) goto slow;
 //   pick = w->guess[id & 1];
-//   if (pick->path != id) goto slow;
+//   if (pick->path != id) { pick = w->guess[(id & 1) ^ 1]; if (pick->path != id) goto slow; }
 //   hit(pick): ++pick->count; w = pick; return
 //   slow: frame = {w, owner}; __hcct_path_slow(&frame, F, id); w = frame.node; owner = frame.owner
 // Guesses are never null (the runtime's sentinel, path ~0, stands for "none"), so the loads need no
@@ -70,16 +70,25 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     b.SetInsertPoint(look);
     BasicBlock *hit = BasicBlock::Create(c, "hit", f, slow_bb);
     IRBuilder<> hb(hit);
-    PHINode *found = hb.CreatePHI(i64p, 2, "kpath.found");
+    PHINode *found = hb.CreatePHI(i64p, 3, "kpath.found");
     // The guess for id's parity. Its slot depends on the path ID only, computed by the program well
     // before, so the loop-carried chain from window to window is this one load; the label is then
     // checked in the picked node's own line, off that chain (the branch is predicted).
-    Value *slot_index = b.CreateAdd(b.CreateAnd(id, ConstantInt::get(i64, 1)), ConstantInt::get(i64, 2), "kpath.guess.slot");
-    Value *guess_ptr = b.CreateBitCast(b.CreateInBoundsGEP(i64, w, slot_index), i64p->getPointerTo());
-    Value *pick = b.CreateLoad(i64p, guess_ptr, "kpath.pick");
-    Value *label = b.CreateLoad(i64, pick, "kpath.label");
-    b.CreateCondBr(b.CreateICmpEQ(label, id), hit, slow_bb, likely);
+    Value *parity = b.CreateAnd(id, ConstantInt::get(i64, 1), "kpath.guess.slot");
+    auto guess = [&](IRBuilder<> &at, Value *slot, const Twine &name) {
+      Value *index = at.CreateAdd(slot, ConstantInt::get(i64, 2));
+      return at.CreateLoad(i64p, at.CreateBitCast(at.CreateInBoundsGEP(i64, w, index), i64p->getPointerTo()), name);
+    };
+    Value *pick = guess(b, parity, "kpath.pick");
+    BasicBlock *second = BasicBlock::Create(c, "second", f, slow_bb);
+    b.CreateCondBr(b.CreateICmpEQ(b.CreateLoad(i64, pick, "kpath.label"), id), hit, second, likely);
     found->addIncoming(pick, look);
+    // Second chance, off the hot path: the other slot, where the runtime keeps a child displaced by
+    // one of the same parity, so that two hot next windows of one parity still avoid the call.
+    IRBuilder<> sb2(second);
+    Value *other = guess(sb2, sb2.CreateXor(parity, ConstantInt::get(i64, 1)), "kpath.other");
+    sb2.CreateCondBr(sb2.CreateICmpEQ(sb2.CreateLoad(i64, other, "kpath.other.label"), id), hit, slow_bb);
+    found->addIncoming(other, second);
 
     // The activation's first item: the root cache entry for (F, id), if it is that root.
     IRBuilder<> fb(first);

@@ -17,6 +17,7 @@
 
 #include "support/command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -153,6 +154,34 @@ TEST_CASE("e2e: with the inline fast path, k-IPF equals n-gram counting of a tra
       INFO(first_differences(got, want));
       CHECK(got == want);
     }
+  }
+}
+
+TEST_CASE("e2e: two hot loop paths of one label parity both stay on the inline fast path") {
+  // examples/kpath/diamonds.c: two branches in a loop, only the first varies, so the two hot paths
+  // differ by the second one's path count, 2: one parity, one guess slot. The inline second chance
+  // (the other slot, where the runtime keeps the displaced one) must take both without the runtime.
+  fs::path exe = build({"diamonds.c", "200000"}, "-O2", "fast");
+  Recorded traced = record_all(exe, "200000", "k=2:path_trace=1");
+  auto streams = traced_streams(traced);
+  // The premise: the two loop paths that occur most share their low bit.
+  std::map<uint64_t, uint64_t> by_path;
+  for (const auto &s : streams)
+    for (const auto &l : s) ++by_path[l.path];
+  std::vector<std::pair<uint64_t, uint64_t>> hot;
+  for (auto [path, n] : by_path) hot.push_back({n, path});
+  std::sort(hot.rbegin(), hot.rend());
+  REQUIRE(hot.size() >= 2);
+  REQUIRE(hot[1].first * 4 > hot[0].first);
+  REQUIRE((hot[0].second & 1) == (hot[1].second & 1));
+  for (const ForestChoice &forest : kForests) {
+    INFO(forest.option);
+    Recorded fast = record_all(exe, "200000", std::string("k=4:forest=") + forest.option);
+    CHECK(fast.paths == traced.paths);
+    CHECK(fast.slow * 100 < fast.paths);  // counts, not times
+    auto got = forest_sequences(fast, 4), want = an::count_ngrams(streams, 4).sequences();
+    INFO(first_differences(got, want));
+    CHECK(got == want);
   }
 }
 
