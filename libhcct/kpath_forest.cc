@@ -197,7 +197,7 @@ HCCT_NOINST KsfNode *PathProfiler::new_root(uint64_t *slot, uint64_t function, u
 HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uint64_t id) {
   ++lookups_;
   KsfNode *parent = window->depth + 1 < k_ ? window : window->link;
-  return step_to_child(window, parent, id, [&] { return make_child(parent, function, id); });
+  return step_to_child(window, parent, id, [&] { return make_child(parent, function, id, /*scanned=*/true); });
 }
 
 // The scan both forests share: the child `id` of `parent`, else the one `make` creates (in front);
@@ -228,12 +228,14 @@ HCCT_NOINST void PathProfiler::set_guess(KsfNode *window, KsfNode *found, uint64
   home = found;
 }
 
-// Finds or creates the child `id` of `parent` (null = the roots). A new node gets its link first
-// (the child `id` of link(parent), found or created the same way), so every node's link exists.
-HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint64_t function, uint64_t id) {
+// Finds or creates the child `id` of `parent` (null = the roots; `scanned`: the caller just looked
+// for it in the list). A new node gets its link first (the child `id` of link(parent), found or
+// created the same way), so every node's link exists.
+HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned) {
   if (!parent) return root(function, id);
-  for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
-    if (n->path == id) return n;
+  if (!scanned)
+    for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
+      if (n->path == id) return n;
   KsfNode *link = make_child(parent->link, function, id);
   if (!link) return nullptr;
   KsfNode *n = new_node(id);
@@ -257,15 +259,16 @@ HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint64_t function
 HCCT_NOINST KsfNode *PathProfiler::slab_child(KsfNode *window, uint64_t function, uint64_t id) {
   ++lookups_;
   KsfNode *parent = window->depth == 2 * k_ - 3 ? window->top : window;
-  return step_to_child(window, parent, id, [&] { return make_slab_child(parent, function, id); });
+  return step_to_child(window, parent, id, [&] { return make_slab_child(parent, function, id, /*scanned=*/true); });
 }
 
-// Finds or creates the child `id` of `parent`. A new node of the lower slab gets its τ first: the
-// root `id` at depth k − 1 (Algorithm 4, lines 8–11), else the child `id` of top(parent) (lines
-// 13–17), found or created the same way.
-HCCT_NOINST KsfNode *PathProfiler::make_slab_child(KsfNode *parent, uint64_t function, uint64_t id) {
-  for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
-    if (n->path == id) return n;
+// Finds or creates the child `id` of `parent` (`scanned` as for make_child). A new node of the
+// lower slab gets its τ first: the root `id` at depth k − 1 (Algorithm 4, lines 8–11), else the
+// child `id` of top(parent) (lines 13–17), found or created the same way.
+HCCT_NOINST KsfNode *PathProfiler::make_slab_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned) {
+  if (!scanned)
+    for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
+      if (n->path == id) return n;
   uint64_t depth = parent->depth + 1;
   KsfNode *top = nullptr;
   if (depth == k_ - 1) top = root(function, id);

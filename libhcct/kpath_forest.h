@@ -102,9 +102,10 @@ static_assert(sizeof(PathFrame) == 16, "the pass allocates 16 bytes");
 // The inline fast path as the pass emits it (C++ twin, for tests and documentation). An
 // activation's first item: the root cache entry for (function, id), if it is that root, gets the
 // count and becomes the window (owner = token). Later items: the window's guess for id's parity,
-// or else its other guess, if its label is `id`, gets the count and becomes the window. No reordering, no allocation, one
-// well-predicted branch. False if the runtime must be called: no fast path (`fast` false, the
-// pass's -kpath-fast-path=0), another owner, no such root cached, or a wrong guess. `token` and
+// or else its other guess, if its label is `id`, gets the count and becomes the window. No
+// reordering, no allocation; the first check is the well-predicted branch, the second is out of
+// line. False if the runtime must be called: no fast path (`fast` false, the pass's
+// -kpath-fast-path=0), another owner, no such root cached, or neither guess is `id`. `token` and
 // `roots` are the calling thread's __hcct_path_token and __hcct_path_roots_v2.
 HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode *const *roots, uint64_t function,
                                        uint64_t id, bool fast = true) {
@@ -295,13 +296,13 @@ class PathProfiler {
   KsfNode *child(KsfNode *window, uint64_t function, uint64_t id);
   template <typename Make>
   KsfNode *step_to_child(KsfNode *window, KsfNode *parent, uint64_t id, Make make);
-  KsfNode *make_child(KsfNode *parent, uint64_t function, uint64_t id);
+  KsfNode *make_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned = false);
   // After a lookup from `window` found `found` (label `id`): it takes the slot of its parity, and the
   // child it displaces moves to the other slot if that one holds nothing of its own parity.
   static void set_guess(KsfNode *window, KsfNode *found, uint64_t id);
-  // k-SF (Algorithm 4): the next window after `window`, and a child of a node of the given depth.
+  // k-SF (Algorithm 4): the next window after `window`, and a child of a node (creating its τ).
   KsfNode *slab_child(KsfNode *window, uint64_t function, uint64_t id);
-  KsfNode *make_slab_child(KsfNode *parent, uint64_t function, uint64_t id);
+  KsfNode *make_slab_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned = false);
   KsfNode *new_root(uint64_t *slot, uint64_t function, uint64_t id);
   KsfNode *new_node(uint64_t id);
   void *allocate_huge_node();

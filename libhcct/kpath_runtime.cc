@@ -144,8 +144,8 @@ HCCT_NOINST bool write_trace(ByteBuffer &out, const PathTrace &t) {
 
 }  // namespace
 
-// Everything the inline fast path does not do: the activation's first item, a child not among the
-// first few, a new node, a frame of another owner; BLPP (k = 1) always. It takes no lock and
+// Everything the inline fast path does not do: the activation's first item, a child neither guess
+// holds, a new node, a frame of another owner; BLPP (k = 1) always. It takes no lock and
 // allocates only from the thread's arena, never from malloc.
 HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t path_id) {
   ThreadState *s = event_begin(/*attach=*/true);

@@ -1,6 +1,8 @@
 #include "hcct/analysis/kpath_ipf.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace hcct::analysis {
 
@@ -15,6 +17,7 @@ uint32_t Ipf::child(uint32_t parent, PathLabel label) {
   size_t i = hash(parent, label) & mask;
   for (; index_[i].node != kEmpty; i = (i + 1) & mask)
     if (index_[i].parent == parent && index_[i].label == label) return index_[i].node;
+  if (nodes_.size() >= kNoParent) throw std::length_error("k-IPF: more than 2^32 - 1 nodes");
   IpfNode n;
   n.label = label;
   n.parent = parent;
@@ -85,10 +88,18 @@ Ipf Ipf::without_zero_counts() const {
 // IPF node of the last node seen at depth d − 1, its parent; subtrees at depth k are skipped whole.
 Ipf make_k_ipf(const KsfForest &forest, uint32_t k) {
   const auto &nodes = forest.nodes;
+  if (nodes.size() >= kNoParent) throw std::length_error("k-SF: more than 2^32 - 1 nodes");
   const uint32_t n = uint32_t(nodes.size());
-  std::vector<uint32_t> depth(n), end(n);
+  std::vector<uint32_t> depth(n), end(n), path;  // path: the root-to-node path of node i
   for (uint32_t i = 0; i < n; ++i) {
-    depth[i] = nodes[i].parent == kNoParent ? 0 : depth[nodes[i].parent] + 1;
+    if (nodes[i].parent == kNoParent) {
+      path.clear();
+    } else {
+      while (!path.empty() && path.back() != nodes[i].parent) path.pop_back();
+      if (path.empty()) throw std::invalid_argument("k-SF nodes not in preorder (node " + std::to_string(i) + ")");
+    }
+    depth[i] = uint32_t(path.size());
+    path.push_back(i);
     end[i] = i + 1;
   }
   for (uint32_t i = n; i-- > 0;)

@@ -58,6 +58,11 @@ class PathsReport {
 
   // A node is kept when its count is at least min_share times its parent's and its root's (the
   // thesis prunes Fig. 6.2 the same way); roots when at least min_share times their function's.
+  // Larger count first; equal counts by label, so the order never depends on how the IPF was built.
+  bool heavier(uint32_t a, uint32_t b) const {
+    const auto &x = ipf_.nodes()[a], &y = ipf_.nodes()[b];
+    return x.count != y.count ? x.count > y.count : x.label < y.label;
+  }
   bool keep(uint32_t v, uint64_t parent, uint64_t root) const {
     double c = double(ipf_.nodes()[v].count), limit = o_.min_share;
     return c > 0 && c >= limit * double(parent) && c >= limit * double(root);
@@ -66,7 +71,7 @@ class PathsReport {
     std::vector<uint32_t> out;
     for (uint32_t c : ipf_.nodes()[v].children)
       if (keep(c, ipf_.nodes()[v].count, root)) out.push_back(c);
-    std::sort(out.begin(), out.end(), [&](uint32_t a, uint32_t b) { return ipf_.nodes()[a].count > ipf_.nodes()[b].count; });
+    std::sort(out.begin(), out.end(), [&](uint32_t a, uint32_t b) { return heavier(a, b); });
     return out;
   }
   std::string path_lines(const FunctionView &f, uint64_t path) const {
@@ -122,11 +127,13 @@ class PathsReport {
       std::vector<uint32_t> kept;
       for (uint32_t r : f.roots)
         if (ipf_.nodes()[r].count > 0 && double(ipf_.nodes()[r].count) >= o_.min_share * double(f.total)) kept.push_back(r);
-      std::sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return ipf_.nodes()[a].count > ipf_.nodes()[b].count; });
+      std::sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return heavier(a, b); });
       f.roots = std::move(kept);
       functions_.push_back(std::move(f));
     }
-    std::sort(functions_.begin(), functions_.end(), [](const FunctionView &a, const FunctionView &b) { return a.total > b.total; });
+    std::sort(functions_.begin(), functions_.end(), [](const FunctionView &a, const FunctionView &b) {
+      return a.total != b.total ? a.total > b.total : a.name < b.name;
+    });
   }
   bool matches(const FunctionView &f) const {
     const std::string &want = o_.function;

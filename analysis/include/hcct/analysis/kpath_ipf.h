@@ -60,7 +60,8 @@ class Ipf {
 };
 
 // Algorithms 5–6: joins every subtree of depth < k hanging from each k-SF node. For a BLPP forest
-// (k = 1) the forest is its roots. `forest.nodes` must be in preorder (as the reader guarantees).
+// (k = 1) the forest is its roots. k >= 1; `forest.nodes` must be in preorder, as the reader
+// guarantees (std::invalid_argument otherwise).
 Ipf make_k_ipf(const KsfForest &forest, uint32_t k);
 
 // Direct n-gram counting over activation streams, every n ≤ k: the oracle.
