@@ -420,3 +420,21 @@ TEST_CASE("KPTH reader: forest kinds, version 1, depth bounds and errors") {
   CHECK(parse_error(kpth_file(1, 4, std::nullopt, 7)).find("deeper") != std::string::npos);
   CHECK(parse_error(kpth_file(3, 4, kPathForestSlab, 1)).find("unsupported version 3") != std::string::npos);
 }
+
+TEST_CASE("k-IPF: a forest not in preorder is refused and never converted wrongly") {
+  KsfForest f;
+  f.k = 2;
+  f.kind = hcct::analysis::ForestKind::kWindow;
+  auto node = [](uint64_t path, uint32_t parent) {
+    hcct::analysis::KsfNode n;
+    n.label = {1, path};
+    n.count = 1;
+    n.parent = parent;
+    return n;
+  };
+  // Node 2's parent is node 0, but root 1 comes between: 0's subtree is not contiguous.
+  f.nodes = {node(0, hcct::analysis::kNoParent), node(1, hcct::analysis::kNoParent), node(2, 0)};
+  CHECK_THROWS_AS(hcct::analysis::make_k_ipf(f, 2), std::invalid_argument);
+  f.nodes = {node(0, hcct::analysis::kNoParent), node(2, 0), node(1, hcct::analysis::kNoParent)};
+  CHECK(hcct::analysis::make_k_ipf(f, 2).nodes().size() == 3);
+}
