@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# kpath overhead, measured in one session (docs/BENCHMARKS.md, "kpath"): the three examples through
+# kpath overhead, measured in one session (docs/BENCHMARKS.md, "kpath"): the three loop examples and
+# the adversarial diamonds.c through
 # bench/bench.py's kpath suites (bench/suites/kpath.py lists the configurations: native, BLPP, k-SF
 # and kWF for k = 2, 4, 8, 16, clang -fprofile-instr-generate). Every configuration of an example
 # runs REPS times, interleaved round-robin; the tables show median wall time and the ratios to
@@ -13,4 +14,4 @@ build=${1:-$here/build}
 reps=${2:-5}
 shift $(($# < 2 ? $# : 2))
 uptime
-exec python3 "$here/bench/bench.py" --build "$build" --rounds "$reps" "$@" kpath-masked_conv kpath-collatz kpath-lexer
+exec python3 "$here/bench/bench.py" --build "$build" --rounds "$reps" "$@" kpath-masked_conv kpath-collatz kpath-lexer kpath-diamonds
