@@ -21,6 +21,15 @@ void reset_tree_memory_accounting();
 // Says once per process on stderr that the max_mb budget is used up.
 void report_memory_exhausted();
 
+// Doubles an array of `count` T made by map_pages (a stack that outgrew it), possibly moving it.
+// Null if the kernel says no: reported, and the old array stays valid.
+template <typename T>
+HCCT_NOINST T *double_pages(T *array, size_t count) {
+  auto *moved = static_cast<T *>(remap_pages(array, count * sizeof(T), 2 * count * sizeof(T)));
+  if (!moved) report_memory_exhausted();
+  return moved;
+}
+
 // Bump allocator over a list of mmap'd chunks that double in size, so a thread that makes a few
 // calls costs a few pages while a large tree costs few mappings.
 class Arena {

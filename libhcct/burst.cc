@@ -25,12 +25,8 @@ HCCT_NOINST void ShadowStack::destroy() {
 HCCT_NOINST bool ShadowStack::grow() {
   size_t count = size_t(end_ - entries_);
   size_t index = size_t(top_ - entries_);
-  auto *moved = static_cast<PathEntry *>(
-      remap_pages(entries_, count * sizeof(PathEntry), 2 * count * sizeof(PathEntry)));
-  if (!moved) {
-    report_memory_exhausted();
-    return false;
-  }
+  PathEntry *moved = double_pages(entries_, count);
+  if (!moved) return false;
   entries_ = moved;
   end_ = moved + 2 * count;
   top_ = moved + index;

@@ -239,10 +239,8 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
 HCCT_NOINST Frame *ThreadProfile::grow_frames(Frame *top) {
   size_t old_count = size_t(frames_end_ - frames_);
   size_t index = size_t(top - frames_);
-  auto *moved = static_cast<Frame *>(
-      remap_pages(frames_, old_count * sizeof(Frame), 2 * old_count * sizeof(Frame)));
+  Frame *moved = double_pages(frames_, old_count);
   if (!moved) {
-    report_memory_exhausted();
     top_ = frames_ + index - 1;  // the frame cannot be kept; its exit will be ignored
     return nullptr;
   }
