@@ -83,7 +83,7 @@ HCCT_NOINST void PathTrace::release() {
 
 // ---- PathProfiler
 
-KsfNode g_path_end = {kEndPath, 0, {&g_path_end, &g_path_end}, &g_path_end, {&g_path_end}, {nullptr}, 0};
+KsfNode g_path_end = {kEndPath, 0, {&g_path_end, &g_path_end}, &g_path_end, {&g_path_end}, {nullptr}, 0, 0};
 
 HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, uint64_t token, KsfNode **root_cache, Forest forest) {
   k_ = k < 1 ? 1 : k;
@@ -180,7 +180,7 @@ HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
   }
   auto *n = static_cast<KsfNode *>(p);
   if (!n) return nullptr;
-  *n = KsfNode{id, 0, {kEnd, kEnd}, kEnd, {kEnd}, {nullptr}, 0};
+  *n = KsfNode{id, 0, {kEnd, kEnd}, kEnd, {kEnd}, {nullptr}, 0, 0};
   ++nodes_;
   return n;
 }
@@ -197,14 +197,14 @@ HCCT_NOINST KsfNode *PathProfiler::new_root(uint64_t *slot, uint64_t function, u
 HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uint64_t id) {
   ++lookups_;
   KsfNode *parent = window->depth + 1 < k_ ? window : window->link;
-  return step_to_child(window, parent, id, [&] { return make_child(parent, function, id, /*scanned=*/true); });
+  return step_to_child(parent, id, [&] { return make_child(parent, function, id, /*scanned=*/true); });
 }
 
 // The scan both forests share: the child `id` of `parent`, else the one `make` creates (in front);
-// then it becomes the window's guess for id's parity. Lists keep insertion order: a scan happens
+// (path() then makes it one of the window's guesses). Lists keep insertion order: a scan happens
 // only when both guesses are wrong, and a guess then holds the child found.
 template <typename Make>
-HCCT_NOINST KsfNode *PathProfiler::step_to_child(KsfNode *window, KsfNode *parent, uint64_t id, Make make) {
+HCCT_NOINST KsfNode *PathProfiler::step_to_child(KsfNode *parent, uint64_t id, Make make) {
   KsfNode *found = nullptr;
   for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling) {
     ++scans_;
@@ -214,17 +214,16 @@ HCCT_NOINST KsfNode *PathProfiler::step_to_child(KsfNode *window, KsfNode *paren
     }
   }
   if (!found) found = make();
-  if (found) set_guess(window, found, id);
   return found;
 }
 
-// Two hot next windows of one parity then both stay inline: the fast path tries the slot of the
-// item's parity first and the other second.
-HCCT_NOINST void PathProfiler::set_guess(KsfNode *window, KsfNode *found, uint64_t id) {
-  unsigned slot = guess_slot(id);
+// Two hot next windows that chose one slot then both stay inline: the fast path tries their slot
+// first and the other second.
+HCCT_NOINST void PathProfiler::set_guess(KsfNode *window, KsfNode *found, unsigned slot) {
+  found->slot = slot;
   KsfNode *&home = window->guess[slot], *&spare = window->guess[slot ^ 1];
   if (home == found) return;
-  if (home != kEnd && guess_slot(home->path) == slot && (spare == kEnd || guess_slot(spare->path) == slot)) spare = home;
+  if (home != kEnd && home->slot == slot && (spare == kEnd || spare->slot == slot)) spare = home;
   home = found;
 }
 
@@ -259,7 +258,7 @@ HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint64_t function
 HCCT_NOINST KsfNode *PathProfiler::slab_child(KsfNode *window, uint64_t function, uint64_t id) {
   ++lookups_;
   KsfNode *parent = window->depth == 2 * k_ - 3 ? window->top : window;
-  return step_to_child(window, parent, id, [&] { return make_slab_child(parent, function, id, /*scanned=*/true); });
+  return step_to_child(parent, id, [&] { return make_slab_child(parent, function, id, /*scanned=*/true); });
 }
 
 // Finds or creates the child `id` of `parent` (`scanned` as for make_child). A new node of the

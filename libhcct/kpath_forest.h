@@ -11,13 +11,14 @@
 // Both forests are driven the same way: every item moves the activation's *window* w (the node
 // the previous item was counted in) to the child labelled x of succ(w) and counts it there. One
 // item = one child step; the inline fast path (docs/RUNTIME-ABI.md; path_fast_step below is its
-// C++ twin) does it through the two children of succ(w) that w caches, one per parity of the
-// label: guess[x & 1] is the child most recently looked up whose label has x's low bit. The slot
-// comes from the path ID alone, which the program computed long before, so the only step on the
-// loop-carried chain is one load from w's line (a compare-and-select would add two cycles to every
-// item: docs/BENCHMARKS.md, "kpath"). Lists and guesses end in the shared sentinel kEnd, never
-// null, so the fast path needs no null tests. The forests differ only in succ and in what a new
-// node links to, which the fast path never sees:
+// C++ twin) does it through the two children of succ(w) that w caches, guess[0] and guess[1]. The
+// emitting site picks the slot from the path ID alone (the pass: the parity of the one bits of the
+// ID's loop-body part, docs/KPATH.md, "Guesses"), which the program computed long before, so the
+// only step on the loop-carried chain is one load from w's line (a compare-and-select would add two
+// cycles to every item: docs/BENCHMARKS.md, "kpath"); the other slot is tried second, out of line.
+// Lists and guesses end in the shared sentinel kEnd, never null, so the fast path needs no null
+// tests. The forests differ only in succ and in what a new node links to, which the fast path
+// never sees:
 //
 // k-SF (thesis Definition 3.7, Algorithm 4). The activation's items are cut into chunks of k − 1;
 // the forest holds every prefix of c1·c2 and every prefix of length >= k of ci·ci+1, so a tree has
@@ -49,15 +50,15 @@ namespace hcct::rt {
 
 // A forest node (both forests), 64 bytes, one cache line (allocated line-aligned). The function is
 // implied by the tree (an activation only emits its own function's IDs); roots keep it in
-// `root_function`. The inline fast path reads `guess[id & 1]` and the picked node's `path`, and
+// `root_function`. The inline fast path reads `guess[slot]` and the picked node's `path`, and
 // increments its `count`; for an activation's first item it also reads a root's `root_function`:
 // these offsets are ABI (kpath/src/PathInstrumenter.cpp emits the same loads).
 struct KsfNode {
   uint64_t path;  // kEndPath in the sentinel only
   uint64_t count;
-  // Children of succ(this), or kEnd. guess[b] is the child with label parity b that the runtime
-  // last looked up from this window; a slot whose own parity has no child yet may instead keep the
-  // one a newer child of the other parity displaced (PathProfiler::set_guess).
+  // Children of succ(this), or kEnd. guess[b] is the child whose site chose slot b that the runtime
+  // last looked up from this window; the other slot, while no child of its own is there, keeps the
+  // one a newer child displaced (PathProfiler::set_guess).
   KsfNode *guess[2];
   KsfNode *first_child;  // kEnd if none
   union {
@@ -68,17 +69,14 @@ struct KsfNode {
     KsfNode *link;  // kWF: the node for this window minus its first item; null for a root
     KsfNode *top;   // k-SF: the upper node τ that goes with a lower-slab node; null in the upper slab
   };
-  uint64_t depth;  // the root is 0
+  uint32_t depth;  // the root is 0
+  uint32_t slot;   // the guess slot of this node's label (its site's choice), once it was a guess
 };
 static_assert(sizeof(KsfNode) == 64, "the pass emits these offsets");
 
 // The end of every child list and the guess "none": matches no path ID (IDs are below 2^62), its
 // own next sibling and guesses, never written.
 inline constexpr uint64_t kEndPath = ~uint64_t(0);
-
-// Which of a window's two guess slots a path ID prefers: its low bit, so two IDs whose difference is
-// odd never share one (docs/KPATH.md, "Guesses"). ABI: the pass emits the same function.
-HCCT_NOINST inline unsigned guess_slot(uint64_t id) { return unsigned(id & 1); }
 extern KsfNode g_path_end;
 #define kEnd (&::hcct::rt::g_path_end)
 
@@ -101,14 +99,14 @@ static_assert(sizeof(PathFrame) == 16, "the pass allocates 16 bytes");
 
 // The inline fast path as the pass emits it (C++ twin, for tests and documentation). An
 // activation's first item: the root cache entry for (function, id), if it is that root, gets the
-// count and becomes the window (owner = token). Later items: the window's guess for id's parity,
-// or else its other guess, if its label is `id`, gets the count and becomes the window. No
+// count and becomes the window (owner = token). Later items: the window's guess in `slot` (the
+// site's choice for `id`), or else its other guess, if its label is `id`, gets the count and becomes the window. No
 // reordering, no allocation; the first check is the well-predicted branch, the second is out of
 // line. False if the runtime must be called: no fast path (`fast` false, the pass's
 // -kpath-fast-path=0), another owner, no such root cached, or neither guess is `id`. `token` and
 // `roots` are the calling thread's __hcct_path_token and __hcct_path_roots_v2.
 HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode *const *roots, uint64_t function,
-                                       uint64_t id, bool fast = true) {
+                                       uint64_t id, unsigned slot, bool fast = true) {
   if (!fast) return false;
   KsfNode *w = frame->node;
   KsfNode *pick;
@@ -118,8 +116,8 @@ HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode
     frame->owner = token;
   } else {
     if (frame->owner != token) return false;
-    pick = w->guess[guess_slot(id)];
-    if (pick->path != id) pick = w->guess[guess_slot(id) ^ 1];
+    pick = w->guess[slot];
+    if (pick->path != id) pick = w->guess[slot ^ 1];
     if (pick->path != id) return false;
   }
   ++pick->count;
@@ -235,8 +233,9 @@ class PathProfiler {
     frame->owner = 0;
   }
 
-  // One path ID of the activation owning `frame` that the fast path did not take.
-  HCCT_NOINST void path(PathFrame *frame, uint64_t function, uint64_t id) {
+  // One path ID of the activation owning `frame` that the fast path did not take; `slot` is the
+  // guess slot its site chose (0 or 1).
+  HCCT_NOINST void path(PathFrame *frame, uint64_t function, uint64_t id, unsigned slot) {
     ++slow_;
     if (HCCT_UNLIKELY(frame->owner != owner_value())) {
       // Fresh (the inline ∗ left owner 0), or a window of another profiler (another thread's,
@@ -251,6 +250,7 @@ class PathProfiler {
     KsfNode *w = frame->node;
     KsfNode *next = w ? (forest_ == Forest::kSlab ? slab_child(w, function, id) : child(w, function, id))
                       : root(function, id);
+    if (HCCT_LIKELY(next) && w) set_guess(w, next, slot);
     if (HCCT_UNLIKELY(!next)) return lose(frame);
     if (!w && root_cache_ && !tracing_) root_cache_[root_slot(function, id)] = next;
     ++next->count;
@@ -295,11 +295,11 @@ class PathProfiler {
   }
   KsfNode *child(KsfNode *window, uint64_t function, uint64_t id);
   template <typename Make>
-  KsfNode *step_to_child(KsfNode *window, KsfNode *parent, uint64_t id, Make make);
+  KsfNode *step_to_child(KsfNode *parent, uint64_t id, Make make);
   KsfNode *make_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned = false);
-  // After a lookup from `window` found `found` (label `id`): it takes the slot of its parity, and the
-  // child it displaces moves to the other slot if that one holds nothing of its own parity.
-  static void set_guess(KsfNode *window, KsfNode *found, uint64_t id);
+  // After a lookup from `window` found `found`, whose site chose `slot`: it takes that slot, and the
+  // child it displaces moves to the other slot if that one holds nothing that belongs there.
+  static void set_guess(KsfNode *window, KsfNode *found, unsigned slot);
   // k-SF (Algorithm 4): the next window after `window`, and a child of a node (creating its τ).
   KsfNode *slab_child(KsfNode *window, uint64_t function, uint64_t id);
   KsfNode *make_slab_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned = false);

@@ -147,7 +147,7 @@ HCCT_NOINST bool write_trace(ByteBuffer &out, const PathTrace &t) {
 // Everything the inline fast path does not do: the activation's first item, a child neither guess
 // holds, a new node, a frame of another owner; BLPP (k = 1) always. It takes no lock and
 // allocates only from the thread's arena, never from malloc.
-HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t path_id) {
+HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t path_id, uint64_t slot) {
   ThreadState *s = event_begin(/*attach=*/true);
   if (HCCT_UNLIKELY(!s)) {
     // Ignored (no profiling, or re-entered): the window restarts after this item, and the fast
@@ -155,7 +155,7 @@ HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t 
     frame->node = nullptr;
     return;
   }
-  if (KpathThreadState *k = state_of(s)) k->profiler.path(frame, function, path_id);
+  if (KpathThreadState *k = state_of(s)) k->profiler.path(frame, function, path_id, unsigned(slot & 1));
   else frame->node = nullptr;
   event_end(s);
 }

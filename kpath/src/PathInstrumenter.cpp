@@ -8,6 +8,7 @@
 #include "llvm/ADT/Triple.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
@@ -26,10 +27,10 @@ namespace {
 //     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
 //   }
 //   if (owner != __hcct_path_token) goto slow;
-//   pick = w->guess[id & 1];
-//   if (pick->path != id) { pick = w->guess[(id & 1) ^ 1]; if (pick->path != id) goto slow; }
+//   pick = w->guess[slot];                                (slot: the site's choice, emit_path)
+//   if (pick->path != id) { pick = w->guess[slot ^ 1]; if (pick->path != id) goto slow; }
 //   hit(pick): ++pick->count; w = pick; return
-//   slow: frame = {w, owner}; __hcct_path_slow(&frame, F, id); w = frame.node; owner = frame.owner
+//   slow: frame = {w, owner}; __hcct_path_slow(&frame, F, id, slot); w = frame.node; owner = frame.owner
 // Guesses are never null (the runtime's sentinel, path ~0, stands for "none"), so the loads need no
 // tests. Each load is of one aligned word; the increment is one instruction (x86-64: `incq mem`, no
 // lock), so a signal handler on the same thread never sees it half done. Nodes are i64[8] (KsfNode).
@@ -38,13 +39,13 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
   Type *i64 = Type::getInt64Ty(c);
   Type *ptr = Type::getInt8PtrTy(c);
   PointerType *i64p = i64->getPointerTo();
-  // (frame, &w, &owner, function ID, path ID)
-  auto *fty = FunctionType::get(Type::getVoidTy(c), {ptr, i64p->getPointerTo(), i64p, i64, i64}, false);
+  // (frame, &w, &owner, function ID, path ID, guess slot)
+  auto *fty = FunctionType::get(Type::getVoidTy(c), {ptr, i64p->getPointerTo(), i64p, i64, i64, i64}, false);
   Function *f = Function::Create(fty, GlobalValue::InternalLinkage, "hcct.kpath.step", m);
   f->addFnAttr(Attribute::NoUnwind);
   f->addFnAttr(Attribute::AlwaysInline);
   Argument *frame_arg = f->getArg(0), *w_slot = f->getArg(1), *owner_slot = f->getArg(2), *fn = f->getArg(3),
-           *id = f->getArg(4);
+           *id = f->getArg(4), *slot_arg = f->getArg(5);
   BasicBlock *entry = BasicBlock::Create(c, "entry", f);
   BasicBlock *slow_bb = BasicBlock::Create(c, "slow", f);
   BasicBlock *done = BasicBlock::Create(c, "done", f);
@@ -71,22 +72,21 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     BasicBlock *hit = BasicBlock::Create(c, "hit", f, slow_bb);
     IRBuilder<> hb(hit);
     PHINode *found = hb.CreatePHI(i64p, 3, "kpath.found");
-    // The guess for id's parity. Its slot depends on the path ID only, computed by the program well
-    // before, so the loop-carried chain from window to window is this one load; the label is then
+    // The guess in the slot the site chose from the path ID, which the program computed well
+    // before: the loop-carried chain from window to window is this one load; the label is then
     // checked in the picked node's own line, off that chain (the branch is predicted).
-    Value *parity = b.CreateAnd(id, ConstantInt::get(i64, 1), "kpath.guess.slot");
     auto guess = [&](IRBuilder<> &at, Value *slot, const Twine &name) {
       Value *index = at.CreateAdd(slot, ConstantInt::get(i64, 2));
       return at.CreateLoad(i64p, at.CreateBitCast(at.CreateInBoundsGEP(i64, w, index), i64p->getPointerTo()), name);
     };
-    Value *pick = guess(b, parity, "kpath.pick");
+    Value *pick = guess(b, slot_arg, "kpath.pick");
     BasicBlock *second = BasicBlock::Create(c, "second", f, slow_bb);
     b.CreateCondBr(b.CreateICmpEQ(b.CreateLoad(i64, pick, "kpath.label"), id), hit, second, likely);
     found->addIncoming(pick, look);
     // Second chance, off the hot path: the other slot, where the runtime keeps a child displaced by
-    // one of the same parity, so that two hot next windows of one parity still avoid the call.
+    // one that chose the same slot, so that two such hot next windows still avoid the call.
     IRBuilder<> sb2(second);
-    Value *other = guess(sb2, sb2.CreateXor(parity, ConstantInt::get(i64, 1)), "kpath.other");
+    Value *other = guess(sb2, sb2.CreateXor(slot_arg, ConstantInt::get(i64, 1)), "kpath.other");
     sb2.CreateCondBr(sb2.CreateICmpEQ(sb2.CreateLoad(i64, other, "kpath.other.label"), id), hit, slow_bb);
     found->addIncoming(other, second);
 
@@ -131,7 +131,7 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
   Value *frame_owner = word_ptr(sb, sb.CreateBitCast(frame_arg, i64p), 1);
   sb.CreateStore(w, frame_node);
   sb.CreateStore(owner, frame_owner);
-  sb.CreateCall(slow, {frame_arg, fn, id});
+  sb.CreateCall(slow, {frame_arg, fn, id, slot_arg});
   sb.CreateStore(sb.CreateLoad(i64p, frame_node, "kpath.w.after"), w_slot);
   sb.CreateStore(sb.CreateLoad(i64, frame_owner, "kpath.owner.after"), owner_slot);
   sb.CreateBr(done);
@@ -150,7 +150,7 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path) {
   // and adds no exception edges.
   AttributeList attrs = AttributeList().addFnAttribute(c, Attribute::NoUnwind);
   RuntimeApi api;
-  api.slow = m.getOrInsertFunction("__hcct_path_slow", attrs, void_ty, ptr, i64, i64);
+  api.slow = m.getOrInsertFunction("__hcct_path_slow", attrs, void_ty, ptr, i64, i64, i64);
   api.token = m.getGlobalVariable("__hcct_path_token");
   if (!api.token) {
     api.token = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, "__hcct_path_token", nullptr,
@@ -198,6 +198,10 @@ std::vector<EdgeProbe> PathInstrumenter::collect_probes() const {
     p.add = e.val;
     probes.push_back(p);
   }
+  // Back edges out of one latch share its kBreak edge, so their paths' IDs coincide: the slot's
+  // start must be a function of the break edge, not of the back edge (emit_path).
+  DenseMap<uint32_t, uint64_t> start_of_break;
+  for (const RestartEdge &r : dag_.restarts()) start_of_break.try_emplace(r.break_edge, g.edges()[r.start_edge].val);
   for (const RestartEdge &r : dag_.restarts()) {
     EdgeProbe p;
     p.from = blocks[r.from];
@@ -205,6 +209,7 @@ std::vector<EdgeProbe> PathInstrumenter::collect_probes() const {
     p.restart = true;
     p.emit_add = g.edges()[r.break_edge].val;
     p.reset = g.edges()[r.start_edge].val;
+    p.slot_start = start_of_break.lookup(r.break_edge);
     probes.push_back(p);
   }
   return probes;
@@ -221,16 +226,27 @@ PathInstrumenter::Placement PathInstrumenter::place(const EdgeProbe &p) const {
   return Placement::kDispatch;
 }
 
-void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add) {
-  Value *r = b.CreateLoad(b.getInt64Ty(), reg_, "kpath.r");
+// The guess slot: the parity of the one bits among the low 16 of r − start, where start is the value
+// r is reset to when the site's loop iterates (0 at an exit; for a latch with several back edges,
+// which share its break edge and so their IDs, the first one's). Iteration paths of a loop body
+// made of two-way branches then number like binary numbers, one bit per branch, so two paths that
+// differ in one branch never share a slot (docs/KPATH.md, "Guesses"). A path ID always ends at the
+// same site, so its slot is a function of the ID, as the runtime needs.
+void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add, uint64_t start) {
+  Type *i64 = b.getInt64Ty();
+  Value *r = b.CreateLoad(i64, reg_, "kpath.r");
   Value *id = add ? b.CreateAdd(r, b.getInt64(add), "kpath.id") : r;
-  steps_.push_back(b.CreateCall(api_.step, {frame_ptr_, w_, owner_, b.getInt64(function_id_), id}));
+  Value *body = start ? b.CreateSub(r, b.getInt64(start), "kpath.body") : r;
+  Value *folded = b.CreateAnd(b.CreateXor(body, b.CreateLShr(body, 8)), b.getInt64(0xff));
+  Function *ctpop = Intrinsic::getDeclaration(f_.getParent(), Intrinsic::ctpop, {i64});
+  Value *slot = b.CreateAnd(b.CreateCall(ctpop, {folded}), b.getInt64(1), "kpath.guess.slot");
+  steps_.push_back(b.CreateCall(api_.step, {frame_ptr_, w_, owner_, b.getInt64(function_id_), id, slot}));
 }
 
 void PathInstrumenter::insert_probe(Instruction *before, const EdgeProbe &p) {
   IRBuilder<> b(before);
   if (p.restart) {
-    emit_path(b, p.emit_add);
+    emit_path(b, p.emit_add, p.slot_start);
     b.CreateStore(b.getInt64(p.reset), reg_);
   } else {
     Value *r = b.CreateLoad(b.getInt64Ty(), reg_, "kpath.r");
@@ -267,7 +283,7 @@ void PathInstrumenter::insert_exit(uint32_t block) {
   Instruction *before = kind == ExitKind::kNoReturnCall ? dag_.noreturn_call(block) : bb->getTerminator();
   IRBuilder<> b(before);
   b.SetCurrentDebugLocation(before->getDebugLoc());
-  emit_path(b, dag_.graph().edges()[dag_.exit_edge(block)].val);
+  emit_path(b, dag_.graph().edges()[dag_.exit_edge(block)].val, 0);
 }
 
 void PathInstrumenter::split_and_insert(const EdgeProbe &p) {

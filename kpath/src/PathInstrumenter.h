@@ -21,7 +21,7 @@ namespace hcct::kpath {
 
 // The runtime entry points (docs/RUNTIME-ABI.md, "Path profiling probes").
 struct RuntimeApi {
-  llvm::FunctionCallee slow;      // void __hcct_path_slow(void *frame, uint64_t function_id, uint64_t path_id)
+  llvm::FunctionCallee slow;      // void __hcct_path_slow(void *frame, uint64_t function_id, uint64_t path_id, uint64_t slot)
   llvm::GlobalVariable *token;    // __thread uint64_t __hcct_path_token (initial-exec)
   llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v2[kRootCacheSize] (initial-exec)
   llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
@@ -41,6 +41,7 @@ struct EdgeProbe {
   bool restart = false;     // back or cut edge: emit r + emit_add, then r = reset
   uint64_t emit_add = 0;
   uint64_t reset = 0;
+  uint64_t slot_start = 0;  // restart: what emit_path subtracts before choosing the guess slot
 };
 
 class PathInstrumenter {
@@ -57,7 +58,7 @@ class PathInstrumenter {
   void insert_prologue();
   void insert_probe(llvm::Instruction *before, const EdgeProbe &p);
   void insert_exit(uint32_t block);
-  void emit_path(llvm::IRBuilder<> &b, uint64_t add);
+  void emit_path(llvm::IRBuilder<> &b, uint64_t add, uint64_t start);
   void split_and_insert(const EdgeProbe &p);
   void dispatch_at(llvm::BasicBlock *to, const std::vector<EdgeProbe> &probes);
   void promote_register();

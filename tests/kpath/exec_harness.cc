@@ -9,6 +9,7 @@
 // Usage: exec_harness SEED RUNS
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -36,8 +37,11 @@ void die() { throw 2; }
 // struct hcct_path_frame: {node, owner}.
 __thread uint64_t __hcct_path_token = 0;
 __thread void *__hcct_path_roots_v2[256];  // never filled: every first item calls too
-void __hcct_path_slow(uint64_t *frame, uint64_t function, uint64_t id) {
+void __hcct_path_slow(uint64_t *frame, uint64_t function, uint64_t id, uint64_t slot) {
   if (frame[0] != 0) std::abort();  // the window is only ever what the runtime stored
+  // The guess slot is 0 or 1 and a function of the path ID (one ID, one emitting site).
+  static std::map<std::pair<uint64_t, uint64_t>, uint64_t> slot_of;
+  if (slot > 1 || slot_of.emplace(std::make_pair(function, id), slot).first->second != slot) std::abort();
   if (frame[1] == 0) std::printf("* %" PRIu64 "\n", function);
   frame[1] = 1;
   std::printf("P %" PRIu64 "\n", id);

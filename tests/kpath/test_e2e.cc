@@ -157,14 +157,16 @@ TEST_CASE("e2e: with the inline fast path, k-IPF equals n-gram counting of a tra
   }
 }
 
-TEST_CASE("e2e: two hot loop paths of one label parity both stay on the inline fast path") {
-  // examples/kpath/diamonds.c: two branches in a loop, only the first varies, so the two hot paths
-  // differ by the second one's path count, 2: one parity, one guess slot. The inline second chance
-  // (the other slot, where the runtime keeps the displaced one) must take both without the runtime.
+TEST_CASE("e2e: two hot loop paths that differ in the first of two branches stay on the inline fast path") {
+  // examples/kpath/diamonds.c: two branches in a loop, only the first varies, so the two hot paths'
+  // IDs differ by the second one's path count, 2 — the same low bit. The site's slot (the parity of
+  // the body's one bits) still separates them, and the second chance would catch them if not: both
+  // must be taken without the runtime.
   fs::path exe = build({"diamonds.c", "200000"}, "-O2", "fast");
   Recorded traced = record_all(exe, "200000", "k=2:path_trace=1");
   auto streams = traced_streams(traced);
-  // The premise: the two loop paths that occur most share their low bit.
+  // The premise: the two loop paths that occur most share their low bit (a slot by the low bit
+  // alone would put them in one slot).
   std::map<uint64_t, uint64_t> by_path;
   for (const auto &s : streams)
     for (const auto &l : s) ++by_path[l.path];

@@ -39,8 +39,11 @@ class StreamDriver {
     rt::PathProfiler::enter(frames_.back().get());
   }
   void emit(uint64_t id) {
-    if (rt::path_fast_step(frames_.back().get(), p_.token(), roots_, functions_.back(), id, fast_path_)) ++fast_;
-    else p_.path(frames_.back().get(), functions_.back(), id);
+    // The slot the emitting site would pass: any function of the ID will do (the pass's is the
+    // parity of the ID's loop-body bits); the low bit keeps the cases below easy to read.
+    unsigned slot = unsigned(id & 1);
+    if (rt::path_fast_step(frames_.back().get(), p_.token(), roots_, functions_.back(), id, slot, fast_path_)) ++fast_;
+    else p_.path(frames_.back().get(), functions_.back(), id, slot);
     streams_[slot_.back()].push_back({functions_.back(), id});
     ++length_;
   }
@@ -254,12 +257,12 @@ TEST_CASE("k-SF and kWF: a frame of another owner (another thread's, or a corout
     REQUIRE(p.init(4, false, /*token=*/8, nullptr, forest));
     rt::PathFrame stale{reinterpret_cast<rt::KsfNode *>(0x1234), 6};  // never dereferenced
     std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
-    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1));  // not this thread's
-    p.path(&stale, 9, 1);
+    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 1));  // not this thread's
+    p.path(&stale, 9, 1, 1);
     CHECK(stale.owner == 8);
     CHECK(p.enters() == 1);
-    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1));  // a new window: no guess yet
-    p.path(&stale, 9, 1);
+    CHECK_FALSE(rt::path_fast_step(&stale, 8, roots.data(), 9, 1, 1));  // a new window: no guess yet
+    p.path(&stale, 9, 1, 1);
     KsfForest f = snapshot(p);
     p.destroy();
     CHECK(f.paths == 2);
