@@ -1,5 +1,7 @@
 #include "arena.h"
 
+#include "messages.h"
+
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -38,12 +40,9 @@ HCCT_NOINST void reset_tree_memory_accounting() { __atomic_store_n(&g_used, 0, _
 HCCT_NOINST void report_memory_exhausted() {
   static bool said = false;
   if (__atomic_exchange_n(&said, true, __ATOMIC_RELAXED)) return;
-  char msg[256];
-  int n = snprintf(msg, sizeof msg,
-                   "hcct: tree memory reached max_mb=%zu MiB; calls into new contexts are no longer "
-                   "recorded (counted as lost). Raise max_mb or use mode=hcct.\n",
-                   g_limit >> 20);
-  if (n > 0) (void)!write(2, msg, size_t(n) < sizeof msg ? size_t(n) : sizeof msg - 1);
+  say("hcct: tree memory reached max_mb=%zu MiB; calls into new contexts are no longer "
+      "recorded (counted as lost). Raise max_mb or use mode=hcct.\n",
+      g_limit >> 20);
 }
 
 HCCT_NOINST bool charge_tree_memory(size_t bytes) {

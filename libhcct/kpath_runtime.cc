@@ -9,6 +9,7 @@
 #include "dump.h"
 #include "hcct/format.h"
 #include "kpath_forest.h"
+#include "messages.h"
 #include "options.h"
 #include "thread.h"
 
@@ -164,16 +165,14 @@ HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) 
   KpathThreadState *k = thread.kpath;
   if (!k) return true;
   if (runtime_options().verbose) {
-    char msg[256];
     const PathProfiler &p = k->profiler;
-    int n = snprintf(msg, sizeof msg,
-                     "hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu bytes=%zu lost=%llu scans=%llu lookups=%llu\n",
-                     thread.tid, p.k(),
-                     p.k() == 1 ? "blpp" : p.forest() == PathProfiler::Forest::kSlab ? "ksf" : "kwf",
-                     (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
-                     (unsigned long long)p.enters(), (unsigned long long)p.nodes(), p.bytes(),
-                     (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups());
-    if (n > 0) (void)!write(2, msg, size_t(n) < sizeof msg ? size_t(n) : sizeof msg - 1);
+    say("hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu "
+        "bytes=%zu lost=%llu scans=%llu lookups=%llu\n",
+        thread.tid, p.k(),
+        p.k() == 1 ? "blpp" : p.forest() == PathProfiler::Forest::kSlab ? "ksf" : "kwf",
+        (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
+        (unsigned long long)p.enters(), (unsigned long long)p.nodes(), p.bytes(),
+        (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups());
   }
   file.begin_section(fmt::kTagPaths);
   bool ok = write_forest(file.body(), k->profiler);

@@ -114,6 +114,10 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       if (value.is("1")) o->verbose = true;
       else if (value.is("0")) o->verbose = false;
       else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
+    } else if (key.is("follow")) {
+      if (value.is("1")) o->follow = true;
+      else if (value.is("0")) o->follow = false;
+      else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
     } else if (key.is("exact")) {
       if (value.is("1")) o->exact = true;
       else if (value.is("0")) o->exact = false;
@@ -152,9 +156,14 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
         return fail(error, error_size, "%.*s='%.*s' must be a directory path", key, value);
       memcpy(o->out, value.begin, value.size);
       o->out[value.size] = 0;
+    } else if (key.is("log")) {
+      if (value.size == 0 || value.size >= kMaxPath)
+        return fail(error, error_size, "%.*s='%.*s' must be a file path", key, value);
+      memcpy(o->log, value.begin, value.size);
+      o->log[value.size] = 0;
     } else {
       return fail(error, error_size,
-                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, max_mb, exact, verbose, k, path_trace, forest, burst, burst_interval, burst_length, burst_sync)", key,
+                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, log, max_mb, exact, verbose, follow, k, path_trace, forest, burst, burst_interval, burst_length, burst_sync)", key,
                   Token{"", 0});
     }
     p = *end ? end + 1 : end;

@@ -33,12 +33,14 @@ struct Options {
   uint32_t path_k = 8;             // kpath: k of the k-SF; 1 = Ball-Larus counters (BLPP)
   bool path_trace = false;         // kpath: also record the raw path-ID stream (debugging, tests)
   PathForest path_forest = PathForest::kWindow;  // kpath: forest=ksf|kwf
+  bool follow = false;             // put the runtime back into children given their own environment
   bool exact = false;              // hcct mode: also keep the exact CCT, written to <out>/exact
   Burst burst = Burst::kOff;        // static bursting
   uint64_t burst_interval_ns = 20000000;  // sampling interval (a burst starts every interval)
   uint64_t burst_length_ns = 2000000;     // burst length
   BurstSync burst_sync = BurstSync::kAuto;
   char out[kMaxPath] = "hcct.data";  // made absolute at start-up
+  char log[kMaxPath] = "";           // messages go to this file instead of stderr (messages.h)
 };
 
 // Parses `text` (may be null: defaults). On error writes one message into `error` (NUL-terminated,

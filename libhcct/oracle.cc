@@ -18,6 +18,7 @@
 
 #include "arena.h"
 #include "common.h"
+#include "messages.h"
 
 using namespace hcct::rt;
 
@@ -44,20 +45,6 @@ hcct_oracle_loop *g_loops = nullptr;       // registry, newest first (atomic hea
 hcct_osr_point *g_points = nullptr;        // OSR points that fired at least once (atomic head)
 int g_osr_log = -1;                        // HCCT_OSR_LOG, read on first use
 
-// One message line on stderr (cut at 1 KiB, the newline kept).
-__attribute__((format(printf, 1, 2))) HCCT_NOINST void say(const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (n <= 0) return;
-  if (size_t(n) >= sizeof msg) {
-    n = int(sizeof msg - 1);
-    msg[n - 1] = '\n';
-  }
-  (void)!write(2, msg, size_t(n));
-}
 
 // Untrusted text (an environment value, a path, a key) shown in a message: at most `shown` bytes,
 // control bytes as \xNN (so that the message stays one line), "..." when cut.
