@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,11 +94,15 @@ HCCT_NOINST bool write_all(int fd, const void *data, size_t n) {
 
 }  // namespace
 
+// The temporary is the writer's own (its tid in the name) and created exclusively: a file or a
+// symlink planted under that name is removed, never written through; rename() replaces a planted
+// final name itself, never what it points to.
 HCCT_NOINST int DumpFile::commit(const char *dir, int pid, uint32_t seq) {
   if (!payload_.ok()) return ENOMEM;
-  char final_path[kMaxPath + 64], tmp_path[kMaxPath + 64];
+  char final_path[kMaxPath + 64], tmp_path[kMaxPath + 96];
   snprintf(final_path, sizeof final_path, "%s/%d.%u%s", dir, pid, seq, fmt::kFileSuffix);
-  snprintf(tmp_path, sizeof tmp_path, "%s/.%d.%u%s.tmp", dir, pid, seq, fmt::kFileSuffix);
+  snprintf(tmp_path, sizeof tmp_path, "%s/.%d.%u%s.%ld.tmp", dir, pid, seq, fmt::kFileSuffix,
+           long(syscall(SYS_gettid)));
 
   unsigned char header[fmt::kHeaderSize];
   memcpy(header, fmt::kMagic, 8);
@@ -110,7 +115,9 @@ HCCT_NOINST int DumpFile::commit(const char *dir, int pid, uint32_t seq) {
   memcpy(header + 16, &payload_size, 8);
   memcpy(header + 24, &hash.state, 8);
 
-  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  constexpr int kCreate = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = open(tmp_path, kCreate, 0644);
+  if (fd < 0 && errno == EEXIST && unlink(tmp_path) == 0) fd = open(tmp_path, kCreate, 0644);
   if (fd < 0) return errno;
   bool ok = write_all(fd, header, sizeof header) && write_all(fd, payload_.data(), payload_.size());
   int err = ok ? 0 : errno;
@@ -124,6 +131,46 @@ HCCT_NOINST int DumpFile::commit(const char *dir, int pid, uint32_t seq) {
   }
   if (!ok) unlink(tmp_path);
   return ok ? 0 : (err ? err : EIO);
+}
+
+namespace {
+
+// Canonical decimal (no sign, no leading zeros); advances `*p` past it.
+HCCT_NOINST bool parse_decimal(const char **p, uint64_t *out) {
+  const char *s = *p;
+  if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' && s[1] <= '9')) return false;
+  uint64_t v = 0;
+  for (; *s >= '0' && *s <= '9'; ++s) {
+    if (v > (~uint64_t(0) - 9) / 10) return false;
+    v = v * 10 + uint64_t(*s - '0');
+  }
+  *out = v;
+  *p = s;
+  return true;
+}
+
+// "<pid>.<seq>.hcct" from `name`; the rest of the name after the suffix in `*rest`.
+HCCT_NOINST bool parse_name_core(const char *name, DumpName *out, const char **rest) {
+  const char *p = name;
+  if (!parse_decimal(&p, &out->pid) || *p++ != '.' || !parse_decimal(&p, &out->seq)) return false;
+  size_t suffix = strlen(fmt::kFileSuffix);
+  if (strncmp(p, fmt::kFileSuffix, suffix) != 0) return false;
+  *rest = p + suffix;
+  return true;
+}
+
+}  // namespace
+
+HCCT_NOINST bool parse_profile_name(const char *name, DumpName *out) {
+  const char *rest = nullptr;
+  return parse_name_core(name, out, &rest) && *rest == 0;
+}
+
+HCCT_NOINST bool parse_temporary_name(const char *name, DumpName *out) {
+  const char *rest = nullptr;
+  if (name[0] != '.' || !parse_name_core(name + 1, out, &rest)) return false;
+  size_t n = strlen(rest);
+  return n >= 4 && strcmp(rest + n - 4, ".tmp") == 0;  // also the older `.<pid>.<seq>.hcct.tmp`
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -258,8 +305,11 @@ HCCT_NOINST bool write_modules(DumpFile &file) {
   size_t count_at = out.size();
   out.append_u32(0);
   ModuleWalk walk{&out, 0, {}};
-  dl_iterate_phdr(emit_loaded, &walk);
+  // Every dl_iterate_phdr of the runtime runs under this lock, which fork's prepare handler takes:
+  // glibc's fork does not reset the loader's lock that dl_iterate_phdr holds, so a child forked
+  // while another thread was dumping would wait for it for ever at its own dump.
   lock(&g_unloaded_lock);
+  dl_iterate_phdr(emit_loaded, &walk);
   for (size_t i = 0; i < g_unloaded_count; ++i) {
     LoadedCheck check{&g_unloaded[i], false, {}};
     dl_iterate_phdr(find_loaded, &check);
@@ -309,11 +359,30 @@ HCCT_NOINST void mark_path(const ThreadProfile &profile, bool on) {
   }
 }
 
-HCCT_NOINST bool write_tree(DumpFile &file, const ThreadProfile &profile, uint64_t *nodes,
-                            uint64_t *max_depth) {
+// The nodes reachable from the root (the root included), counted by the same walk as write_tree.
+HCCT_NOINST uint64_t count_reachable(const Node *root) {
+  uint64_t n = 1;
+  const Node *node = root;
+  for (;;) {
+    if (node->first_child) {
+      node = node->first_child;
+    } else {
+      while (node != root && !node->next_sibling) node = node->parent();
+      if (node == root) return n;
+      node = node->next_sibling;
+    }
+    ++n;
+  }
+}
+
+// `interrupted`: an event of the thread was cut short by the signal handler that is writing this,
+// so the node count may be mid-update; the walk counts what is linked.
+HCCT_NOINST bool write_tree(DumpFile &file, const ThreadProfile &profile, bool interrupted,
+                            uint64_t *nodes, uint64_t *max_depth) {
   ByteBuffer &out = file.body();
   file.begin_section(fmt::kTagTree);
-  out.append_varint(profile.live_nodes() + 1);
+  uint64_t expected = interrupted ? count_reachable(profile.root()) - 1 : profile.live_nodes();
+  out.append_varint(expected + 1);
   const Node *root = profile.root();
   IndexStack path;
   uint64_t index = 0;
@@ -350,33 +419,43 @@ HCCT_NOINST bool write_tree(DumpFile &file, const ThreadProfile &profile, uint64
     out.append_varint(profile.mode() == Mode::kHcct && !node->monitored() ? 0 : node->count);
     out.append_u8(flags);
   }
-  if (!out.ok() || index != profile.live_nodes()) return false;
+  if (!out.ok() || index != expected) return false;
   file.end_section();
   *nodes = index + 1;
   *max_depth = deepest;
   return true;
 }
 
+// The command line as it was at start-up (a program may rewrite its argv, setproctitle-style).
+char g_command[8192];
+
 HCCT_NOINST void append_cmdline(ByteBuffer &out) {
-  char buf[8192];
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-  if (fd >= 0) close(fd);
-  if (n <= 0) n = 0;
-  while (n > 0 && buf[n - 1] == 0) --n;
-  for (ssize_t i = 0; i < n; ++i)
-    if (buf[i] == 0) buf[i] = fmt::kArgSeparator;
-  buf[n] = 0;
-  out.append_pair("cmdline", buf);
+  if (!g_command[0]) remember_command();
+  out.append_pair("cmdline", g_command);
 }
 
 }  // namespace
+
+HCCT_NOINST void lock_module_list() { lock(&g_unloaded_lock); }
+HCCT_NOINST void unlock_module_list() { unlock(&g_unloaded_lock); }
 
 HCCT_NOINST void remember_modules_before_unload() {
   Module scratch;
   lock(&g_unloaded_lock);
   dl_iterate_phdr(remember_loaded, &scratch);
   unlock(&g_unloaded_lock);
+}
+
+HCCT_NOINST void remember_command() {
+  char *buf = g_command;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof g_command - 1) : -1;
+  if (fd >= 0) close(fd);
+  if (n <= 0) n = 0;
+  while (n > 0 && buf[n - 1] == 0) --n;
+  for (ssize_t i = 0; i < n; ++i)
+    if (buf[i] == 0) buf[i] = fmt::kArgSeparator;
+  buf[n] = 0;
 }
 
 HCCT_NOINST uint64_t wall_clock_ns() {
@@ -389,7 +468,7 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
                                         const ThreadMeta &meta, const BurstMeta *burst) {
   uint64_t nodes = 0, max_depth = 0;
   mark_path(profile, true);
-  bool tree_ok = write_tree(file, profile, &nodes, &max_depth);
+  bool tree_ok = write_tree(file, profile, meta.interrupted, &nodes, &max_depth);
   mark_path(profile, false);
   if (!tree_ok) return false;
 

@@ -55,6 +55,7 @@ struct ThreadMeta {
   bool live_at_exit;
   uint64_t dropped;
   uint64_t start_ns;
+  bool interrupted;  // written from a signal handler that interrupted one of the thread's events
 };
 
 // Static bursting's META keys (docs/FORMAT.md, docs/BURSTING.md).
@@ -76,6 +77,21 @@ bool write_profile_sections(DumpFile &file, const ThreadProfile &profile, const 
 
 // Remembers the module map before a dlclose so unloaded libraries still symbolize.
 void remember_modules_before_unload();
+// The lock of that list, held across fork so that a child never inherits it held.
+void lock_module_list();
+void unlock_module_list();
+
+// Remembers the command line at start-up (the META `cmdline` of every later dump).
+void remember_command();
+
+// The names the runtime gives files in the output directory: `<pid>.<seq>.hcct`, and the
+// temporary `.<pid>.<seq>.hcct.<tid>.tmp` each writer renames into place.
+struct DumpName {
+  uint64_t pid;
+  uint64_t seq;
+};
+bool parse_profile_name(const char *name, DumpName *out);
+bool parse_temporary_name(const char *name, DumpName *out);
 
 uint64_t wall_clock_ns();
 

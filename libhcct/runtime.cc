@@ -3,12 +3,15 @@
 #include <dlfcn.h>
 #include <new>
 #include <errno.h>
+#include <limits.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -18,6 +21,8 @@
 #include "dump.h"
 #include "hcct/hcct.h"
 #include "interpose.h"
+#include "lifecycle.h"
+#include "messages.h"
 #include "profile.h"
 #include "thread.h"
 
@@ -47,26 +52,88 @@ int g_registry_lock = 0;
 ThreadState *g_threads = nullptr;
 uint32_t g_next_seq = 0;
 int g_dumps_in_flight = 0;
-
+char g_follow_preload[kMaxPath + 16];   // option follow=1 (lifecycle.h)
+char g_follow_options[kMaxPath + 16];
+// Set by the daemon() interposer around the fork whose parent then leaves (lifecycle.h).
+__thread bool t_leaving_after_fork __attribute__((tls_model("initial-exec"))) = false;
 
 HCCT_NOINST void lock_registry() {
   while (__atomic_exchange_n(&g_registry_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
 }
 HCCT_NOINST void unlock_registry() { __atomic_store_n(&g_registry_lock, 0, __ATOMIC_RELEASE); }
 
-HCCT_NOINST void say(const char *fmt, const char *a, const char *b) {
-  char msg[kMaxPath + 512];
-  int n = snprintf(msg, sizeof msg, fmt, a, b);
-  if (n > 0) (void)!write(2, msg, size_t(n) < sizeof msg ? size_t(n) : sizeof msg - 1);
-}
-
 HCCT_NOINST int current_tid() { return int(syscall(SYS_gettid)); }
 
+// The main thread's stack from /proc/self/maps, read with plain system calls: pthread_getattr_np
+// reads the file through stdio, i.e. the program's malloc, which may be the very function whose
+// first event is registering this thread (an instrumented allocator holding its own lock).
+// The stack is the mapping that holds `here`; it may grow down to the previous mapping's end,
+// within RLIMIT_STACK (what pthread_getattr_np reports too).
+HCCT_NOINST bool main_thread_stack(uintptr_t here, uintptr_t *lo, uintptr_t *size) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  size_t have = 0;
+  uintptr_t prev_end = 0, hi = 0;
+  bool found = false, eof = false;
+  while (!found && !eof) {
+    ssize_t r = read(fd, buf + have, sizeof buf - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) eof = true;
+    else have += size_t(r);
+    // Whole lines only: "start-end perms ...".
+    size_t line = 0;
+    for (size_t i = 0; i < have && !found; ++i) {
+      if (buf[i] != '\n') continue;
+      uintptr_t start = 0, end = 0;
+      size_t j = line;
+      auto hex = [&](uintptr_t *v) {
+        for (; j < i; ++j) {
+          char c = buf[j];
+          int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+          if (d < 0) break;
+          *v = *v * 16 + uintptr_t(d);
+        }
+      };
+      hex(&start);
+      if (j < i && buf[j] == '-') {
+        ++j;
+        hex(&end);
+      }
+      if (start <= here && here < end) {
+        hi = end;
+        found = true;
+      } else if (end <= here) {
+        prev_end = end;
+      }
+      line = i + 1;
+    }
+    memmove(buf, buf + line, have - line);
+    have -= line;
+    if (have == sizeof buf) have = 0;  // a line longer than the buffer: skip it
+  }
+  close(fd);
+  if (!found) return false;
+  rlimit limit{};
+  uintptr_t max = getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                      ? uintptr_t(limit.rlim_cur)
+                      : hi - prev_end;
+  if (max > hi - prev_end) max = hi - prev_end;
+  *lo = hi - max;
+  *size = max;
+  return true;
+}
+
 // The calling thread's stack, so that frames on other stacks (sigaltstack, coroutines) are
-// recognised. Unknown bounds make every address "own stack".
+// recognised. Unknown bounds make every address "own stack". Never calls malloc.
 HCCT_NOINST void own_stack(uintptr_t *lo, uintptr_t *size) {
   *lo = 0;
   *size = ~uintptr_t(0);
+  if (getpid() == current_tid()) {
+    // pthread_getattr_np would read /proc/self/maps through stdio for the main thread.
+    main_thread_stack(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), lo, size);
+    return;
+  }
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
   void *addr = nullptr;
@@ -83,11 +150,9 @@ HCCT_NOINST void own_stack(uintptr_t *lo, uintptr_t *size) {
 namespace hcct::rt {
 
 // Marks a thread whose profile is finished (or could not start): every later event returns at once.
-ThreadState g_inert = [] {
-  ThreadState s{};
-  s.busy = 1;
-  return s;
-}();
+// Constant-initialised: it is in force before any constructor runs (events can arrive from other
+// libraries' constructors and from threads they start).
+constinit ThreadState g_inert{ThreadState::Inert{}};
 
 __thread ThreadState *t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -134,8 +199,24 @@ HCCT_NOINST const Options &runtime_options() { return g_options; }
 
 namespace {
 
-HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit) {
-  ThreadMeta meta{getpid(), getppid(), s->tid, s->seq, live_at_exit, s->dropped, s->start_ns};
+// Who this process is, recorded at start-up and at fork (not at dump time: the parent of a
+// daemon() child has left by then, and getppid() would say 1).
+struct ProcessIdentity {
+  int pid;
+  int ppid;
+};
+ProcessIdentity g_process{};
+int g_forking_pid = 0;  // the parent's pid, kept by the fork-prepare handler for the child
+
+// A thread that exits while the whole-process dump is written is left to that dump.
+HCCT_NOINST bool claim(ThreadState *s) { return !__atomic_exchange_n(&s->claimed, 1, __ATOMIC_ACQ_REL); }
+HCCT_NOINST void unclaim(ThreadState *s) { __atomic_store_n(&s->claimed, 0, __ATOMIC_RELEASE); }
+
+// `interrupted`: the thread's own event was interrupted (exit or _exit from a signal handler): its
+// tree is written as it stands.
+HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupted) {
+  ThreadMeta meta{g_process.pid, g_process.ppid, s->tid, s->seq, live_at_exit, s->dropped,
+                  s->start_ns, interrupted};
   BurstMeta burst;
   if (g_bursting) {
     burst.kind = burst_kind_name();
@@ -147,6 +228,8 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit) {
     burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped;
     burst.time_fraction = burst_time_fraction();
   }
+  // A full disk or a file-size limit (SIGXFSZ) gives an error here, never a signal in the program.
+  QuietWrites quiet;
   int err = ENOMEM;
   {
     DumpFile file;
@@ -166,8 +249,6 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit) {
   }
 }
 
-HCCT_NOINST bool claim(ThreadState *s) { return !__atomic_exchange_n(&s->claimed, 1, __ATOMIC_ACQ_REL); }
-
 HCCT_NOINST void free_thread(ThreadState *s) {
   if (hcct_kpath_release) hcct_kpath_release(*s);
   s->profile.destroy();
@@ -176,13 +257,18 @@ HCCT_NOINST void free_thread(ThreadState *s) {
   unmap_pages(s, sizeof(ThreadState));
 }
 
-// pthread key destructor: the thread is exiting.
+// pthread key destructor: the thread is exiting. The program's own key destructors may still call
+// instrumented code, and glibc calls destructors in rounds while any key has a value
+// (PTHREAD_DESTRUCTOR_ITERATIONS of them): re-arming keeps this thread profiled until the last
+// round, so those calls are counted too. C++ thread_local destructors run before any key's.
 HCCT_NOINST void on_thread_exit(void *arg) {
   auto *s = static_cast<ThreadState *>(arg);
+  if (++s->exit_rounds < PTHREAD_DESTRUCTOR_ITERATIONS && pthread_setspecific(g_thread_key, s) == 0)
+    return;
   t_state = &g_inert;
   if (!claim(s)) return;  // the final dump has it
   __atomic_add_fetch(&g_dumps_in_flight, 1, __ATOMIC_ACQ_REL);
-  write_thread(s, /*live_at_exit=*/false);
+  write_thread(s, /*live_at_exit=*/false, /*interrupted=*/false);
   lock_registry();
   for (ThreadState **p = &g_threads; *p; p = &(*p)->next) {
     if (*p == s) {
@@ -220,18 +306,78 @@ HCCT_NOINST bool wait_until_idle(ThreadState *s) {
   return false;
 }
 
-HCCT_NOINST void on_fork_prepare() {
+// The threads a whole-process dump writes, claimed from the registry (mmap'd: the dump may run in
+// a signal handler, at _exit, before exec).
+struct ClaimedThreads {
+  ThreadState **list = nullptr;
+  size_t count = 0;
+  size_t bytes = 0;
+};
+
+HCCT_NOINST ClaimedThreads claim_all_threads() {
+  ClaimedThreads c;
   lock_registry();
+  size_t registered = 0;
+  for (ThreadState *s = g_threads; s; s = s->next) ++registered;
+  c.bytes = (registered + 1) * sizeof(ThreadState *);
+  c.list = static_cast<ThreadState **>(map_pages(c.bytes));
+  for (ThreadState *s = g_threads; s && c.list; s = s->next)
+    if (claim(s)) c.list[c.count++] = s;
+  unlock_registry();
+  return c;
+}
+
+// Writes the claimed threads' profiles; the gates must be closed. The calling thread is never
+// waited for: when it is busy, a signal handler interrupted one of its events, which cannot finish
+// before this returns — its tree is written as it stands.
+HCCT_NOINST size_t write_claimed(const ClaimedThreads &c) {
+  ThreadState *self = t_state;
+  size_t written = 0;
+  for (size_t i = 0; i < c.count; ++i) {
+    ThreadState *s = c.list[i];
+    bool interrupted = s == self && s->busy;
+    if (s != self && !wait_until_idle(s)) continue;
+    write_thread(s, /*live_at_exit=*/s != self, interrupted);
+    ++written;
+  }
+  return written;
+}
+
+// The dump at the end of the process (exit, _exit, the parent side of daemon()): every thread's
+// profile, once.
+HCCT_NOINST void finish_process() {
+  if (!g_profiling || __atomic_exchange_n(&g_finished, true, __ATOMIC_ACQ_REL)) return;
+  if (g_bursting) burst_finish();  // no burst opens again; events between bursts stop
+  stop_all_threads();
+  ClaimedThreads claimed = claim_all_threads();
+  size_t written = write_claimed(claimed);
+  for (int i = 0; i < 2000 && __atomic_load_n(&g_dumps_in_flight, __ATOMIC_ACQUIRE); ++i)
+    sleep_briefly();
+  unmap_pages(claimed.list, claimed.bytes);
+  if (g_options.verbose)
+    say("hcct: process %d wrote %zu thread profile(s) to %s\n", g_process.pid, written, g_out_dir);
+}
+
+HCCT_NOINST void on_fork_prepare() {
+  g_forking_pid = g_process.pid;
+  lock_registry();
+  lock_module_list();  // a child must not inherit it held by another thread (it dumps at exit)
   burst_fork_prepare();
 }
+
 HCCT_NOINST void on_fork_parent() {
   burst_fork_parent();
+  unlock_module_list();
   unlock_registry();
+  // daemon()'s parent leaves with _exit as soon as fork returns: this is its last chance.
+  if (t_leaving_after_fork) finish_process();
 }
 
 // In the child only the forking thread exists: it keeps profiling from its current context in a
 // fresh tree, so the child's file holds what the child did.
 HCCT_NOINST void on_fork_child() {
+  g_process = {current_tid(), g_forking_pid};
+  t_leaving_after_fork = false;
   ThreadState *self = t_state;
   for (ThreadState *s = g_threads; s;) {
     ThreadState *next = s->next;
@@ -254,6 +400,7 @@ HCCT_NOINST void on_fork_child() {
     self->next = nullptr;
     g_threads = self;
   }
+  unlock_module_list();
   unlock_registry();
   burst_fork_child();  // restarts the timer thread, which the child does not have
 }
@@ -271,32 +418,132 @@ HCCT_NOINST bool make_directory(char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(path, W_OK | X_OK) == 0;
 }
 
-HCCT_NOINST bool resolve_out_dir() {
-  if (g_options.out[0] == '/') {
-    snprintf(g_out_dir, sizeof g_out_dir, "%s", g_options.out);
-  } else {
-    char cwd[kMaxPath];
-    if (!getcwd(cwd, sizeof cwd)) return false;
-    if (snprintf(g_out_dir, sizeof g_out_dir, "%s/%s", cwd, g_options.out) >= int(sizeof g_out_dir))
-      return false;
+// `path` made absolute against the working directory at start-up (the program may chdir later).
+HCCT_NOINST bool make_absolute(const char *path, char *out, size_t size) {
+  if (path[0] == '/') return size_t(snprintf(out, size, "%s", path)) < size;
+  char cwd[kMaxPath];
+  if (!getcwd(cwd, sizeof cwd)) return false;
+  return size_t(snprintf(out, size, "%s/%s", cwd, path)) < size;
+}
+
+// Reads the output directory once at start-up (plain system calls, no malloc): removes the
+// temporary files of dumps that were killed midway (`.<pid>.…tmp` of a process that no longer
+// exists), and numbers this image's threads after any profile files of the same pid already there
+// (an image that exec'd this one wrote them; a recycled pid's old files are kept too).
+HCCT_NOINST void scan_out_dir() {
+  int dir = open(g_out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return;
+  alignas(8) char buf[8192];
+  for (;;) {
+    long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+    if (n <= 0) break;
+    for (long at = 0; at < n;) {
+      struct Entry {
+        uint64_t ino;
+        int64_t off;
+        unsigned short reclen;
+        unsigned char type;
+        char name[1];
+      };
+      const auto *e = reinterpret_cast<const Entry *>(buf + at);
+      at += e->reclen;
+      DumpName id;
+      if (parse_temporary_name(e->name, &id)) {
+        if (id.pid != uint64_t(g_process.pid) && kill(int(id.pid), 0) != 0 && errno == ESRCH)
+          unlinkat(dir, e->name, 0);
+      } else if (parse_profile_name(e->name, &id) && id.pid == uint64_t(g_process.pid) &&
+                 id.seq >= g_next_seq && id.seq < 0xffffffffu) {
+        g_next_seq = uint32_t(id.seq + 1);
+      }
+    }
   }
+  close(dir);
+}
+
+}  // namespace
+
+namespace hcct::rt {
+
+HCCT_NOINST bool leaving_process_can_dump() {
+  // A vfork child shares the parent's memory: it must not touch the parent's profile.
+  return g_profiling && !g_finished && getpid() == g_process.pid;
+}
+
+HCCT_NOINST void finish_before_leaving() {
+  if (leaving_process_can_dump()) finish_process();
+}
+
+HCCT_NOINST void mark_leaving_after_fork(bool on) { t_leaving_after_fork = on; }
+
+// exec: the image's profile is written as it stands, every thread's; if exec fails, profiling goes
+// on (the files are written again, complete, at the end). With bursting, a failed exec ends
+// bursting for the image (docs/RUNTIME.md).
+HCCT_NOINST bool snapshot_before_exec(ExecSnapshot *snap) {
+  *snap = {};
+  if (!leaving_process_can_dump()) return false;
+  if (g_bursting) {
+    finish_process();
+    return false;
+  }
+  snap->gate = __atomic_load_n(&__hcct_gate_local, __ATOMIC_ACQUIRE);
+  snap->hook_gate = __atomic_load_n(&g_hook_gate, __ATOMIC_ACQUIRE);
+  stop_all_threads();
+  ClaimedThreads claimed = claim_all_threads();
+  write_claimed(claimed);
+  snap->threads = claimed.list;
+  snap->count = claimed.count;
+  snap->bytes = claimed.bytes;
   return true;
 }
 
+HCCT_NOINST void resume_after_exec(ExecSnapshot *snap) {
+  auto **list = static_cast<ThreadState **>(snap->threads);
+  for (size_t i = 0; i < snap->count; ++i) unclaim(list[i]);
+  unmap_pages(list, snap->bytes);
+  if (g_finished) return;
+  __atomic_store_n(&g_hook_gate, snap->hook_gate, __ATOMIC_RELEASE);
+  __atomic_store_n(&__hcct_gate_local, snap->gate, __ATOMIC_RELEASE);
+}
+
+HCCT_NOINST const char *preload_to_follow() { return g_options.follow ? g_follow_preload : nullptr; }
+HCCT_NOINST const char *options_to_follow() { return g_options.follow ? g_follow_options : nullptr; }
+
+}  // namespace hcct::rt
+
+namespace {
+
+// What a child whose environment was replaced gets back with follow=1 (exits.cc): the
+// "LD_PRELOAD=…" and "HCCT_OPTIONS=…" entries as they were at start-up.
+HCCT_NOINST void remember_environment() {
+  g_follow_preload[0] = g_follow_options[0] = 0;
+  if (const char *v = getenv("LD_PRELOAD"); v && strstr(v, "libhcct"))
+    snprintf(g_follow_preload, sizeof g_follow_preload, "LD_PRELOAD=%s", v);
+  if (const char *v = getenv("HCCT_OPTIONS"))
+    snprintf(g_follow_options, sizeof g_follow_options, "HCCT_OPTIONS=%s", v);
+}
+
 __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
+  messages_init();
+  g_process = {getpid(), getppid()};
   char error[512];
   if (!parse_options(getenv("HCCT_OPTIONS"), &g_options, error, sizeof error)) {
-    say("hcct: HCCT_OPTIONS: %s; profiling is off for this run%s\n", error, "");
+    say("hcct: HCCT_OPTIONS: %s; profiling is off for this run\n", error);
     return;
   }
+  if (g_options.log[0]) {
+    char log[kMaxPath];
+    if (make_absolute(g_options.log, log, sizeof log)) messages_to_file(log);
+  }
   if (g_options.mode == Mode::kOff) return;
+  remember_environment();
+  remember_command();
   if (g_options.mode == Mode::kEmpty) {
     g_hook_gate = kGateEmpty;
     __hcct_gate_local = kGateEmpty;
     return;
   }
   g_exact = g_options.exact;
-  bool dirs_ok = resolve_out_dir() && make_directory(g_out_dir);
+  bool dirs_ok = make_absolute(g_options.out, g_out_dir, sizeof g_out_dir) && make_directory(g_out_dir);
   if (dirs_ok && g_exact) {
     snprintf(g_exact_dir, sizeof g_exact_dir, "%s/exact", g_out_dir);
     dirs_ok = make_directory(g_exact_dir);
@@ -306,9 +553,10 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
         g_out_dir[0] ? g_out_dir : g_options.out, strerror(errno ? errno : EACCES));
     return;
   }
+  scan_out_dir();
   set_tree_memory_limit(size_t(g_options.max_mb) << 20);
   if (pthread_key_create(&g_thread_key, on_thread_exit) != 0) {
-    say("hcct: %s%s\n", "cannot create a thread key; profiling is off for this run", "");
+    say("hcct: cannot create a thread key; profiling is off for this run\n");
     return;
   }
   pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
@@ -318,7 +566,7 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   if (g_options.burst != Burst::kOff) {
     g_bursting = true;
     if (!burst_start(g_options, g_exact, &gate, &hook_gate)) {
-      say("hcct: %s%s\n", "cannot start the burst timer; profiling is off for this run", "");
+      say("hcct: cannot start the burst timer; profiling is off for this run\n");
       return;
     }
   }
@@ -327,39 +575,9 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   __atomic_store_n(&__hcct_gate_local, gate, __ATOMIC_RELEASE);
 }
 
-// Runs after the program's atexit handlers and static destructors, from whichever thread exits.
-__attribute__((destructor(101))) HCCT_NOINST void hcct_finish() {
-  if (!g_profiling || g_finished) return;
-  g_finished = true;
-  if (g_bursting) burst_finish();  // no burst opens again; events between bursts stop
-  stop_all_threads();
-  ThreadState *self = t_state;
-
-  lock_registry();
-  size_t count = 0;
-  for (ThreadState *s = g_threads; s; s = s->next) ++count;
-  auto **mine = static_cast<ThreadState **>(map_pages((count + 1) * sizeof(ThreadState *)));
-  size_t n = 0;
-  for (ThreadState *s = g_threads; s && mine; s = s->next)
-    if (claim(s)) mine[n++] = s;
-  unlock_registry();
-
-  size_t written = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!wait_until_idle(mine[i])) continue;
-    write_thread(mine[i], /*live_at_exit=*/mine[i] != self);
-    ++written;
-  }
-  for (int i = 0; i < 2000 && __atomic_load_n(&g_dumps_in_flight, __ATOMIC_ACQUIRE); ++i)
-    sleep_briefly();
-  unmap_pages(mine, (count + 1) * sizeof(ThreadState *));
-  if (g_options.verbose) {
-    char msg[kMaxPath + 128];
-    int len = snprintf(msg, sizeof msg, "hcct: process %d wrote %zu thread profile(s) to %s\n",
-                       getpid(), written, g_out_dir);
-    if (len > 0) (void)!write(2, msg, size_t(len) < sizeof msg ? size_t(len) : sizeof msg - 1);
-  }
-}
+// Runs after the program's atexit handlers and static destructors, from whichever thread exits
+// (also from a signal handler that called exit()).
+__attribute__((destructor(101))) HCCT_NOINST void hcct_finish() { finish_process(); }
 
 // ---------------------------------------------------------------------------------------------
 // Events. The probes run the fast path inline and tail-call everything else, so they need no

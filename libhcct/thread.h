@@ -20,27 +20,35 @@ inline constexpr unsigned char kGateProfiling = 2;
 struct KpathThreadState;  // defined by the path profiler
 
 struct ThreadState {
+  struct Inert {};
+  constexpr ThreadState() = default;
+  // The state of g_inert: marked busy for good, so every event of a thread that has it returns.
+  explicit constexpr ThreadState(Inert) : busy(1) {}
+
   ThreadProfile profile;
   ThreadProfile exact;      // option exact=1: the exact CCT of the same events, beside the MCCT
-  KpathThreadState *kpath;  // created by the path profiler on its first event in this thread
+  KpathThreadState *kpath = nullptr;  // created by the path profiler on its first event in this thread
   // The inline fast paths run only while this equals g_burst_epoch: 0 without bursting, the current
   // burst's epoch once the thread's path is synchronised to it, never with exact=1.
-  uint64_t fast_epoch;
+  uint64_t fast_epoch = 0;
   // Between bursts, the inline shadow-stack paths run only while this equals g_burst_epoch (set once
   // the shadow stack holds the thread's path in that period and shadow stacks are kept).
-  uint64_t between_epoch;
+  uint64_t between_epoch = 0;
   BurstThread burst;        // static bursting (burst.h)
   // Set while this thread is inside the runtime. Only this thread writes it; the final dump reads
   // it (after a membarrier) to know the thread has left.
-  volatile unsigned char busy;
-  unsigned char exact_on;  // option exact=1: every event takes the full path to feed `exact`
+  volatile unsigned char busy = 0;
+  unsigned char exact_on = 0;  // option exact=1: every event takes the full path to feed `exact`
   // Whoever sets it first (the exiting thread or the final dump) writes this thread's file.
-  unsigned char claimed;
-  uint32_t seq;
-  int tid;
-  uint64_t start_ns;
-  uint64_t dropped;
-  ThreadState *next;
+  unsigned char claimed = 0;
+  // Thread-exit destructor rounds seen (on_thread_exit re-arms itself so that the program's own
+  // key destructors, which may call instrumented code, run before the thread's profile is written).
+  unsigned char exit_rounds = 0;
+  uint32_t seq = 0;
+  int tid = 0;
+  uint64_t start_ns = 0;
+  uint64_t dropped = 0;
+  ThreadState *next = nullptr;
 };
 
 extern ThreadState g_inert;

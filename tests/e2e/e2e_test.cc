@@ -394,7 +394,12 @@ TEST_CASE("robustness: exec: the new image is profiled, the program's behaviour 
   CHECK(p.result.out == "after exec\n");
   CHECK(p.result.err.empty());
   auto set = ha::read_profiles(p.dir);
-  const auto &t = only_thread(set);
-  // The image that called exec wrote nothing (docs/RUNTIME.md, "Limits"); the new one is whole.
-  CHECK(named_counts(t) == std::map<NamePath, uint64_t>{{{"main"}, 1}, {{"main", "after"}, 7}});
+  // Both images, under one pid: the one that called exec wrote its profile before the exec
+  // (docs/RUNTIME.md, "Threads"), the new one numbers its thread after it.
+  REQUIRE(set.processes.size() == 1);
+  REQUIRE(set.processes[0].threads.size() == 2);
+  const auto &before = set.processes[0].threads[0], &after = set.processes[0].threads[1];
+  CHECK(named_counts(before) == std::map<NamePath, uint64_t>{{{"main"}, 1}, {{"main", "before"}, 5}});
+  CHECK(after.meta.thread_seq == 1);
+  CHECK(named_counts(after) == std::map<NamePath, uint64_t>{{{"main"}, 1}, {{"main", "after"}, 7}});
 }

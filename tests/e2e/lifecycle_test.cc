@@ -1,0 +1,348 @@
+// The runtime inside programs that leave, die, fork, exec, close their stderr or bring their own
+// malloc (tests/e2e/programs/ways_out.c, own_malloc.c, thread_dtors.cc): the program's output and
+// exit status never change, and the profile is complete, or absent with one message.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+
+using namespace e2e;
+namespace ha = hcct::analysis;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kWaysOut = std::string(E2E_DIR) + "/e2e_ways_out";
+
+std::string slurp(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> runtime_env(const fs::path &dir, const std::string &options) {
+  return {std::string("LD_PRELOAD=") + HCCT_RUNTIME,
+          "HCCT_OPTIONS=" + options + (options.empty() ? "" : ":") + "out=" + dir.string()};
+}
+
+// Files whose name starts with '.' in `dir` (the runtime's temporaries).
+std::vector<std::string> hidden_files(const fs::path &dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string()[0] == '.') out.push_back(it->path().filename().string());
+  return out;
+}
+
+// Runs argv in a child set up by `prepare` (after fork, before exec); stdout to a file; stderr as
+// `prepare` leaves it.
+template <typename Prepare>
+Result run_prepared(const std::vector<std::string> &argv, const std::vector<std::string> &env,
+                    Prepare prepare) {
+  fs::path tmp = fresh_dir("io");
+  fs::create_directories(tmp);
+  std::vector<std::string> envs = env;
+  envs.push_back("PATH=/usr/bin:/bin");
+  std::vector<char *> cargv, cenv;
+  for (auto &a : argv) cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (auto &e : envs) cenv.push_back(const_cast<char *>(e.c_str()));
+  cenv.push_back(nullptr);
+  std::string out_path = (tmp / "out").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    close(fd);
+    prepare();
+    execve(cargv[0], cargv.data(), cenv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Result r;
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(tmp / "out");
+  fs::remove_all(tmp);
+  return r;
+}
+
+const ha::ThreadProfile *thread_with(const ha::ProfileSet &set, const std::string &function) {
+  for (auto &proc : set.processes)
+    for (auto &t : proc.threads)
+      for (auto &[path, count] : named_counts(t))
+        if (std::find(path.begin(), path.end(), function) != path.end()) return &t;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("messages: a dead-pipe stderr never raises SIGPIPE in the program", "[e2e][lifecycle]") {
+  // Every message the runtime can print at run time: the memory cap, verbose exit, a bad option.
+  for (const std::string options : {"mode=cct:max_mb=1:verbose=1", "mode=nonsense"}) {
+    INFO(options);
+    fs::path dir = fresh_dir("deadpipe");
+    auto native = run({kWaysOut, "quiet"});
+    auto profiled = run_prepared({kWaysOut, "quiet"}, runtime_env(dir, options), [] {
+      int p[2];
+      if (pipe(p) == 0) {
+        close(p[0]);  // no reader: a write raises SIGPIPE
+        dup2(p[1], 2);
+        close(p[1]);
+      }
+      signal(SIGPIPE, SIG_DFL);
+    });
+    CHECK(profiled.status == native.status);
+    CHECK(profiled.out == native.out);
+  }
+}
+
+TEST_CASE("messages: never into a descriptor the program reused as fd 2", "[e2e][lifecycle]") {
+  fs::path dir = fresh_dir("reusefd2");
+  fs::create_directories(dir);
+  fs::path data = dir / "data.txt", native_data = dir / "native.txt";
+  auto native = run({kWaysOut, "reuse-fd2", native_data.string()});
+  auto profiled = run({kWaysOut, "reuse-fd2", data.string()}, runtime_env(dir / "out", "mode=cct:verbose=1"));
+  CHECK(profiled.status == native.status);
+  CHECK(profiled.out == native.out);
+  CHECK(slurp(data) == slurp(native_data));
+  CHECK(slurp(data) == "data written by the program\n");
+}
+
+TEST_CASE("messages: log=FILE collects them instead of stderr", "[e2e][lifecycle]") {
+  fs::path dir = fresh_dir("log");
+  fs::create_directories(dir);
+  auto r = run({kWaysOut, "quiet"}, runtime_env(dir / "out", "mode=cct:verbose=1:log=" + (dir / "log.txt").string()));
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(slurp(dir / "log.txt").find("hcct: process ") == 0);
+}
+
+TEST_CASE("exit() from a signal handler while the main thread is in instrumented code", "[e2e][lifecycle]") {
+  // The handler very likely interrupts one of the runtime's own events: the thread's profile is
+  // still written (as it stands), every run.
+  for (int round = 0; round < 5; ++round) {
+    INFO("round " << round);
+    auto p = run_profiled({kWaysOut, "exit-in-handler"}, "mode=cct");
+    CHECK(p.result.status == 0);
+    CHECK(p.result.out == "looping\n");
+    CHECK(p.result.err.empty());
+    auto set = ha::read_profiles(p.dir);
+    REQUIRE(set.processes.size() == 1);
+    REQUIRE(set.processes[0].threads.size() == 1);
+    auto counts = named_counts(set.processes[0].threads[0]);
+    CHECK(counts.count({"main", "exit_in_handler", "work"}) == 1);
+  }
+}
+
+TEST_CASE("a dump under a file-size limit the program respects: no signal, no partial file, one message", "[e2e][lifecycle]") {
+  auto native = run({kWaysOut, "many-contexts"});
+  fs::path dir = fresh_dir("fsize");
+  auto r = run_prepared({kWaysOut, "many-contexts"}, runtime_env(dir, "mode=cct"), [] {
+    rlimit limit{2048, 2048};  // bytes: the program's own output fits, the profile does not
+    setrlimit(RLIMIT_FSIZE, &limit);
+    signal(SIGXFSZ, SIG_DFL);
+    int fd = open("/dev/null", O_WRONLY);
+    dup2(fd, 2);
+  });
+  CHECK(r.status == native.status);
+  CHECK(r.out == native.out);
+  CHECK(hidden_files(dir).empty());
+  CHECK_FALSE(fs::exists(dir / (std::to_string(0) + ".0.hcct")));
+  std::error_code ec;
+  size_t files = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) ++files;
+  CHECK(files == 0);
+
+  // The same with stderr captured: exactly one message.
+  fs::path dir2 = fresh_dir("fsize2");
+  fs::create_directories(dir2);
+  fs::path err = dir2 / "err.txt";
+  std::string err_path = err.string();
+  auto r2 = run_prepared({kWaysOut, "many-contexts"}, runtime_env(dir2 / "out", "mode=cct"), [&] {
+    int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    rlimit limit{2048, 2048};
+    setrlimit(RLIMIT_FSIZE, &limit);
+  });
+  CHECK(r2.status == native.status);
+  std::string message = slurp(err);
+  CHECK(message.find("hcct: cannot write the profile to '") == 0);
+  CHECK(message.find("File too large") != std::string::npos);
+  CHECK(std::count(message.begin(), message.end(), '\n') == 1);
+}
+
+TEST_CASE("a forked child exits while another thread holds the module-list lock: no hang", "[e2e][lifecycle]") {
+  auto p = run_profiled({kWaysOut, "fork-while-dumping"}, "mode=cct");
+  CHECK(p.result.out == "150 children exited\n");
+  CHECK(p.result.status == 0);
+}
+
+TEST_CASE("temporary dump files are created exclusively, never through a planted symlink", "[e2e][lifecycle]") {
+  fs::path dir = fresh_dir("plant");
+  fs::create_directories(dir);
+  fs::path victim = fs::path(fresh_dir("victim")).string() + ".txt";
+  { std::ofstream(victim) << "precious\n"; }
+  auto r = run({kWaysOut, "plant", dir.string(), victim.string()}, runtime_env(dir, "mode=cct"));
+  CHECK(r.status == 0);
+  CHECK(r.out == "planted\n");
+  CHECK(slurp(victim) == "precious\n");
+  auto set = ha::read_profiles(dir);
+  REQUIRE(set.processes.size() == 1);
+  CHECK(named_counts(set.processes[0].threads[0]).at({"main", "plant", "work"}) == 1);
+  fs::remove(victim);
+}
+
+TEST_CASE("stale temporaries of dead processes are removed at start-up, live ones kept", "[e2e][lifecycle]") {
+  fs::path dir = fresh_dir("stale");
+  fs::create_directories(dir);
+  // A pid that cannot exist (above pid_max's ceiling of 2^22) and this test's own (alive).
+  std::string dead = ".4194305.0.hcct.4194305.tmp", old_dead = ".4194305.1.hcct.tmp";
+  std::string alive = "." + std::to_string(getpid()) + ".0.hcct.1.tmp";
+  for (const std::string &name : {dead, old_dead, alive}) std::ofstream(dir / name) << "partial";
+  auto r = run({kWaysOut, "quiet"}, runtime_env(dir, "mode=cct"));
+  CHECK(r.status == 0);
+  CHECK_FALSE(fs::exists(dir / dead));
+  CHECK_FALSE(fs::exists(dir / old_dead));
+  CHECK(fs::exists(dir / alive));
+}
+
+TEST_CASE("an instrumented malloc that holds its lock at the first event", "[e2e][lifecycle]") {
+  // Before the fix the thread's registration called malloc (stdio in pthread_getattr_np) and the
+  // program waited for its own lock for ever: the timeout makes that a failure, not a hang.
+  fs::path dir = fresh_dir("malloc");
+  auto r = run({"/usr/bin/timeout", "20", std::string(E2E_DIR) + "/e2e_own_malloc"}, runtime_env(dir, "mode=cct"));
+  CHECK(r.status == 0);
+  CHECK(r.out == "allocated\n");
+  auto set = ha::read_profiles(dir);
+  REQUIRE(set.processes.size() == 1);
+  CHECK(named_counts(set.processes[0].threads[0]).count({"account"}) == 1);
+}
+
+TEST_CASE("daemon(): both processes recorded, the child's parent pid the real one", "[e2e][lifecycle]") {
+  fs::path dir = fresh_dir("daemon");
+  fs::create_directories(dir);
+  fs::path done = dir / "done";
+  auto r = run({kWaysOut, "daemon", done.string()}, runtime_env(dir / "out", "mode=cct"));
+  CHECK(r.status == 0);
+  for (int i = 0; i < 500 && !fs::exists(done); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(fs::exists(done));
+  // The daemon writes its profile right after creating `done`.
+  ha::ProfileSet set;
+  for (int i = 0; i < 500; ++i) {
+    try {
+      set = ha::read_profiles(dir / "out");
+      if (set.processes.size() == 2) break;
+    } catch (const std::exception &) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(set.processes.size() == 2);
+  const ha::ThreadProfile *parent = thread_with(set, "work");
+  const ha::ThreadProfile *child = thread_with(set, "in_child");
+  REQUIRE(parent);
+  REQUIRE(child);
+  REQUIRE(parent != child);
+  CHECK(child->meta.ppid == parent->meta.pid);
+  CHECK(named_counts(*parent).at({"main", "become_daemon", "work"}) == 1);
+  CHECK(named_counts(*child).at({"main", "become_daemon", "in_child"}) == 5);
+}
+
+TEST_CASE("a forked child that ends with _exit or _Exit keeps its calls", "[e2e][lifecycle]") {
+  for (const char *c : {"fork-_exit", "fork-_Exit"}) {
+    INFO(c);
+    auto p = run_profiled({kWaysOut, c}, "mode=cct");
+    CHECK(p.result.status == 0);
+    CHECK(p.result.out == "child exited with 3\n");
+    auto set = ha::read_profiles(p.dir);
+    REQUIRE(set.processes.size() == 2);
+    const ha::ThreadProfile *child = thread_with(set, "in_child");
+    REQUIRE(child);
+    CHECK(named_counts(*child) ==
+          std::map<NamePath, uint64_t>{{{"main", "fork_then_underscore_exit", "in_child"}, 20}});
+  }
+}
+
+TEST_CASE("exec from a thread keeps the image that called it: main and the thread", "[e2e][lifecycle]") {
+  auto p = run_profiled({kWaysOut, "exec-in-thread"}, "mode=cct");
+  CHECK(p.result.status == 0);
+  CHECK(p.result.out == "after exec\n");
+  CHECK(p.result.err.empty());
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 1);  // one pid: the image before exec and the one after
+  auto &threads = set.processes[0].threads;
+  REQUIRE(threads.size() == 3);
+  const ha::ThreadProfile *main_thread = thread_with(set, "exec_in_thread");
+  const ha::ThreadProfile *thread = thread_with(set, "in_thread");
+  const ha::ThreadProfile *after = thread_with(set, "run_after");
+  REQUIRE(main_thread);
+  REQUIRE(thread);
+  REQUIRE(after);
+  CHECK(named_counts(*main_thread).at({"main", "exec_in_thread", "work"}) == 2);
+  CHECK(named_counts(*thread).at({"exec_from_thread", "in_thread"}) == 3);
+  CHECK(named_counts(*after).at({"main", "run_after", "after"}) == 7);
+  CHECK(after->meta.thread_seq == 2);  // numbered after the first image's files
+}
+
+TEST_CASE("a failed exec resumes profiling", "[e2e][lifecycle]") {
+  auto p = run_profiled({kWaysOut, "failed-exec"}, "mode=cct");
+  CHECK(p.result.status == 0);
+  CHECK(p.result.out == "exec failed: No such file or directory\n");
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 1);
+  REQUIRE(set.processes[0].threads.size() == 1);
+  auto counts = named_counts(set.processes[0].threads[0]);
+  CHECK(counts.at({"main", "failed_exec", "work"}) == 4);
+  CHECK(counts.at({"main", "failed_exec", "after"}) == 6);
+}
+
+TEST_CASE("follow=1: children given their own environment get the runtime back", "[e2e][lifecycle]") {
+  for (const char *follow : {"follow=1", "follow=0"}) {
+    INFO(follow);
+    auto p = run_profiled({kWaysOut, "spawn-own-env"}, std::string("mode=cct:") + follow);
+    CHECK(p.result.status == 0);
+    CHECK(p.result.out == "children exited with 0 0\n");
+    auto set = ha::read_profiles(p.dir);
+    size_t expected = std::string(follow) == "follow=1" ? 3 : 2;  // follow=0: the fork child only
+    CHECK(set.processes.size() == expected);
+  }
+}
+
+TEST_CASE("a vfork child that execs writes nothing for the parent", "[e2e][lifecycle]") {
+  auto p = run_profiled({kWaysOut, "vfork-exec"}, "mode=cct");
+  CHECK(p.result.status == 0);
+  CHECK(p.result.out == "vfork child exited with 0\n");
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 1);
+  REQUIRE(set.processes[0].threads.size() == 1);
+  auto counts = named_counts(set.processes[0].threads[0]);
+  CHECK(counts.at({"main", "vfork_exec", "work"}) == 1);
+  CHECK(counts.at({"main", "vfork_exec", "after"}) == 3);
+}
+
+TEST_CASE("calls in thread-exit destructors are counted in the exiting thread", "[e2e][lifecycle]") {
+  auto p = run_profiled({std::string(E2E_DIR) + "/e2e_thread_dtors"}, "mode=cct");
+  CHECK(p.result.status == 0);
+  CHECK(p.result.out == "joined\n");
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 1);
+  uint64_t key_calls = 0, tl_calls = 0;
+  for (auto &t : set.processes[0].threads)
+    for (auto &[path, count] : named_counts(t)) {
+      if (path.back() == "in_key_destructor") key_calls += count;
+      if (path.back() == "in_thread_local_destructor") tl_calls += count;
+    }
+  CHECK(key_calls == 2);
+  CHECK(tl_calls == 2);
+}
