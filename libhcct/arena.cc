@@ -3,6 +3,7 @@
 #include "messages.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -29,8 +30,17 @@ HCCT_NOINST void unmap_pages(void *p, size_t bytes) {
 }
 
 HCCT_NOINST void *remap_pages(void *p, size_t old_bytes, size_t new_bytes) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer does not follow mremap (its shadow would stay behind): copy instead.
+  void *q = map_pages(new_bytes);
+  if (!q) return nullptr;
+  memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
+  unmap_pages(p, old_bytes);
+  return q;
+#else
   void *q = mremap(p, round_to_pages(old_bytes), round_to_pages(new_bytes), MREMAP_MAYMOVE);
   return q == MAP_FAILED ? nullptr : q;
+#endif
 }
 
 HCCT_NOINST void set_tree_memory_limit(size_t bytes) { g_limit = bytes; }

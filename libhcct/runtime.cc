@@ -259,12 +259,15 @@ HCCT_NOINST void free_thread(ThreadState *s) {
 
 // pthread key destructor: the thread is exiting. The program's own key destructors may still call
 // instrumented code, and glibc calls destructors in rounds while any key has a value
-// (PTHREAD_DESTRUCTOR_ITERATIONS of them): re-arming keeps this thread profiled until the last
-// round, so those calls are counted too. C++ thread_local destructors run before any key's.
+// (PTHREAD_DESTRUCTOR_ITERATIONS, 4): re-arming keeps this thread profiled into the third round,
+// so calls of destructors that run in the first two are counted too. Not the last round: the
+// sanitizers' own thread finalisation re-arms itself into that one. C++ thread_local destructors
+// run before any key's.
+constexpr unsigned kProfiledExitRounds = PTHREAD_DESTRUCTOR_ITERATIONS > 2 ? PTHREAD_DESTRUCTOR_ITERATIONS - 1 : 1;
+
 HCCT_NOINST void on_thread_exit(void *arg) {
   auto *s = static_cast<ThreadState *>(arg);
-  if (++s->exit_rounds < PTHREAD_DESTRUCTOR_ITERATIONS && pthread_setspecific(g_thread_key, s) == 0)
-    return;
+  if (++s->exit_rounds < kProfiledExitRounds && pthread_setspecific(g_thread_key, s) == 0) return;
   t_state = &g_inert;
   if (!claim(s)) return;  // the final dump has it
   __atomic_add_fetch(&g_dumps_in_flight, 1, __ATOMIC_ACQ_REL);
@@ -300,7 +303,7 @@ HCCT_NOINST void stop_all_threads() {
 
 HCCT_NOINST bool wait_until_idle(ThreadState *s) {
   for (int i = 0; i < 1000; ++i) {  // at most ~1 s: a thread stuck in a handler is skipped
-    if (!s->busy) return true;
+    if (__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) == 0) return true;
     sleep_briefly();
   }
   return false;
@@ -335,7 +338,7 @@ HCCT_NOINST size_t write_claimed(const ClaimedThreads &c) {
   size_t written = 0;
   for (size_t i = 0; i < c.count; ++i) {
     ThreadState *s = c.list[i];
-    bool interrupted = s == self && s->busy;
+    bool interrupted = s == self && is_busy(s);
     if (s != self && !wait_until_idle(s)) continue;
     write_thread(s, /*live_at_exit=*/s != self, interrupted);
     ++written;
@@ -346,7 +349,8 @@ HCCT_NOINST size_t write_claimed(const ClaimedThreads &c) {
 // The dump at the end of the process (exit, _exit, the parent side of daemon()): every thread's
 // profile, once.
 HCCT_NOINST void finish_process() {
-  if (!g_profiling || __atomic_exchange_n(&g_finished, true, __ATOMIC_ACQ_REL)) return;
+  if (!__atomic_load_n(&g_profiling, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&g_finished, true, __ATOMIC_ACQ_REL))
+    return;
   if (g_bursting) burst_finish();  // no burst opens again; events between bursts stop
   stop_all_threads();
   ClaimedThreads claimed = claim_all_threads();
@@ -466,7 +470,8 @@ namespace hcct::rt {
 
 HCCT_NOINST bool leaving_process_can_dump() {
   // A vfork child shares the parent's memory: it must not touch the parent's profile.
-  return g_profiling && !g_finished && getpid() == g_process.pid;
+  return __atomic_load_n(&g_profiling, __ATOMIC_ACQUIRE) && !__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE) &&
+         getpid() == g_process.pid;
 }
 
 HCCT_NOINST void finish_before_leaving() {
@@ -500,7 +505,7 @@ HCCT_NOINST void resume_after_exec(ExecSnapshot *snap) {
   auto **list = static_cast<ThreadState **>(snap->threads);
   for (size_t i = 0; i < snap->count; ++i) unclaim(list[i]);
   unmap_pages(list, snap->bytes);
-  if (g_finished) return;
+  if (__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE)) return;
   __atomic_store_n(&g_hook_gate, snap->hook_gate, __ATOMIC_RELEASE);
   __atomic_store_n(&__hcct_gate_local, snap->gate, __ATOMIC_RELEASE);
 }
@@ -538,8 +543,8 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   remember_environment();
   remember_command();
   if (g_options.mode == Mode::kEmpty) {
-    g_hook_gate = kGateEmpty;
-    __hcct_gate_local = kGateEmpty;
+    __atomic_store_n(&g_hook_gate, kGateEmpty, __ATOMIC_RELEASE);
+    __atomic_store_n(&__hcct_gate_local, kGateEmpty, __ATOMIC_RELEASE);
     return;
   }
   g_exact = g_options.exact;
@@ -570,7 +575,7 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
       return;
     }
   }
-  g_profiling = true;
+  __atomic_store_n(&g_profiling, true, __ATOMIC_RELEASE);
   __atomic_store_n(&g_hook_gate, hook_gate, __ATOMIC_RELEASE);
   __atomic_store_n(&__hcct_gate_local, gate, __ATOMIC_RELEASE);
 }
@@ -602,7 +607,7 @@ HCCT_NOINST bool join_burst(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
 // True while events are wanted: a burst, or between bursts with the gate open or shadow stacks
 // kept. The final dump turns both off before it waits for busy threads.
 __attribute__((always_inline)) inline bool burst_live() {
-  return __hcct_gate_local == kGateProfiling || g_burst_between;  // (g_hook_gate implies one of them)
+  return probe_gate_value() == kGateProfiling || read_shared(g_burst_between);  // (g_hook_gate implies one of them)
 }
 
 [[gnu::noinline]] HCCT_NOINST void burst_enter(ThreadState *s, uintptr_t fn, uintptr_t site,
@@ -644,7 +649,7 @@ __attribute__((always_inline)) inline bool burst_live() {
                                               uintptr_t sp) {
   if (HCCT_UNLIKELY(g_bursting)) {
     burst_enter(s, fn, site, sp);
-  } else if (__hcct_gate_local == kGateProfiling) {
+  } else if (probe_gate_value() == kGateProfiling) {
     s->profile.enter(fn, site, sp);
     if (g_exact) s->exact.enter(fn, site, sp);
   }
@@ -655,7 +660,7 @@ __attribute__((always_inline)) inline bool burst_live() {
                                              bool torn_down) {
   if (HCCT_UNLIKELY(g_bursting)) {
     burst_exit(s, fn, sp, torn_down);
-  } else if (__hcct_gate_local == kGateProfiling) {
+  } else if (probe_gate_value() == kGateProfiling) {
     s->profile.exit(fn, sp, torn_down);
     if (g_exact) s->exact.exit(fn, sp, torn_down);
   }
@@ -667,15 +672,15 @@ __attribute__((always_inline)) inline bool burst_live() {
 [[gnu::noinline]] HCCT_NOINST void enter_unusual(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   ThreadState *s = t_state;
   if (!s) {
-    if (__hcct_gate_local != kGateProfiling && !g_burst_between) return;
+    if (probe_gate_value() != kGateProfiling && !read_shared(g_burst_between)) return;
     s = attach_thread();
     if (!s) return;
   }
-  if (HCCT_UNLIKELY(s->busy)) {
+  if (HCCT_UNLIKELY(is_busy(s))) {
     if (s != &g_inert) ++s->dropped;
     return;
   }
-  s->busy = 1;
+  set_busy(s);
   compiler_fence();
   enter_full(s, fn, site, sp);
 }
@@ -713,42 +718,42 @@ __attribute__((always_inline)) inline bool burst_live() {
 // g_hook_gate (open between bursts too when they keep a shadow stack).
 template <bool kPlugin>
 __attribute__((always_inline)) inline unsigned char probe_gate() {
-  return kPlugin ? __hcct_gate_local : g_hook_gate;
+  return kPlugin ? probe_gate_value() : read_shared(g_hook_gate);
 }
 
 // True when the epoch says the thread may take the fast path; read after the gate.
 __attribute__((always_inline)) inline bool epoch_differs(const ThreadState *s) {
   compiler_fence();
-  return s->fast_epoch != g_burst_epoch;
+  return s->fast_epoch != read_shared(g_burst_epoch);
 }
 
 template <bool kPlugin>
 __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   ThreadState *s = t_state;
-  if (HCCT_UNLIKELY(!s || s->busy))
+  if (HCCT_UNLIKELY(!s || is_busy(s)))
     return kPlugin ? enter_unusual_plugin(fn, site, sp) : enter_unusual(fn, site, sp);
-  s->busy = 1;
+  set_busy(s);
   compiler_fence();
   // Re-read after `busy` is set: the final dump closes the gate and then waits for busy threads.
   if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s) ||
                     !s->profile.enter_fast(fn, site, sp)))
     return enter_other(s, fn, site, sp);
   compiler_fence();
-  s->busy = 0;
+  clear_busy(s);
 }
 
 template <bool kPlugin>
 __attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
   ThreadState *s = t_state;
   if (HCCT_UNLIKELY(!s)) return;  // nothing entered on this thread yet
-  if (HCCT_UNLIKELY(s->busy)) return count_dropped(s);
-  s->busy = 1;
+  if (HCCT_UNLIKELY(is_busy(s))) return count_dropped(s);
+  set_busy(s);
   compiler_fence();
   if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s) ||
                     !s->profile.exit_fast(fn, sp, torn_down)))
     return exit_other(s, fn, sp, torn_down);
   compiler_fence();
-  s->busy = 0;
+  clear_busy(s);
 }
 
 }  // namespace
@@ -757,10 +762,10 @@ __attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, b
 // that control moves to.
 HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
   ThreadState *s = t_state;
-  if (!s || s->busy) return;
-  s->busy = 1;
+  if (!s || is_busy(s)) return;
+  set_busy(s);
   compiler_fence();
-  if (__hcct_gate_local == kGateProfiling || g_burst_between) {
+  if (probe_gate_value() == kGateProfiling || read_shared(g_burst_between)) {
     // Whichever holds the current path: the shadow stack kept between bursts, or the profile.
     if (s->burst.shadow_current) s->burst.shadow.unwind_to(sp);
     else s->profile.unwind_to(sp);
@@ -776,25 +781,25 @@ HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
 // are called anyway, keep the thread's shadow stack (their gate, g_hook_gate, stays open); the
 // plugin's probes do not call at all.
 HCCT_EXPORT void __cyg_profile_func_enter(void *fn, void *site) {
-  if (HCCT_LIKELY(g_hook_gate == kGateProfiling))
+  if (HCCT_LIKELY(read_shared(g_hook_gate) == kGateProfiling))
     on_enter<false>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
                     reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
 HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *site) {
-  if (HCCT_LIKELY(g_hook_gate == kGateProfiling))
+  if (HCCT_LIKELY(read_shared(g_hook_gate) == kGateProfiling))
     on_exit<false>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
                    __builtin_return_address(0) == site);
 }
 
 HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
-  if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
+  if (HCCT_LIKELY(probe_gate_value() == kGateProfiling))
     on_enter<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
                    reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
 
 HCCT_EXPORT void __hcct_exit(void *fn, void *site) {
-  if (HCCT_LIKELY(__hcct_gate_local == kGateProfiling))
+  if (HCCT_LIKELY(probe_gate_value() == kGateProfiling))
     on_exit<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
             __builtin_return_address(0) == site);
 }
@@ -806,7 +811,7 @@ HCCT_EXPORT void __hcct_exit(void *fn, void *site) {
 // mode=empty (gate 1) never creates thread state: its enters return on the thread-state test, as
 // enter_unusual would, and its exits return in on_exit's first test.
 HCCT_EXPORT void __hcct_enter_open(void *fn, void *site) {
-  if (HCCT_UNLIKELY(!t_state) && __hcct_gate_local == kGateEmpty) return;
+  if (HCCT_UNLIKELY(!t_state) && probe_gate_value() == kGateEmpty) return;
   on_enter<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
                  reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
 }
@@ -823,6 +828,7 @@ HCCT_EXPORT int dlclose(void *handle) {
     real_dlclose = reinterpret_cast<int (*)(void *)>(dlsym(RTLD_NEXT, "dlclose"));
     if (!real_dlclose) return -1;
   }
-  if (g_profiling && !g_finished) remember_modules_before_unload();
+  if (__atomic_load_n(&g_profiling, __ATOMIC_ACQUIRE) && !__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE))
+    remember_modules_before_unload();
   return real_dlclose(handle);
 }
