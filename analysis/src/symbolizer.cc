@@ -6,6 +6,7 @@
 #include <elfutils/libdwfl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -82,10 +83,8 @@ void call_location(Dwarf_Die *die, SourceFrame &loc) {
 // dwarf_getscopes continues into the abstract definition after an inlined scope, so only its
 // innermost result is used; dwarf_getscopes_die on that gives the concrete chain up through the
 // functions the code was inlined into.
-std::vector<Dwarf_Die> scope_chain(Dwfl_Module *mod, uint64_t addr) {
+std::vector<Dwarf_Die> scope_chain(Dwarf_Die *cu, Dwarf_Addr bias, uint64_t addr) {
   std::vector<Dwarf_Die> chain;
-  Dwarf_Addr bias = 0;
-  Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
   if (!cu) return chain;
   Dwarf_Die *scopes = nullptr;
   int n = dwarf_getscopes(cu, addr - bias, &scopes);
@@ -127,6 +126,43 @@ class DebugInfoCache::File {
   ~File() {
     if (dwfl) dwfl_end(dwfl);
   }
+
+  // The compile unit whose code holds `addr` (module-relative), or null. libdw finds it through
+  // .debug_aranges, which clang does not emit by default (neither with DWARF 5 nor 4), and its
+  // fallback misses clang's units: then the units' own address ranges are searched.
+  Dwarf_Die *unit_of(uint64_t addr, Dwarf_Addr *bias) {
+    if (Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, bias)) return cu;
+    if (!unit_ranges_built_) build_unit_ranges();
+    auto it = std::upper_bound(unit_ranges_.begin(), unit_ranges_.end(), addr,
+                               [](uint64_t a, const UnitRange &r) { return a < r.start; });
+    if (it == unit_ranges_.begin()) return nullptr;
+    --it;
+    if (addr >= it->end) return nullptr;
+    *bias = it->bias;
+    return it->cu;
+  }
+
+ private:
+  struct UnitRange {
+    uint64_t start, end;  // module-relative, as libdw reports the module (base 0)
+    Dwarf_Die *cu;
+    Dwarf_Addr bias;
+  };
+
+  void build_unit_ranges() {
+    unit_ranges_built_ = true;
+    Dwarf_Addr bias = 0;
+    for (Dwarf_Die *cu = nullptr; (cu = dwfl_module_nextcu(mod, cu, &bias));) {
+      Dwarf_Addr base = 0, start = 0, end = 0;
+      for (ptrdiff_t off = 0; (off = dwarf_ranges(cu, off, &base, &start, &end)) > 0;)
+        if (end > start) unit_ranges_.push_back({start + bias, end + bias, cu, bias});
+    }
+    std::sort(unit_ranges_.begin(), unit_ranges_.end(),
+              [](const UnitRange &a, const UnitRange &b) { return a.start < b.start; });
+  }
+
+  std::vector<UnitRange> unit_ranges_;
+  bool unit_ranges_built_ = false;
 };
 
 struct DebugInfoCache::Entry {
@@ -244,9 +280,13 @@ Symbol Symbolizer::lookup(uint64_t address, uint64_t probe) {
     s.resolved = true;
   }
   SourceFrame here;
-  if (Dwfl_Line *line = dwfl_module_getsrc(mod, addr)) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die *cu = st.file->unit_of(addr, &bias);
+  if (Dwarf_Line *line = cu ? dwarf_getsrc_die(cu, addr - bias) : nullptr) {
     int lineno = 0, col = 0;
-    if (const char *file = dwfl_lineinfo(line, nullptr, &lineno, &col, nullptr, nullptr)) {
+    if (const char *file = dwarf_linesrc(line, nullptr, nullptr)) {
+      dwarf_lineno(line, &lineno);
+      dwarf_linecol(line, &col);
       here.file = file;
       here.line = uint32_t(lineno > 0 ? lineno : 0);
       here.column = uint32_t(col > 0 ? col : 0);
@@ -256,7 +296,7 @@ Symbol Symbolizer::lookup(uint64_t address, uint64_t probe) {
   s.line = here.line;
   s.column = here.column;
 
-  for (Dwarf_Die &die : scope_chain(mod, addr)) {
+  for (Dwarf_Die &die : scope_chain(cu, bias, addr)) {
     int tag = dwarf_tag(&die);
     if (tag == DW_TAG_inlined_subroutine) {
       s.frames.push_back({die_name(&die), here.file, here.line, here.column});
@@ -295,7 +335,9 @@ const Symbol &Symbolizer::routine(uint64_t address) {
   if (s.module && !s.stale) {
     ModuleState &st = state(*s.module);
     if (st.file) {
-      for (Dwarf_Die &die : scope_chain(st.file->mod, address - s.module->bias)) {
+      uint64_t addr = address - s.module->bias;
+      Dwarf_Addr bias = 0;
+      for (Dwarf_Die &die : scope_chain(st.file->unit_of(addr, &bias), bias, addr)) {
         if (dwarf_tag(&die) != DW_TAG_subprogram) continue;
         int line = 0;
         const char *file = dwarf_decl_file(&die);

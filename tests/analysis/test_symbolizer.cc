@@ -97,6 +97,35 @@ TEST_CASE("a call from inlined code reports the inline chain", "[symbolizer]") {
   CHECK(s.frames[1].line == marker_line(kFixtureDir / "prog.c", "MARK:main_calls_helper"));
 }
 
+TEST_CASE("clang's DWARF (no .debug_aranges): routines, call sites and inline chains", "[symbolizer]") {
+  static const Fixture f = hcct::test::run_symtest_fixture(SYMTEST_PROG_CLANG, SYMTEST_LIB_CLANG);
+  Symbolizer sym(f.modules);
+  const Symbol &leaf = sym.routine(f.routines.at("leaf"));
+  CHECK(leaf.function == "fixture_leaf");
+  CHECK(ends_with(leaf.file, "prog.c"));
+  CHECK(leaf.line == marker_line(kFixtureDir / "prog.c", "MARK:leaf_def"));
+
+  const Symbol &widget = sym.routine(f.routines.at("widget"));
+  CHECK(widget.function == "symtest::Widget::compute(int)");
+  CHECK(ends_with(widget.file, "lib.cc"));
+  CHECK(widget.line == marker_line(kFixtureDir / "lib.cc", "MARK:widget_def"));
+
+  const Symbol &direct = sym.call_site(f.sites.at("direct"));
+  CHECK(direct.function == "main");
+  CHECK(ends_with(direct.file, "prog.c"));
+  CHECK(direct.line == marker_line(kFixtureDir / "prog.c", "MARK:main_calls_leaf"));
+
+  const Symbol &lib = sym.call_site(f.sites.at("lib"));
+  CHECK(lib.line == marker_line(kFixtureDir / "lib.cc", "MARK:entry_calls_widget"));
+
+  const Symbol &inlined = sym.call_site(f.sites.at("inlined"));
+  CHECK(inlined.line == marker_line(kFixtureDir / "prog.c", "MARK:helper_calls_leaf"));
+  REQUIRE(inlined.frames.size() == 2);
+  CHECK(inlined.frames[0].function == "fixture_helper");
+  CHECK(inlined.frames[1].function == "main");
+  CHECK(inlined.frames[1].line == marker_line(kFixtureDir / "prog.c", "MARK:main_calls_helper"));
+}
+
 TEST_CASE("unresolvable addresses get placeholders and one warning per module", "[symbolizer]") {
   const Fixture &f = fixture();
   hcct::test::TempDir dir;
