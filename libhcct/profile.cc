@@ -100,8 +100,13 @@ HCCT_NOINST void ThreadProfile::enter(uintptr_t fn, uintptr_t site, uintptr_t sp
 }
 
 HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintptr_t sp) {
-  if (top->sp >= sp) {  // no frame below: the function was entered before profiling started
-    ++unmatched_exits_;
+  if (top->sp >= sp) {
+    // A split function: gcc inlined its header (with the enter probe) into the caller and left the
+    // rest in a `.part` clone that ends with `jmp __cyg_profile_func_exit`. The enter then ran in
+    // the caller's frame, so its tag is the caller's stack pointer, which is exactly this exit's.
+    if (top->sp == sp && top != frames_ && (top->node->routine == fn || top->node == &sink_))
+      return top - 1;
+    ++unmatched_exits_;  // no frame below: the function was entered before profiling started
     return top;
   }
   while (top[-1].sp < sp) --top;  // frames skipped without exits lie below the exiting one

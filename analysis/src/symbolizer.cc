@@ -111,6 +111,30 @@ std::string demangle(const char *name) {
   return name;
 }
 
+std::string source_function_name(std::string name) {
+  // C++: the demangler writes clone suffixes as " [clone .part.0]".
+  for (size_t at; (at = name.rfind(" [clone ")) != std::string::npos && name.back() == ']';) name.resize(at);
+  // C (not demangled): "f.part.0", "f.cold", "f.isra.0", "f.constprop.0.isra.0", "f.lto_priv.0".
+  static constexpr std::string_view kCloneKinds[] = {"part", "cold", "isra", "constprop", "lto_priv", "localalias"};
+  for (;;) {
+    size_t dot = name.rfind('.');
+    if (dot == std::string::npos || dot == 0) return name;
+    std::string_view tail(name.data() + dot + 1, name.size() - dot - 1);
+    bool number = !tail.empty() && std::all_of(tail.begin(), tail.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (number) {  // ".N" belongs to the kind before it
+      size_t kind_dot = name.rfind('.', dot - 1);
+      if (kind_dot == std::string::npos || kind_dot == 0) return name;
+      std::string_view kind(name.data() + kind_dot + 1, dot - kind_dot - 1);
+      if (std::find(std::begin(kCloneKinds), std::end(kCloneKinds), kind) == std::end(kCloneKinds)) return name;
+      name.resize(kind_dot);
+    } else if (std::find(std::begin(kCloneKinds), std::end(kCloneKinds), tail) != std::end(kCloneKinds)) {
+      name.resize(dot);
+    } else {
+      return name;
+    }
+  }
+}
+
 std::string address_placeholder(const Module *m, uint64_t address) {
   if (!m) return hex(address);
   return base_name(m->path) + "+" + hex(address - m->bias);
@@ -276,7 +300,8 @@ Symbol Symbolizer::lookup(uint64_t address, uint64_t probe) {
   GElf_Off sym_off = 0;
   GElf_Sym sym;
   if (const char *name = dwfl_module_addrinfo(mod, addr, &sym_off, &sym, nullptr, nullptr, nullptr)) {
-    s.function = demangle(name);
+    // A piece gcc split off (f.part.0, f.cold, clones) is shown as the function it came from.
+    s.function = source_function_name(demangle(name));
     s.resolved = true;
   }
   SourceFrame here;

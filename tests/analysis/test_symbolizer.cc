@@ -185,6 +185,19 @@ TEST_CASE("a shared cache serves several symbolizers", "[symbolizer]") {
   CHECK(a.routine(f.routines.at("leaf")).function == b.routine(f.routines.at("leaf")).function);
 }
 
+TEST_CASE("pieces gcc splits off are named after their source function", "[symbolizer]") {
+  CHECK(source_function_name("luaV_concat.part.0") == "luaV_concat");
+  CHECK(source_function_name("f.cold") == "f");
+  CHECK(source_function_name("f.constprop.0.isra.0") == "f");
+  CHECK(source_function_name("f.lto_priv.0") == "f");
+  CHECK(source_function_name(demangle("_ZN2ns1fEi.part.0")) == "ns::f(int)");
+  CHECK(source_function_name(demangle("_ZN2ns1fEi.cold")) == "ns::f(int)");
+  CHECK(source_function_name("x.y") == "x.y");
+  CHECK(source_function_name("ver.2") == "ver.2");
+  CHECK(source_function_name(".part.0") == ".part.0");
+  CHECK(source_function_name("main") == "main");
+}
+
 TEST_CASE("demangle", "[symbolizer]") {
   CHECK(demangle("_ZN7symtest6Widget7computeEi") == "symtest::Widget::compute(int)");
   CHECK(demangle("main") == "main");

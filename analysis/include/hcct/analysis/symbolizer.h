@@ -111,4 +111,8 @@ std::string address_placeholder(const Module *module, uint64_t address);
 // abi::__cxa_demangle with the input returned unchanged for names that are not mangled.
 std::string demangle(const char *name);
 
+// The source function of a piece gcc split off or cloned: "f.part.0", "f.cold", "f.isra.0",
+// "f.constprop.0" → "f"; "g(int) [clone .cold]" → "g(int)". Other names unchanged.
+std::string source_function_name(std::string name);
+
 }  // namespace hcct::analysis
