@@ -140,6 +140,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   Node *prev = parent->first_child;
   if (prev) {
     for (Node *node = prev->next_sibling; node; prev = node, node = node->next_sibling) {
+      ++sibling_steps_;
       if (node->routine == fn && node->call_site == site) {
         prev->next_sibling = node->next_sibling;
         node->next_sibling = parent->first_child;
@@ -232,7 +233,10 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
     return;
   }
   Node *prev = parent->first_child;
-  while (prev->next_sibling != node) prev = prev->next_sibling;
+  while (prev->next_sibling != node) {
+    ++sibling_steps_;
+    prev = prev->next_sibling;
+  }
   prev->next_sibling = node->next_sibling;
 }
 

@@ -163,6 +163,9 @@ class ThreadProfile {
   uint64_t calls() const;
   uint64_t lost_events() const { return sink_.count; }
   uint64_t unmatched_exits() const { return unmatched_exits_; }
+  // Siblings and index slots examined by child lookups and unlinks off the fast path: the work
+  // that must not grow with a node's fan-out (tests).
+  uint64_t sibling_steps() const { return sibling_steps_; }
   size_t live_nodes() const { return live_nodes_; }
   size_t peak_nodes() const { return peak_nodes_; }
   size_t tree_bytes() const { return arena_.bytes_mapped(); }
@@ -218,6 +221,7 @@ class ThreadProfile {
   uint32_t min_idx_ = 0;
 
   uint64_t unmatched_exits_ = 0;
+  uint64_t sibling_steps_ = 0;
 };
 
 }  // namespace hcct::rt
