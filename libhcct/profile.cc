@@ -47,6 +47,7 @@ HCCT_NOINST void ThreadProfile::destroy() {
     refund_tree_memory(capacity_ * sizeof(Node *));
   }
   arena_.release();
+  index_.release();
   *this = ThreadProfile{};
 }
 
@@ -110,6 +111,11 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
 }
 
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::new_node(Node *parent, uintptr_t fn, uintptr_t site) {
+  bool indexed = parent->indexed();
+  if (HCCT_UNLIKELY(indexed) && !index_.reserve(1)) {
+    report_memory_exhausted();
+    return &sink_;
+  }
   Node *node = free_nodes_;
   if (node) {
     free_nodes_ = node->next_sibling;
@@ -126,30 +132,60 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   node->first_child = nullptr;
   node->count = 0;
   // Linked last, so a reader that follows child links never sees a half-made node.
-  node->next_sibling = parent->first_child;
+  Node *old_first = parent->first_child;
+  node->next_sibling = old_first;
   compiler_fence();
   parent->first_child = node;
+  if (HCCT_UNLIKELY(indexed)) {
+    index_.insert(node, nullptr);
+    if (old_first) index_.find(old_first, sibling_steps_)->prev = node;
+  }
   if (++live_nodes_ > peak_nodes_) peak_nodes_ = live_nodes_;
   return node;
 }
 
 // Linear scan with move-to-front: the thesis measured 2-3 siblings scanned on average, and moving
-// the hit to the front makes the next call from the same loop a first-child hit.
+// the hit to the front makes the next call from the same loop a first-child hit. A list found longer
+// than kIndexAfter at a miss gets indexed: from then on lookups and unlinks under that node cost
+// O(1) whatever its fan-out.
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site) {
   if (parent == &sink_) return &sink_;
+  if (HCCT_UNLIKELY(parent->indexed())) return find_or_add_indexed(parent, fn, site);
   Node *prev = parent->first_child;
   if (prev) {
+    int scanned = 0;
     for (Node *node = prev->next_sibling; node; prev = node, node = node->next_sibling) {
-      ++sibling_steps_;
+      ++scanned;
       if (node->routine == fn && node->call_site == site) {
+        sibling_steps_ += scanned;
         prev->next_sibling = node->next_sibling;
         node->next_sibling = parent->first_child;
         parent->first_child = node;
         return node;
       }
     }
+    sibling_steps_ += scanned;
+    if (HCCT_UNLIKELY(scanned >= kIndexAfter)) index_children(parent);
   }
   return new_node(parent, fn, site);
+}
+
+// No move-to-front under a wide node: it would cost two index updates per call, and among
+// thousands of children the first few seldom hit anyway (new children still go to the front).
+HCCT_NOINST Node *ThreadProfile::find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site) {
+  if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return entry->node;
+  return new_node(parent, fn, site);
+}
+
+// Indexes every child of `parent`, with room for the one about to be added. If the memory budget
+// says no, the node stays a scanned list: slower, still right.
+HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
+  size_t n = 0;
+  for (Node *c = parent->first_child; c; c = c->next_sibling) ++n;
+  if (!index_.reserve(n + 1)) return;
+  Node *prev = nullptr;
+  for (Node *c = parent->first_child; c; prev = c, c = c->next_sibling) index_.insert(c, prev);
+  parent->parent_bits |= kIndexedChildren;
 }
 
 // Space-Saving update for a context that is not monitored (thesis §3.1.3): take a free counter,
@@ -228,6 +264,15 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
 
 [[gnu::always_inline]] inline HCCT_NOINST void ThreadProfile::unlink(Node *node) {
   Node *parent = node->parent();
+  if (HCCT_UNLIKELY(parent->indexed())) {
+    ChildIndex::Entry *entry = index_.find(node, sibling_steps_);
+    Node *prev = entry->prev, *next = node->next_sibling;
+    index_.erase(entry);
+    if (prev) prev->next_sibling = next;
+    else parent->first_child = next;
+    if (next) index_.find(next, sibling_steps_)->prev = prev;
+    return;
+  }
   if (parent->first_child == node) {
     parent->first_child = node->next_sibling;
     return;
@@ -284,7 +329,9 @@ HCCT_NOINST void ThreadProfile::rebuild_path(const PathEntry *path, size_t n) {
 HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   Arena old_arena = arena_;
   arena_ = Arena{};
+  index_.release();  // it indexes the old tree
   root_.first_child = nullptr;
+  root_.parent_bits = 0;
   free_nodes_ = nullptr;
   live_nodes_ = peak_nodes_ = 0;
   size_ = 0;
@@ -299,6 +346,119 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
     parent = node;
   }
   old_arena.release();
+}
+
+// Every child of an indexed node must be in the index with its true previous sibling, and only
+// those: walks the whole tree (tests only).
+HCCT_NOINST bool ThreadProfile::index_consistent() const {
+  size_t found = 0;
+  uint64_t steps = 0;
+  const Node *node = &root_;
+  for (;;) {
+    const Node *prev = nullptr;
+    for (const Node *c = node->first_child; c; prev = c, c = c->next_sibling) {
+      if (c->parent() != node) return false;
+      ChildIndex::Entry *entry = index_.find(c, steps);
+      if (node->indexed()) {
+        if (!entry || entry->node != c || entry->prev != prev) return false;
+        ++found;
+      } else if (entry) {
+        return false;
+      }
+    }
+    // Next node in depth-first order, through parent links (no stack to allocate).
+    if (node->first_child) {
+      node = node->first_child;
+      continue;
+    }
+    while (node != &root_ && !node->next_sibling) node = node->parent();
+    if (node == &root_) break;
+    node = node->next_sibling;
+  }
+  return found == index_.size();
+}
+
+namespace {
+constexpr size_t kMinIndexEntries = 4096 / sizeof(ChildIndex::Entry);
+}
+
+HCCT_NOINST size_t ChildIndex::home(const Node *parent, uintptr_t fn, uintptr_t site) const {
+  uint64_t h = reinterpret_cast<uintptr_t>(parent) * 0x9e3779b97f4a7c15ull;
+  h ^= fn * 0xc2b2ae3d27d4eb4full;
+  h ^= site * 0x165667b19e3779f9ull;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 32;
+  return size_t(h) & mask_;
+}
+
+HCCT_NOINST ChildIndex::Entry *ChildIndex::find(const Node *parent, uintptr_t fn, uintptr_t site,
+                                                uint64_t &steps) const {
+  if (!entries_) return nullptr;
+  for (size_t i = home(parent, fn, site);; i = (i + 1) & mask_) {
+    ++steps;
+    Entry *entry = &entries_[i];
+    const Node *n = entry->node;
+    if (!n) return nullptr;
+    if (n->routine == fn && n->call_site == site && n->parent() == parent) return entry;
+  }
+}
+
+HCCT_NOINST bool ChildIndex::reserve(size_t more) {
+  size_t capacity = entries_ ? mask_ + 1 : 0;
+  if (2 * (size_ + more) <= capacity) return true;
+  size_t grown = capacity ? capacity : kMinIndexEntries;
+  while (grown < 2 * (size_ + more)) grown *= 2;
+  size_t bytes = grown * sizeof(Entry);
+  if (!charge_tree_memory(bytes)) return false;
+  auto *fresh = static_cast<Entry *>(map_pages(bytes));
+  if (!fresh) {
+    refund_tree_memory(bytes);
+    return false;
+  }
+  Entry *old = entries_;
+  entries_ = fresh;
+  mask_ = grown - 1;
+  size_ = 0;
+  for (size_t i = 0; i < capacity; ++i)
+    if (old[i].node) insert(old[i].node, old[i].prev);
+  if (old) {
+    unmap_pages(old, capacity * sizeof(Entry));
+    refund_tree_memory(capacity * sizeof(Entry));
+  }
+  return true;
+}
+
+HCCT_NOINST void ChildIndex::insert(Node *child, Node *prev) {
+  size_t i = home(child->parent(), child->routine, child->call_site);
+  while (entries_[i].node) i = (i + 1) & mask_;
+  entries_[i] = Entry{child, prev};
+  ++size_;
+}
+
+// Backward-shift deletion: later entries of the probe chain move into the hole unless their home
+// lies cyclically in (hole, their slot], so every chain stays unbroken without tombstones.
+HCCT_NOINST void ChildIndex::erase(Entry *entry) {
+  size_t hole = size_t(entry - entries_);
+  for (size_t j = (hole + 1) & mask_; entries_[j].node; j = (j + 1) & mask_) {
+    const Node *n = entries_[j].node;
+    size_t k = home(n->parent(), n->routine, n->call_site);
+    bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
+    if (!stays) {
+      entries_[hole] = entries_[j];
+      hole = j;
+    }
+  }
+  entries_[hole] = Entry{nullptr, nullptr};
+  --size_;
+}
+
+HCCT_NOINST void ChildIndex::release() {
+  if (entries_) {
+    unmap_pages(entries_, bytes());
+    refund_tree_memory(bytes());
+  }
+  *this = ChildIndex{};
 }
 
 }  // namespace hcct::rt

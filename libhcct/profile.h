@@ -13,9 +13,14 @@ namespace hcct::rt {
 // Space-Saving's monitored flag, packed into the parent pointer as in the thesis (nodes are 16-byte
 // aligned) so an MCCT node costs no more than a CCT node; in cct mode every node has it.
 inline constexpr uintptr_t kCountsDirectly = 1;
+// Bit 2 of Node::parent_bits: the node's children are also in the thread's ChildIndex (it is a
+// wide node: its sibling list outgrew kIndexAfter). Bit 1 is the dump writer's; bit 3 is free.
+inline constexpr uintptr_t kIndexedChildren = 4;
+inline constexpr uintptr_t kParentFlagBits = 15;
 
-// A calling context.
-struct Node {
+// A calling context. 16-byte aligned (the arena's granule, and root_/sink_ inside the profile), so
+// the four low bits of a parent pointer are free for flags.
+struct alignas(16) Node {
   uintptr_t routine;
   uintptr_t call_site;
   uintptr_t parent_bits;
@@ -23,7 +28,8 @@ struct Node {
   Node *next_sibling;
   uint64_t count;
 
-  HCCT_NOINST Node *parent() const { return reinterpret_cast<Node *>(parent_bits & ~uintptr_t(3)); }
+  HCCT_NOINST Node *parent() const { return reinterpret_cast<Node *>(parent_bits & ~kParentFlagBits); }
+  HCCT_NOINST bool indexed() const { return parent_bits & kIndexedChildren; }
   HCCT_NOINST bool monitored() const { return parent_bits & kCountsDirectly; }
   HCCT_NOINST void set_monitored(bool on) {
     parent_bits = (parent_bits & ~uintptr_t(1)) | uintptr_t(on);
@@ -47,6 +53,40 @@ struct PathEntry {
   uintptr_t fn;    // 0: unknown (a frame of the memory-exhaustion sink)
   uintptr_t site;
   uintptr_t sp;
+};
+
+// The children of wide nodes, found by (parent, routine, call site) in O(1) whatever the fan-out
+// (interpreter dispatch, virtual calls, callback tables: thousands of callees from one call site).
+// Open addressing with linear probing and backward-shift deletion (no tombstones, so probe chains
+// stay short however many children Space-Saving evicts). Each entry also holds the child's previous
+// sibling, so that unlinking a child of a wide node does not scan its siblings either. mmap'd and
+// charged to the tree budget; never the program's malloc.
+class ChildIndex {
+ public:
+  struct Entry {
+    Node *node;  // null: empty slot
+    Node *prev;  // the previous sibling; null for the first child
+  };
+  // The entry of parent's child (fn, site), or null. `steps` counts the slots probed.
+  Entry *find(const Node *parent, uintptr_t fn, uintptr_t site, uint64_t &steps) const;
+  Entry *find(const Node *child, uint64_t &steps) const {
+    return find(child->parent(), child->routine, child->call_site, steps);
+  }
+  // Makes room for `more` entries (load factor at most 1/2). False if the budget or kernel refuses.
+  bool reserve(size_t more);
+  // After reserve(); the child must not be in the index.
+  void insert(Node *child, Node *prev);
+  void erase(Entry *entry);
+  void release();
+  size_t size() const { return size_; }
+  size_t bytes() const { return entries_ ? (mask_ + 1) * sizeof(Entry) : 0; }
+
+ private:
+  size_t home(const Node *parent, uintptr_t fn, uintptr_t site) const;
+
+  Entry *entries_ = nullptr;
+  size_t mask_ = 0;  // capacity - 1 (a power of two)
+  size_t size_ = 0;
 };
 
 struct ProfileConfig {
@@ -168,7 +208,7 @@ class ThreadProfile {
   uint64_t sibling_steps() const { return sibling_steps_; }
   size_t live_nodes() const { return live_nodes_; }
   size_t peak_nodes() const { return peak_nodes_; }
-  size_t tree_bytes() const { return arena_.bytes_mapped(); }
+  size_t tree_bytes() const { return arena_.bytes_mapped() + index_.bytes(); }
   Mode mode() const { return mode_; }
   KeyBy key() const { return key_; }
   double epsilon() const { return epsilon_; }
@@ -179,11 +219,21 @@ class ThreadProfile {
   bool out_of_memory() const { return sink_.count != 0; }
   // Space-Saving's counter array, for tests.
   Node *const *slots() const { return slots_; }
+  // Children of wide nodes in the index, and a full check of it against the tree (tests): every
+  // child of an indexed node is found with its true previous sibling, and nothing else is there.
+  size_t indexed_children() const { return index_.size(); }
+  bool index_consistent() const;
+
+  // A node whose sibling list is longer than this at a miss gets its children indexed. Below it a
+  // scan of a few cache lines beats hashing; above it the scan grows with the fan-out.
+  static constexpr int kIndexAfter = 8;
 
  private:
   Frame *pop_stale(Frame *top, uintptr_t sp);
   Frame *exit_torn_down(Frame *top, uintptr_t fn, uintptr_t sp);
   Node *find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site);
+  Node *find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site);
+  void index_children(Node *parent);
   Node *new_node(Node *parent, uintptr_t fn, uintptr_t site);
   void monitor(Node *node);
   uint32_t find_min();
@@ -208,6 +258,7 @@ class ThreadProfile {
   double epsilon_ = 0;
 
   Arena arena_;
+  ChildIndex index_;
   Node *free_nodes_ = nullptr;
   size_t live_nodes_ = 0;
   size_t peak_nodes_ = 0;
