@@ -14,8 +14,12 @@ namespace hcct::rt {
 // aligned) so an MCCT node costs no more than a CCT node; in cct mode every node has it.
 inline constexpr uintptr_t kCountsDirectly = 1;
 // Bit 2 of Node::parent_bits: the node's children are also in the thread's ChildIndex (it is a
-// wide node: its sibling list outgrew kIndexAfter). Bit 1 is the dump writer's; bit 3 is free.
+// wide node: its sibling list outgrew kIndexAfter). Bit 1 is the dump writer's.
 inline constexpr uintptr_t kIndexedChildren = 4;
+// Bit 3: the node is the deepest context of a suspended machine stack (a coroutine not running, or
+// the stack that switched to one): pruning must keep it, and so its whole path. PinCounts says how
+// many suspended stacks stop there.
+inline constexpr uintptr_t kPinned = 8;
 inline constexpr uintptr_t kParentFlagBits = 15;
 
 // A calling context. 16-byte aligned (the arena's granule, and root_/sink_ inside the profile), so
@@ -89,6 +93,40 @@ class ChildIndex {
   size_t size_ = 0;
 };
 
+// A map from nonzero words to words: open addressing, linear probing, backward-shift deletion.
+// mmap'd and charged to the tree budget. Holds how many suspended stacks pin a node, and which
+// stack record starts at a given address.
+class WordMap {
+ public:
+  uintptr_t *find(uintptr_t key) const;  // the value's address, or null
+  // The value of `key`, inserted as 0 if absent; null if memory is refused.
+  uintptr_t *find_or_insert(uintptr_t key);
+  void erase(uintptr_t key);
+  void release();
+
+ private:
+  struct Entry {
+    uintptr_t key;  // 0: empty
+    uintptr_t value;
+  };
+  size_t home(uintptr_t key) const { return size_t((key * 0x9e3779b97f4a7c15ull) >> 20) & mask_; }
+  bool grow();
+
+  Entry *entries_ = nullptr;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+// One machine stack's shadow stack while another one runs: the thread's own stack, or a coroutine's
+// (makecontext/swapcontext, fibers). Each keeps its own calling context, rooted where it was first
+// switched into (docs/RUNTIME.md, "Stacks").
+struct StackState {
+  Frame *frames;  // frames[0]: the base, the context the stack was first switched into from
+  Frame *top;
+  Frame *end;
+  uintptr_t lo, size;  // the stack's memory: frames with sp in (lo, lo + size] are this stack's
+};
+
 struct ProfileConfig {
   Mode mode = Mode::kCct;
   KeyBy key = KeyBy::kSite;
@@ -156,6 +194,11 @@ class ThreadProfile {
     Frame *top = top_;
     Node *left = top->node;
     bool own_stack = sp - stack_lo_ < stack_size_;
+    if (HCCT_UNLIKELY(!own_stack) && stacks_ && follow_unseen_switch(sp)) {
+      top = top_;  // control reached another known stack without a swapcontext (uc_link, longjmp)
+      left = top->node;
+      own_stack = true;
+    }
     if (HCCT_UNLIKELY(torn_down) && own_stack) {
       top = exit_torn_down(top, fn, sp);
     } else {
@@ -178,8 +221,21 @@ class ThreadProfile {
   // Pops every frame whose machine frame lies below `sp`: called when control is known to have
   // moved to the frame at `sp` without exit probes (longjmp target, catch handler).
   void unwind_to(uintptr_t sp) {
+    if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_) && stacks_ && !follow_unseen_switch(sp)) return;
     if (sp - stack_lo_ < stack_size_ && top_->sp < sp) top_ = pop_stale(top_, sp);
   }
+
+  // Control is about to move to the machine stack whose stack pointer will be `target_sp`
+  // (swapcontext, setcontext): the calling path becomes that stack's own, in O(1) when the target
+  // was made by makecontext. `hint_lo`/`hint_size`: the target context's uc_stack, where it was
+  // made to run (0, 0 if unknown). A stack seen for the first time is rooted at the current
+  // context; one that holds no frame (finished, or not started) is re-rooted there. False if the
+  // target stack cannot be told (then frames there are foreign, as without this call).
+  bool switch_stack(uintptr_t target_sp, uintptr_t hint_lo, uintptr_t hint_size);
+  // Machine stacks known besides the thread's own (tests).
+  size_t other_stacks() const { return stack_count_ ? stack_count_ - 1 : 0; }
+  // The deepest tree node of the current calling path (the cursor unless memory ran out).
+  Node *path_leaf() const;
 
   // Static bursting (thesis §5.1.1): makes `path` (outermost frame first) the calling path, without
   // counting it, by walking down the tree from the root and adding missing nodes (count 0; in hcct
@@ -241,6 +297,15 @@ class ThreadProfile {
   void prune(Node *node, Node *cursor);
   void unlink(Node *node);
   Frame *grow_frames(Frame *top);
+  bool follow_unseen_switch(uintptr_t sp);
+  bool start_stacks();
+  int find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size);
+  int add_stack(uintptr_t lo, uintptr_t size);
+  void drop_stack(uint32_t index);
+  void move_to_stack(uint32_t index, bool drop_current);
+  void pin(Node *node);
+  void unpin(Node *node);
+  Node *rebuild_node_path(const Node *old_leaf);
 
   Node root_{};
   // Absorbs every call made while tree memory is exhausted, so that later calls are not attributed
@@ -250,7 +315,11 @@ class ThreadProfile {
   Frame *frames_ = nullptr;
   Frame *top_ = nullptr;
   Frame *frames_end_ = nullptr;
-  uintptr_t stack_lo_ = 0;
+  // The running stack's memory, as (stack_lo_ - 1, stack_lo_ - 1 + stack_size_]: a probe's stack
+  // pointer (its CFA) belongs to the stack holding the byte below it, the probe's return address.
+  // At the low end it may equal the base of a coroutine stack that is an array in the caller's
+  // frame (issue 26), which is not on that stack; `sp - stack_lo_ < stack_size_` tests both ends.
+  uintptr_t stack_lo_ = 1;
   uintptr_t stack_size_ = ~uintptr_t(0);
   uintptr_t site_mask_ = ~uintptr_t(0);  // 0 with key=routine: all call sites are one
   Mode mode_ = Mode::kCct;
@@ -273,6 +342,16 @@ class ThreadProfile {
 
   uint64_t unmatched_exits_ = 0;
   uint64_t sibling_steps_ = 0;
+
+  // Machine stacks (null until the first switch): [current_stack_] is the running one, whose state
+  // lives in frames_/top_/frames_end_/stack_lo_/stack_size_ above; [0] is the thread's own.
+  StackState *stacks_ = nullptr;
+  uint32_t stack_count_ = 0;
+  uint32_t stack_capacity_ = 0;
+  uint32_t current_stack_ = 0;
+  uint32_t nested_stacks_ = 0;  // stacks inside the thread's own (a local array as a coroutine stack)
+  WordMap stack_by_lo_;         // stack lo -> index + 1
+  WordMap pins_;                // node -> suspended stacks whose deepest context it is (hcct mode)
 };
 
 }  // namespace hcct::rt
