@@ -183,7 +183,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
 // No move-to-front under a wide node: it would cost two index updates per call, and among
 // thousands of children the first few seldom hit anyway (new children still go to the front).
 HCCT_NOINST Node *ThreadProfile::find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site) {
-  if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return entry->node;
+  if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return entry->node();
   return new_node(parent, fn, site);
 }
 
@@ -621,7 +621,7 @@ HCCT_NOINST bool ThreadProfile::index_consistent() const {
       if (c->parent() != node) return false;
       ChildIndex::Entry *entry = index_.find(c, steps);
       if (node->indexed()) {
-        if (!entry || entry->node != c || entry->prev != prev) return false;
+        if (!entry || entry->node() != c || entry->prev != prev) return false;
         ++found;
       } else if (entry) {
         return false;
@@ -643,26 +643,36 @@ namespace {
 constexpr size_t kMinIndexEntries = 4096 / sizeof(ChildIndex::Entry);
 }
 
-HCCT_NOINST size_t ChildIndex::home(const Node *parent, uintptr_t fn, uintptr_t site) const {
+// Low bits: the home slot; bits 48-63: the tag kept in the entry.
+HCCT_NOINST inline uint64_t ChildIndex::hash(const Node *parent, uintptr_t fn, uintptr_t site) {
   uint64_t h = reinterpret_cast<uintptr_t>(parent) * 0x9e3779b97f4a7c15ull;
   h ^= fn * 0xc2b2ae3d27d4eb4full;
   h ^= site * 0x165667b19e3779f9ull;
   h ^= h >> 29;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 32;
-  return size_t(h) & mask_;
+  return h;
 }
 
 HCCT_NOINST ChildIndex::Entry *ChildIndex::find(const Node *parent, uintptr_t fn, uintptr_t site,
                                                 uint64_t &steps) const {
   if (!entries_) return nullptr;
-  for (size_t i = home(parent, fn, site);; i = (i + 1) & mask_) {
-    ++steps;
+  uint64_t h = hash(parent, fn, site);
+  uintptr_t tag = h & ~kNodeBits;
+  size_t probes = 1;
+  for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_, ++probes) {
     Entry *entry = &entries_[i];
-    const Node *n = entry->node;
-    if (!n) return nullptr;
-    if (n->routine == fn && n->call_site == site && n->parent() == parent) return entry;
+    uintptr_t tagged = entry->tagged_node;
+    if (!tagged) break;
+    if ((tagged & ~kNodeBits) != tag) continue;
+    const Node *n = entry->node();
+    if (n->routine == fn && n->call_site == site && n->parent() == parent) {
+      steps += probes;
+      return entry;
+    }
   }
+  steps += probes;
+  return nullptr;
 }
 
 HCCT_NOINST bool ChildIndex::reserve(size_t more) {
@@ -682,7 +692,7 @@ HCCT_NOINST bool ChildIndex::reserve(size_t more) {
   mask_ = grown - 1;
   size_ = 0;
   for (size_t i = 0; i < capacity; ++i)
-    if (old[i].node) insert(old[i].node, old[i].prev);
+    if (old[i].tagged_node) insert(old[i].node(), old[i].prev);
   if (old) {
     unmap_pages(old, capacity * sizeof(Entry));
     refund_tree_memory(capacity * sizeof(Entry));
@@ -691,9 +701,10 @@ HCCT_NOINST bool ChildIndex::reserve(size_t more) {
 }
 
 HCCT_NOINST void ChildIndex::insert(Node *child, Node *prev) {
-  size_t i = home(child->parent(), child->routine, child->call_site);
-  while (entries_[i].node) i = (i + 1) & mask_;
-  entries_[i] = Entry{child, prev};
+  uint64_t h = hash(child->parent(), child->routine, child->call_site);
+  size_t i = size_t(h) & mask_;
+  while (entries_[i].tagged_node) i = (i + 1) & mask_;
+  entries_[i] = Entry{(h & ~kNodeBits) | reinterpret_cast<uintptr_t>(child), prev};
   ++size_;
 }
 
@@ -701,16 +712,16 @@ HCCT_NOINST void ChildIndex::insert(Node *child, Node *prev) {
 // lies cyclically in (hole, their slot], so every chain stays unbroken without tombstones.
 HCCT_NOINST void ChildIndex::erase(Entry *entry) {
   size_t hole = size_t(entry - entries_);
-  for (size_t j = (hole + 1) & mask_; entries_[j].node; j = (j + 1) & mask_) {
-    const Node *n = entries_[j].node;
-    size_t k = home(n->parent(), n->routine, n->call_site);
+  for (size_t j = (hole + 1) & mask_; entries_[j].tagged_node; j = (j + 1) & mask_) {
+    const Node *n = entries_[j].node();
+    size_t k = size_t(hash(n->parent(), n->routine, n->call_site)) & mask_;
     bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
     if (!stays) {
       entries_[hole] = entries_[j];
       hole = j;
     }
   }
-  entries_[hole] = Entry{nullptr, nullptr};
+  entries_[hole] = Entry{0, nullptr};
   --size_;
 }
 

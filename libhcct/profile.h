@@ -17,8 +17,8 @@ inline constexpr uintptr_t kCountsDirectly = 1;
 // wide node: its sibling list outgrew kIndexAfter). Bit 1 is the dump writer's.
 inline constexpr uintptr_t kIndexedChildren = 4;
 // Bit 3: the node is the deepest context of a suspended machine stack (a coroutine not running, or
-// the stack that switched to one): pruning must keep it, and so its whole path. PinCounts says how
-// many suspended stacks stop there.
+// the stack that switched to one): pruning must keep it, and so its whole path. The profile's pin
+// map counts how many suspended stacks stop there.
 inline constexpr uintptr_t kPinned = 8;
 inline constexpr uintptr_t kParentFlagBits = 15;
 
@@ -68,9 +68,14 @@ struct PathEntry {
 class ChildIndex {
  public:
   struct Entry {
-    Node *node;  // null: empty slot
+    // The child, with 16 more bits of its key's hash above bit 48 (user-space addresses on x86-64
+    // and AArch64 fit in 48 bits), so a probe that lands on another key seldom touches its node.
+    // 0: empty slot.
+    uintptr_t tagged_node;
     Node *prev;  // the previous sibling; null for the first child
+    Node *node() const { return reinterpret_cast<Node *>(tagged_node & kNodeBits); }
   };
+  static constexpr uintptr_t kNodeBits = (uintptr_t(1) << 48) - 1;
   // The entry of parent's child (fn, site), or null. `steps` counts the slots probed.
   Entry *find(const Node *parent, uintptr_t fn, uintptr_t site, uint64_t &steps) const;
   Entry *find(const Node *child, uint64_t &steps) const {
@@ -86,7 +91,7 @@ class ChildIndex {
   size_t bytes() const { return entries_ ? (mask_ + 1) * sizeof(Entry) : 0; }
 
  private:
-  size_t home(const Node *parent, uintptr_t fn, uintptr_t site) const;
+  static uint64_t hash(const Node *parent, uintptr_t fn, uintptr_t site);
 
   Entry *entries_ = nullptr;
   size_t mask_ = 0;  // capacity - 1 (a power of two)
