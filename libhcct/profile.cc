@@ -421,7 +421,8 @@ HCCT_NOINST bool ThreadProfile::start_stacks() {
 // The stack `sp` lies on. With a hint (the target context's uc_stack, set for makecontext) that
 // holds `sp`, a lookup by its address; else the thread's own stack, or, when other stacks lie
 // inside it, the smallest known stack holding `sp`. -1 if none does (or memory is refused).
-HCCT_NOINST int ThreadProfile::find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size) {
+HCCT_NOINST int ThreadProfile::find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size,
+                                          uintptr_t from_sp) {
   if (hint_size && hint_lo && sp - 1 - hint_lo < hint_size) {
     if (uintptr_t *index = stack_by_lo_.find(hint_lo)) {
       StackState &st = stacks_[*index - 1];
@@ -429,7 +430,9 @@ HCCT_NOINST int ThreadProfile::find_stack(uintptr_t sp, uintptr_t hint_lo, uintp
       if (*index - 1 == current_stack_) stack_size_ = hint_size;
       return int(*index - 1);
     }
-    return add_stack(hint_lo, hint_size);
+    bool fresh = hint_lo + hint_size - sp <= kFreshContextDepth &&
+                 (from_sp == 0 || from_sp - 1 - hint_lo >= hint_size);
+    if (fresh) return add_stack(hint_lo, hint_size);
   }
   const StackState &own = stacks_[0];
   if (nested_stacks_ == 0 && sp - 1 - own.lo < own.size) return 0;
@@ -508,16 +511,17 @@ HCCT_NOINST void ThreadProfile::move_to_stack(uint32_t index, bool drop_current)
   if (mode_ == Mode::kHcct && dropped_base) prune(dropped_base, path_leaf());
 }
 
-HCCT_NOINST bool ThreadProfile::switch_stack(uintptr_t target_sp, uintptr_t hint_lo, uintptr_t hint_size) {
+HCCT_NOINST bool ThreadProfile::switch_stack(uintptr_t target_sp, uintptr_t hint_lo, uintptr_t hint_size,
+                                             uintptr_t from_sp) {
   if (!stacks_ && !start_stacks()) return false;
-  int index = find_stack(target_sp, hint_lo, hint_size);
+  int index = find_stack(target_sp, hint_lo, hint_size, from_sp);
   if (index < 0) return false;
   if (uint32_t(index) != current_stack_) move_to_stack(uint32_t(index), false);
   return true;
 }
 
 HCCT_NOINST bool ThreadProfile::follow_unseen_switch(uintptr_t sp) {
-  int index = find_stack(sp, 0, 0);
+  int index = find_stack(sp, 0, 0, 0);
   if (index < 0 || uint32_t(index) == current_stack_) return false;
   move_to_stack(uint32_t(index), /*drop_current=*/current_stack_ != 0 && top_ == frames_);
   return true;

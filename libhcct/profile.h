@@ -233,10 +233,15 @@ class ThreadProfile {
   // Control is about to move to the machine stack whose stack pointer will be `target_sp`
   // (swapcontext, setcontext): the calling path becomes that stack's own, in O(1) when the target
   // was made by makecontext. `hint_lo`/`hint_size`: the target context's uc_stack, where it was
-  // made to run (0, 0 if unknown). A stack seen for the first time is rooted at the current
-  // context; one that holds no frame (finished, or not started) is re-rooted there. False if the
-  // target stack cannot be told (then frames there are foreign, as without this call).
-  bool switch_stack(uintptr_t target_sp, uintptr_t hint_lo, uintptr_t hint_size);
+  // made to run (0, 0 if unknown). A uc_stack is only taken for a new stack when it looks like
+  // makecontext's work (`target_sp` near its top, `from_sp`, the switcher's stack pointer, outside
+  // it): a ucontext_t that only getcontext filled holds whatever its memory held there. A stack
+  // seen for the first time is rooted at the current context; one that holds no frame (finished,
+  // or not started) is re-rooted there. False if the target stack cannot be told (then frames
+  // there are foreign, as without this call).
+  bool switch_stack(uintptr_t target_sp, uintptr_t hint_lo, uintptr_t hint_size, uintptr_t from_sp = 0);
+  // How far below the top of its uc_stack a context fresh from makecontext starts.
+  static constexpr uintptr_t kFreshContextDepth = 4096;
   // Machine stacks known besides the thread's own (tests).
   size_t other_stacks() const { return stack_count_ ? stack_count_ - 1 : 0; }
   // The deepest tree node of the current calling path (the cursor unless memory ran out).
@@ -304,7 +309,7 @@ class ThreadProfile {
   Frame *grow_frames(Frame *top);
   bool follow_unseen_switch(uintptr_t sp);
   bool start_stacks();
-  int find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size);
+  int find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size, uintptr_t from_sp);
   int add_stack(uintptr_t lo, uintptr_t size);
   void drop_stack(uint32_t index);
   void move_to_stack(uint32_t index, bool drop_current);

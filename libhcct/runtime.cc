@@ -554,14 +554,15 @@ HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
 
 // Called by the swapcontext/setcontext interposers (stacks.cc) before control moves to a context
 // whose stack pointer will be `sp`: the calling path becomes that stack's.
-HCCT_NOINST void hcct_switch_current_thread_stack(uintptr_t sp, uintptr_t lo, uintptr_t size) {
+HCCT_NOINST void hcct_switch_current_thread_stack(uintptr_t sp, uintptr_t lo, uintptr_t size,
+                                                  uintptr_t from_sp) {
   ThreadState *s = t_state;
   if (!s || s->busy) return;
   s->busy = 1;
   compiler_fence();
   if (__hcct_gate_local == kGateProfiling || g_burst_between) {
-    if (s->profile.switch_stack(sp, lo, size)) s->profile.unwind_to(sp);
-    if (g_exact && s->exact.switch_stack(sp, lo, size)) s->exact.unwind_to(sp);
+    if (s->profile.switch_stack(sp, lo, size, from_sp)) s->profile.unwind_to(sp);
+    if (g_exact && s->exact.switch_stack(sp, lo, size, from_sp)) s->exact.unwind_to(sp);
   }
   event_end(s);
 }

@@ -31,7 +31,8 @@ HCCT_NOINST void announce(const ucontext_t *target) {
   // getcontext/swapcontext save their caller's.
   auto sp = static_cast<uintptr_t>(target->uc_mcontext.gregs[REG_RSP]);
   hcct_switch_current_thread_stack(sp, reinterpret_cast<uintptr_t>(target->uc_stack.ss_sp),
-                                   target->uc_stack.ss_size);
+                                   target->uc_stack.ss_size,
+                                   reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
 #else
   (void)target;
 #endif

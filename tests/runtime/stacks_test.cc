@@ -186,3 +186,22 @@ TEST_CASE("stacks: torn-down exits at the base of a coroutine stack in the calle
   CHECK(f.p.unmatched_exits() == 0);
   CHECK(f.count_of({{MAIN, 1}, {FOO, 2}, {BAR, 0}}) == 1);
 }
+
+TEST_CASE("stacks: a uc_stack that does not look like makecontext's is not taken for a stack", "[stacks]") {
+  // A ucontext_t on the stack that only getcontext filled: uc_stack holds stale bytes. Taken at
+  // face value, a huge range holding main's own frames would become a "coroutine stack".
+  Fixture f(rt::Mode::kCct);
+  f.p.enter(MAIN, 1, kOwnLo + 0xff000);
+  f.p.enter(FOO, 2, kOwnLo + 0xfe000);
+  // Target deep inside the range, switcher inside it too: not fresh from makecontext.
+  // (The target is then found on the thread's own stack, the running one: no switch.)
+  f.p.switch_stack(kOwnLo + 0x80000, kOwnLo, 0x7fffffff, kOwnLo + 0xfe000);
+  CHECK(f.p.other_stacks() == 0);
+  // A fresh context, but the switcher's own frame lies inside its range: refused as well.
+  f.p.switch_stack(kOwnLo + 0xfff00, kOwnLo, 0x100000, kOwnLo + 0xfe000);
+  CHECK(f.p.other_stacks() == 0);
+  CHECK(f.cursor() == Key{{MAIN, 1}, {FOO, 2}});
+  // makecontext's: near the top of a range that does not hold the switcher.
+  CHECK(f.p.switch_stack(kCoLo + kCoSize - 64, kCoLo, kCoSize, kOwnLo + 0xfe000));
+  CHECK(f.p.other_stacks() == 1);
+}
