@@ -351,12 +351,10 @@ class IndexStack {
 
 constexpr uintptr_t kOnPathMark = 2;  // spare low bit of Node::parent_bits, set only while dumping
 
+// From the deepest node up: on a coroutine's stack the path goes on above the stack's own frames.
 HCCT_NOINST void mark_path(const ThreadProfile &profile, bool on) {
-  for (size_t i = 1; i <= profile.depth(); ++i) {
-    Node *n = profile.frames()[i].node;
-    if (n->parent() == nullptr) continue;  // the sink
+  for (Node *n = profile.path_leaf(); n->parent(); n = n->parent())
     n->parent_bits = on ? (n->parent_bits | kOnPathMark) : (n->parent_bits & ~kOnPathMark);
-  }
 }
 
 // The nodes reachable from the root (the root included), counted by the same walk as write_tree.

@@ -6,6 +6,8 @@ namespace hcct::rt {
 
 namespace {
 constexpr size_t kInitialFrames = 4096;
+constexpr size_t kStackFrames = 256;   // a coroutine's shadow stack at first (one page; it grows)
+constexpr uint32_t kInitialStacks = 16;
 }
 
 HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
@@ -13,7 +15,7 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
   key_ = config.key;
   site_mask_ = key_ == KeyBy::kRoutine ? 0 : ~uintptr_t(0);
   epsilon_ = config.epsilon;
-  stack_lo_ = config.stack_lo;
+  stack_lo_ = config.stack_lo + 1;
   stack_size_ = config.stack_size;
   root_ = Node{};
   frames_ = static_cast<Frame *>(map_pages(kInitialFrames * sizeof(Frame)));
@@ -41,12 +43,18 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
 }
 
 HCCT_NOINST void ThreadProfile::destroy() {
+  for (uint32_t i = 0; i < stack_count_; ++i)
+    if (i != current_stack_) unmap_pages(stacks_[i].frames, size_t(stacks_[i].end - stacks_[i].frames) * sizeof(Frame));
+  if (stacks_) unmap_pages(stacks_, stack_capacity_ * sizeof(StackState));
+  stack_by_lo_.release();
+  pins_.release();
   if (frames_) unmap_pages(frames_, size_t(frames_end_ - frames_) * sizeof(Frame));
   if (slots_) {
     unmap_pages(slots_, capacity_ * sizeof(Node *));
     refund_tree_memory(capacity_ * sizeof(Node *));
   }
   arena_.release();
+  index_.release();
   *this = ThreadProfile{};
 }
 
@@ -73,6 +81,9 @@ HCCT_NOINST Frame *ThreadProfile::pop_stale(Frame *top, uintptr_t sp) {
 
 HCCT_NOINST void ThreadProfile::enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   Frame *top = top_;
+  // Control reached another known stack without a swapcontext (a coroutine returned through
+  // uc_link, a longjmp across stacks): that stack's calling path becomes current.
+  if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_) && stacks_ && follow_unseen_switch(sp)) top = top_;
   if (HCCT_LIKELY(sp - stack_lo_ < stack_size_)) {
     // Frames below the new frame's stack pointer were left without an exit probe. Equal stack
     // pointers are live: probes of inlined callees run in their caller's machine frame.
@@ -115,6 +126,11 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
 }
 
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::new_node(Node *parent, uintptr_t fn, uintptr_t site) {
+  bool indexed = parent->indexed();
+  if (HCCT_UNLIKELY(indexed) && !index_.reserve(1)) {
+    report_memory_exhausted();
+    return &sink_;
+  }
   Node *node = free_nodes_;
   if (node) {
     free_nodes_ = node->next_sibling;
@@ -131,29 +147,60 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   node->first_child = nullptr;
   node->count = 0;
   // Linked last, so a reader that follows child links never sees a half-made node.
-  node->next_sibling = parent->first_child;
+  Node *old_first = parent->first_child;
+  node->next_sibling = old_first;
   compiler_fence();
   parent->first_child = node;
+  if (HCCT_UNLIKELY(indexed)) {
+    index_.insert(node, nullptr);
+    if (old_first) index_.find(old_first, sibling_steps_)->prev = node;
+  }
   if (++live_nodes_ > peak_nodes_) peak_nodes_ = live_nodes_;
   return node;
 }
 
 // Linear scan with move-to-front: the thesis measured 2-3 siblings scanned on average, and moving
-// the hit to the front makes the next call from the same loop a first-child hit.
+// the hit to the front makes the next call from the same loop a first-child hit. A list found longer
+// than kIndexAfter at a miss gets indexed: from then on lookups and unlinks under that node cost
+// O(1) whatever its fan-out.
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site) {
   if (parent == &sink_) return &sink_;
+  if (HCCT_UNLIKELY(parent->indexed())) return find_or_add_indexed(parent, fn, site);
   Node *prev = parent->first_child;
   if (prev) {
+    int scanned = 0;
     for (Node *node = prev->next_sibling; node; prev = node, node = node->next_sibling) {
+      ++scanned;
       if (node->routine == fn && node->call_site == site) {
+        sibling_steps_ += scanned;
         prev->next_sibling = node->next_sibling;
         node->next_sibling = parent->first_child;
         parent->first_child = node;
         return node;
       }
     }
+    sibling_steps_ += scanned;
+    if (HCCT_UNLIKELY(scanned >= kIndexAfter)) index_children(parent);
   }
   return new_node(parent, fn, site);
+}
+
+// No move-to-front under a wide node: it would cost two index updates per call, and among
+// thousands of children the first few seldom hit anyway (new children still go to the front).
+HCCT_NOINST Node *ThreadProfile::find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site) {
+  if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return entry->node();
+  return new_node(parent, fn, site);
+}
+
+// Indexes every child of `parent`, with room for the one about to be added. If the memory budget
+// says no, the node stays a scanned list: slower, still right.
+HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
+  size_t n = 0;
+  for (Node *c = parent->first_child; c; c = c->next_sibling) ++n;
+  if (!index_.reserve(n + 1)) return;
+  Node *prev = nullptr;
+  for (Node *c = parent->first_child; c; prev = c, c = c->next_sibling) index_.insert(c, prev);
+  parent->parent_bits |= kIndexedChildren;
 }
 
 // Space-Saving update for a context that is not monitored (thesis §3.1.3): take a free counter,
@@ -220,7 +267,8 @@ HCCT_NOINST uint64_t ThreadProfile::min_count() const {
 // leaf and then every unmonitored ancestor it leaves childless, never the cursor or the root. This
 // keeps the MCCT exactly the minimal subtree spanning M and the current calling path.
 HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
-  while (node != cursor && node != &root_ && !node->first_child && !node->monitored()) {
+  while (node != cursor && node != &root_ && !node->first_child && !node->monitored() &&
+         !(node->parent_bits & kPinned)) {
     Node *parent = node->parent();
     unlink(node);
     node->next_sibling = free_nodes_;
@@ -232,12 +280,24 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
 
 [[gnu::always_inline]] inline HCCT_NOINST void ThreadProfile::unlink(Node *node) {
   Node *parent = node->parent();
+  if (HCCT_UNLIKELY(parent->indexed())) {
+    ChildIndex::Entry *entry = index_.find(node, sibling_steps_);
+    Node *prev = entry->prev, *next = node->next_sibling;
+    index_.erase(entry);
+    if (prev) prev->next_sibling = next;
+    else parent->first_child = next;
+    if (next) index_.find(next, sibling_steps_)->prev = prev;
+    return;
+  }
   if (parent->first_child == node) {
     parent->first_child = node->next_sibling;
     return;
   }
   Node *prev = parent->first_child;
-  while (prev->next_sibling != node) prev = prev->next_sibling;
+  while (prev->next_sibling != node) {
+    ++sibling_steps_;
+    prev = prev->next_sibling;
+  }
   prev->next_sibling = node->next_sibling;
 }
 
@@ -259,10 +319,10 @@ HCCT_NOINST void ThreadProfile::rebuild_path(const PathEntry *path, size_t n) {
   if (mode_ == Mode::kHcct) {
     // Prune the old path from its deepest real node (sink frames have no tree node).
     while (top != frames_ && top->node == &sink_) --top;
-    if (top != frames_) prune(top->node, &root_);
+    if (top != frames_) prune(top->node, frames_->node);
   }
   top = frames_;
-  Node *parent = &root_;
+  Node *parent = frames_->node;  // the root, or a coroutine stack's base
   for (size_t i = 0; i < n; ++i) {
     uintptr_t site = path[i].site & site_mask_;
     Node *node = parent->first_child;  // find_or_add_child scans from the second child
@@ -285,7 +345,10 @@ HCCT_NOINST void ThreadProfile::rebuild_path(const PathEntry *path, size_t n) {
 HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   Arena old_arena = arena_;
   arena_ = Arena{};
+  index_.release();  // it indexes the old tree
+  pins_.release();   // so does this: suspended stacks are pinned again below
   root_.first_child = nullptr;
+  root_.parent_bits = 0;
   free_nodes_ = nullptr;
   live_nodes_ = peak_nodes_ = 0;
   size_ = 0;
@@ -293,13 +356,390 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   min_idx_ = 0;
   unmatched_exits_ = 0;
   sink_.count = 0;
-  Node *parent = &root_;
-  for (Frame *f = frames_ + 1; f <= top_; ++f) {
-    Node *node = f->node == &sink_ ? &sink_ : find_or_add_child(parent, f->node->routine, f->node->call_site);
-    f->node = node;
-    parent = node;
+  // Every machine stack's path, the suspended ones too (the child may resume them).
+  if (stacks_) {
+    stacks_[current_stack_] = StackState{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+  } else {
+    stack_count_ = 1;  // just the current stack: a view of it, for the loop below
+  }
+  StackState only{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+  StackState *stacks = stacks_ ? stacks_ : &only;
+  for (uint32_t i = 0; i < stack_count_; ++i) {
+    StackState &st = stacks[i];
+    if (!st.frames->node) continue;  // never run
+    Node *parent = st.frames->node == &root_ ? &root_ : rebuild_node_path(st.frames->node);
+    st.frames->node = parent;
+    for (Frame *f = st.frames + 1; f <= st.top; ++f) {
+      Node *node = f->node == &sink_ || parent == &sink_
+                       ? &sink_
+                       : find_or_add_child(parent, f->node->routine, f->node->call_site);
+      f->node = node;
+      parent = node;
+    }
+  }
+  if (!stacks_) stack_count_ = 0;
+  frames_->node = stacks[current_stack_].frames->node;
+  if (stacks_ && mode_ == Mode::kHcct) {
+    for (uint32_t i = 0; i < stack_count_; ++i) {
+      if (i == current_stack_) continue;
+      Frame *f = stacks_[i].top;
+      while (f->node == &sink_) --f;
+      pin(f->node);
+    }
   }
   old_arena.release();
+}
+
+// The path of a node of the old tree, made again in the new one (restart after fork).
+HCCT_NOINST Node *ThreadProfile::rebuild_node_path(const Node *old_leaf) {
+  size_t depth = 0;
+  for (const Node *n = old_leaf; n != &root_; n = n->parent()) ++depth;
+  auto *chain = static_cast<const Node **>(map_pages(depth * sizeof(Node *) + 1));
+  if (!chain) return &root_;
+  size_t i = depth;
+  for (const Node *n = old_leaf; n != &root_; n = n->parent()) chain[--i] = n;
+  Node *node = &root_;
+  for (i = 0; i < depth && node != &sink_; ++i) node = find_or_add_child(node, chain[i]->routine, chain[i]->call_site);
+  unmap_pages(chain, depth * sizeof(Node *) + 1);
+  return node == &sink_ ? &root_ : node;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Machine stacks (docs/RUNTIME.md, "Stacks").
+
+HCCT_NOINST Node *ThreadProfile::path_leaf() const {
+  const Frame *f = top_;
+  while (f != frames_ && f->node == &sink_) --f;
+  return f->node;
+}
+
+HCCT_NOINST bool ThreadProfile::start_stacks() {
+  stacks_ = static_cast<StackState *>(map_pages(kInitialStacks * sizeof(StackState)));
+  if (!stacks_) return false;
+  stack_capacity_ = kInitialStacks;
+  stack_count_ = 1;
+  current_stack_ = 0;
+  stacks_[0] = StackState{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+  return true;
+}
+
+// The stack `sp` lies on. With a hint (the target context's uc_stack, set for makecontext) that
+// holds `sp`, a lookup by its address; else the thread's own stack, or, when other stacks lie
+// inside it, the smallest known stack holding `sp`. -1 if none does (or memory is refused).
+HCCT_NOINST int ThreadProfile::find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size,
+                                          uintptr_t from_sp) {
+  if (hint_size && hint_lo && sp - 1 - hint_lo < hint_size) {
+    if (uintptr_t *index = stack_by_lo_.find(hint_lo)) {
+      StackState &st = stacks_[*index - 1];
+      st.size = hint_size;  // the memory may be reused with another size
+      if (*index - 1 == current_stack_) stack_size_ = hint_size;
+      return int(*index - 1);
+    }
+    bool fresh = hint_lo + hint_size - sp <= kFreshContextDepth &&
+                 (from_sp == 0 || from_sp - 1 - hint_lo >= hint_size);
+    if (fresh) return add_stack(hint_lo, hint_size);
+  }
+  const StackState &own = stacks_[0];
+  if (nested_stacks_ == 0 && sp - 1 - own.lo < own.size) return 0;
+  int best = -1;
+  for (uint32_t i = 0; i < stack_count_; ++i) {
+    const StackState &st = stacks_[i];
+    if (sp - 1 - st.lo < st.size && (best < 0 || st.size < stacks_[best].size)) best = int(i);
+  }
+  return best;
+}
+
+HCCT_NOINST int ThreadProfile::add_stack(uintptr_t lo, uintptr_t size) {
+  if (stack_count_ == stack_capacity_) {
+    StackState *moved = double_pages(stacks_, stack_capacity_);
+    if (!moved) return -1;
+    stacks_ = moved;
+    stack_capacity_ *= 2;
+  }
+  auto *frames = static_cast<Frame *>(map_pages(kStackFrames * sizeof(Frame)));
+  if (!frames) return -1;
+  uintptr_t *slot = stack_by_lo_.find_or_insert(lo);
+  if (!slot) {
+    unmap_pages(frames, kStackFrames * sizeof(Frame));
+    return -1;
+  }
+  uint32_t index = stack_count_++;
+  *slot = index + 1;
+  frames[0] = Frame{nullptr, kForeignStack};  // the base: set when first switched into
+  stacks_[index] = StackState{frames, frames, frames + kStackFrames, lo, size};
+  if (lo - stacks_[0].lo < stacks_[0].size) ++nested_stacks_;
+  return int(index);
+}
+
+// A stack that held no frame when control left it without a swapcontext: its coroutine returned.
+HCCT_NOINST void ThreadProfile::drop_stack(uint32_t index) {
+  StackState &st = stacks_[index];
+  unmap_pages(st.frames, size_t(st.end - st.frames) * sizeof(Frame));
+  stack_by_lo_.erase(st.lo);
+  if (st.lo - stacks_[0].lo < stacks_[0].size) --nested_stacks_;
+  uint32_t last = --stack_count_;
+  if (index != last) {
+    stacks_[index] = stacks_[last];
+    *stack_by_lo_.find(stacks_[index].lo) = index + 1;
+    if (current_stack_ == last) current_stack_ = index;
+  }
+}
+
+// O(1) but for pins (one map update each in hcct mode): saves the running stack's state (or drops
+// it), loads the target's. A target that holds no frame is rooted at the switcher's context.
+HCCT_NOINST void ThreadProfile::move_to_stack(uint32_t index, bool drop_current) {
+  Node *from = path_leaf();
+  Node *dropped_base = nullptr;
+  if (drop_current) {
+    dropped_base = frames_->node;
+    stacks_[current_stack_] = StackState{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+    drop_stack(current_stack_);
+    if (index == stack_count_) index = current_stack_;  // the target was moved into the hole
+  } else {
+    stacks_[current_stack_] = StackState{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+    if (mode_ == Mode::kHcct) pin(from);
+  }
+  const StackState &st = stacks_[index];
+  frames_ = st.frames;
+  top_ = st.top;
+  frames_end_ = st.end;
+  stack_lo_ = st.lo + 1;
+  stack_size_ = st.size;
+  current_stack_ = index;
+  // Pinned when it was suspended (a stack never run has no base yet).
+  if (mode_ == Mode::kHcct && frames_->node) unpin(path_leaf());
+  if (index != 0 && top_ == frames_) {
+    Node *old_base = frames_->node;
+    frames_->node = from;  // (re)rooted where it is switched into
+    if (mode_ == Mode::kHcct && old_base && old_base != from) prune(old_base, from);
+  }
+  if (mode_ == Mode::kHcct && dropped_base) prune(dropped_base, path_leaf());
+}
+
+HCCT_NOINST bool ThreadProfile::switch_stack(uintptr_t target_sp, uintptr_t hint_lo, uintptr_t hint_size,
+                                             uintptr_t from_sp) {
+  if (!stacks_ && !start_stacks()) return false;
+  int index = find_stack(target_sp, hint_lo, hint_size, from_sp);
+  if (index < 0) return false;
+  if (uint32_t(index) != current_stack_) move_to_stack(uint32_t(index), false);
+  return true;
+}
+
+HCCT_NOINST bool ThreadProfile::follow_unseen_switch(uintptr_t sp) {
+  int index = find_stack(sp, 0, 0, 0);
+  if (index < 0 || uint32_t(index) == current_stack_) return false;
+  move_to_stack(uint32_t(index), /*drop_current=*/current_stack_ != 0 && top_ == frames_);
+  return true;
+}
+
+// Pins count suspended stacks per node; the flag alone is what pruning reads. If the map cannot
+// grow, the flag stays set for good: a node kept too long, never a path freed under a stack.
+HCCT_NOINST void ThreadProfile::pin(Node *node) {
+  if (uintptr_t *count = pins_.find_or_insert(reinterpret_cast<uintptr_t>(node))) ++*count;
+  node->parent_bits |= kPinned;
+}
+
+HCCT_NOINST void ThreadProfile::unpin(Node *node) {
+  uintptr_t *count = pins_.find(reinterpret_cast<uintptr_t>(node));
+  if (!count) return;
+  if (--*count == 0) {
+    pins_.erase(reinterpret_cast<uintptr_t>(node));
+    node->parent_bits &= ~kPinned;
+  }
+}
+
+HCCT_NOINST uintptr_t *WordMap::find(uintptr_t key) const {
+  if (!entries_) return nullptr;
+  for (size_t i = home(key);; i = (i + 1) & mask_) {
+    if (entries_[i].key == key) return &entries_[i].value;
+    if (!entries_[i].key) return nullptr;
+  }
+}
+
+HCCT_NOINST uintptr_t *WordMap::find_or_insert(uintptr_t key) {
+  if (uintptr_t *value = find(key)) return value;
+  if (2 * (size_ + 1) > (entries_ ? mask_ + 1 : 0) && !grow()) return nullptr;
+  size_t i = home(key);
+  while (entries_[i].key) i = (i + 1) & mask_;
+  entries_[i] = Entry{key, 0};
+  ++size_;
+  return &entries_[i].value;
+}
+
+HCCT_NOINST void WordMap::erase(uintptr_t key) {
+  if (!entries_) return;
+  size_t hole = home(key);
+  while (entries_[hole].key != key) {
+    if (!entries_[hole].key) return;
+    hole = (hole + 1) & mask_;
+  }
+  for (size_t j = (hole + 1) & mask_; entries_[j].key; j = (j + 1) & mask_) {
+    size_t k = home(entries_[j].key);
+    bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
+    if (!stays) {
+      entries_[hole] = entries_[j];
+      hole = j;
+    }
+  }
+  entries_[hole] = Entry{0, 0};
+  --size_;
+}
+
+HCCT_NOINST bool WordMap::grow() {
+  size_t capacity = entries_ ? mask_ + 1 : 0;
+  size_t grown = capacity ? 2 * capacity : 4096 / sizeof(Entry);
+  if (!charge_tree_memory(grown * sizeof(Entry))) return false;
+  auto *fresh = static_cast<Entry *>(map_pages(grown * sizeof(Entry)));
+  if (!fresh) {
+    refund_tree_memory(grown * sizeof(Entry));
+    return false;
+  }
+  Entry *old = entries_;
+  entries_ = fresh;
+  mask_ = grown - 1;
+  for (size_t i = 0; i < capacity; ++i) {
+    if (!old[i].key) continue;
+    size_t j = home(old[i].key);
+    while (entries_[j].key) j = (j + 1) & mask_;
+    entries_[j] = old[i];
+  }
+  if (old) {
+    unmap_pages(old, capacity * sizeof(Entry));
+    refund_tree_memory(capacity * sizeof(Entry));
+  }
+  return true;
+}
+
+HCCT_NOINST void WordMap::release() {
+  if (entries_) {
+    unmap_pages(entries_, (mask_ + 1) * sizeof(Entry));
+    refund_tree_memory((mask_ + 1) * sizeof(Entry));
+  }
+  *this = WordMap{};
+}
+
+// Every child of an indexed node must be in the index with its true previous sibling, and only
+// those: walks the whole tree (tests only).
+HCCT_NOINST bool ThreadProfile::index_consistent() const {
+  size_t found = 0;
+  uint64_t steps = 0;
+  const Node *node = &root_;
+  for (;;) {
+    const Node *prev = nullptr;
+    for (const Node *c = node->first_child; c; prev = c, c = c->next_sibling) {
+      if (c->parent() != node) return false;
+      ChildIndex::Entry *entry = index_.find(c, steps);
+      if (node->indexed()) {
+        if (!entry || entry->node() != c || entry->prev != prev) return false;
+        ++found;
+      } else if (entry) {
+        return false;
+      }
+    }
+    // Next node in depth-first order, through parent links (no stack to allocate).
+    if (node->first_child) {
+      node = node->first_child;
+      continue;
+    }
+    while (node != &root_ && !node->next_sibling) node = node->parent();
+    if (node == &root_) break;
+    node = node->next_sibling;
+  }
+  return found == index_.size();
+}
+
+namespace {
+constexpr size_t kMinIndexEntries = 4096 / sizeof(ChildIndex::Entry);
+}
+
+// Low bits: the home slot; bits 48-63: the tag kept in the entry.
+HCCT_NOINST inline uint64_t ChildIndex::hash(const Node *parent, uintptr_t fn, uintptr_t site) {
+  uint64_t h = reinterpret_cast<uintptr_t>(parent) * 0x9e3779b97f4a7c15ull;
+  h ^= fn * 0xc2b2ae3d27d4eb4full;
+  h ^= site * 0x165667b19e3779f9ull;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 32;
+  return h;
+}
+
+HCCT_NOINST ChildIndex::Entry *ChildIndex::find(const Node *parent, uintptr_t fn, uintptr_t site,
+                                                uint64_t &steps) const {
+  if (!entries_) return nullptr;
+  uint64_t h = hash(parent, fn, site);
+  uintptr_t tag = h & ~kNodeBits;
+  size_t probes = 1;
+  for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_, ++probes) {
+    Entry *entry = &entries_[i];
+    uintptr_t tagged = entry->tagged_node;
+    if (!tagged) break;
+    if ((tagged & ~kNodeBits) != tag) continue;
+    const Node *n = entry->node();
+    if (n->routine == fn && n->call_site == site && n->parent() == parent) {
+      steps += probes;
+      return entry;
+    }
+  }
+  steps += probes;
+  return nullptr;
+}
+
+HCCT_NOINST bool ChildIndex::reserve(size_t more) {
+  size_t capacity = entries_ ? mask_ + 1 : 0;
+  if (2 * (size_ + more) <= capacity) return true;
+  size_t grown = capacity ? capacity : kMinIndexEntries;
+  while (grown < 2 * (size_ + more)) grown *= 2;
+  size_t bytes = grown * sizeof(Entry);
+  if (!charge_tree_memory(bytes)) return false;
+  auto *fresh = static_cast<Entry *>(map_pages(bytes));
+  if (!fresh) {
+    refund_tree_memory(bytes);
+    return false;
+  }
+  Entry *old = entries_;
+  entries_ = fresh;
+  mask_ = grown - 1;
+  size_ = 0;
+  for (size_t i = 0; i < capacity; ++i)
+    if (old[i].tagged_node) insert(old[i].node(), old[i].prev);
+  if (old) {
+    unmap_pages(old, capacity * sizeof(Entry));
+    refund_tree_memory(capacity * sizeof(Entry));
+  }
+  return true;
+}
+
+HCCT_NOINST void ChildIndex::insert(Node *child, Node *prev) {
+  uint64_t h = hash(child->parent(), child->routine, child->call_site);
+  size_t i = size_t(h) & mask_;
+  while (entries_[i].tagged_node) i = (i + 1) & mask_;
+  entries_[i] = Entry{(h & ~kNodeBits) | reinterpret_cast<uintptr_t>(child), prev};
+  ++size_;
+}
+
+// Backward-shift deletion: later entries of the probe chain move into the hole unless their home
+// lies cyclically in (hole, their slot], so every chain stays unbroken without tombstones.
+HCCT_NOINST void ChildIndex::erase(Entry *entry) {
+  size_t hole = size_t(entry - entries_);
+  for (size_t j = (hole + 1) & mask_; entries_[j].tagged_node; j = (j + 1) & mask_) {
+    const Node *n = entries_[j].node();
+    size_t k = size_t(hash(n->parent(), n->routine, n->call_site)) & mask_;
+    bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
+    if (!stays) {
+      entries_[hole] = entries_[j];
+      hole = j;
+    }
+  }
+  entries_[hole] = Entry{0, nullptr};
+  --size_;
+}
+
+HCCT_NOINST void ChildIndex::release() {
+  if (entries_) {
+    unmap_pages(entries_, bytes());
+    refund_tree_memory(bytes());
+  }
+  *this = ChildIndex{};
 }
 
 }  // namespace hcct::rt

@@ -13,9 +13,18 @@ namespace hcct::rt {
 // Space-Saving's monitored flag, packed into the parent pointer as in the thesis (nodes are 16-byte
 // aligned) so an MCCT node costs no more than a CCT node; in cct mode every node has it.
 inline constexpr uintptr_t kCountsDirectly = 1;
+// Bit 2 of Node::parent_bits: the node's children are also in the thread's ChildIndex (it is a
+// wide node: its sibling list outgrew kIndexAfter). Bit 1 is the dump writer's.
+inline constexpr uintptr_t kIndexedChildren = 4;
+// Bit 3: the node is the deepest context of a suspended machine stack (a coroutine not running, or
+// the stack that switched to one): pruning must keep it, and so its whole path. The profile's pin
+// map counts how many suspended stacks stop there.
+inline constexpr uintptr_t kPinned = 8;
+inline constexpr uintptr_t kParentFlagBits = 15;
 
-// A calling context.
-struct Node {
+// A calling context. 16-byte aligned (the arena's granule, and root_/sink_ inside the profile), so
+// the four low bits of a parent pointer are free for flags.
+struct alignas(16) Node {
   uintptr_t routine;
   uintptr_t call_site;
   uintptr_t parent_bits;
@@ -23,7 +32,8 @@ struct Node {
   Node *next_sibling;
   uint64_t count;
 
-  HCCT_NOINST Node *parent() const { return reinterpret_cast<Node *>(parent_bits & ~uintptr_t(3)); }
+  HCCT_NOINST Node *parent() const { return reinterpret_cast<Node *>(parent_bits & ~kParentFlagBits); }
+  HCCT_NOINST bool indexed() const { return parent_bits & kIndexedChildren; }
   HCCT_NOINST bool monitored() const { return parent_bits & kCountsDirectly; }
   HCCT_NOINST void set_monitored(bool on) {
     parent_bits = (parent_bits & ~uintptr_t(1)) | uintptr_t(on);
@@ -47,6 +57,79 @@ struct PathEntry {
   uintptr_t fn;    // 0: unknown (a frame of the memory-exhaustion sink)
   uintptr_t site;
   uintptr_t sp;
+};
+
+// The children of wide nodes, found by (parent, routine, call site) in O(1) whatever the fan-out
+// (interpreter dispatch, virtual calls, callback tables: thousands of callees from one call site).
+// Open addressing with linear probing and backward-shift deletion (no tombstones, so probe chains
+// stay short however many children Space-Saving evicts). Each entry also holds the child's previous
+// sibling, so that unlinking a child of a wide node does not scan its siblings either. mmap'd and
+// charged to the tree budget; never the program's malloc.
+class ChildIndex {
+ public:
+  struct Entry {
+    // The child, with 16 more bits of its key's hash above bit 48 (user-space addresses on x86-64
+    // and AArch64 fit in 48 bits), so a probe that lands on another key seldom touches its node.
+    // 0: empty slot.
+    uintptr_t tagged_node;
+    Node *prev;  // the previous sibling; null for the first child
+    Node *node() const { return reinterpret_cast<Node *>(tagged_node & kNodeBits); }
+  };
+  static constexpr uintptr_t kNodeBits = (uintptr_t(1) << 48) - 1;
+  // The entry of parent's child (fn, site), or null. `steps` counts the slots probed.
+  Entry *find(const Node *parent, uintptr_t fn, uintptr_t site, uint64_t &steps) const;
+  Entry *find(const Node *child, uint64_t &steps) const {
+    return find(child->parent(), child->routine, child->call_site, steps);
+  }
+  // Makes room for `more` entries (load factor at most 1/2). False if the budget or kernel refuses.
+  bool reserve(size_t more);
+  // After reserve(); the child must not be in the index.
+  void insert(Node *child, Node *prev);
+  void erase(Entry *entry);
+  void release();
+  size_t size() const { return size_; }
+  size_t bytes() const { return entries_ ? (mask_ + 1) * sizeof(Entry) : 0; }
+
+ private:
+  static uint64_t hash(const Node *parent, uintptr_t fn, uintptr_t site);
+
+  Entry *entries_ = nullptr;
+  size_t mask_ = 0;  // capacity - 1 (a power of two)
+  size_t size_ = 0;
+};
+
+// A map from nonzero words to words: open addressing, linear probing, backward-shift deletion.
+// mmap'd and charged to the tree budget. Holds how many suspended stacks pin a node, and which
+// stack record starts at a given address.
+class WordMap {
+ public:
+  uintptr_t *find(uintptr_t key) const;  // the value's address, or null
+  // The value of `key`, inserted as 0 if absent; null if memory is refused.
+  uintptr_t *find_or_insert(uintptr_t key);
+  void erase(uintptr_t key);
+  void release();
+
+ private:
+  struct Entry {
+    uintptr_t key;  // 0: empty
+    uintptr_t value;
+  };
+  size_t home(uintptr_t key) const { return size_t((key * 0x9e3779b97f4a7c15ull) >> 20) & mask_; }
+  bool grow();
+
+  Entry *entries_ = nullptr;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+};
+
+// One machine stack's shadow stack while another one runs: the thread's own stack, or a coroutine's
+// (makecontext/swapcontext, fibers). Each keeps its own calling context, rooted where it was first
+// switched into (docs/RUNTIME.md, "Stacks").
+struct StackState {
+  Frame *frames;  // frames[0]: the base, the context the stack was first switched into from
+  Frame *top;
+  Frame *end;
+  uintptr_t lo, size;  // the stack's memory: frames with sp in (lo, lo + size] are this stack's
 };
 
 struct ProfileConfig {
@@ -116,6 +199,11 @@ class ThreadProfile {
     Frame *top = top_;
     Node *left = top->node;
     bool own_stack = sp - stack_lo_ < stack_size_;
+    if (HCCT_UNLIKELY(!own_stack) && stacks_ && follow_unseen_switch(sp)) {
+      top = top_;  // control reached another known stack without a swapcontext (uc_link, longjmp)
+      left = top->node;
+      own_stack = true;
+    }
     if (HCCT_UNLIKELY(torn_down) && own_stack) {
       top = exit_torn_down(top, fn, sp);
     } else {
@@ -138,8 +226,26 @@ class ThreadProfile {
   // Pops every frame whose machine frame lies below `sp`: called when control is known to have
   // moved to the frame at `sp` without exit probes (longjmp target, catch handler).
   void unwind_to(uintptr_t sp) {
+    if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_) && stacks_ && !follow_unseen_switch(sp)) return;
     if (sp - stack_lo_ < stack_size_ && top_->sp < sp) top_ = pop_stale(top_, sp);
   }
+
+  // Control is about to move to the machine stack whose stack pointer will be `target_sp`
+  // (swapcontext, setcontext): the calling path becomes that stack's own, in O(1) when the target
+  // was made by makecontext. `hint_lo`/`hint_size`: the target context's uc_stack, where it was
+  // made to run (0, 0 if unknown). A uc_stack is only taken for a new stack when it looks like
+  // makecontext's work (`target_sp` near its top, `from_sp`, the switcher's stack pointer, outside
+  // it): a ucontext_t that only getcontext filled holds whatever its memory held there. A stack
+  // seen for the first time is rooted at the current context; one that holds no frame (finished,
+  // or not started) is re-rooted there. False if the target stack cannot be told (then frames
+  // there are foreign, as without this call).
+  bool switch_stack(uintptr_t target_sp, uintptr_t hint_lo, uintptr_t hint_size, uintptr_t from_sp = 0);
+  // How far below the top of its uc_stack a context fresh from makecontext starts.
+  static constexpr uintptr_t kFreshContextDepth = 4096;
+  // Machine stacks known besides the thread's own (tests).
+  size_t other_stacks() const { return stack_count_ ? stack_count_ - 1 : 0; }
+  // The deepest tree node of the current calling path (the cursor unless memory ran out).
+  Node *path_leaf() const;
 
   // Static bursting (thesis §5.1.1): makes `path` (outermost frame first) the calling path, without
   // counting it, by walking down the tree from the root and adding missing nodes (count 0; in hcct
@@ -163,9 +269,12 @@ class ThreadProfile {
   uint64_t calls() const;
   uint64_t lost_events() const { return sink_.count; }
   uint64_t unmatched_exits() const { return unmatched_exits_; }
+  // Siblings and index slots examined by child lookups and unlinks off the fast path: the work
+  // that must not grow with a node's fan-out (tests).
+  uint64_t sibling_steps() const { return sibling_steps_; }
   size_t live_nodes() const { return live_nodes_; }
   size_t peak_nodes() const { return peak_nodes_; }
-  size_t tree_bytes() const { return arena_.bytes_mapped(); }
+  size_t tree_bytes() const { return arena_.bytes_mapped() + index_.bytes(); }
   Mode mode() const { return mode_; }
   KeyBy key() const { return key_; }
   double epsilon() const { return epsilon_; }
@@ -176,11 +285,21 @@ class ThreadProfile {
   bool out_of_memory() const { return sink_.count != 0; }
   // Space-Saving's counter array, for tests.
   Node *const *slots() const { return slots_; }
+  // Children of wide nodes in the index, and a full check of it against the tree (tests): every
+  // child of an indexed node is found with its true previous sibling, and nothing else is there.
+  size_t indexed_children() const { return index_.size(); }
+  bool index_consistent() const;
+
+  // A node whose sibling list is longer than this at a miss gets its children indexed. Below it a
+  // scan of a few cache lines beats hashing; above it the scan grows with the fan-out.
+  static constexpr int kIndexAfter = 8;
 
  private:
   Frame *pop_stale(Frame *top, uintptr_t sp);
   Frame *exit_torn_down(Frame *top, uintptr_t fn, uintptr_t sp);
   Node *find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site);
+  Node *find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site);
+  void index_children(Node *parent);
   Node *new_node(Node *parent, uintptr_t fn, uintptr_t site);
   void monitor(Node *node);
   uint32_t find_min();
@@ -188,6 +307,15 @@ class ThreadProfile {
   void prune(Node *node, Node *cursor);
   void unlink(Node *node);
   Frame *grow_frames(Frame *top);
+  bool follow_unseen_switch(uintptr_t sp);
+  bool start_stacks();
+  int find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size, uintptr_t from_sp);
+  int add_stack(uintptr_t lo, uintptr_t size);
+  void drop_stack(uint32_t index);
+  void move_to_stack(uint32_t index, bool drop_current);
+  void pin(Node *node);
+  void unpin(Node *node);
+  Node *rebuild_node_path(const Node *old_leaf);
 
   Node root_{};
   // Absorbs every call made while tree memory is exhausted, so that later calls are not attributed
@@ -197,7 +325,11 @@ class ThreadProfile {
   Frame *frames_ = nullptr;
   Frame *top_ = nullptr;
   Frame *frames_end_ = nullptr;
-  uintptr_t stack_lo_ = 0;
+  // The running stack's memory, as (stack_lo_ - 1, stack_lo_ - 1 + stack_size_]: a probe's stack
+  // pointer (its CFA) belongs to the stack holding the byte below it, the probe's return address.
+  // At the low end it may equal the base of a coroutine stack that is an array in the caller's
+  // frame (issue 26), which is not on that stack; `sp - stack_lo_ < stack_size_` tests both ends.
+  uintptr_t stack_lo_ = 1;
   uintptr_t stack_size_ = ~uintptr_t(0);
   uintptr_t site_mask_ = ~uintptr_t(0);  // 0 with key=routine: all call sites are one
   Mode mode_ = Mode::kCct;
@@ -205,6 +337,7 @@ class ThreadProfile {
   double epsilon_ = 0;
 
   Arena arena_;
+  ChildIndex index_;
   Node *free_nodes_ = nullptr;
   size_t live_nodes_ = 0;
   size_t peak_nodes_ = 0;
@@ -218,6 +351,17 @@ class ThreadProfile {
   uint32_t min_idx_ = 0;
 
   uint64_t unmatched_exits_ = 0;
+  uint64_t sibling_steps_ = 0;
+
+  // Machine stacks (null until the first switch): [current_stack_] is the running one, whose state
+  // lives in frames_/top_/frames_end_/stack_lo_/stack_size_ above; [0] is the thread's own.
+  StackState *stacks_ = nullptr;
+  uint32_t stack_count_ = 0;
+  uint32_t stack_capacity_ = 0;
+  uint32_t current_stack_ = 0;
+  uint32_t nested_stacks_ = 0;  // stacks inside the thread's own (a local array as a coroutine stack)
+  WordMap stack_by_lo_;         // stack lo -> index + 1
+  WordMap pins_;                // node -> suspended stacks whose deepest context it is (hcct mode)
 };
 
 }  // namespace hcct::rt

@@ -24,6 +24,7 @@
 #include "lifecycle.h"
 #include "messages.h"
 #include "profile.h"
+#include "stacks.h"
 #include "thread.h"
 
 using namespace hcct::rt;
@@ -770,6 +771,21 @@ HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
     if (s->burst.shadow_current) s->burst.shadow.unwind_to(sp);
     else s->profile.unwind_to(sp);
     if (g_exact) s->exact.unwind_to(sp);
+  }
+  event_end(s);
+}
+
+// Called by the swapcontext/setcontext interposers (stacks.cc) before control moves to a context
+// whose stack pointer will be `sp`: the calling path becomes that stack's.
+HCCT_NOINST void hcct_switch_current_thread_stack(uintptr_t sp, uintptr_t lo, uintptr_t size,
+                                                  uintptr_t from_sp) {
+  ThreadState *s = t_state;
+  if (!s || s->busy) return;
+  s->busy = 1;
+  compiler_fence();
+  if (__hcct_gate_local == kGateProfiling || g_burst_between) {
+    if (s->profile.switch_stack(sp, lo, size, from_sp)) s->profile.unwind_to(sp);
+    if (g_exact && s->exact.switch_stack(sp, lo, size, from_sp)) s->exact.unwind_to(sp);
   }
   event_end(s);
 }

@@ -403,3 +403,35 @@ TEST_CASE("robustness: exec: the new image is profiled, the program's behaviour 
   CHECK(after.meta.thread_seq == 1);
   CHECK(named_counts(after) == std::map<NamePath, uint64_t>{{{"main"}, 1}, {{"main", "after"}, 7}});
 }
+
+TEST_CASE("robustness: coroutines on local-array, heap, static and mmap'd stacks, -O0 and -O2", "[e2e][robustness][stacks]") {
+  // Issue 26 (a coroutine stack inside main's frame) and issue 13's stack switching: each machine
+  // stack keeps its own calling context, rooted where it was first switched into.
+  const uint64_t rounds = 300;
+  const std::map<NamePath, uint64_t> want{
+      {{"main"}, 1},
+      {{"main", "foo"}, 1},
+      {{"main", "foo", "bar"}, 1},
+      {{"main", "foo", "bar", "work"}, 1},
+      {{"main", "baz"}, 1},
+      {{"main", "pingpong"}, 1},
+      {{"main", "pingpong", "consume"}, rounds},
+      {{"main", "pingpong", "generator"}, 1},
+      {{"main", "pingpong", "generator", "produce"}, rounds}};
+  const std::set<std::string> keep{"main", "foo", "bar", "work", "baz", "pingpong", "consume",
+                                   "generator", "produce"};
+  for (const char *exe : {"/e2e_coroutines_O0", "/e2e_coroutines"}) {
+    for (const char *kind : {"local", "heap", "static", "mmap"}) {
+      for (const char *mode : {"cct", "hcct"}) {
+        INFO(exe << " " << kind << " " << mode);
+        auto p = run_profiled({kE2e + exe, kind, std::to_string(rounds)}, std::string("mode=") + mode);
+        REQUIRE(p.result.status == 0);
+        CHECK(p.result.out == std::string(kind) + " 2\n");
+        auto set = ha::read_profiles(p.dir);
+        const auto &t = only_thread(set);
+        CHECK(projected_counts(t, keep) == want);
+        CHECK(*t.meta.find_extra("unmatched_exits") == "0");
+      }
+    }
+  }
+}

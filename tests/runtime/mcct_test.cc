@@ -41,6 +41,30 @@ std::vector<Step> random_walk(std::mt19937_64 &rng, size_t steps, size_t max_dep
   return out;
 }
 
+// Calls from a few call sites to many callees (interpreter dispatch): nodes with hundreds of
+// children, which the profile indexes (issue 13). Uniform or round-robin callees.
+std::vector<Step> wide_walk(std::mt19937_64 &rng, size_t steps, size_t max_depth, uintptr_t fan_out,
+                            bool round_robin) {
+  std::vector<Step> out;
+  std::vector<uintptr_t> stack;
+  uintptr_t next = 0;
+  for (size_t i = 0; i < steps; ++i) {
+    bool can_exit = !stack.empty();
+    bool enter = stack.size() < max_depth && (!can_exit || rng() % 100 < 50);
+    if (enter) {
+      uintptr_t callee = round_robin ? next++ % fan_out : rng() % fan_out;
+      uintptr_t fn = 0x100000 + 0x10 * callee;
+      uintptr_t site = 0x10 * (1 + rng() % 2);
+      stack.push_back(fn);
+      out.push_back({true, fn, site});
+    } else {
+      out.push_back({false, stack.back(), 0});
+      stack.pop_back();
+    }
+  }
+  return out;
+}
+
 class Checker {
  public:
   Checker(rt::Mode mode, double epsilon) {
@@ -81,6 +105,7 @@ class Checker {
         REQUIRE((n->monitored() || on_path.count(n)));
     }
     REQUIRE(monitored == profile_.monitored_count());  // 0 in cct mode
+    REQUIRE(profile_.index_consistent());
   }
 
   void check_counts() {
@@ -129,6 +154,7 @@ class Checker {
   }
 
   uint64_t n() const { return n_; }
+  const rt::ThreadProfile &profile() const { return profile_; }
 
  private:
   rt::ThreadProfile profile_;
@@ -196,4 +222,32 @@ TEST_CASE("mcct: memory is bounded by epsilon however long the run", "[mcct]") {
   CHECK(profile.peak_nodes() <= 3 * profile.counters() + 4);
   CHECK(profile.peak_nodes() <= peak_after_warmup + 2 * profile.counters());
   profile.destroy();
+}
+
+TEST_CASE("mcct: wide nodes (indexed children) after every step", "[mcct][wide-site]") {
+  // Few counters against hundreds of callees: children of indexed nodes are evicted and pruned all
+  // the time, and indexed nodes themselves are pruned once their last child goes.
+  for (uint64_t seed = 21; seed <= 24; ++seed) {
+    std::mt19937_64 rng(seed);
+    bool round_robin = seed % 2 == 0;  // adversarial for Space-Saving: every new call evicts
+    Checker check(rt::Mode::kHcct, seed <= 22 ? 0.02 : 0.005);
+    for (const Step &s : wide_walk(rng, 5000, 3, 300, round_robin)) {
+      check.apply(s);
+      check.check_structure();
+      check.check_counts();
+    }
+    CHECK(check.profile().indexed_children() > 0);
+    for (double phi : {0.1, 0.05, 0.03}) check.check_query(phi);
+  }
+}
+
+TEST_CASE("cct: wide nodes (indexed children) exact after every step", "[cct][wide-site]") {
+  std::mt19937_64 rng(7);
+  Checker check(rt::Mode::kCct, 0);
+  for (const Step &s : wide_walk(rng, 2000, 3, 400, false)) {
+    check.apply(s);
+    check.check_structure();
+    check.check_counts();
+  }
+  CHECK(check.profile().indexed_children() > 0);
 }

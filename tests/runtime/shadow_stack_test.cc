@@ -207,3 +207,64 @@ TEST_CASE("shadow stack: a torn-down exit also pops frames skipped below it", "[
   CHECK(f.cursor() == Key{{A, 1}});
   CHECK(f.p.unmatched_exits() == 0);
 }
+
+TEST_CASE("wide nodes: restart after fork and rebuild_path keep the child index right", "[shadow-stack][wide-site]") {
+  constexpr uintptr_t kFanOut = 200;
+  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
+    Fixture f(mode);
+    f.p.enter(A, 1, 1000);
+    for (uintptr_t i = 0; i < kFanOut; ++i) {  // A calls 200 handlers from one site
+      f.p.enter(0x1000 + 16 * i, 2, 900);
+      f.p.exit(0x1000 + 16 * i, 900);
+    }
+    // cct keeps every handler; hcct (10 counters) pruned all but the monitored ones.
+    CHECK(f.p.indexed_children() == (mode == rt::Mode::kCct ? kFanOut : f.p.counters()));
+    CHECK(f.p.index_consistent());
+    f.p.enter(0x1000 + 16 * 7, 2, 900);  // the fork happens inside handler 7
+    f.p.restart_from_current_path();
+    CHECK(f.p.index_consistent());
+    CHECK(f.p.indexed_children() == 0);  // the new tree holds the path only
+    CHECK(f.cursor() == Key{{A, 1}, {0x1000 + 16 * 7, 2}});
+    f.p.exit(0x1000 + 16 * 7, 900);
+    for (uintptr_t i = 0; i < kFanOut; ++i) {
+      f.p.enter(0x1000 + 16 * i, 2, 900);
+      f.p.exit(0x1000 + 16 * i, 900);
+    }
+    CHECK(f.p.index_consistent());
+    CHECK(f.p.indexed_children() > 0);
+    CHECK(f.p.calls() == kFanOut);
+    // Static bursting re-synchronises the path through the wide node, then leaves it.
+    rt::PathEntry path[] = {{A, 1, 1000}, {0x1000 + 16 * 150, 2, 900}, {B, 3, 800}};
+    f.p.rebuild_path(path, 3);
+    CHECK(f.cursor() == Key{{A, 1}, {0x1000 + 16 * 150, 2}, {B, 3}});
+    CHECK(f.p.index_consistent());
+    f.p.exit(B, 800);
+    f.p.exit(0x1000 + 16 * 150, 900);
+    f.p.enter(0x1000 + 16 * 151, 2, 900);
+    CHECK(f.cursor() == Key{{A, 1}, {0x1000 + 16 * 151, 2}});
+    f.p.exit(0x1000 + 16 * 151, 900);
+    f.p.exit(A, 1000);
+    CHECK(f.p.index_consistent());
+    CHECK(f.p.unmatched_exits() == 0);
+    if (mode == rt::Mode::kHcct) CHECK(f.p.live_nodes() <= f.p.counters() + 1);
+  }
+}
+
+TEST_CASE("wide nodes: a memory cap reached while indexing loses calls, never misattributes", "[shadow-stack][wide-site]") {
+  rt::set_tree_memory_limit(64 * 1024);
+  {
+    Fixture f;
+    uint64_t entered = 1;
+    f.p.enter(A, 1, 1000);
+    for (uintptr_t i = 0; i < 5000; ++i, ++entered) {
+      f.p.enter(0x1000 + 16 * i, 2, 900);
+      f.p.exit(0x1000 + 16 * i, 900);
+    }
+    f.p.exit(A, 1000);
+    CHECK(f.p.out_of_memory());
+    CHECK(f.p.calls() + f.p.lost_events() == entered);
+    CHECK(f.p.index_consistent());
+    CHECK(f.p.unmatched_exits() == 0);
+  }
+  rt::set_tree_memory_limit(size_t(4096) << 20);
+}
