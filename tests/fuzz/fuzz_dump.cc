@@ -14,8 +14,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include "fuzz_util.h"
+#include "hcct/analysis/hot.h"
+#include "hcct/analysis/merge.h"
 #include "hcct/analysis/reader.h"
 #include "hcct/analysis/writer.h"
 
@@ -57,6 +60,40 @@ void check_invariants(const an::ThreadProfile &p) {
   require(ends[0] == p.nodes.size(), "the root's subtree is the whole tree");
   require(children.offset.size() == p.nodes.size() + 1 && children.child.size() == p.nodes.size() - 1,
           "every node but the root is someone's child");
+}
+
+// What `hcct report` runs on every profile: the (phi, epsilon)-HCCT query and the pruned tree.
+void check_hot(const an::ThreadProfile &p, double phi) {
+  an::HotSet h = an::query_hot(p, phi);
+  require(h.cls.size() == p.nodes.size() && h.cls[0] == an::NodeClass::cold_ancestor, "the root is kept");
+  for (size_t i = 1; i < p.nodes.size(); ++i) {
+    if (h.cls[i] == an::NodeClass::hot)
+      require(p.countable(uint32_t(i)) && p.nodes[i].count >= h.threshold, "hot nodes are countable and reach the threshold");
+    if (h.cls[i] != an::NodeClass::pruned)
+      require(h.cls[p.nodes[i].parent] != an::NodeClass::pruned, "a kept node's parent is kept");
+  }
+  an::PrunedTree t = an::prune(p.nodes, h.cls);
+  require(t.nodes.size() == 1 + h.hot + h.cold_ancestors, "the pruned tree has the kept nodes");
+  for (size_t i = 1; i < t.nodes.size(); ++i) require(t.nodes[i].parent < i, "the pruned tree is in preorder");
+}
+
+// What `hcct merge` writes must read back: a thread merged with itself.
+void check_merge(const an::ThreadProfile &p) {
+  const an::ThreadProfile *twice[] = {&p, &p};
+  an::ThreadProfile m;
+  try {
+    m = an::merge_threads(std::span<const an::ThreadProfile *const>(twice));
+  } catch (const std::invalid_argument &e) {
+    // Sums past 2^64 are refused, by design; any other refusal of one valid thread is a finding.
+    require(std::string(e.what()).find("overflows 64 bits") != std::string::npos, "a thread merges with itself",
+            e.what());
+    return;
+  }
+  try {
+    an::parse_profile(an::encode_profile(m), "merged");
+  } catch (const an::FormatError &e) {
+    hcct::fuzz::broken("a merged profile reads back", e.what());
+  }
 }
 
 bool same_meta(const an::ThreadMeta &a, const an::ThreadMeta &b) { return an::meta_entries(a) == an::meta_entries(b); }
@@ -111,6 +148,8 @@ void one_file(std::span<const unsigned char> bytes) {
   }
   require(same_profile(*parsed, again), "a re-encoded profile reads back equal");
   require(an::encode_profile(again) == encoded, "encoding is stable");
+  for (double phi : {0.0, 1e-3, 0.5, 1.0}) check_hot(*parsed, phi);
+  check_merge(*parsed);
 }
 
 }  // namespace
