@@ -47,7 +47,22 @@ HCCT_NOINST bool parse_ms(Token t, uint64_t *ns) {
   return true;
 }
 
+// `t` as shown in a message, in `buf`: control bytes as \xNN, so that the runtime's message stays
+// the one line it promises (found by tests/fuzz/fuzz_options). Cut to what fits.
+HCCT_NOINST Token shown(Token t, char *buf, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < t.size && n + 5 <= cap; ++i) {
+    unsigned char c = static_cast<unsigned char>(t.begin[i]);
+    if (c < 0x20 || c == 0x7f) n += size_t(snprintf(buf + n, cap - n, "\\x%02x", c));
+    else buf[n++] = char(c);
+  }
+  return Token{buf, n};
+}
+
 HCCT_NOINST bool fail(char *error, size_t size, const char *fmt, Token key, Token value) {
+  char key_buf[256], value_buf[512];
+  key = shown(key, key_buf, sizeof key_buf);
+  value = shown(value, value_buf, sizeof value_buf);
   snprintf(error, size, fmt, int(key.size), key.begin, int(value.size), value.begin);
   return false;
 }

@@ -262,6 +262,7 @@ struct Json {
     ws();
     if (literal("null")) return kNull;
     if (p >= end || *p < '0' || *p > '9') return kNotInteger;
+    if (*p == '0' && end - p > 1 && p[1] >= '0' && p[1] <= '9') return kNotInteger;  // JSON has no "01"
     uint64_t t = 0;
     bool big = false;
     while (p < end && *p >= '0' && *p <= '9') {
@@ -291,10 +292,32 @@ struct Json {
       return eat(close);
     }
     if (literal("true") || literal("false") || literal("null")) return true;
-    const char *start = p;
-    while (p < end && ((*p >= '0' && *p <= '9') || *p == '+' || *p == '-' || *p == '.' || *p == 'e' || *p == 'E')) ++p;
-    return p != start;
+    return number();
   }
+  // A JSON number, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (not just any run of number
+  // characters: "+", "1-2" or "01" is not JSON).
+  HCCT_NOINST bool number() {
+    auto digits = [&] {
+      const char *start = p;
+      while (p < end && *p >= '0' && *p <= '9') ++p;
+      return p != start;
+    };
+    if (p < end && *p == '-') ++p;
+    if (p < end && *p == '0') ++p;
+    else if (!digits()) return false;
+    if (p < end && *p == '.') {
+      ++p;
+      if (!digits()) return false;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+      ++p;
+      if (p < end && (*p == '+' || *p == '-')) ++p;
+      if (!digits()) return false;
+    }
+    return true;
+  }
+  // The last string() is exactly what `out` holds: no \u0000 cut it short, nothing was left out.
+  HCCT_NOINST bool whole() const { return !too_long && !has_nul; }
 };
 
 // Records "key NUL threshold" for every loop of the guidance file with a threshold into
@@ -306,23 +329,27 @@ HCCT_NOINST const char *parse_guide(const char *text, size_t len, size_t *at) {
     *at = size_t(j.p - text);
     return error = e;
   };
-  bool format_ok = false, version_ok = false;
+  bool format_ok = false, version_ok = false, loops_seen = false;
   g_guide_used = 0;
   if (!j.eat('{')) return fail("not a JSON object");
   if (!j.eat('}')) {
     do {
       char name[64];
       if (!j.string(name, sizeof name) || !j.eat(':')) return fail("malformed JSON");
+      if (!j.whole()) name[0] = 0;  // "format\u0000x" is not "format": a member skipped below
       if (strcmp(name, "format") == 0) {
         char fmt[64];
         if (!j.string(fmt, sizeof fmt)) return fail("\"format\" is not a string");
-        if (strcmp(fmt, "hcct-guide") != 0) return fail("\"format\" is not \"hcct-guide\"");
+        if (!j.whole() || strcmp(fmt, "hcct-guide") != 0) return fail("\"format\" is not \"hcct-guide\"");
         format_ok = true;
       } else if (strcmp(name, "version") == 0) {
         uint64_t v = 0;
         if (j.uint_or_null(&v) != Json::kInteger || v != 1) return fail("unsupported \"version\" (this reader knows 1)");
         version_ok = true;
       } else if (strcmp(name, "loops") == 0) {
+        // A JSON reader keeps one of two "loops" members (nlohmann the last): ambiguous, refused.
+        if (loops_seen) return fail("a second \"loops\" array");
+        loops_seen = true;
         if (!j.eat('[')) return fail("\"loops\" is not an array");
         if (j.eat(']')) continue;
         do {
@@ -334,6 +361,7 @@ HCCT_NOINST const char *parse_guide(const char *text, size_t len, size_t *at) {
             do {
               char member[64];
               if (!j.string(member, sizeof member) || !j.eat(':')) return fail("malformed loop object");
+              if (!j.whole()) member[0] = 0;
               if (strcmp(member, "key") == 0) {
                 if (!j.string(key, sizeof key)) return fail("a loop's \"key\" is not a string");
                 if (j.too_long) return fail("a loop's \"key\" is longer than 4095 bytes");

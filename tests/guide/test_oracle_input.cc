@@ -224,3 +224,41 @@ TEST_CASE("oracle input: guidance files that are missing, not regular, truncated
   CHECK(lines(r.err) == 1);
   CHECK(r.err.find("odd\\x0aname.json: malformed JSON at byte 1") != std::string::npos);
 }
+
+// Found by tests/fuzz/fuzz_oracle_guide (corpus: oracle_guide/regress-*), which compares what the
+// oracle takes from a guidance file with what nlohmann::json reads in it: text that is not JSON was
+// accepted (a value "+", a number "01"), a member name or "format" with \u0000 in it was read as the
+// name before the NUL, and a second "loops" array added its loops to the first one's where a JSON
+// reader keeps only the last.
+TEST_CASE("oracle input: guidance files that are not JSON or are ambiguous are ignored with one line") {
+  struct Case {
+    const char *name;
+    std::string text, problem;
+  };
+  const std::string head = "{\"format\": \"hcct-guide\", \"version\": 1, \"x\": ";
+  std::vector<Case> cases{
+      {"number-plus", head + "+}", "malformed JSON"},
+      {"number-minus-minus", head + "--1}", "malformed JSON"},
+      {"number-e", head + "e}", "malformed JSON"},
+      {"number-inner-minus", head + "1-2}", "malformed JSON"},
+      {"number-leading-zero", head + "01}", "malformed JSON"},
+      {"number-dot", head + ".5}", "malformed JSON"},
+      {"number-trailing-dot", head + "1.}", "malformed JSON"},
+      {"number-bare-exponent", head + "1e}", "malformed JSON"},
+      {"number-in-loop", guide_text("{\"key\": \"a.c:1\", \"threshold\": 5, \"x\": [1, +]}"), "malformed JSON in a loop"},
+      {"version-leading-zero", "{\"format\": \"hcct-guide\", \"version\": 01}", "unsupported \"version\""},
+      {"threshold-leading-zero", guide_text("{\"key\": \"a.c:1\", \"threshold\": 07}"), "\"threshold\" is not a non-negative integer or null"},
+      {"format-nul", "{\"format\": \"hcct-guide\\u0000x\", \"version\": 1}", "\"format\" is not \"hcct-guide\""},
+      {"two-loops", "{\"format\": \"hcct-guide\", \"version\": 1, \"loops\": [{\"key\": \"a.c:1\", \"threshold\": 5}], \"loops\": []}",
+       "a second \"loops\""},
+  };
+  for (const Case &c : cases) rejected_guide(guide_file(std::string(c.name) + ".json", c.text), c.problem);
+
+  // A member whose name is "key" or "threshold" up to a \u0000 is another member: no threshold.
+  fs::path g = guide_file("nul-name.json", guide_text("{\"key\\u0000x\": \"a.c:1\", \"threshold\": 5},"
+                                                      "{\"key\": \"a.c:2\", \"threshold\\u0000\": 6},"
+                                                      "{\"key\": \"b.c:3\", \"threshold\": 7}"));
+  Run r = keys("HCCT_ORACLE_GUIDE=" + quote(g.string()), kKeys);
+  CHECK(r.err.empty());
+  CHECK(r.out == "a.c:1 1000\na.c:2 1000\nb.c:3 7\n");
+}

@@ -43,6 +43,18 @@ TEST_CASE("options: every bad value is named", "[options]") {
   CHECK(error_of("out=") == "out='' must be a directory path");
 }
 
+// Found by tests/fuzz/fuzz_options (corpus: options/regress-newline-*): the message quoted the bad
+// text raw, so a newline or escape byte in HCCT_OPTIONS split the runtime's one-line message or
+// reached the terminal.
+TEST_CASE("options: the message shows control bytes escaped on one line", "[options]") {
+  CHECK(error_of("\n") == "option '\\x0a' has no value (expected key=value)");
+  CHECK(error_of("a\tb=1").find("unknown option 'a\\x09b'") == 0);
+  CHECK(error_of("mode=a\nb") == "mode='a\\x0ab' is not one of off, empty, cct, hcct");
+  CHECK(error_of("out=\x1b[2J:k=0") == "k='0' must be a whole number in [1, 256]");
+  CHECK(error_of("k=\x1b[2J") == "k='\\x1b[2J' must be a whole number in [1, 256]");
+  CHECK(error_of("verbose\x7f") == "option 'verbose\\x7f' has no value (expected key=value)");
+}
+
 TEST_CASE("options: static bursting", "[options][bursting]") {
   Options o;
   char error[256];
