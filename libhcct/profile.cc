@@ -120,9 +120,23 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
     ++unmatched_exits_;  // no frame below: the function was entered before profiling started
     return top;
   }
-  while (top[-1].sp < sp) --top;  // frames skipped without exits lie below the exiting one
-  if (top->node->routine != fn && top->node != &sink_) ++unmatched_exits_;
-  return top - 1;
+  // The exiting frame is the outermost one below `sp`; the deeper ones were skipped without exits.
+  // Unless that frame is another function's and a deeper one is this function's: an inlined
+  // callee's enter probe ran while stack arguments of an earlier call were still pushed (gcc defers
+  // their pop), so its live frame carries a tag below its caller's stack pointer.
+  Frame *outermost = top;
+  while (outermost[-1].sp < sp) --outermost;
+  Frame *exiting = outermost;
+  if (exiting->node->routine != fn && exiting->node != &sink_) {
+    for (Frame *f = outermost + 1; f <= top; ++f) {
+      if (f->node->routine == fn) {
+        exiting = f;
+        break;
+      }
+    }
+    if (exiting->node->routine != fn) ++unmatched_exits_;
+  }
+  return exiting - 1;
 }
 
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::new_node(Node *parent, uintptr_t fn, uintptr_t site) {

@@ -208,6 +208,37 @@ TEST_CASE("shadow stack: a torn-down exit also pops frames skipped below it", "[
   CHECK(f.p.unmatched_exits() == 0);
 }
 
+TEST_CASE("shadow stack: a torn-down exit keeps an inlined frame entered over pushed arguments", "[shadow-stack]") {
+  // sqlite (issue 13): A pushed 16 bytes of stack arguments for a call, and gcc deferred their pop;
+  // B, inlined into A, entered meanwhile (its tag 16 below A's stack pointer). After the pop, A
+  // calls void C, whose exit is tail-called at A's stack pointer: C exits, B is still live.
+  Fixture f;
+  f.p.enter(A, 1, 2000);
+  f.p.enter(B, 2, 1000 - 16);
+  f.p.enter(C, 3, 1000 - 8 - 16);  // C's probe under its two pushes
+  f.p.exit(C, 1000, /*torn_down=*/true);
+  CHECK(f.cursor() == Key{{A, 1}, {B, 2}});
+  f.p.enter(D, 4, 1000 - 24);  // the next callee lands under B, not under A
+  CHECK(f.cursor() == Key{{A, 1}, {B, 2}, {D, 4}});
+  f.p.exit(D, 1000 - 24);
+  f.p.exit(B, 1000 - 16);
+  CHECK(f.cursor() == Key{{A, 1}});
+  CHECK(f.p.unmatched_exits() == 0);
+}
+
+TEST_CASE("shadow stack: a split function's exit at its caller's stack pointer", "[shadow-stack]") {
+  // f's header (and enter probe) inlined into A at A's stack pointer 1000; the rest, f.part.0,
+  // ends with `jmp __cyg_profile_func_exit`, whose stack pointer is then A's too.
+  Fixture f;
+  f.p.enter(A, 1, 1000);
+  f.p.enter(B, 2, 1000);
+  f.p.enter(C, 3, 900);
+  f.p.exit(C, 900);
+  f.p.exit(B, 1000, /*torn_down=*/true);
+  CHECK(f.cursor() == Key{{A, 1}});
+  CHECK(f.p.unmatched_exits() == 0);
+}
+
 TEST_CASE("wide nodes: restart after fork and rebuild_path keep the child index right", "[shadow-stack][wide-site]") {
   constexpr uintptr_t kFanOut = 200;
   for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
