@@ -7,7 +7,7 @@ constexpr size_t kInitialEntries = 1024;
 }
 
 HCCT_NOINST bool ShadowStack::init(uintptr_t stack_lo, uintptr_t stack_size) {
-  stack_lo_ = stack_lo;
+  stack_lo_ = stack_lo + 1;  // the stack is (lo, lo + size], as ThreadProfile's (profile.h)
   stack_size_ = stack_size;
   entries_ = static_cast<PathEntry *>(map_pages(kInitialEntries * sizeof(PathEntry)));
   if (!entries_) return false;

@@ -201,7 +201,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
 
 // No move-to-front under a wide node: it would cost two index updates per call, and among
 // thousands of children the first few seldom hit anyway (new children still go to the front).
-HCCT_NOINST Node *ThreadProfile::find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site) {
+[[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site) {
   if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return entry->node();
   return new_node(parent, fn, site);
 }

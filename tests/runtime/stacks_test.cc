@@ -137,7 +137,7 @@ TEST_CASE("stacks: a coroutine stack inside the thread's own (a local array), le
   }
 }
 
-TEST_CASE("stacks: many green threads, each its own path; restart after fork keeps them", "[stacks]") {
+TEST_CASE("stacks: many green threads, each its own path, kept by a restart after fork", "[stacks]") {
   for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
     Fixture f(mode, 0.05);
     constexpr int kThreads = 50;
