@@ -1,0 +1,288 @@
+// `hcct record` as a shell would run a command: signal dispositions inherited and signals passed
+// on, a previous profile moved aside instead of silently added to, unfinished dumps of dead
+// processes cleaned up, and the hint printed when nothing was recorded. Real processes throughout.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "cli_util.h"
+#include "hcct/analysis/writer.h"
+#include "testutil.h"
+
+using namespace hcct::analysis;
+using hcct::test::read_text;
+using hcct::test::TempDir;
+namespace fs = std::filesystem;
+using namespace clitest;
+
+namespace {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+const Env kFakeRuntime = {{"HCCT_RUNTIME", FAKE_RUNTIME}, {"LD_PRELOAD", ""}};
+
+// A process started in the background, in its own process group, with every signal at its default
+// disposition except `ignored` (as nohup or a shell's background job would leave them).
+class Spawned {
+ public:
+  Spawned(const std::vector<std::string> &args, const Env &env, const fs::path &cwd,
+          const std::vector<int> &ignored = {}) {
+    out_ = io_ / "out";
+    err_ = io_ / "err";
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+      for (int sig : ignored) signal(sig, SIG_IGN);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      if (chdir(cwd.c_str()) != 0) _exit(126);
+      for (const auto &[k, v] : env) {
+        if (v.empty()) unsetenv(k.c_str());
+        else setenv(k.c_str(), v.c_str(), 1);
+      }
+      int o = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      int e = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      dup2(o, 1);
+      dup2(e, 2);
+      std::vector<char *> argv;
+      for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    setpgid(pid_, pid_);
+  }
+  ~Spawned() {
+    kill(-pid_, SIGKILL);  // the group: whatever a broken hcct left behind
+    if (!reaped_) waitpid(pid_, nullptr, 0);
+  }
+  pid_t pid() const { return pid_; }
+
+  // The raw wait status; FAILs (and kills the group) after 60 s.
+  int wait() {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) != pid_) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(-pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        reaped_ = true;
+        FAIL("timed out; stderr: " << err());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    reaped_ = true;
+    return status;
+  }
+  std::string out() const { return read_text(out_); }
+  std::string err() const { return read_text(err_); }
+
+ private:
+  TempDir io_;
+  fs::path out_, err_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+// Waits (up to 60 s, a liveness bound, not a speed check) until `file` exists and contains `text`.
+bool wait_for_text(const fs::path &file, const std::string &text) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (read_text(file).find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// The SigIgn mask of /proc/<pid>/status, as printed by the program itself.
+uint64_t ignored_mask(const std::string &status_line) {
+  auto colon = status_line.find(':');
+  REQUIRE(colon != std::string::npos);
+  return std::stoull(status_line.substr(colon + 1), nullptr, 16);
+}
+bool in_mask(uint64_t mask, int sig) { return (mask >> (sig - 1)) & 1; }
+
+// A shell program that reports its pid (in ready.txt) and then idles until signalled.
+const std::string kIdle = "echo $$ > ready.tmp; mv ready.tmp ready.txt; while :; do sleep 0.02; done";
+
+}  // namespace
+
+TEST_CASE("record: signals ignored when hcct starts stay ignored in the program", "[cli][record][signals]") {
+  TempDir dir;
+  const std::string report_ignored = "exec grep SigIgn /proc/self/status";
+  SECTION("a background job of a shell: SIGINT and SIGQUIT") {
+    // POSIX: a non-interactive shell starts `cmd &` with SIGINT and SIGQUIT ignored.
+    Spawned sh({"/bin/sh", "-c", "\"$0\" record -- /bin/sh -c '" + report_ignored + "' > ign.txt & wait", hcct_exe()},
+               kFakeRuntime, dir.path());
+    REQUIRE(sh.wait() == 0);
+    uint64_t mask = ignored_mask(read_text(dir / "ign.txt"));
+    CHECK(in_mask(mask, SIGINT));
+    CHECK(in_mask(mask, SIGQUIT));
+  }
+  SECTION("nohup: SIGHUP, and whatever else was ignored") {
+    Spawned rec({hcct_exe(), "record", "--", "/bin/sh", "-c", report_ignored}, kFakeRuntime, dir.path(),
+                {SIGHUP, SIGINT, SIGTERM, SIGUSR1});
+    REQUIRE(rec.wait() == 0);
+    uint64_t mask = ignored_mask(rec.out());
+    for (int sig : {SIGHUP, SIGINT, SIGTERM, SIGUSR1}) CHECK(in_mask(mask, sig));
+    CHECK_FALSE(in_mask(mask, SIGQUIT));
+  }
+  SECTION("nothing ignored: hcct's own handlers are not inherited as ignored") {
+    Spawned rec({hcct_exe(), "record", "--", "/bin/sh", "-c", report_ignored}, kFakeRuntime, dir.path());
+    REQUIRE(rec.wait() == 0);
+    uint64_t mask = ignored_mask(rec.out());
+    for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2}) CHECK_FALSE(in_mask(mask, sig));
+  }
+}
+
+TEST_CASE("record: signals sent to hcct reach the program, which decides", "[cli][record][signals]") {
+  TempDir dir;
+  Spawned rec({hcct_exe(), "record", "--", "/bin/sh", "-c",
+               "trap 'echo USR1 >> got.txt' USR1; trap 'echo HUP >> got.txt' HUP; "
+               "trap 'echo INT >> got.txt' INT; trap 'echo TERM >> got.txt; echo bye; exit 3' TERM; " + kIdle},
+              kFakeRuntime, dir.path());
+  REQUIRE(wait_for_text(dir / "ready.txt", "\n"));
+  for (auto [sig, name] : {std::pair{SIGUSR1, "USR1"}, {SIGHUP, "HUP"}, {SIGINT, "INT"}}) {
+    REQUIRE(kill(rec.pid(), sig) == 0);
+    INFO(name << "; stderr: " << rec.err());
+    REQUIRE(wait_for_text(dir / "got.txt", name));
+  }
+  REQUIRE(kill(rec.pid(), SIGTERM) == 0);
+  int status = rec.wait();
+  INFO(rec.err());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(rec.out() == "bye\n");
+  CHECK(read_text(dir / "got.txt") == "USR1\nHUP\nINT\nTERM\n");  // each exactly once
+}
+
+TEST_CASE("record: a program killed by a signal ends hcct by the same signal", "[cli][record][signals]") {
+  TempDir dir;
+  Spawned rec({hcct_exe(), "record", "--", "/bin/sh", "-c", kIdle}, kFakeRuntime, dir.path());
+  REQUIRE(wait_for_text(dir / "ready.txt", "\n"));
+  pid_t program = std::stoi(read_text(dir / "ready.txt"));
+  REQUIRE(kill(rec.pid(), SIGTERM) == 0);
+  int status = rec.wait();
+  INFO(rec.err());
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK_FALSE(WCOREDUMP(status));
+  CHECK_THAT(rec.err(), Catch::Contains("killed by signal 15"));
+  // hcct waited for the program (and reaped it) before it ended.
+  CHECK(kill(program, 0) == -1);
+  CHECK(errno == ESRCH);
+}
+
+namespace {
+
+// A program (through the fake runtime) that writes profile files named `names` into hcct.data/, as
+// the runtime would.
+std::vector<std::string> writes_profiles(const std::initializer_list<const char *> names) {
+  std::string script = "mkdir -p hcct.data";
+  for (const char *n : names) script += std::string("; cp template.hcct hcct.data/") + n;
+  return {"/bin/sh", "-c", script};
+}
+
+std::set<std::string> file_names(const fs::path &dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    names.insert(it->path().filename().string());
+  return names;
+}
+
+Result record(std::vector<std::string> args, const std::vector<std::string> &command, const fs::path &cwd) {
+  args.insert(args.begin(), "record");
+  args.push_back("--");
+  args.insert(args.end(), command.begin(), command.end());
+  return hcct_cmd(args, kFakeRuntime, cwd);
+}
+
+}  // namespace
+
+TEST_CASE("record: a second run moves the previous profile aside; --append adds to it", "[cli][record]") {
+  TempDir dir;
+  write_profile(dir / "template.hcct", hcct::test::small_profile());
+  using Names = std::set<std::string>;
+
+  Result first = record({}, writes_profiles({"77.0.hcct"}), dir.path());
+  REQUIRE(first.status == 0);
+  CHECK_THAT(first.err, !Catch::Contains("moved"));
+
+  Result second = record({}, writes_profiles({"88.0.hcct"}), dir.path());
+  REQUIRE(second.status == 0);
+  CHECK_THAT(second.err, Catch::Contains("moved the previous profile hcct.data/ to hcct.data.old/"));
+  CHECK(file_names(dir / "hcct.data") == Names{"88.0.hcct"});
+  CHECK(file_names(dir / "hcct.data.old") == Names{"77.0.hcct"});
+
+  Result appended = record({"--append"}, writes_profiles({"99.0.hcct"}), dir.path());
+  REQUIRE(appended.status == 0);
+  CHECK_THAT(appended.err, !Catch::Contains("moved"));
+  CHECK_THAT(appended.err, Catch::Contains("recorded 1 thread of 1 process"));
+  CHECK(file_names(dir / "hcct.data") == Names{"88.0.hcct", "99.0.hcct"});
+
+  // The next run replaces the older .old.
+  Result fourth = record({}, writes_profiles({"11.0.hcct"}), dir.path());
+  REQUIRE(fourth.status == 0);
+  CHECK(file_names(dir / "hcct.data") == Names{"11.0.hcct"});
+  CHECK(file_names(dir / "hcct.data.old") == Names{"88.0.hcct", "99.0.hcct"});
+
+  SECTION("a directory that also holds other files is refused, the program not run") {
+    std::ofstream(dir / "hcct.data" / "notes.txt") << "mine\n";
+    Result refused = record({}, {"/bin/sh", "-c", "touch ran.txt"}, dir.path());
+    CHECK(refused.status == 1);
+    CHECK(count_lines(refused.err) == 1);
+    CHECK_THAT(refused.err, Catch::Contains("notes.txt") && Catch::Contains("--append"));
+    CHECK_FALSE(fs::exists(dir / "ran.txt"));
+    CHECK(file_names(dir / "hcct.data.old") == Names{"88.0.hcct", "99.0.hcct"});
+  }
+  SECTION("an .old that is not a profile directory is not removed") {
+    std::ofstream(dir / "hcct.data.old" / "notes.txt") << "mine\n";
+    Result refused = record({}, {"/bin/sh", "-c", "touch ran.txt"}, dir.path());
+    CHECK(refused.status == 1);
+    CHECK(count_lines(refused.err) == 1);
+    CHECK_FALSE(fs::exists(dir / "ran.txt"));
+    CHECK(fs::exists(dir / "hcct.data.old" / "notes.txt"));
+    CHECK(file_names(dir / "hcct.data") == Names{"11.0.hcct"});
+  }
+  SECTION("-o DIR/ and exact/ are the same profile") {
+    fs::create_directory(dir / "hcct.data" / "exact");
+    write_profile(dir / "hcct.data" / "exact" / "11.0.hcct", hcct::test::small_profile());
+    Result again = record({"-o", "hcct.data/"}, writes_profiles({"12.0.hcct"}), dir.path());
+    REQUIRE(again.status == 0);
+    CHECK(file_names(dir / "hcct.data") == Names{"12.0.hcct"});
+    CHECK(file_names(dir / "hcct.data.old") == Names{"11.0.hcct", "exact"});
+  }
+}
+
+TEST_CASE("record: unfinished dumps of dead processes are removed, a live process's never", "[cli][record]") {
+  TempDir dir;
+  fs::create_directories(dir / "hcct.data" / "exact");
+  pid_t dead = fork();
+  REQUIRE(dead >= 0);
+  if (dead == 0) _exit(0);
+  REQUIRE(waitpid(dead, nullptr, 0) == dead);
+  const std::string dead_tmp = "." + std::to_string(dead) + ".0.hcct.tmp";
+  const std::string live_tmp = "." + std::to_string(getpid()) + ".0.hcct.tmp";
+  for (const fs::path &p : {dir / "hcct.data" / dead_tmp, dir / "hcct.data" / "exact" / dead_tmp,
+                            dir / "hcct.data" / live_tmp, dir / "hcct.data" / ".notes.tmp"})
+    std::ofstream(p) << "partial";
+  // The program's own child dies after leaving an unfinished dump: removed after the run.
+  Result r = record({}, {"/bin/sh", "-c", "/bin/sh -c 'touch hcct.data/.$$.3.hcct.tmp'"}, dir.path());
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("removed 3 unfinished dumps of dead processes"));
+  CHECK(file_names(dir / "hcct.data") == std::set<std::string>{live_tmp, ".notes.tmp", "exact"});
+  CHECK(file_names(dir / "hcct.data" / "exact").empty());
+}
