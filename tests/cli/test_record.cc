@@ -286,3 +286,74 @@ TEST_CASE("record: unfinished dumps of dead processes are removed, a live proces
   CHECK(file_names(dir / "hcct.data") == std::set<std::string>{live_tmp, ".notes.tmp", "exact"});
   CHECK(file_names(dir / "hcct.data" / "exact").empty());
 }
+
+#ifdef HCCT_CLI_DL_MAIN
+// Modules recorded as the loader mapped them (absolute path, build-id), and found again by build-id.
+TEST_CASE("record: a library loaded by a relative path symbolizes from any directory", "[cli][record][modules]") {
+  TempDir dir;
+  const Env runtime = {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}, {"HCCT_MODULE_PATH", ""}};
+  fs::create_directories(dir / "bin");
+  fs::copy_file(HCCT_CLI_DL_MAIN, dir / "bin" / "dl_main");
+  fs::copy_file(HCCT_CLI_DL_LIB, dir / "libdl.so");
+  const fs::path profile = dir / "prof";
+  Result rec = hcct_cmd({"record", "--mode", "cct", "-o", "prof", "--", (dir / "bin" / "dl_main").string(),
+                         "./libdl.so"},
+                        runtime, dir.path());
+  INFO(rec.err);
+  REQUIRE(rec.status == 0);
+  CHECK(rec.out == "5050\n");  // the program's output, unchanged
+
+  auto report_from_root = [&](const Env &env) {
+    return hcct_cmd({"report", profile.string(), "--phi", "0"}, env, "/");
+  };
+  SECTION("recorded with its absolute path") {
+    Result info = hcct_cmd({"info", profile.string(), "--modules"}, {}, "/");
+    REQUIRE(info.status == 0);
+    CHECK(lines_with(info.out, (dir / "libdl.so").string()).size() == 1);
+    Result r = report_from_root({});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(lines_with(r.out, "dl_lib_work").size() == 1);
+    CHECK(lines_with(r.out, "dl_lib_helper").size() == 1);
+    CHECK(r.err.empty());
+  }
+  SECTION("moved after the run: found by build-id in HCCT_MODULE_PATH, or missing with one warning") {
+    fs::create_directory(dir / "moved");
+    fs::rename(dir / "libdl.so", dir / "moved" / "libdl.so");
+    Result lost = report_from_root({});
+    REQUIRE(lost.status == 0);
+    CHECK(lines_with(lost.out, "dl_lib_work").empty());
+    CHECK(lines_with(lost.out, "libdl.so+0x").size() == 2);
+    CHECK(count_lines(lost.err) == 1);
+    CHECK_THAT(lost.err, Catch::Contains("cannot read " + (dir / "libdl.so").string()) &&
+                             Catch::Contains("HCCT_MODULE_PATH"));
+    Result found = report_from_root({{"HCCT_MODULE_PATH", "/nonexistent:" + (dir / "moved").string()}});
+    INFO(found.err);
+    REQUIRE(found.status == 0);
+    CHECK(lines_with(found.out, "dl_lib_work").size() == 1);
+    CHECK(found.err.empty());
+  }
+  SECTION("moved next to the executable: found there") {
+    fs::rename(dir / "libdl.so", dir / "bin" / "libdl.so");
+    Result r = report_from_root({});
+    INFO(r.err);
+    CHECK(lines_with(r.out, "dl_lib_work").size() == 1);
+    CHECK(r.err.empty());
+  }
+  SECTION("a different file at the recorded path is refused, the right one elsewhere used") {
+    fs::create_directory(dir / "moved");
+    fs::rename(dir / "libdl.so", dir / "moved" / "libdl.so");
+    fs::copy_file(HCCT_CLI_DL_LIB_OTHER, dir / "libdl.so");
+    Result refused = report_from_root({});
+    REQUIRE(refused.status == 0);
+    CHECK(lines_with(refused.out, "dl_lib_work").empty());
+    CHECK(lines_with(refused.out, "(stale binary)").size() == 2);
+    CHECK(count_lines(refused.err) == 1);
+    CHECK_THAT(refused.err, Catch::Contains("build-id") && Catch::Contains("not used"));
+    Result found = report_from_root({{"HCCT_MODULE_PATH", (dir / "moved").string()}});
+    INFO(found.err);
+    CHECK(lines_with(found.out, "dl_lib_work").size() == 1);
+    CHECK(found.err.empty());
+  }
+}
+#endif
