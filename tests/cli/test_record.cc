@@ -357,3 +357,59 @@ TEST_CASE("record: a library loaded by a relative path symbolizes from any direc
   }
 }
 #endif
+
+#ifdef HCCT_CLI_HINT_STATIC
+// When nothing was recorded, record says what is actually known about why.
+TEST_CASE("record: when nothing was recorded, the true reason is given", "[cli][record][hints]") {
+  TempDir dir;
+  const Env runtime = {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}, {"LD_PRELOAD", ""}};
+  auto no_profile = [&](const std::string &program) {
+    Result r = hcct_cmd({"record", "--", program}, runtime, dir.path());
+    CHECK_THAT(r.err, Catch::Contains("no profile was written"));
+    CHECK_THAT(r.err, !Catch::Contains("is the program instrumented?"));
+    return r;
+  };
+  SECTION("not instrumented") {
+    Result r = no_profile("/bin/true");
+    CHECK(r.status == 0);
+    CHECK_THAT(r.err, Catch::Contains("/bin/true is not instrumented"));
+  }
+  SECTION("not instrumented, found in PATH") {
+    Result r = no_profile("true");
+    CHECK_THAT(r.err, Catch::Contains("true is not instrumented"));
+  }
+  SECTION("statically linked: LD_PRELOAD cannot work") {
+    Result r = no_profile(HCCT_CLI_HINT_STATIC);
+    CHECK(r.status == 0);
+    CHECK(r.out == "135\n");
+    CHECK_THAT(r.err, Catch::Contains("is statically linked"));
+  }
+  SECTION("its own hooks take the calls") {
+    Result r = no_profile(HCCT_CLI_HINT_OWN_HOOKS);
+    CHECK(r.status == 0);
+    CHECK(r.out == "135\n");
+    CHECK_THAT(r.err, Catch::Contains("defines __cyg_profile_func_enter itself"));
+  }
+  SECTION("instrumented, but killed by abort before the runtime could write") {
+    Result r = no_profile(HCCT_CLI_HINT_ABORT);
+    CHECK(r.status == 128 + SIGABRT);
+    CHECK(r.out == "135\n");
+    CHECK_THAT(r.err, Catch::Contains("was killed by signal 6 (Aborted) before the runtime could write"));
+    CHECK_THAT(r.err, !Catch::Contains("not instrumented"));
+  }
+  SECTION("set-user-ID to another user: the loader ignores LD_PRELOAD") {
+    struct statvfs fs {};
+    if (geteuid() != 0 || statvfs(dir.path().c_str(), &fs) != 0 || (fs.f_flag & ST_NOSUID)) {
+      WARN("SKIPPED: needs root and a file system without nosuid, to make a set-user-ID file of another user");
+      return;
+    }
+    const fs::path prog = dir / "setuid_work";
+    fs::copy_file(HCCT_E2E_WORK, prog);
+    REQUIRE(chown(prog.c_str(), 65534, 65534) == 0);  // nobody
+    REQUIRE(chmod(prog.c_str(), 04755) == 0);
+    Result r = no_profile(prog.string());
+    CHECK(r.status == 0);
+    CHECK_THAT(r.err, Catch::Contains("is set-user-ID: the loader ignores LD_PRELOAD"));
+  }
+}
+#endif

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "common.h"
+#include "record_hints.h"
 #include "hcct/analysis/reader.h"
 
 #ifndef HCCT_RUNTIME_BUILD_PATH
@@ -372,8 +373,8 @@ int run_record(const RecordOptions &o) {
   } else if (o.mode == "off") {
     std::cerr << "hcct: mode off: nothing recorded\n";
   } else {
-    std::cerr << "hcct: no profile was written to " << short_path(out.string())
-              << "/; is the program instrumented (-finstrument-functions or the hcct GCC plugin)?\n";
+    std::cerr << "hcct: no profile was written to " << short_path(out.string()) << "/; "
+              << explain_missing_profile(o.command[0], status) << "\n";
   }
 
   if (WIFEXITED(status)) return WEXITSTATUS(status);
