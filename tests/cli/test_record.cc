@@ -257,6 +257,14 @@ TEST_CASE("record: a second run moves the previous profile aside; --append adds 
     CHECK(fs::exists(dir / "hcct.data.old" / "notes.txt"));
     CHECK(file_names(dir / "hcct.data") == Names{"11.0.hcct"});
   }
+  SECTION("a profile a live process is still writing is not moved") {
+    std::ofstream(dir / "hcct.data" / ("." + std::to_string(getpid()) + ".0.hcct.tmp")) << "partial";
+    Result refused = record({}, {"/bin/sh", "-c", "touch ran.txt"}, dir.path());
+    CHECK(refused.status == 1);
+    CHECK_THAT(refused.err, Catch::Contains("process " + std::to_string(getpid()) + " is still writing"));
+    CHECK_FALSE(fs::exists(dir / "ran.txt"));
+    CHECK(file_names(dir / "hcct.data").size() == 2);
+  }
   SECTION("-o DIR/ and exact/ are the same profile") {
     fs::create_directory(dir / "hcct.data" / "exact");
     write_profile(dir / "hcct.data" / "exact" / "11.0.hcct", hcct::test::small_profile());

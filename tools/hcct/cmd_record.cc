@@ -223,6 +223,17 @@ size_t remove_stale_temporaries(const fs::path &out) {
 struct DirectorySurvey {
   size_t profiles = 0;   // <pid>.<seq>.hcct files, in DIR or DIR/exact
   std::string foreign;   // the first entry hcct did not write, if any
+  pid_t writer = 0;      // a live process with a dump in progress, if any
+
+  void add(const std::string &name, const std::string &shown_prefix) {
+    if (analysis::parse_profile_file_name(name)) {
+      ++profiles;
+    } else if (std::optional<pid_t> pid = dump_temporary_pid(name)) {
+      if (!process_is_dead(*pid)) writer = *pid;
+    } else if (foreign.empty()) {
+      foreign = shown_prefix + name;
+    }
+  }
 };
 
 // What a profile directory holds: hcct's own files (dumps, their temporaries, exact/ with the same)
@@ -233,15 +244,10 @@ DirectorySurvey survey(const fs::path &out) {
   for (fs::directory_iterator it(out, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (name == "exact" && it->is_directory(ec)) {
-      for (fs::directory_iterator sub(it->path(), ec); !ec && sub != end; sub.increment(ec)) {
-        std::string sub_name = sub->path().filename().string();
-        if (analysis::parse_profile_file_name(sub_name)) ++s.profiles;
-        else if (!dump_temporary_pid(sub_name) && s.foreign.empty()) s.foreign = "exact/" + sub_name;
-      }
-    } else if (analysis::parse_profile_file_name(name)) {
-      ++s.profiles;
-    } else if (!dump_temporary_pid(name) && s.foreign.empty()) {
-      s.foreign = name;
+      for (fs::directory_iterator sub(it->path(), ec); !ec && sub != end; sub.increment(ec))
+        s.add(sub->path().filename().string(), "exact/");
+    } else {
+      s.add(name, "");
     }
   }
   return s;
@@ -269,6 +275,9 @@ void set_aside_previous_profile(const fs::path &out, bool append) {
   if (is_within(fs::current_path(ec), out))
     throw UserError("record: " + shown + "/ holds a previous profile and is the working directory or above it; "
                     "choose another directory with -o, or add --append to add this run to it");
+  if (here.writer)
+    throw UserError("record: " + shown + "/ holds a previous profile that process " + std::to_string(here.writer) +
+                    " is still writing; wait for it, choose another directory with -o, or add --append");
   fs::path old = out;
   old += ".old";
   if (fs::symlink_status(old, ec).type() != fs::file_type::not_found) {
