@@ -203,6 +203,10 @@ HCCT_NOINST bool path_of_maps_line(const char *line, const char *end, uint64_t a
   }
   while (p < end && *p == ' ') ++p;
   size_t len = size_t(end - p);
+  // A file removed since it was mapped: its name then, so that a reader can look for it by name.
+  constexpr char kDeleted[] = " (deleted)";
+  constexpr size_t kDeletedLen = sizeof kDeleted - 1;
+  if (len > kDeletedLen && memcmp(end - kDeletedLen, kDeleted, kDeletedLen) == 0) len -= kDeletedLen;
   if (len == 0 || *p != '/' || len >= size) return false;
   memcpy(path, p, len);
   path[len] = 0;

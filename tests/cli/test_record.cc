@@ -212,7 +212,7 @@ Result record(std::vector<std::string> args, const std::vector<std::string> &com
 
 }  // namespace
 
-TEST_CASE("record: a second run moves the previous profile aside; --append adds to it", "[cli][record]") {
+TEST_CASE("record: a second run moves the previous profile aside, --append adds to it", "[cli][record]") {
   TempDir dir;
   write_profile(dir / "template.hcct", hcct::test::small_profile());
   using Names = std::set<std::string>;
@@ -363,6 +363,25 @@ TEST_CASE("record: a library loaded by a relative path symbolizes from any direc
     CHECK(lines_with(found.out, "dl_lib_work").size() == 1);
     CHECK(found.err.empty());
   }
+}
+
+TEST_CASE("record: a library removed while the program ran is found again by name and build-id",
+          "[cli][record][modules]") {
+  TempDir dir;
+  fs::copy_file(HCCT_CLI_DL_LIB, dir / "libdl.so");
+  Result rec = hcct_cmd({"record", "--mode", "cct", "--", HCCT_CLI_DL_MAIN, "./libdl.so", "unlink"},
+                        {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}}, dir.path());
+  INFO(rec.err);
+  REQUIRE(rec.status == 0);
+  REQUIRE_FALSE(fs::exists(dir / "libdl.so"));
+  fs::create_directory(dir / "reinstalled");
+  fs::copy_file(HCCT_CLI_DL_LIB, dir / "reinstalled" / "libdl.so");
+  Result r = hcct_cmd({"report", (dir / "hcct.data").string(), "--phi", "0"},
+                      {{"HCCT_MODULE_PATH", (dir / "reinstalled").string()}}, "/");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(lines_with(r.out, "dl_lib_work").size() == 1);
+  CHECK(r.err.empty());
 }
 #endif
 

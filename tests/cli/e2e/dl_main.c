@@ -3,6 +3,7 @@
 // the loader mapped it, not as a name relative to a working directory that no longer applies.
 #include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
@@ -12,6 +13,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dl_main: %s\n", dlerror());
     return 2;
   }
+  // "unlink": remove the library's file while it is mapped, as a reinstall would.
+  if (argc > 2 && strcmp(argv[2], "unlink") == 0 && unlink(argv[1]) != 0) return 2;
   int (*work)(int) = (int (*)(int))dlsym(lib, "dl_lib_work");
   if (!work) return 2;
   int sum = 0;
