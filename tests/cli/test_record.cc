@@ -3,8 +3,10 @@
 // processes cleaned up, and the hint printed when nothing was recorded. Real processes throughout.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,6 +185,63 @@ TEST_CASE("record: a program killed by a signal ends hcct by the same signal", "
   // hcct waited for the program (and reaped it) before it ended.
   CHECK(kill(program, 0) == -1);
   CHECK(errno == ESRCH);
+}
+
+TEST_CASE("record: an interrupt typed on the terminal reaches the program once and not again through hcct", "[cli][record][signals]") {
+  TempDir dir;
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(grantpt(master) == 0);
+  REQUIRE(unlockpt(master) == 0);
+  const std::string slave_name = ptsname(master);
+  const fs::path log = dir / "ints.txt";
+  pid_t rec = fork();
+  REQUIRE(rec >= 0);
+  if (rec == 0) {
+    // A new session whose controlling terminal is the pty: hcct and the program form its
+    // foreground process group, as under an interactive shell.
+    setsid();
+    int slave = open(slave_name.c_str(), O_RDWR);
+    if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) != 0) _exit(126);
+    dup2(slave, 0);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+    setenv("HCCT_RUNTIME", FAKE_RUNTIME, 1);
+    unsetenv("LD_PRELOAD");
+    if (chdir(dir.path().c_str()) != 0) _exit(126);
+    execl(hcct_exe().c_str(), "hcct", "record", "--", HCCT_CLI_SIGCOUNT, log.c_str(), (char *)nullptr);
+    _exit(127);
+  }
+  struct Cleanup {
+    pid_t pid;
+    int fd;
+    bool reaped = false;
+    ~Cleanup() {
+      if (!reaped) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+      close(fd);
+    }
+  } cleanup{rec, master};
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);  // liveness bound
+  while (!fs::exists(dir / "ints.txt.ready")) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(write(master, "\x03", 1) == 1);  // ^C: SIGINT to the terminal's foreground process group
+  REQUIRE(wait_for_text(log, "INT"));
+  // A second SIGINT that hcct passed on would have been sent before this SIGTERM, and SIGINT is
+  // delivered before SIGTERM when both are pending.
+  REQUIRE(kill(rec, SIGTERM) == 0);
+  int status = 0;
+  REQUIRE(waitpid(rec, &status, 0) == rec);
+  cleanup.reaped = true;
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(read_text(log) == "INT terminal\n");
 }
 
 namespace {
