@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "hcct/format.h"
 
 namespace hcct::rt {
@@ -222,6 +223,83 @@ HCCT_NOINST void read_build_id(const dl_phdr_info *info, Module *m) {
   }
 }
 
+// Parses a hexadecimal number at `*p`, advancing past it.
+HCCT_NOINST uint64_t parse_hex(const char **p, const char *end) {
+  uint64_t v = 0;
+  for (; *p < end; ++*p) {
+    char c = **p;
+    int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) break;
+    v = v * 16 + uint64_t(digit);
+  }
+  return v;
+}
+
+// If the /proc/self/maps line [line, end) maps `addr` from a file, copies its path to `path`.
+HCCT_NOINST bool path_of_maps_line(const char *line, const char *end, uint64_t addr, char *path, size_t size) {
+  const char *p = line;
+  uint64_t lo = parse_hex(&p, end);
+  if (p == end || *p != '-') return false;
+  ++p;
+  uint64_t hi = parse_hex(&p, end);
+  if (addr < lo || addr >= hi) return false;
+  // Four more fields (perms, offset, dev, inode), then spaces, then the path.
+  for (int field = 0; field < 4; ++field) {
+    while (p < end && *p == ' ') ++p;
+    while (p < end && *p != ' ') ++p;
+  }
+  while (p < end && *p == ' ') ++p;
+  size_t len = size_t(end - p);
+  // A file removed since it was mapped: its name then, so that a reader can look for it by name.
+  constexpr char kDeleted[] = " (deleted)";
+  constexpr size_t kDeletedLen = sizeof kDeleted - 1;
+  if (len > kDeletedLen && memcmp(end - kDeletedLen, kDeleted, kDeletedLen) == 0) len -= kDeletedLen;
+  if (len == 0 || *p != '/' || len >= size) return false;
+  memcpy(path, p, len);
+  path[len] = 0;
+  return true;
+}
+
+// The path of the file mapped at `addr` as the kernel names it: absolute, whatever the working
+// directory was when the loader opened it or is now. Reads /proc/self/maps into mmap'd memory
+// (never the program's malloc); false if it cannot tell.
+HCCT_NOINST bool mapped_file_path(uint64_t addr, char *path, size_t size) {
+  constexpr size_t kBufferBytes = 64 * 1024;  // more than a line can hold (a path is < kMaxPath)
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char *buf = static_cast<char *>(map_pages(kBufferBytes));
+  bool found = false;
+  size_t held = 0;
+  while (buf && !found) {
+    ssize_t n = read(fd, buf + held, kBufferBytes - held);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    held += size_t(n);
+    char *line = buf, *end = buf + held;
+    for (char *nl; !found && (nl = static_cast<char *>(memchr(line, '\n', size_t(end - line)))) != nullptr;
+         line = nl + 1)
+      found = path_of_maps_line(line, nl, addr, path, size);
+    held = size_t(end - line);
+    if (held == kBufferBytes) break;  // no line is that long
+    memmove(buf, line, held);
+  }
+  if (buf) unmap_pages(buf, kBufferBytes);
+  close(fd);
+  return found;
+}
+
+// An object the loader opened by a relative name (dlopen("./libfoo.so"), a relative
+// LD_LIBRARY_PATH entry) keeps that name in dlpi_name; a reader in another directory could not find
+// it. Its absolute path: the kernel's name of its mapping, else (no /proc) the working directory
+// now joined with the name.
+HCCT_NOINST void absolute_module_path(const char *name, uint64_t lo, char *path, size_t size) {
+  if (mapped_file_path(lo, path, size)) return;
+  while (name[0] == '.' && name[1] == '/') name += 2;
+  char cwd[kMaxPath];
+  if (getcwd(cwd, sizeof cwd) && snprintf(path, size, "%s/%s", cwd, name) < int(size)) return;
+  snprintf(path, size, "%s", name);
+}
+
 HCCT_NOINST bool describe(const dl_phdr_info *info, Module *m) {
   m->bias = info->dlpi_addr;
   m->lo = ~uint64_t(0);
@@ -239,7 +317,10 @@ HCCT_NOINST bool describe(const dl_phdr_info *info, Module *m) {
     // The main program: its real path, so the symbolizer finds it from any directory.
     ssize_t n = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
     m->path[n > 0 ? n : 0] = 0;
+  } else if (name[0] != '/' && strchr(name, '/')) {
+    absolute_module_path(name, m->lo, m->path, sizeof m->path);
   } else {
+    // Absolute already, or a name without a file (the vDSO: "linux-vdso.so.1").
     snprintf(m->path, sizeof m->path, "%s", name);
   }
   read_build_id(info, m);

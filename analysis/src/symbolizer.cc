@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 
@@ -194,7 +195,21 @@ struct DebugInfoCache::Entry {
   std::string error;
 };
 
-DebugInfoCache::DebugInfoCache() = default;
+std::vector<std::string> module_search_path_from_env() {
+  std::vector<std::string> dirs;
+  const char *env = std::getenv("HCCT_MODULE_PATH");
+  if (!env) return dirs;
+  std::string all = env;
+  for (size_t start = 0; start <= all.size();) {
+    size_t colon = all.find(':', start);
+    if (colon == std::string::npos) colon = all.size();
+    if (colon > start) dirs.push_back(all.substr(start, colon - start));
+    start = colon + 1;
+  }
+  return dirs;
+}
+
+DebugInfoCache::DebugInfoCache(std::vector<std::string> search_dirs) : search_dirs_(std::move(search_dirs)) {}
 DebugInfoCache::~DebugInfoCache() = default;
 
 DebugInfoCache::File *DebugInfoCache::open(const std::string &path, std::string &error) {
@@ -260,23 +275,64 @@ const Module *Symbolizer::module_of(uint64_t address) const {
   return nullptr;
 }
 
+namespace {
+std::string dir_name(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+}  // namespace
+
+// Where the file of `m` may be, in the order of the header's list; the recorded path first.
+std::vector<std::string> Symbolizer::candidate_paths(const Module &m) const {
+  std::vector<std::string> paths{m.path};
+  if (m.build_id.empty() || m.path.empty()) return paths;  // nothing to verify another file by
+  const std::string name = base_name(m.path);
+  auto add = [&](const std::string &p) {
+    if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);
+  };
+  for (const std::string &dir : cache_->search_dirs()) add(dir + "/" + name);
+  if (!modules_.empty() && !modules_[0].path.empty() && modules_[0].path[0] == '/')
+    add(dir_name(modules_[0].path) + "/" + name);
+  std::string id = hex_bytes(m.build_id);
+  if (id.size() > 2) add("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug");
+  return paths;
+}
+
 Symbolizer::ModuleState &Symbolizer::state(const Module &m) {
   size_t i = size_t(&m - modules_.data());
-  if (!states_[i]) {
-    auto s = std::make_unique<ModuleState>();
+  if (states_[i]) return *states_[i];
+  auto s = std::make_unique<ModuleState>();
+  const std::string shown = m.path.empty() ? std::string("module #") + std::to_string(i) : m.path;
+  std::string recorded_error;                      // why the recorded path did not serve
+  const std::vector<uint8_t> *other_id = nullptr;  // a different file's build-id at the recorded path
+  for (const std::string &path : candidate_paths(m)) {
     std::string error;
-    s->file = cache_->open(m.path, error);
-    if (!s->file) {
-      warn_("cannot read " + (m.path.empty() ? std::string("module #") + std::to_string(i) : m.path) + " (" + error +
-            "); its addresses are shown as " + base_name(m.path) + "+offset");
-    } else if (!m.build_id.empty() && !s->file->build_id.empty() && m.build_id != s->file->build_id) {
-      s->stale = true;
-      warn_(m.path + " was rebuilt since the profile was taken (build-id " + hex_bytes(s->file->build_id) +
-            ", recorded " + hex_bytes(m.build_id) + "); its addresses are shown as " + base_name(m.path) +
-            "+offset (stale binary)");
+    DebugInfoCache::File *file = cache_->open(path, error);
+    const bool recorded = path == m.path;
+    if (file && (m.build_id.empty() || file->build_id == m.build_id)) {
+      s->file = file;
+      break;
     }
-    states_[i] = std::move(s);
+    if (recorded) {
+      recorded_error = file ? "another build-id" : error;
+      if (file) other_id = &file->build_id;
+    }
   }
+  if (!s->file && other_id) {
+    s->stale = true;
+    warn_(m.path + " was rebuilt or replaced since the profile was taken (build-id " +
+          (other_id->empty() ? std::string("none") : hex_bytes(*other_id)) + ", recorded " + hex_bytes(m.build_id) +
+          "); it is not used, and no file with the recorded build-id was found (HCCT_MODULE_PATH); its "
+          "addresses are shown as " + base_name(m.path) + "+offset (stale binary)");
+  } else if (!s->file) {
+    std::string hint = m.build_id.empty()
+                           ? std::string(" (recorded without a build-id: looked for at that path only)")
+                           : "; no file with its build-id " + hex_bytes(m.build_id) +
+                                 " in HCCT_MODULE_PATH, the executable's directory or /usr/lib/debug/.build-id";
+    warn_("cannot read " + shown + " (" + recorded_error + ")" + hint + "; its addresses are shown as " +
+          base_name(m.path) + "+offset");
+  }
+  states_[i] = std::move(s);
   return *states_[i];
 }
 

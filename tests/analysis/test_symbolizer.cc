@@ -2,7 +2,9 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "hcct/analysis/symbolizer.h"
@@ -25,6 +27,16 @@ const Fixture &fixture() {
 
 bool ends_with(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string hex(const std::vector<uint8_t> &bytes) {
+  std::string s;
+  char two[3];
+  for (uint8_t b : bytes) {
+    std::snprintf(two, sizeof two, "%02x", b);
+    s += two;
+  }
+  return s;
 }
 
 }  // namespace
@@ -176,6 +188,67 @@ TEST_CASE("unresolvable addresses get placeholders and one warning per module", 
     CHECK_FALSE(sym.routine(leaf).resolved);
     CHECK(warnings.size() == 1);
   }
+}
+
+TEST_CASE("a module's file is looked for by build-id beyond its recorded path", "[symbolizer]") {
+  const Fixture &f = fixture();
+  hcct::test::TempDir dir;
+  std::vector<Module> mods = f.modules;
+  auto lib = std::find_if(mods.begin(), mods.end(),
+                          [](const Module &m) { return ends_with(m.path, "libhcct_symtest_lib.so"); });
+  REQUIRE(lib != mods.end());
+  REQUIRE_FALSE(lib->build_id.empty());
+  const uint64_t widget = f.routines.at("widget");
+  const std::string original = lib->path;
+  lib->path = (dir / "gone" / "libhcct_symtest_lib.so").string();  // recorded where it no longer is
+  // The executable's directory is searched too: the build directory holds the library as well.
+  mods[0].path = (dir / "bin" / "hcct_symtest_prog").string();
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string &w) { warnings.push_back(w); };
+
+  SECTION("found in a search directory, in order, by build-id") {
+    std::filesystem::create_directories(dir / "other");
+    std::filesystem::create_directories(dir / "right");
+    std::filesystem::copy_file(SYMTEST_PROG, dir / "other" / "libhcct_symtest_lib.so");  // same name, other build-id
+    std::filesystem::copy_file(original, dir / "right" / "libhcct_symtest_lib.so");
+    auto cache = std::make_shared<DebugInfoCache>(
+        std::vector<std::string>{(dir / "other").string(), (dir / "right").string()});
+    Symbolizer sym(mods, cache, warn);
+    CHECK(sym.routine(widget).function == "symtest::Widget::compute(int)");
+    CHECK(warnings.empty());
+  }
+  SECTION("found in the directory of the main executable") {
+    mods[0].path = std::filesystem::path(SYMTEST_PROG).string();
+    Symbolizer sym(mods, std::make_shared<DebugInfoCache>(std::vector<std::string>{}), warn);
+    CHECK(sym.routine(widget).function == "symtest::Widget::compute(int)");
+    CHECK(warnings.empty());
+  }
+  SECTION("not found: one warning naming the build-id") {
+    Symbolizer sym(mods, std::make_shared<DebugInfoCache>(std::vector<std::string>{dir.path().string()}), warn);
+    CHECK_FALSE(sym.routine(widget).resolved);
+    sym.routine(widget + 1);
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Catch::Contains("cannot read " + lib->path) &&
+                                Catch::Contains(hex(lib->build_id)));
+  }
+  SECTION("without a recorded build-id, only the recorded path is tried") {
+    lib->build_id.clear();
+    std::filesystem::copy_file(original, dir / "libhcct_symtest_lib.so");
+    Symbolizer sym(mods, std::make_shared<DebugInfoCache>(std::vector<std::string>{dir.path().string()}), warn);
+    CHECK_FALSE(sym.routine(widget).resolved);
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Catch::Contains("without a build-id"));
+  }
+}
+
+TEST_CASE("HCCT_MODULE_PATH is a colon-separated list", "[symbolizer]") {
+  const char *old = std::getenv("HCCT_MODULE_PATH");
+  std::string saved = old ? old : "";
+  setenv("HCCT_MODULE_PATH", "/a::/b/c:", 1);
+  CHECK(module_search_path_from_env() == std::vector<std::string>{"/a", "/b/c"});
+  unsetenv("HCCT_MODULE_PATH");
+  CHECK(module_search_path_from_env().empty());
+  if (old) setenv("HCCT_MODULE_PATH", saved.c_str(), 1);
 }
 
 TEST_CASE("a shared cache serves several symbolizers", "[symbolizer]") {

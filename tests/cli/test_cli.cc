@@ -298,7 +298,7 @@ TEST_CASE("record: environment, exit status, summary", "[cli][record]") {
     write_profile(dir / "template.hcct", p);
     fs::create_directory(dir / "hcct.data");
     write_profile(dir / "hcct.data" / "1.0.hcct", p);  // from an earlier run: not counted
-    Result r = hcct_cmd({"record", "--", sh, "-c",
+    Result r = hcct_cmd({"record", "--append", "--", sh, "-c",
                          "cp template.hcct hcct.data/77.0.hcct; cp template.hcct hcct.data/77.1.hcct; "
                          "cp template.hcct hcct.data/78.0.hcct; cp template.hcct hcct.data/.79.0.hcct.tmp"},
                         env, dir.path());

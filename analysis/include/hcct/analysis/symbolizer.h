@@ -4,12 +4,19 @@
 // symbol (demangled) and DWARF line table / inline scopes of the file at `path`. Separate debug info
 // is found the standard way (build-id under /usr/lib/debug, .gnu_debuglink).
 //
+// A module's file is the first of these whose build-id is the recorded one (any file opened is
+// checked; a module recorded without a build-id is only looked for at its recorded path):
+//   1. the recorded path (absolute: the runtime records where the loader mapped it);
+//   2. <dir>/<file name> for each directory of the cache's search list (HCCT_MODULE_PATH);
+//   3. <file name> in the directory of the profile's main executable (the first module);
+//   4. /usr/lib/debug/.build-id/<xx>/<rest>.debug (separate debug info has the symbols too).
+//
 // Unresolvable addresses get a readable placeholder instead of an error:
 //   - in no module:               "0x7f0012345678"
 //   - module file unreadable, or no symbol covers the address: "libfoo.so+0x1234"
-//   - stale binary (the file's build-id differs from the recorded one): "prog+0x1234" with
-//     Symbol::stale set. We refuse to use a rebuilt binary's symbols because they would be
-//     silently wrong; a warning names the file once.
+//   - stale binary (the file at the recorded path has another build-id, and no file with the
+//     recorded one was found elsewhere): "prog+0x1234" with Symbol::stale set. We refuse to use a
+//     rebuilt binary's symbols because they would be silently wrong; a warning names the file once.
 // Each of these problems is reported once per module through the warning callback.
 #pragma once
 
@@ -55,10 +62,15 @@ struct Symbol {
 
 using WarningSink = std::function<void(const std::string &)>;
 
+// The directories named by HCCT_MODULE_PATH (colon-separated; empty entries skipped), where a
+// module's file is looked for by name when it is not at its recorded path.
+std::vector<std::string> module_search_path_from_env();
+
 // Opened ELF/DWARF files, shared by the symbolizers of several processes. Not thread-safe.
 class DebugInfoCache {
  public:
-  DebugInfoCache();
+  // `search_dirs`: where the symbolizers look for a module that moved (see Symbolizer).
+  explicit DebugInfoCache(std::vector<std::string> search_dirs = module_search_path_from_env());
   ~DebugInfoCache();
   DebugInfoCache(const DebugInfoCache &) = delete;
   DebugInfoCache &operator=(const DebugInfoCache &) = delete;
@@ -66,9 +78,11 @@ class DebugInfoCache {
   class File;  // one libdw session for one ELF file (opaque)
   // Null if the file cannot be opened as ELF; `error` then says why.
   File *open(const std::string &path, std::string &error);
+  const std::vector<std::string> &search_dirs() const { return search_dirs_; }
 
  private:
   struct Entry;
+  std::vector<std::string> search_dirs_;
   std::unordered_map<std::string, std::unique_ptr<Entry>> files_;
 };
 
@@ -97,6 +111,7 @@ class Symbolizer {
   struct ModuleState;
   Symbol lookup(uint64_t address, uint64_t probe);
   ModuleState &state(const Module &m);
+  std::vector<std::string> candidate_paths(const Module &m) const;
 
   std::vector<Module> modules_;
   std::shared_ptr<DebugInfoCache> cache_;
