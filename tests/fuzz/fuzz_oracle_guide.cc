@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -124,6 +125,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Records taken = accepted ? oracle_records() : Records{};
 
   if (!valid_utf8(data, size)) return 0;
+  // nlohmann reads a NUL byte as the end of its input (a document followed by "\0]}" parses);
+  // the runtime rightly refuses the bytes after the object. Outside the comparison.
+  if (std::memchr(data, 0, size)) return 0;
   // Top-level "loops" members: the oracle refuses a second one (which a JSON reader would pick
   // silently), so a document with two is outside the "accepted" direction of the comparison.
   int loops_members = 0;
