@@ -25,7 +25,7 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
                     const std::function<void(uint64_t)> &progress) {
   const ThreadMeta &meta = source.meta();
   WalkStats stats;
-  stats.threshold = hot_threshold(filter.min_share, meta.calls);
+  stats.threshold = hot_threshold(filter.min_share, meta.all_calls());  // shares are of every call, lost ones too
   const bool hcct = meta.mode == Mode::hcct;
   const uint32_t cut = filter.max_depth;
 

@@ -99,6 +99,7 @@ class Symbolizer {
   ModuleState &state(const Module &m);
 
   std::vector<Module> modules_;
+  ModuleMap module_map_;
   std::shared_ptr<DebugInfoCache> cache_;
   WarningSink warn_;
   std::vector<std::unique_ptr<ModuleState>> states_;  // parallel to modules_, created lazily
