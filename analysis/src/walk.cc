@@ -105,6 +105,10 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
     fs.in_focus = pst.in_focus || (filter.focus && filter.focus(n.routine));
     const bool countable = !hcct || n.monitored();
     w.selected = !fs.ignored && fs.in_focus && countable && n.count >= stats.threshold;
+    if (!fs.ignored && fs.in_focus && countable && !w.selected) {
+      ++stats.below_threshold;
+      stats.below_threshold_count += n.count;
+    }
     w.count = w.selected ? n.count : 0;
     w.total = w.count;
     stack.push_back(w);

@@ -90,6 +90,24 @@ TEST_CASE("report, dump and the exports stay linear in a 10^6-deep recursion", "
   }
 }
 
+TEST_CASE("folded and pprof leave out contexts below 1e-6 of all calls by default and say so", "[cli][limits]") {
+  TempDir dir;
+  ThreadProfile p = hcct::test::small_profile(Mode::cct);  // counts 7, 5, 300, 2, 1
+  p.nodes[3].count = 10000000;                              // N = 10,000,015: floor(1e-6 N) = 10
+  p.meta.calls = 10000015;
+  write_profile(dir / profile_file_name(77, 0), p);
+  const std::string d = dir.path().string();
+  Result r = hcct_cmd({"export", d, "-f", "folded", "--no-symbols"});
+  REQUIRE(r.status == 0);
+  CHECK(count_lines(r.out) == 1);
+  CHECK_THAT(r.err, Catch::Contains("4 contexts below 1e-6 of all calls (15 calls, 0.00%) are left out; --min-share 0 keeps everything"));
+  r = hcct_cmd({"export", d, "-f", "folded", "--no-symbols", "--min-share", "0"});
+  CHECK(count_lines(r.out) == 5);
+  CHECK(r.err.empty());
+  r = hcct_cmd({"export", d, "-f", "json", "--no-symbols"});  // formats of one object per context: no default
+  CHECK(json::parse(r.out)["trees"][0]["selected"] == 5);
+}
+
 namespace {
 
 void varint(Bytes &b, uint64_t v) {

@@ -38,8 +38,11 @@ int run_export(const ExportOptions &o) {
   const bool whole_stacks = o.format == "folded" || o.format == "pprof";
   const bool default_cap = whole_stacks && !filters.depth;
   if (default_cap) filters.depth = kDefaultStackFrames;
+  const bool default_share = whole_stacks && !filters.min_share;
+  if (!filters.min_share) filters.min_share = whole_stacks ? kDefaultStackMinShare : 0.0;
+  const double min_share = *filters.min_share;
   for_each_tree(o.in, o.merge, [&](TreeInput &t) {
-    analysis::TreeFilter filter = make_tree_filter(filters, *t.names, filters.min_share);
+    analysis::TreeFilter filter = make_tree_filter(filters, *t.names, min_share);
     TreeInfo info;
     info.source = t.source;
     info.meta = t.meta;
@@ -49,8 +52,8 @@ int run_export(const ExportOptions &o) {
     info.merged = t.merged;
     info.names = t.names;
     info.symbolized = !o.in.no_symbols;
-    info.min_share = filters.min_share;
-    info.threshold = analysis::hot_threshold(filters.min_share, t.meta->calls);
+    info.min_share = min_share;
+    info.threshold = analysis::hot_threshold(min_share, t.meta->all_calls());
     exporter->begin_tree(info);
     uint64_t charged = 0;  // counts of contexts deeper than the cap, charged to an ancestor
     analysis::WalkStats stats = analysis::walk_tree(
@@ -69,6 +72,10 @@ int run_export(const ExportOptions &o) {
            with_commas(charged) + " calls (" + percent(charged, t.meta->calls) + " of N) in contexts deeper than " +
            std::to_string(kDefaultStackFrames) + " frames are charged to their ancestor at depth " +
            std::to_string(kDefaultStackFrames) + "; --depth 0 keeps every frame");
+    if (default_share && stats.below_threshold)
+      note(tree_name + ": " + with_commas(stats.below_threshold) + " contexts below 1e-6 of all calls (" +
+           with_commas(stats.below_threshold_count) + " calls, " + percent(stats.below_threshold_count, t.meta->all_calls()) +
+           ") are left out; --min-share 0 keeps everything");
   });
   exporter->finish();
   output.commit();

@@ -152,9 +152,10 @@ void add_filter_options(CLI::App *sub, FilterOptions &f, bool depth_and_share) {
     sub->add_option("--depth", f.depth, "at most this many levels; deeper selected contexts are charged to their "
                                         "ancestor at this depth (0: all; folded and pprof default to " +
                                         std::to_string(kDefaultStackFrames) + ")");
+    // No capture_default_str: unset means "the format's default" (folded and pprof: 1e-6).
     sub->add_option("--min-share", f.min_share,
-                    "only contexts whose count is at least floor(F*N), and their ancestors (0: all)")
-        ->capture_default_str()
+                    "only contexts whose count is at least floor(F*(N+lost)), and their ancestors (0: all; folded and "
+                    "pprof default to 1e-6)")
         ->check(CLI::Range(0.0, 1.0));
   }
 }
