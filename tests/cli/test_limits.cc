@@ -275,13 +275,18 @@ TEST_CASE("lost calls and unmatched exits are stated and shares are of all calls
     CHECK(r.status == 0);
     CHECK_THAT(r.out, Catch::Contains("# warning: reference: 685 calls"));
     TempDir out;
-    write_profile(dir / profile_file_name(77, 1), lossy(15, 1, 77, 1));
+    ThreadProfile other = lossy(15, 1, 77, 1);
+    other.meta.cmdline = {"prog", "other", "input"};
+    write_profile(dir / profile_file_name(77, 1), other);
     r = hcct_cmd({"merge", d, "-o", (out / "m").string()});
     CHECK(r.status == 0);
     CHECK_THAT(r.err, Catch::Contains("N = 630 calls counted + 700 lost = 1,330 calls"));
     ThreadProfile m = read_profile(out / "m" / "77.0.hcct");
     CHECK(m.meta.lost == 700);
     CHECK(m.meta.unmatched_exits == 2001);
+    Result merged = hcct_cmd({"report", (out / "m").string(), "--no-symbols"});
+    CHECK_THAT(merged.out, Catch::Contains("# command: prog 'a b' (merged with 1 other commands"));
+    CHECK_THAT(merged.out, Catch::Contains("# warning: 700 calls"));
   }
 }
 

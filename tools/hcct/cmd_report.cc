@@ -99,7 +99,14 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
   // Bytes from the file (paths, META values) are escaped where they are inserted: a newline in them
   // must not start a line of its own.
   out += "# " + escape_text((t.source.empty() ? std::string("(merged)") : t.source) + ": " + thread_label(label_of)) + "\n";
-  if (!m.cmdline.empty()) out += "# command: " + escape_text(shell_join(m.cmdline)) + "\n";
+  if (!m.cmdline.empty()) {
+    out += "# command: " + escape_text(shell_join(m.cmdline));
+    // A merge of runs of several commands lists them all (docs/ANALYSIS.md, "META of a merged profile").
+    if (const std::string *commands = m.find_extra("merged_commands"))
+      out += " (merged with " + std::to_string(std::count(commands->begin(), commands->end(), '\x1e')) +
+             " other commands: merged_commands in hcct info)";
+    out += "\n";
+  }
   out += "# mode " + std::string(analysis::to_string(m.mode)) + ", key " + std::string(analysis::to_string(m.key)) +
          ": " + calls_summary(m) + "; phi = " + format_double(o.phi) +
          ", threshold floor(phi*" + std::string(m.lost ? "all calls" : "N") + ") = " + with_commas(h.threshold) + "\n";
