@@ -212,7 +212,7 @@ Metrics compare_trees(const ThreadProfile &test, const ThreadProfile &ref, const
   m.ref_calls = ref.meta.calls;
   HotSet hs = query_hot(test, o.phi);  // validates φ
   m.test_threshold = hs.threshold;
-  m.ref_threshold = hot_threshold(o.phi, ref.meta.calls);
+  m.ref_threshold = hot_threshold(o.phi, ref.meta.all_calls());  // lost calls are calls too
   const size_t nref = ref.nodes.size();
   for (size_t b = 1; b < nref; ++b) m.wmax = std::max(m.wmax, ref.nodes[b].count);
 
@@ -231,7 +231,7 @@ Metrics compare_trees(const ThreadProfile &test, const ThreadProfile &ref, const
     covered[b] = true;
     overlap += ref.nodes[b].count;
   }
-  m.overlap = ref.meta.calls ? double(overlap / ref.meta.calls) : 0;
+  m.overlap = ref.meta.all_calls() ? double(overlap / ref.meta.all_calls()) : 0;
 
   for (double tau : o.taus) {
     Coverage c;

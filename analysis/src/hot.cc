@@ -19,7 +19,7 @@ uint64_t hot_threshold(double phi, uint64_t calls) {
 HotSet query_hot(const ThreadProfile &p, double phi) {
   HotSet h;
   h.phi = phi;
-  h.threshold = hot_threshold(phi, p.meta.calls);
+  h.threshold = hot_threshold(phi, p.meta.all_calls());
   const size_t n = p.nodes.size();
   h.cls.assign(n, NodeClass::pruned);
   for (uint32_t i = 1; i < n; ++i) {

@@ -1,6 +1,7 @@
 #include "hcct/analysis/kpath_metadata.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
@@ -122,8 +123,15 @@ void PathMetadata::add_section(std::span<const unsigned char> bytes, const std::
 
 bool PathMetadata::add_elf(const std::filesystem::path &file) {
   elf_version(EV_CURRENT);
-  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  // The path comes from a profile's MODS section: a FIFO or a device there must not block the tool
+  // (open without O_NONBLOCK waits for a writer) or stream forever, so only regular files are read.
+  int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    throw IoError(file.string() + ": not a regular file; no kpath metadata read from it");
+  }
   Elf *elf = elf_begin(fd, ELF_C_READ, nullptr);
   bool found = false;
   std::string error;

@@ -1,6 +1,13 @@
 #include "hcct/analysis/merge.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <map>
+#include <string_view>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -33,9 +40,24 @@ uint64_t checked_add(uint64_t a, uint64_t b, const char *what) {
 }
 
 // Module identity across processes: the same file (path and build-id) of the same size.
-bool same_object(const Module &a, const Module &b) {
-  return a.path == b.path && a.build_id == b.build_id && a.hi - a.lo == b.hi - b.lo;
-}
+struct ObjectKey {
+  std::string_view path;
+  std::span<const uint8_t> build_id;
+  uint64_t size;
+  bool operator==(const ObjectKey &o) const {
+    return path == o.path && size == o.size && std::equal(build_id.begin(), build_id.end(), o.build_id.begin(), o.build_id.end());
+  }
+};
+
+struct ObjectKeyHash {
+  size_t operator()(const ObjectKey &k) const {
+    size_t h = std::hash<std::string_view>()(k.path) ^ (k.size * 0x9e3779b97f4a7c15ull);
+    for (uint8_t b : k.build_id) h = h * 31 + b;
+    return h;
+  }
+};
+
+ObjectKey object_key(const Module &m) { return {m.path, m.build_id, m.hi - m.lo}; }
 
 // Per input thread: address ranges of its modules and how far each moves into the merged address
 // space.
@@ -64,21 +86,37 @@ class AddressMap {
 // object keeps its addresses; the same object elsewhere (another process, another run: ASLR) is
 // moved onto it; a different object whose range collides with one already placed is moved above
 // everything placed so far (by a multiple of 2 MiB, so offsets within pages are kept).
+//
+// Near-linear in the number of modules: objects are found by hash, and the placed modules, which
+// never overlap one another (a module is placed only where it collides with nothing, or above
+// everything), are kept sorted by address, so a collision is one ordered lookup.
 std::vector<AddressMap> normalise_modules(std::span<const ThreadProfile *const> threads, std::vector<Module> &out) {
+  size_t total = 0;
+  for (const ThreadProfile *tp : threads) total += tp->modules.size();
+  out.reserve(total);  // keys below point into `out`: no reallocation
+  std::unordered_map<ObjectKey, size_t, ObjectKeyHash> placed_object;  // -> index in out
+  placed_object.reserve(total);
+  std::map<uint64_t, uint64_t> placed_ranges;  // lo -> hi of the non-empty placed modules
+  uint64_t top = 0;                             // highest hi placed
+  auto collides = [&](uint64_t lo, uint64_t hi) {
+    if (lo >= hi) return false;  // an empty range holds no address
+    auto it = placed_ranges.lower_bound(hi);   // first range starting at or after hi: no overlap
+    if (it == placed_ranges.begin()) return false;
+    --it;                                       // the last range starting below hi
+    return it->second > lo;
+  };
   std::vector<AddressMap> maps;
   for (const ThreadProfile *tp : threads) {
     std::vector<Relocation> rel;
+    rel.reserve(tp->modules.size());
     for (const Module &m : tp->modules) {
-      auto same = std::find_if(out.begin(), out.end(), [&](const Module &c) { return same_object(c, m); });
-      if (same != out.end()) {
-        rel.push_back({m.lo, m.hi, same->lo - m.lo});
+      auto same = placed_object.find(object_key(m));
+      if (same != placed_object.end()) {
+        rel.push_back({m.lo, m.hi, out[same->second].lo - m.lo});
         continue;
       }
-      bool collides = std::any_of(out.begin(), out.end(), [&](const Module &c) { return m.lo < c.hi && c.lo < m.hi; });
       uint64_t delta = 0;
-      if (collides) {
-        uint64_t top = 0;
-        for (const Module &c : out) top = std::max(top, c.hi);
+      if (collides(m.lo, m.hi)) {
         constexpr uint64_t kAlign = uint64_t(1) << 21;
         delta = ((top - m.lo) / kAlign + 1) * kAlign;
         if (m.hi + delta < m.hi) throw std::invalid_argument("merge: no room to place module " + m.path);
@@ -87,7 +125,11 @@ std::vector<AddressMap> normalise_modules(std::span<const ThreadProfile *const> 
       placed.lo += delta;
       placed.hi += delta;
       placed.bias += delta;
-      out.push_back(placed);
+      out.push_back(std::move(placed));
+      const Module &p = out.back();
+      placed_object.emplace(object_key(p), out.size() - 1);
+      if (p.lo < p.hi) placed_ranges.emplace(p.lo, p.hi);
+      top = std::max(top, p.hi);
       rel.push_back({m.lo, m.hi, delta});
     }
     maps.emplace_back(std::move(rel));
@@ -96,6 +138,219 @@ std::vector<AddressMap> normalise_modules(std::span<const ThreadProfile *const> 
 }
 
 ThreadProfile merge_impl(std::span<const ThreadProfile *const> threads, bool across_processes);
+
+// ---- META. Every key the runtime writes has its own rule (merge.h, docs/ANALYSIS.md "Merge").
+
+// A count scaled by 1/fraction, rounded to the nearest integer (fraction 1: unchanged).
+uint64_t scaled(uint64_t count, double inverse_fraction) {
+  if (inverse_fraction == 1) return count;
+  long double v = (long double)count * inverse_fraction + 0.5L;
+  if (v >= 18446744073709551615.0L) throw std::invalid_argument("merge: a scaled count overflows 64 bits");
+  return uint64_t(v);
+}
+
+// Whether the inputs' counts must be scaled before they add: some input was sampled (static
+// bursting) and not all inputs were sampled at the same fraction. Then each input's counts are
+// multiplied by 1/its own sampled_fraction (unsampled inputs: 1), making them whole-run
+// estimates, so that one thread's fraction never scales another's counts.
+bool needs_scaling(std::span<const ThreadProfile *const> threads) {
+  std::optional<double> first = threads[0]->meta.sampled_fraction();
+  bool any = false, same = true;
+  for (const ThreadProfile *tp : threads) {
+    std::optional<double> f = tp->meta.sampled_fraction();
+    any = any || f.has_value();
+    same = same && f == first;
+  }
+  return any && !same;
+}
+
+// Per input: 1/sampled_fraction when scaling, else 1.
+std::vector<double> count_scales(std::span<const ThreadProfile *const> threads) {
+  std::vector<double> out(threads.size(), 1.0);
+  if (!needs_scaling(threads)) return out;
+  for (size_t i = 0; i < threads.size(); ++i)
+    if (std::optional<double> f = threads[i]->meta.sampled_fraction()) out[i] = 1.0 / *f;
+  return out;
+}
+
+std::string join_command(const ThreadMeta &m) {
+  std::string cmd;
+  for (size_t i = 0; i < m.cmdline.size(); ++i) {
+    if (i) cmd += format::kArgSeparator;
+    cmd += m.cmdline[i];
+  }
+  return cmd;
+}
+
+// The thread's own duration, or the sum recorded by an earlier merge.
+uint64_t thread_time(const ThreadMeta &m) {
+  if (const std::string *t = m.find_extra("thread_time_ns")) {
+    uint64_t v = 0;
+    auto [ptr, ec] = std::from_chars(t->data(), t->data() + t->size(), v);
+    if (ec == std::errc() && ptr == t->data() + t->size()) return v;
+  }
+  return m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0;
+}
+
+std::string format_double(double d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  return buf;
+}
+
+std::vector<const std::string *> values_of(std::span<const ThreadProfile *const> threads, std::string_view key) {
+  std::vector<const std::string *> out;
+  for (const ThreadProfile *tp : threads) out.push_back(tp->meta.find_extra(key));
+  return out;
+}
+
+ThreadMeta merge_meta(std::span<const ThreadProfile *const> threads, bool across_processes) {
+  const ThreadMeta &first = threads[0]->meta;
+  const bool scale = needs_scaling(threads);
+  ThreadMeta m = first;
+  m.extra.clear();
+  m.calls = m.dropped = m.lost = m.unmatched_exits = m.tree_bytes = m.nodes_peak = m.max_depth = m.min_count =
+      m.counters = 0;
+  m.epsilon = 0;
+  m.start_ns = UINT64_MAX;
+  m.end_ns = 0;
+  uint64_t busy_ns = 0;
+  std::string seqs;
+  for (const ThreadProfile *tp : threads) {
+    const ThreadProfile &t = *tp;
+    const ThreadMeta &tm = t.meta;
+    // Scaled inputs: calls = (scaled node counts) + (scaled calls the tree does not hold), so that
+    // the totals the reader checks (cct: counts sum to calls) still hold exactly.
+    double inv = 1;
+    if (scale)
+      if (std::optional<double> f = tm.sampled_fraction()) inv = 1 / *f;
+    uint64_t calls = tm.calls;
+    if (inv != 1) {
+      uint64_t held = 0, held_scaled = 0;
+      for (const Node &n : t.nodes) {
+        held = checked_add(held, n.count, "calls");
+        held_scaled = checked_add(held_scaled, scaled(n.count, inv), "calls");
+      }
+      calls = checked_add(held_scaled, scaled(tm.calls - std::min(held, tm.calls), inv), "calls");
+    }
+    m.calls = checked_add(m.calls, calls, "calls");
+    m.lost = checked_add(m.lost, scaled(tm.lost, inv), "lost");
+    m.min_count = checked_add(m.min_count, tm.min_count ? scaled(tm.min_count, inv) + (inv != 1) : 0, "min_count");
+    m.dropped = checked_add(m.dropped, tm.dropped, "dropped");
+    m.unmatched_exits = checked_add(m.unmatched_exits, tm.unmatched_exits, "unmatched_exits");
+    m.tree_bytes = checked_add(m.tree_bytes, tm.tree_bytes, "tree_bytes");
+    m.nodes_peak = checked_add(m.nodes_peak, tm.nodes_peak, "nodes_peak");
+    m.counters = checked_add(m.counters, tm.counters, "counters");
+    m.max_depth = std::max(m.max_depth, tm.max_depth);
+    m.epsilon = std::max(m.epsilon, tm.epsilon);
+    m.start_ns = std::min(m.start_ns, tm.start_ns);
+    m.end_ns = std::max(m.end_ns, tm.end_ns);
+    busy_ns = checked_add(busy_ns, thread_time(tm), "thread_time_ns");
+    if (tm.status == ThreadStatus::live_at_exit) m.status = ThreadStatus::live_at_exit;
+    if (!seqs.empty()) seqs += ',';
+    // Inputs that were merges already contribute what they were made of.
+    const std::string *from = tm.find_extra("merged_from");
+    const std::string *inner = tm.find_extra("merged_threads");
+    if (across_processes && from) {
+      seqs += *from;
+    } else if (across_processes && inner) {
+      std::string list = *inner;
+      for (size_t start = 0; start <= list.size();) {
+        size_t comma = std::min(list.find(',', start), list.size());
+        if (start) seqs += ',';
+        seqs += std::to_string(tm.pid) + "." + list.substr(start, comma - start);
+        start = comma + 1;
+      }
+    } else if (across_processes) {
+      seqs += std::to_string(tm.pid) + "." + std::to_string(tm.thread_seq);
+    } else {
+      seqs += inner ? *inner : std::to_string(tm.thread_seq);
+    }
+  }
+  if (across_processes) m.thread_seq = 0;
+  m.extra.emplace_back(across_processes ? "merged_from" : "merged_threads", seqs);
+  m.extra.emplace_back("thread_time_ns", std::to_string(busy_ns));
+
+  // Commands: the first input's is the profile's; every distinct one is listed (runs of
+  // different commands merged), records separated by 0x1E, arguments by 0x1F.
+  {
+    std::vector<std::string> commands;
+    std::set<std::string> seen;
+    for (const ThreadProfile *tp : threads) {
+      if (const std::string *list = tp->meta.find_extra("merged_commands")) {
+        for (size_t start = 0; start <= list->size();) {
+          size_t end = std::min(list->find('\x1e', start), list->size());
+          std::string c = list->substr(start, end - start);
+          if (seen.insert(c).second) commands.push_back(c);
+          start = end + 1;
+        }
+      } else {
+        std::string c = tp->meta.exe + format::kArgSeparator + join_command(tp->meta);
+        if (seen.insert(c).second) commands.push_back(c);
+      }
+    }
+    if (commands.size() > 1) {
+      std::string list;
+      for (const std::string &c : commands) list += (list.empty() ? "" : "\x1e") + c;
+      m.extra.emplace_back("merged_commands", list);
+    }
+  }
+
+  // The other keys. Burst keys by their meaning; keys unknown to this library are kept when every
+  // input has the same value, else named in merged_dropped_keys (never silently one input's).
+  std::vector<std::string> keys;  // in first-seen order
+  std::set<std::string> key_set;
+  for (const ThreadProfile *tp : threads)
+    for (const auto &[k, v] : tp->meta.extra)
+      if (key_set.insert(k).second) keys.push_back(k);
+  std::string dropped_keys;
+  for (const std::string &k : keys) {
+    if (k == "merged_threads" || k == "merged_from" || k == "merged_commands" || k == "thread_time_ns" ||
+        k == "burst_scaled")
+      continue;  // written above or below
+    if (k == "merged_dropped_keys") {  // an input's own list carries over
+      for (const std::string *v : values_of(threads, k))
+        if (v) dropped_keys += (dropped_keys.empty() ? "" : ",") + *v;
+      continue;
+    }
+    std::vector<const std::string *> values = values_of(threads, k);
+    const bool everywhere = std::all_of(values.begin(), values.end(), [](const std::string *v) { return v; });
+    const bool same = everywhere && std::all_of(values.begin(), values.end(), [&](const std::string *v) { return *v == *values[0]; });
+    if (k == "bursts" || k == "events") {  // counts of events: they add (events only if every input has it)
+      if (!everywhere) continue;
+      uint64_t sum = 0;
+      bool ok = true;
+      for (const std::string *v : values) {
+        uint64_t x = 0;
+        auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+        ok = ok && ec == std::errc() && ptr == v->data() + v->size();
+        sum = checked_add(sum, x, k.c_str());
+      }
+      if (ok) m.extra.emplace_back(k, std::to_string(sum));
+      else dropped_keys += (dropped_keys.empty() ? "" : ",") + k;
+    } else if (k == "sampled_fraction") {
+      if (!scale && same) m.extra.emplace_back(k, *values[0]);  // one fraction: counts stay sampled
+    } else if (k == "sampled_fraction_basis") {
+      // With scaling the estimates are as good as the worst basis: "time" over-states fractions.
+      bool time = std::any_of(values.begin(), values.end(), [](const std::string *v) { return v && *v == "time"; });
+      m.extra.emplace_back(k, time ? "time" : "events");
+    } else if (k == "burst_time_fraction") {  // per process: the largest (docs/ANALYSIS.md)
+      double best = 0;
+      for (const std::string *v : values)
+        if (v) best = std::max(best, std::strtod(v->c_str(), nullptr));
+      m.extra.emplace_back(k, format_double(best));
+    } else if (same) {
+      m.extra.emplace_back(k, *values[0]);
+    } else {
+      dropped_keys += (dropped_keys.empty() ? "" : ",") + k;
+    }
+  }
+  // Counts are whole-run estimates: scaled here, or by an earlier merge.
+  if (scale || std::any_of(threads.begin(), threads.end(), [](const ThreadProfile *tp) { return tp->meta.find_extra("burst_scaled"); }))
+    m.extra.emplace_back("burst_scaled", "1");
+  if (!dropped_keys.empty()) m.extra.emplace_back("merged_dropped_keys", dropped_keys);
+  return m;
+}
 
 }  // namespace
 
@@ -124,54 +379,10 @@ ThreadProfile merge_impl(std::span<const ThreadProfile *const> threads, bool acr
   }
 
   ThreadProfile out;
-  out.meta = first;
-  out.meta.extra.erase(std::remove_if(out.meta.extra.begin(), out.meta.extra.end(),
-                                      [](const auto &kv) { return kv.first == "merged_threads" || kv.first == "merged_from"; }),
-                       out.meta.extra.end());
-  ThreadMeta &m = out.meta;
-  m.calls = m.dropped = m.tree_bytes = m.nodes_peak = m.max_depth = m.min_count = m.counters = 0;
-  m.epsilon = 0;
-  m.start_ns = UINT64_MAX;
-  m.end_ns = 0;
-  std::string seqs;
+  out.meta = merge_meta(threads, across_processes);
+  const std::vector<double> scale = count_scales(threads);
   size_t total_nodes = 0;
-  for (const ThreadProfile *tp : threads) {
-    const ThreadProfile &t = *tp;
-    const ThreadMeta &tm = t.meta;
-    m.calls = checked_add(m.calls, tm.calls, "calls");
-    m.dropped = checked_add(m.dropped, tm.dropped, "dropped");
-    m.tree_bytes = checked_add(m.tree_bytes, tm.tree_bytes, "tree_bytes");
-    m.nodes_peak = checked_add(m.nodes_peak, tm.nodes_peak, "nodes_peak");
-    m.min_count = checked_add(m.min_count, tm.min_count, "min_count");
-    m.counters = checked_add(m.counters, tm.counters, "counters");
-    m.max_depth = std::max(m.max_depth, tm.max_depth);
-    m.epsilon = std::max(m.epsilon, tm.epsilon);
-    m.start_ns = std::min(m.start_ns, tm.start_ns);
-    m.end_ns = std::max(m.end_ns, tm.end_ns);
-    if (tm.status == ThreadStatus::live_at_exit) m.status = ThreadStatus::live_at_exit;
-    if (!seqs.empty()) seqs += ',';
-    // Inputs that were merges already contribute what they were made of.
-    const std::string *from = tm.find_extra("merged_from");
-    const std::string *inner = tm.find_extra("merged_threads");
-    if (across_processes && from) {
-      seqs += *from;
-    } else if (across_processes && inner) {
-      std::string list = *inner;
-      for (size_t start = 0; start <= list.size();) {
-        size_t comma = std::min(list.find(',', start), list.size());
-        if (start) seqs += ',';
-        seqs += std::to_string(tm.pid) + "." + list.substr(start, comma - start);
-        start = comma + 1;
-      }
-    } else if (across_processes) {
-      seqs += std::to_string(tm.pid) + "." + std::to_string(tm.thread_seq);
-    } else {
-      seqs += inner ? *inner : std::to_string(tm.thread_seq);
-    }
-    total_nodes += t.nodes.size();
-  }
-  m.extra.emplace_back(across_processes ? "merged_from" : "merged_threads", seqs);
-  if (across_processes) m.thread_seq = 0;
+  for (const ThreadProfile *tp : threads) total_nodes += tp->nodes.size();
   std::vector<AddressMap> relocate = normalise_modules(threads, out.modules);
 
   // Union of the trees, nodes numbered in creation order (a parent is always created before its
@@ -200,7 +411,7 @@ ThreadProfile merge_impl(std::span<const ThreadProfile *const> threads, bool acr
         merged.push_back(fresh);
       }
       Node &dst = merged[it->second];
-      dst.count = checked_add(dst.count, n.count, "a node count");
+      dst.count = checked_add(dst.count, scaled(n.count, scale[ti]), "a node count");
       dst.flags |= n.flags;
       to_merged[i] = it->second;
     }

@@ -1,6 +1,8 @@
 #include "hcct/analysis/profile.h"
 
 #include <algorithm>
+#include <charconv>
+#include <set>
 
 namespace hcct::analysis {
 
@@ -11,6 +13,53 @@ std::string_view to_string(Mode m) {
     case Mode::hcct: return "hcct";
   }
   return "?";
+}
+
+std::optional<double> ThreadMeta::sampled_fraction() const {
+  const std::string *f = find_extra("sampled_fraction");
+  if (!f) return std::nullopt;
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(f->data(), f->data() + f->size(), v);
+  // The negated comparison also rejects NaN.
+  if (ec != std::errc() || ptr != f->data() + f->size() || !(v > 0 && v <= 1)) return std::nullopt;
+  return v;
+}
+
+ModuleMap::ModuleMap(std::span<const Module> modules) {
+  // Sweep over the range boundaries: between two consecutive boundaries the set of covering
+  // modules is constant, and its smallest index is the answer.
+  struct Event {
+    uint64_t at;
+    bool open;
+    int64_t module;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * modules.size());
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if (modules[i].lo >= modules[i].hi) continue;
+    events.push_back({modules[i].lo, true, int64_t(i)});
+    events.push_back({modules[i].hi, false, int64_t(i)});
+  }
+  std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) { return a.at < b.at; });
+  std::set<int64_t> active;
+  for (size_t e = 0; e < events.size();) {
+    const uint64_t at = events[e].at;
+    for (; e < events.size() && events[e].at == at; ++e) {
+      if (events[e].open) active.insert(events[e].module);
+      else active.erase(events[e].module);
+    }
+    const int64_t owner = active.empty() ? -1 : *active.begin();
+    if (owner_.empty() || owner_.back() != owner) {
+      starts_.push_back(at);
+      owner_.push_back(owner);
+    }
+  }
+}
+
+int64_t ModuleMap::find(uint64_t address) const {
+  auto it = std::upper_bound(starts_.begin(), starts_.end(), address);
+  if (it == starts_.begin()) return -1;
+  return owner_[size_t(it - starts_.begin()) - 1];
 }
 
 std::string_view to_string(KeyKind k) { return k == KeyKind::site ? "site" : "routine"; }

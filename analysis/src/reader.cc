@@ -110,6 +110,8 @@ class MetaReader {
     }
     m.calls = number("calls");
     m.dropped = number("dropped");
+    m.lost = optional_number("lost");
+    m.unmatched_exits = optional_number("unmatched_exits");
     m.max_depth = number("max_depth");
     m.tree_bytes = number("tree_bytes");
     m.nodes_peak = number("nodes_peak");
@@ -156,6 +158,7 @@ class MetaReader {
     if (!parse_u64(v, n)) bad(key, v);
     return n;
   }
+  uint64_t optional_number(const char *key) { return entries_.count(key) ? number(key) : 0; }
   [[noreturn]] void bad(const char *key, const std::string &value) {
     std::string shown = value.size() > 40 ? value.substr(0, 40) + "..." : value;
     fail(file_, std::string("META: invalid value '") + shown + "' for key '" + key + "'");

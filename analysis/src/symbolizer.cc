@@ -263,16 +263,16 @@ Symbolizer::Symbolizer(std::vector<Module> modules, std::shared_ptr<DebugInfoCac
       cache_(cache ? std::move(cache) : std::make_shared<DebugInfoCache>()),
       warn_(warn ? std::move(warn) : [](const std::string &msg) { std::cerr << "hcct: warning: " << msg << "\n"; }) {
   states_.resize(modules_.size());
+  module_map_ = ModuleMap(modules_);
 }
 
 Symbolizer::~Symbolizer() = default;
 
 const Module *Symbolizer::module_of(uint64_t address) const {
   // Recorded order decides between overlapping ranges (a dlclose'd module and a later one at the
-  // same addresses): the format cannot tell which one an address came from. Maps are small.
-  for (const Module &m : modules_)
-    if (m.contains(address)) return &m;
-  return nullptr;
+  // same addresses): the format cannot tell which one an address came from.
+  int64_t i = module_map_.find(address);
+  return i < 0 ? nullptr : &modules_[size_t(i)];
 }
 
 namespace {

@@ -25,7 +25,7 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
                     const std::function<void(uint64_t)> &progress) {
   const ThreadMeta &meta = source.meta();
   WalkStats stats;
-  stats.threshold = hot_threshold(filter.min_share, meta.calls);
+  stats.threshold = hot_threshold(filter.min_share, meta.all_calls());  // shares are of every call, lost ones too
   const bool hcct = meta.mode == Mode::hcct;
   const uint32_t cut = filter.max_depth;
 
@@ -105,6 +105,10 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
     fs.in_focus = pst.in_focus || (filter.focus && filter.focus(n.routine));
     const bool countable = !hcct || n.monitored();
     w.selected = !fs.ignored && fs.in_focus && countable && n.count >= stats.threshold;
+    if (!fs.ignored && fs.in_focus && countable && !w.selected) {
+      ++stats.below_threshold;
+      stats.below_threshold_count += n.count;
+    }
     w.count = w.selected ? n.count : 0;
     w.total = w.count;
     stack.push_back(w);

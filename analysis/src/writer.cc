@@ -91,6 +91,8 @@ std::vector<std::pair<std::string, std::string>> meta_entries(const ThreadMeta &
   }
   num("calls", m.calls);
   num("dropped", m.dropped);
+  num("lost", m.lost);
+  num("unmatched_exits", m.unmatched_exits);
   num("max_depth", m.max_depth);
   num("tree_bytes", m.tree_bytes);
   num("nodes_peak", m.nodes_peak);

@@ -1,5 +1,7 @@
 // Writes a synthetic calling-context tree of a given size, for the analysis benchmarks
 // (bench/suites/analysis.py): hcct_synth OUT_DIR NODES [cct|hcct] [SEED]
+// or two processes of a program with many modules, for the merge benchmark:
+// hcct_synth OUT_DIR MODULES modules (below, write_many_modules).
 //
 // The tree has the shape of real CCTs: a random walk over depth (mean about 9, at most 64), 5,000
 // functions each calling one of 8 of its own (a call graph of at most 40,000 arcs under a tree of
@@ -17,7 +19,43 @@
 
 using namespace hcct::analysis;
 
+// Processes 4242 and 4243 of one program with `modules` shared objects of 64 KiB each (the second
+// process loads them 1 TiB higher, as ASLR would), one context per module: what `hcct merge` must
+// line up module by module. cct mode, N = modules per process.
+int write_many_modules(const std::filesystem::path &dir, uint64_t modules) {
+  std::filesystem::create_directories(dir);
+  for (uint64_t pid : {4242, 4243}) {
+    const uint64_t base = 0x7e0000000000 + (pid - 4242) * (uint64_t(1) << 40);
+    ThreadProfile p;
+    p.meta.runtime = "hcct-synth 1";
+    p.meta.pid = pid;
+    p.meta.ppid = 1;
+    p.meta.tid = pid;
+    p.meta.mode = Mode::cct;
+    p.meta.exe = "/nonexistent/synth";
+    p.meta.cmdline = {"synth", std::to_string(modules), "modules"};
+    p.nodes.emplace_back();
+    for (uint64_t k = 0; k < modules; ++k) {
+      const uint64_t lo = base + (k << 16);
+      p.modules.push_back({lo, lo, lo + 0x10000, "/nonexistent/lib" + std::to_string(k) + ".so",
+                           {uint8_t(k), uint8_t(k >> 8), uint8_t(k >> 16)}});
+      Node v;
+      v.routine = lo + 0x100;
+      v.call_site = 0;
+      v.count = 1;
+      p.nodes.push_back(v);
+    }
+    p.meta.calls = modules;
+    p.meta.max_depth = 1;
+    p.meta.nodes_peak = modules + 1;
+    write_profile(dir / profile_file_name(pid, 0), p);
+  }
+  std::printf("%s: 2 processes of %llu modules\n", dir.c_str(), (unsigned long long)modules);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 3 && std::string(argv[3]) == "modules") return write_many_modules(argv[1], std::strtoull(argv[2], nullptr, 10));
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s OUT_DIR NODES [cct|hcct] [SEED]\n", argv[0]);
     return 1;

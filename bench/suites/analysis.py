@@ -36,4 +36,27 @@ def suite_exports(build, small=False):
     return f"analysis ({nodes:,}-node synthetic CCT)", configs, ["info"]
 
 
-SUITES = {"analysis": suite_exports}
+def suite_merge(build, small=False):
+    """hcct merge of two processes of a program with 10^5 modules (issue 14: it was O(modules^2)).
+
+    Baseline: 'info' on the same directory (reads and validates both files)."""
+    modules = 10_000 if small else 100_000
+    data = os.path.join(tempfile.gettempdir(), f"hcct-bench-modules-{modules}")
+    if not os.path.exists(os.path.join(data, "4243.0.hcct")):
+        synth = os.path.join(build, "tests", "analysis", "hcct_synth")
+        if not os.path.exists(synth):
+            sys.exit(f"bench: {synth} missing (build the tests: it is the generator)")
+        subprocess.run([synth, data, str(modules), "modules"], check=True, stdout=subprocess.DEVNULL)
+    hcct = os.path.join(build, "tools", "hcct", "hcct")
+    out = os.path.join(tempfile.gettempdir(), f"hcct-bench-merged-{modules}")
+    configs = [
+        Config("info", [hcct, "info", data]),
+        # merge refuses a directory that holds profiles: start from an empty one every round.
+        Config("merge", ["/bin/sh", "-c", f'rm -rf "{out}" && exec "{hcct}" merge "{data}" -o "{out}"']),
+        Config("merge --per-process", ["/bin/sh", "-c", f'rm -rf "{out}" && exec "{hcct}" merge "{data}" --per-process -o "{out}"']),
+        Config("report --no-symbols", [hcct, "report", data, "--no-symbols"]),
+    ]
+    return f"merge ({modules:,} modules in each of 2 processes)", configs, ["info"]
+
+
+SUITES = {"analysis": suite_exports, "merge": suite_merge}

@@ -244,3 +244,139 @@ TEST_CASE("merging across processes normalises addresses to module offsets", "[m
   std::vector<const ThreadProfile *> two{&a, &b};
   CHECK_THROWS_AS(merge_threads(std::span<const ThreadProfile *const>(two)), std::invalid_argument);
 }
+
+namespace {
+
+// A profile of `n` modules of 64 KiB each, side by side from `base`, with one context per module
+// (module k's function called from the root) counted k + 1 times.
+ThreadProfile many_modules(size_t n, uint64_t base, uint64_t pid) {
+  std::mt19937_64 rng(1);
+  ThreadProfile p = hcct::test::make_profile({Node{}}, Mode::cct, rng, pid, 0);
+  p.modules.clear();
+  p.meta.calls = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const uint64_t lo = base + (uint64_t(k) << 16);
+    p.modules.push_back({lo, lo, lo + 0x10000, "/lib/m" + std::to_string(k) + ".so", {uint8_t(k), uint8_t(k >> 8)}});
+    p.nodes.push_back({lo + 0x100, 0, k + 1, 0, 0});
+    p.meta.calls += k + 1;
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("merging runs of many modules lines every module up with its first occurrence", "[merge][aslr]") {
+  // Two runs of a program with 20,000 libraries, the second loaded elsewhere and in reverse order;
+  // a third run whose libraries sit where the first run's are but are other files (other build-ids).
+  constexpr size_t kModules = 20000;
+  ThreadProfile a = many_modules(kModules, 0x7f0000000000, 100);
+  ThreadProfile b = many_modules(kModules, 0x7e0000000000, 200);
+  std::reverse(b.modules.begin(), b.modules.end());
+  ThreadProfile c = many_modules(kModules, 0x7f0000000000, 300);
+  for (Module &m : c.modules) m.build_id.push_back(0xcc);
+  std::vector<const ThreadProfile *> in{&a, &b, &c};
+  ThreadProfile m = merge_profiles(in);
+  REQUIRE(m.modules.size() == 2 * kModules);  // a's (b's are the same objects), then c's, moved
+  for (size_t k = 0; k < kModules; ++k) CHECK((m.modules[k] == a.modules[k]));
+  uint64_t a_top = a.modules.back().hi;
+  for (size_t k = kModules; k < m.modules.size(); ++k) {
+    REQUIRE(m.modules[k].lo >= a_top);  // c's libraries collide with a's: placed above everything
+    CHECK(m.modules[k].lo - m.modules[k].bias == c.modules[k - kModules].lo - c.modules[k - kModules].bias);
+  }
+  // a's and b's contexts add up at a's addresses; c's stay apart in its moved modules.
+  REQUIRE(m.nodes.size() == 1 + 2 * kModules);
+  std::map<uint64_t, uint64_t> count_at;
+  for (size_t i = 1; i < m.nodes.size(); ++i) count_at[m.nodes[i].routine] += m.nodes[i].count;
+  for (size_t k = 0; k < kModules; ++k) CHECK(count_at[a.modules[k].lo + 0x100] == 2 * (k + 1));
+  CHECK(m.meta.calls == a.meta.calls + b.meta.calls + c.meta.calls);
+  ThreadProfile back = parse_profile(encode_profile(m), "merged");
+  CHECK(back.nodes == m.nodes);
+}
+
+TEST_CASE("ModuleMap finds the first module in recorded order, overlaps included", "[merge]") {
+  std::vector<Module> mods{{0, 0x1000, 0x3000, "a", {}}, {0, 0x2000, 0x5000, "b", {}}, {0, 0x4000, 0x4000, "empty", {}},
+                           {0, 0x0800, 0x6000, "c", {}}, {0, 0x9000, 0xa000, "d", {}}};
+  ModuleMap map(mods);
+  // Brute force over every address near a boundary.
+  for (uint64_t addr = 0; addr < 0xb000; addr += 0x80) {
+    int64_t want = -1;
+    for (size_t i = 0; i < mods.size() && want < 0; ++i)
+      if (mods[i].contains(addr)) want = int64_t(i);
+    INFO(addr);
+    CHECK(map.find(addr) == want);
+  }
+  CHECK(ModuleMap().find(0x1000) == -1);
+}
+
+TEST_CASE("merged META: every key by its own rule", "[merge]") {
+  std::mt19937_64 rng(3);
+  ThreadProfile a = hcct::test::make_profile(hcct::test::random_tree(rng, 50, 6, 2), Mode::cct, rng, 100, 0);
+  ThreadProfile b = hcct::test::make_profile(hcct::test::random_tree(rng, 50, 6, 2), Mode::cct, rng, 100, 1);
+  a.meta.lost = 10;
+  b.meta.lost = 5;
+  a.meta.unmatched_exits = 1;
+  b.meta.unmatched_exits = 2;
+  a.meta.start_ns = 1000, a.meta.end_ns = 3000;
+  b.meta.start_ns = 2000, b.meta.end_ns = 2500;
+  a.meta.extra = {{"same", "x"}, {"differs", "1"}, {"bursts", "3"}};
+  b.meta.extra = {{"same", "x"}, {"differs", "2"}, {"bursts", "4"}};
+  b.meta.cmdline = {"other", "command"};
+  std::vector<const ThreadProfile *> in{&a, &b};
+  ThreadProfile m = merge_threads(std::span<const ThreadProfile *const>(in));
+  CHECK(m.meta.lost == 15);
+  CHECK(m.meta.unmatched_exits == 3);
+  CHECK(m.meta.all_calls() == a.meta.all_calls() + b.meta.all_calls());
+  CHECK(m.meta.start_ns == 1000);
+  CHECK(m.meta.end_ns == 3000);
+  CHECK(*m.meta.find_extra("thread_time_ns") == "2500");  // 2000 + 500, not the 2000 span
+  CHECK(*m.meta.find_extra("same") == "x");
+  CHECK(m.meta.find_extra("differs") == nullptr);
+  CHECK(*m.meta.find_extra("merged_dropped_keys") == "differs");
+  CHECK(*m.meta.find_extra("bursts") == "7");
+  CHECK(m.meta.cmdline == a.meta.cmdline);
+  const std::string *commands = m.meta.find_extra("merged_commands");
+  REQUIRE(commands);
+  CHECK(std::count(commands->begin(), commands->end(), '\x1e') == 1);
+  CHECK_THAT(*commands, Catch::Contains("other\x1f" "command"));
+  // Readable, and a second merge keeps the sums.
+  ThreadProfile back = parse_profile(encode_profile(m), "merged");
+  CHECK(back.meta.lost == 15);
+  std::vector<const ThreadProfile *> again{&back, &a};
+  ThreadProfile m2 = merge_profiles(again);
+  CHECK(*m2.meta.find_extra("thread_time_ns") == "4500");
+}
+
+TEST_CASE("merged bursting threads are scaled each by its own sampled fraction", "[merge]") {
+  std::mt19937_64 rng(4);
+  for (Mode mode : {Mode::cct, Mode::hcct}) {
+    ThreadProfile a = hcct::test::make_profile(hcct::test::random_tree(rng, 80, 6, 2), mode, rng, 100, 0);
+    ThreadProfile b = hcct::test::make_profile(hcct::test::random_tree(rng, 80, 6, 2), mode, rng, 100, 1);
+    a.meta.extra = {{"sampled_fraction", "0.5"}, {"sampled_fraction_basis", "events"}};
+    b.meta.extra = {{"sampled_fraction", "0.125"}, {"sampled_fraction_basis", "time"}};
+    b.meta.lost = 3;
+    std::vector<const ThreadProfile *> in{&a, &b};
+    ThreadProfile m = merge_threads(std::span<const ThreadProfile *const>(in));
+    CHECK(m.meta.find_extra("sampled_fraction") == nullptr);
+    CHECK(*m.meta.find_extra("burst_scaled") == "1");
+    CHECK(*m.meta.find_extra("sampled_fraction_basis") == "time");
+    CHECK(m.meta.lost == 24);
+    std::map<Path, Agg> want;
+    ThreadProfile sa = a, sb = b;
+    for (Node &n : sa.nodes) n.count *= 2;
+    for (Node &n : sb.nodes) n.count *= 8;
+    add_paths(sa, want);
+    add_paths(sb, want);
+    std::map<Path, Agg> got;
+    add_paths(m, got);
+    REQUIRE(got.size() == want.size());
+    for (const auto &[path, agg] : want) CHECK(got[path].count == agg.count);
+    // Valid: in cct mode the scaled counts still sum to calls exactly.
+    ThreadProfile back = parse_profile(encode_profile(m), "merged");
+    CHECK(back.meta.calls == m.meta.calls);
+    // Equal fractions need no scaling: the counts stay sampled and the fraction is kept.
+    b.meta.extra = a.meta.extra;
+    ThreadProfile same = merge_threads(std::span<const ThreadProfile *const>(in));
+    CHECK(*same.meta.find_extra("sampled_fraction") == "0.5");
+    CHECK(same.meta.find_extra("burst_scaled") == nullptr);
+  }
+}

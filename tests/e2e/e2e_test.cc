@@ -85,7 +85,7 @@ TEST_CASE("exact CCT of the C example equals the closed form", "[e2e][cct]") {
     auto set = ha::read_profiles(p.dir);
     const auto &t = only_thread(set);
     CHECK(named_counts(t) == calls_expected(18, 5000));
-    CHECK(*t.meta.find_extra("unmatched_exits") == "0");
+    CHECK(t.meta.unmatched_exits == 0);  // a typed META field since the tools know it
     CHECK(t.meta.calls == 2 + 3 * 5000 + 2 * 4181 - 1);  // main, work, 3R leaves, fib(18) calls
   }
 }
@@ -114,7 +114,7 @@ TEST_CASE("exact CCT of the threaded C++ example equals the closed form", "[e2e]
   for (const auto &t : set.processes[0].threads) {
     auto got = projected_counts(t, keep);
     // Every exit found its frame, including exits gcc tail-calls from void functions' epilogues.
-    CHECK(*t.meta.find_extra("unmatched_exits") == "0");
+    CHECK(t.meta.unmatched_exits == 0);  // a typed META field since the tools know it
     if (t.meta.thread_seq == 0) CHECK(got.empty());
     else CHECK(got == want);
   }
@@ -384,7 +384,7 @@ TEST_CASE("robustness: an instrumented signal handler, on the thread's stack and
     // and in_handler's enter and exit); every other invocation is counted.
     CHECK(counted + t.meta.dropped / 4 == uint64_t(handled));
     CHECK(t.meta.dropped % 4 == 0);
-    if (std::string(mode) == "cct") CHECK(*t.meta.find_extra("unmatched_exits") == "0");
+    if (std::string(mode) == "cct") CHECK(t.meta.unmatched_exits == 0);  // a typed META field since the tools know it
   }
 }
 
@@ -430,7 +430,7 @@ TEST_CASE("robustness: coroutines on local-array, heap, static and mmap'd stacks
         auto set = ha::read_profiles(p.dir);
         const auto &t = only_thread(set);
         CHECK(projected_counts(t, keep) == want);
-        CHECK(*t.meta.find_extra("unmatched_exits") == "0");
+        CHECK(t.meta.unmatched_exits == 0);
       }
     }
   }

@@ -10,11 +10,6 @@ namespace {
 
 const std::string kE2e = E2E_DIR;
 
-uint64_t meta_number(const ha::ThreadProfile &t, const char *key) {
-  const std::string *v = t.meta.find_extra(key);
-  return v ? std::stoull(*v) : 0;
-}
-
 }  // namespace
 
 TEST_CASE("split functions (.part, .cold): the analytic CCT, no unmatched exit", "[e2e][exact]") {
@@ -28,7 +23,7 @@ TEST_CASE("split functions (.part, .cold): the analytic CCT, no unmatched exit",
     auto set = ha::read_profiles(p.dir);
     REQUIRE(set.processes.size() == 1);
     const auto &t = set.processes[0].threads[0];
-    CHECK(meta_number(t, "unmatched_exits") == 0);
+    CHECK(t.meta.unmatched_exits == 0);
     CHECK(t.meta.max_depth <= 3);
     // heavy is called from three sites in concat's loop: counts per context, sites merged.
     auto counts = projected_counts(t, {"main", "concat", "heavy", "check_size", "complain"});

@@ -16,6 +16,7 @@
 // nlohmann rejects them).
 #include "../../libhcct/oracle.cc"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -130,9 +131,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (std::memchr(data, 0, size)) return 0;
   // Top-level "loops" members: the oracle refuses a second one (which a JSON reader would pick
   // silently), so a document with two is outside the "accepted" direction of the comparison.
+  // Any other repeated member name (`"version": 0, ..., "version": 1`) is ambiguous too: JSON
+  // leaves the choice open (nlohmann takes the last, the oracle the first), so such a document is
+  // outside the comparison unless the oracle refuses it.
   int loops_members = 0;
+  bool repeated_name = false;
+  std::vector<std::vector<std::string>> names;  // member names of each open object
   auto count_loops = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json &parsed) {
-    if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed == "loops") ++loops_members;
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) names.emplace_back();
+    if (event == Event::object_end && !names.empty()) names.pop_back();
+    if (event == Event::key) {
+      if (depth == 1 && parsed == "loops") ++loops_members;
+      if (!names.empty() && parsed.is_string()) {
+        auto &open = names.back();
+        const std::string &name = parsed.get_ref<const std::string &>();
+        if (std::find(open.begin(), open.end(), name) != open.end()) repeated_name = true;
+        open.push_back(name);
+      }
+    }
     return true;
   };
   nlohmann::json doc = nlohmann::json::parse(text, text + size, count_loops, /*allow_exceptions=*/false);
@@ -146,6 +163,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     require(!accepted, "a second \"loops\" is refused");
     return 0;
   }
+  if (repeated_name && !accepted) return 0;
   if (accepted) {
     require(expected.has_value(), "what the oracle accepts is a guidance document");
     require(taken == *expected, "the oracle takes the document's thresholds");

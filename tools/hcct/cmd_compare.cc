@@ -124,14 +124,17 @@ std::string pct_value(double percent_value) {
 }
 
 std::string label(const ThreadProfile &t) {
-  return (t.source.empty() ? std::string("(merged)") : t.source) + " (" + std::string(analysis::to_string(t.meta.mode)) +
-         ", N = " + with_commas(t.meta.calls) + ")";
+  return escape_text(t.source.empty() ? std::string("(merged)") : t.source) + " (" + std::string(analysis::to_string(t.meta.mode)) +
+         ", " + calls_summary(t.meta) + ")";
 }
 
 void print_text(const ThreadProfile &test, const ThreadProfile &ref, const analysis::Alignment &a,
                 const analysis::Metrics &m) {
   std::ostringstream o;
   o << "# test:      " << label(test) << "\n# reference: " << label(ref) << "\n";
+  for (const ThreadProfile *t : {&test, &ref})
+    for (const std::string &w : loss_warnings(t->meta))
+      o << "# warning: " << (t == &test ? "test" : "reference") << ": " << w << "\n";
   if (ref.meta.mode != analysis::Mode::cct)
     o << "# note: the reference is not an exact CCT (mode " << analysis::to_string(ref.meta.mode)
       << "); its counts are taken as the true ones\n";
@@ -176,6 +179,8 @@ json metrics_json(const ThreadProfile &test, const ThreadProfile &ref, const ana
                 {"thread", t.meta.find_extra("merged_threads") ? json() : json(t.meta.thread_seq)},
                 {"mode", analysis::to_string(t.meta.mode)},
                 {"calls", t.meta.calls},
+                {"lost", t.meta.lost},
+                {"unmatched_exits", t.meta.unmatched_exits},
                 {"nodes", t.nodes.size() - 1}};
   };
   json cov = json::array();
@@ -240,13 +245,14 @@ int run_compare(const CompareOptions &o) {
   for (size_t i = 0; i < test.processes.size(); ++i) {
     auto &tp = test.processes[i].second;
     auto &rp = ref.processes[i].second;
+    std::unordered_map<uint64_t, const ThreadProfile *> ref_thread;  // by thread_seq: no scan per thread
+    for (const ThreadProfile &c : rp) ref_thread[c.meta.thread_seq] = &c;
     for (const ThreadProfile &t : tp) {
-      const ThreadProfile *r = nullptr;
-      for (const ThreadProfile &c : rp)
-        if (c.meta.thread_seq == t.meta.thread_seq) r = &c;
+      auto found = ref_thread.find(t.meta.thread_seq);
+      const ThreadProfile *r = found == ref_thread.end() ? nullptr : found->second;
       if (!r && tp.size() == 1 && rp.size() == 1) r = &rp[0];
       if (!r) {
-        std::cerr << "hcct: warning: " << t.source << ": no thread " << t.meta.thread_seq << " in the reference; skipped\n";
+        warn_always(t.source + ": no thread " + std::to_string(t.meta.thread_seq) + " in the reference; skipped");
         continue;
       }
       if (t.meta.key != r->meta.key)

@@ -41,11 +41,12 @@ void dump_text(analysis::ProfileStream &t, Names &names) {
   ThreadProfile label_of;
   label_of.meta = m;
   Progress progress("reading " + t.source());
-  std::cout << "# " << t.source() << ": " << thread_label(label_of) << "\n"
-            << "# mode " << analysis::to_string(m.mode) << ", key " << analysis::to_string(m.key) << ", N = "
-            << with_commas(m.calls) << " calls, " << with_commas(t.node_count()) << " nodes"
-            << (m.mode == analysis::Mode::hcct ? ", min_count " + with_commas(m.min_count) : std::string()) << "\n"
-            << "#    index     parent        count  flags  context\n";
+  std::cout << "# " << escape_text(t.source() + ": " + thread_label(label_of)) << "\n"
+            << "# mode " << analysis::to_string(m.mode) << ", key " << analysis::to_string(m.key) << ", "
+            << calls_summary(m) << ", " << with_commas(t.node_count()) << " nodes"
+            << (m.mode == analysis::Mode::hcct ? ", min_count " + with_commas(m.min_count) : std::string()) << "\n";
+  for (const std::string &w : loss_warnings(m)) std::cout << "# warning: " << w << "\n";
+  std::cout << "#    index     parent        count  flags  context\n";
   Depths depths;
   std::string line;
   char head[96];
@@ -60,9 +61,10 @@ void dump_text(analysis::ProfileStream &t, Names &names) {
     if (i == analysis::kRoot) {
       line += "(thread start)";
     } else {
-      line.append(2 * size_t(depth - 1), ' ');
-      line += describe_routine(names.routine(n.routine));
-      if (n.call_site) line += "  @ " + describe_call_site(names.call_site(n.call_site));
+      line += indentation(depth);
+      std::string context = describe_routine(names.routine(n.routine));
+      if (n.call_site) context += "  @ " + describe_call_site(names.call_site(n.call_site));
+      line += escape_text(context);
     }
     line += '\n';
     std::cout << line;
@@ -80,7 +82,9 @@ void dump_json(analysis::ProfileStream &t, Names &names, bool first) {
                {"tid", m.tid},
                {"mode", analysis::to_string(m.mode)},
                {"key", analysis::to_string(m.key)},
-               {"calls", m.calls}};
+               {"calls", m.calls},
+               {"lost", m.lost},
+               {"unmatched_exits", m.unmatched_exits}};
   std::string s = head.dump(-1, ' ', false, json::error_handler_t::replace);
   s.pop_back();  // reopen the object to append the node array
   std::cout << (first ? "\n" : ",\n") << s << ",\"nodes\":[";

@@ -31,8 +31,18 @@ int run_export(const ExportOptions &o) {
   OutputFile output(o.out);
   std::ostream &out = output.stream();
   std::unique_ptr<Exporter> exporter = make_exporter(o.format, out);
+  // Folded stacks and pprof samples write each context's whole stack: without a cap a deep
+  // recursion makes output quadratic in its depth. The default cap charges deeper contexts to
+  // their ancestor at the cap (totals kept) and says so.
+  FilterOptions filters = o.filter;
+  const bool whole_stacks = o.format == "folded" || o.format == "pprof";
+  const bool default_cap = whole_stacks && !filters.depth;
+  if (default_cap) filters.depth = kDefaultStackFrames;
+  const bool default_share = whole_stacks && !filters.min_share;
+  if (!filters.min_share) filters.min_share = whole_stacks ? kDefaultStackMinShare : 0.0;
+  const double min_share = *filters.min_share;
   for_each_tree(o.in, o.merge, [&](TreeInput &t) {
-    analysis::TreeFilter filter = make_tree_filter(o.filter, *t.names, o.filter.min_share);
+    analysis::TreeFilter filter = make_tree_filter(filters, *t.names, min_share);
     TreeInfo info;
     info.source = t.source;
     info.meta = t.meta;
@@ -42,13 +52,30 @@ int run_export(const ExportOptions &o) {
     info.merged = t.merged;
     info.names = t.names;
     info.symbolized = !o.in.no_symbols;
-    info.min_share = o.filter.min_share;
-    info.threshold = analysis::hot_threshold(o.filter.min_share, t.meta->calls);
+    info.min_share = min_share;
+    info.threshold = analysis::hot_threshold(min_share, t.meta->all_calls());
     exporter->begin_tree(info);
+    uint64_t charged = 0;  // counts of contexts deeper than the cap, charged to an ancestor
     analysis::WalkStats stats = analysis::walk_tree(
-        *t.nodes, filter, [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) { exporter->node(w, path); },
+        *t.nodes, filter,
+        [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
+          if (w.truncated) charged += w.count - (w.selected ? w.node.count : 0);
+          exporter->node(w, path);
+        },
         t.progress);
     exporter->end_tree(stats);
+    // Folded stacks have no place for them; the other formats carry them too (docs/EXPORTS.md).
+    const std::string tree_name = t.source.empty() ? "pid " + std::to_string(t.meta->pid) + " (merged)" : t.source;
+    for (const std::string &w : loss_warnings(*t.meta)) warn_always(tree_name + ": " + w);
+    if (default_cap && charged)
+      note(tree_name + ": " +
+           with_commas(charged) + " calls (" + percent(charged, t.meta->calls) + " of N) in contexts deeper than " +
+           std::to_string(kDefaultStackFrames) + " frames are charged to their ancestor at depth " +
+           std::to_string(kDefaultStackFrames) + "; --depth 0 keeps every frame");
+    if (default_share && stats.below_threshold)
+      note(tree_name + ": " + with_commas(stats.below_threshold) + " contexts below 1e-6 of all calls (" +
+           with_commas(stats.below_threshold_count) + " calls, " + percent(stats.below_threshold_count, t.meta->all_calls()) +
+           ") are left out; --min-share 0 keeps everything");
   });
   exporter->finish();
   output.commit();

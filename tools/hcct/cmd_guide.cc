@@ -3,6 +3,7 @@
 // inserter reads it) and prints a readable report: per hot loop its iterations and entries, the
 // iterations per entry, its dominant paths and their run lengths, the calling contexts reached
 // from its body (when the run also recorded a CCT), and recommendations with their evidence.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -161,13 +162,17 @@ int run_guide(const GuideOptions &o) {
                     " was recorded with (HCCT_OPTIONS=k=" + std::to_string(*o.k) + " records it)");
   an::PathMetadata meta;
   std::set<std::string> seen;
+  std::set<std::string> unreadable;  // not regular files: warned about here, once
   for (const auto &t : threads)
     for (const an::Module &m : t.profile.modules) {
       if (!seen.insert(m.path).second) continue;
       try {
         meta.add_elf(m.path);
+      } catch (const an::IoError &e) {  // a FIFO or device: never opened for reading
+        unreadable.insert(m.path);
+        warn_always(e.what());
       } catch (const an::FormatError &e) {
-        std::cerr << "hcct: warning: " << e.what() << "\n";
+        warn_always(e.what());
       }
     }
   an::GuideOptions go;
@@ -179,7 +184,12 @@ int run_guide(const GuideOptions &o) {
   } catch (const std::invalid_argument &e) {
     throw UserError(std::string("guide: ") + e.what());
   }
-  for (const std::string &w : g.warnings) std::cerr << "hcct: warning: " << w << "\n";
+  for (const std::string &w : g.warnings) {
+    // The symbolizer would name an unreadable module a second time.
+    bool repeat = std::any_of(unreadable.begin(), unreadable.end(),
+                              [&](const std::string &path) { return w.starts_with("cannot read " + path + " ("); });
+    if (!repeat) warn_always(w);
+  }
   json j = to_json(g, o.dirs);
   OutputFile out(o.output);
   out.stream() << j.dump(1) << "\n";

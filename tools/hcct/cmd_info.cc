@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include <map>
+#include <unordered_set>
 
 #include "common.h"
 #include "hcct/analysis/reader.h"
@@ -88,6 +89,8 @@ json thread_json(const ThreadProfile &t) {
             {"min_count", m.mode == analysis::Mode::hcct ? json(m.min_count) : json()},
             {"calls", m.calls},
             {"dropped", m.dropped},
+            {"lost", m.lost},
+            {"unmatched_exits", m.unmatched_exits},
             {"nodes", s.nodes},
             {"monitored", s.monitored},
             {"tree_depth", s.depth},
@@ -116,18 +119,27 @@ void print_text(const Selection &s, const InfoOptions &o) {
   const ThreadProfile &first = *s.threads.front();
   const analysis::ThreadMeta &pm = first.meta;
   std::string out;
-  out += "process " + std::to_string(s.process->pid) + " (parent " + std::to_string(pm.ppid) + "): " + pm.exe + "\n";
-  out += "  command: " + shell_join(pm.cmdline) + "\n";
-  out += "  runtime: " + pm.runtime + "\n";
+  // META values and paths are bytes from the file, escaped where they are inserted: a newline or
+  // an escape sequence in them must not forge lines or reach the terminal.
+  out += "process " + std::to_string(s.process->pid) + " (parent " + std::to_string(pm.ppid) + "): " + escape_text(pm.exe) + "\n";
+  out += "  command: " + escape_text(shell_join(pm.cmdline)) + "\n";
+  out += "  runtime: " + escape_text(pm.runtime) + "\n";
   // Each file has its own map (taken when it was written); list the union.
   std::vector<const Module *> mods;
+  struct SameModule {  // hash and equality of the module a pointer points to
+    size_t operator()(const Module *m) const {
+      return std::hash<std::string>()(m->path) ^ (m->lo * 0x9e3779b97f4a7c15ull) ^ (m->hi * 0xbf58476d1ce4e5b9ull);
+    }
+    bool operator()(const Module *a, const Module *b) const { return *a == *b; }
+  };
+  std::unordered_set<const Module *, SameModule, SameModule> seen;
   for (const ThreadProfile *t : s.threads)
     for (const Module &m : t->modules)
-      if (std::none_of(mods.begin(), mods.end(), [&](const Module *x) { return *x == m; })) mods.push_back(&m);
+      if (seen.insert(&m).second) mods.push_back(&m);
   out += "  modules: " + std::to_string(mods.size()) + (o.modules ? "" : " (list them with --modules)") + "\n";
   if (o.modules) {
     for (const Module *m : mods) {
-      out += "    " + hex(m->lo) + "-" + hex(m->hi) + " bias " + hex(m->bias) + "  " + m->path;
+      out += "    " + hex(m->lo) + "-" + hex(m->hi) + " bias " + hex(m->bias) + "  " + escape_text(m->path);
       if (!m->build_id.empty()) out += "  build-id " + build_id_hex(m->build_id);
       out += "\n";
     }
@@ -136,7 +148,7 @@ void print_text(const Selection &s, const InfoOptions &o) {
     const analysis::ThreadMeta &m = t->meta;
     Stats st = stats_of(*t);
     out += "  thread " + std::to_string(m.thread_seq) + " (tid " + std::to_string(m.tid) + "): " +
-           std::string(analysis::to_string(m.status)) + ", " + seconds(m.start_ns, m.end_ns) + ", file " + t->source + "\n";
+           std::string(analysis::to_string(m.status)) + ", " + seconds(m.start_ns, m.end_ns) + ", file " + escape_text(t->source) + "\n";
     out += "    mode " + std::string(analysis::to_string(m.mode)) + ", key " + std::string(analysis::to_string(m.key));
     if (m.mode == analysis::Mode::hcct) {
       char eps[32];
@@ -145,13 +157,15 @@ void print_text(const Selection &s, const InfoOptions &o) {
              with_commas(m.min_count) + ")";
     }
     out += "\n";
-    out += "    calls (N) " + with_commas(m.calls) + ", dropped " + with_commas(m.dropped) + "\n";
+    out += "    calls (N) " + with_commas(m.calls) + ", lost " + with_commas(m.lost) + ", dropped " +
+           with_commas(m.dropped) + ", unmatched exits " + with_commas(m.unmatched_exits) + "\n";
+    for (const std::string &w : loss_warnings(m)) out += "    warning: " + w + "\n";
     out += "    nodes " + with_commas(st.nodes);
     if (m.mode == analysis::Mode::hcct) out += " (" + with_commas(st.monitored) + " monitored)";
     out += ", tree depth " + with_commas(st.depth) + ", max stack depth " + with_commas(m.max_depth) + "\n";
     out += "    memory: tree " + human_bytes(m.tree_bytes) + " at peak, " + with_commas(m.nodes_peak) +
            " nodes at peak\n";
-    for (const auto &[k, v] : m.extra) out += "    " + k + " = " + v + "\n";
+    for (const auto &[k, v] : m.extra) out += "    " + escape_text(k) + " = " + escape_text(v) + "\n";
   }
   std::cout << out << "\n";
 }

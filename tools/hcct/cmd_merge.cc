@@ -78,8 +78,9 @@ int run_merge(const MergeOptions &o) {
     const std::string *list = m.meta.find_extra("merged_from");
     if (!list) list = m.meta.find_extra("merged_threads");
     threads += list ? uint64_t(std::count(list->begin(), list->end(), ',') + 1) : 1;
-    std::cerr << "hcct: wrote " << file.string() << " (" << analysis::to_string(m.meta.mode) << ", N = "
-              << with_commas(m.meta.calls) << ", " << with_commas(m.nodes.size() - 1) << " nodes)\n";
+    std::cerr << "hcct: wrote " << escape_text(file.string()) << " (" << analysis::to_string(m.meta.mode) << ", "
+              << calls_summary(m.meta) << ", " << with_commas(m.nodes.size() - 1) << " nodes)\n";
+    for (const std::string &w : loss_warnings(m.meta)) warn_always(file.string() + ": " + w);
   }
   std::cerr << "hcct: merged " << threads << " thread" << (threads == 1 ? "" : "s") << " of " << processes
             << " process" << (processes == 1 ? "" : "es") << " into " << merged.size() << " file"

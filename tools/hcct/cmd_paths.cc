@@ -357,20 +357,19 @@ int run_paths(const PathsOptions &o) {
       try {
         // (Names that are not paths, like linux-vdso.so.1, have no file.)
         if (!meta.add_elf(m.path) && m.path.starts_with('/') && !std::filesystem::exists(m.path)) missing.push_back(m.path);
-      } catch (const analysis::FormatError &e) {
-        std::cerr << "hcct: warning: " << e.what() << "\n";
+      } catch (const std::runtime_error &e) {  // FormatError (bad metadata), IoError (a FIFO or device)
+        warn_always(e.what());
       }
     }
   for (const std::string &c : meta.conflicts())
-    std::cerr << "hcct: warning: " << c << " was compiled with different control flow in several units\n";
+    warn_always(c + " was compiled with different control flow in several units");
   PathsReport report(ipf, meta, o);
   size_t unnamed = std::count_if(report.functions().begin(), report.functions().end(), [](const FunctionView &f) { return !f.meta; });
   if (unnamed)
-    std::cerr << "hcct: warning: no kpath metadata for " << unnamed << (unnamed == 1 ? " function" : " functions")
-              << ": shown as 'function 0x…' without source lines"
-              << (missing.empty() ? std::string(" (binary rebuilt without kpath?)") : "; missing: " + missing.front() +
-                                                                                          (missing.size() > 1 ? ", …" : ""))
-              << "\n";
+    warn_always("no kpath metadata for " + std::to_string(unnamed) + (unnamed == 1 ? " function" : " functions") +
+                ": shown as 'function 0x…' without source lines" +
+                (missing.empty() ? std::string(" (binary rebuilt without kpath?)")
+                                 : "; missing: " + missing.front() + (missing.size() > 1 ? ", …" : "")));
   if (!o.function.empty() && report.functions().empty()) {
     std::vector<std::string> names = report.all_names();
     std::string some;

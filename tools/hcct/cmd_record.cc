@@ -374,11 +374,13 @@ int run_record(const RecordOptions &o) {
   auto after = snapshot(out);
   std::set<uint64_t> pids;
   size_t threads = 0;
+  std::vector<std::filesystem::path> written;
   for (const auto &[name, mtime] : after) {
     auto it = before.find(name);
     if (it != before.end() && it->second == mtime) continue;
     pids.insert(analysis::parse_profile_file_name(name)->pid);
     ++threads;
+    written.push_back(out / name);
   }
   stale += remove_stale_temporaries(out);
   if (stale)
@@ -388,6 +390,7 @@ int run_record(const RecordOptions &o) {
     std::cerr << "hcct: recorded " << threads << (threads == 1 ? " thread" : " threads") << " of " << pids.size()
               << (pids.size() == 1 ? " process" : " processes") << " in " << short_path(out.string())
               << "/ (see: hcct report " << short_path(out.string()) << ")\n";
+    warn_recorded_losses(written);
   } else if (o.mode == "off") {
     std::cerr << "hcct: mode off: nothing recorded\n";
   } else {

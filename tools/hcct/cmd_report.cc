@@ -96,11 +96,20 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
   std::string out;
   ThreadProfile label_of;
   label_of.meta = m;
-  out += "# " + (t.source.empty() ? std::string("(merged)") : t.source) + ": " + thread_label(label_of) + "\n";
-  if (!m.cmdline.empty()) out += "# command: " + shell_join(m.cmdline) + "\n";
+  // Bytes from the file (paths, META values) are escaped where they are inserted: a newline in them
+  // must not start a line of its own.
+  out += "# " + escape_text((t.source.empty() ? std::string("(merged)") : t.source) + ": " + thread_label(label_of)) + "\n";
+  if (!m.cmdline.empty()) {
+    out += "# command: " + escape_text(shell_join(m.cmdline));
+    // A merge of runs of several commands lists them all (docs/ANALYSIS.md, "META of a merged profile").
+    if (const std::string *commands = m.find_extra("merged_commands"))
+      out += " (merged with " + std::to_string(std::count(commands->begin(), commands->end(), '\x1e')) +
+             " other commands: merged_commands in hcct info)";
+    out += "\n";
+  }
   out += "# mode " + std::string(analysis::to_string(m.mode)) + ", key " + std::string(analysis::to_string(m.key)) +
-         ": N = " + with_commas(m.calls) + " calls; phi = " + format_double(o.phi) +
-         ", threshold floor(phi*N) = " + with_commas(h.threshold) + "\n";
+         ": " + calls_summary(m) + "; phi = " + format_double(o.phi) +
+         ", threshold floor(phi*" + std::string(m.lost ? "all calls" : "N") + ") = " + with_commas(h.threshold) + "\n";
   if (m.mode == Mode::hcct) {
     out += "# epsilon = " + format_double(m.epsilon) + " (" + with_commas(m.counters) +
            " counters): counts are estimates, each at most " + with_commas(m.min_count) +
@@ -110,18 +119,22 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
   } else if (m.mode == Mode::cct) {
     out += "# counts are exact\n";
   }
-  if (const std::string *f = m.find_extra("sampled_fraction")) {  // static bursting (docs/BURSTING.md)
+  if (m.find_extra("burst_scaled")) {  // a merge scaled each input by its own fraction
+    out += "# sampled (static bursting), merged: each thread's counts were scaled by its own sampled fraction, so counts "
+           "are whole-run estimates\n";
+  } else if (const std::string *f = m.find_extra("sampled_fraction")) {  // static bursting (docs/BURSTING.md)
     const std::string *basis = m.find_extra("sampled_fraction_basis");
     double fraction = std::strtod(f->c_str(), nullptr);
     out += "# sampled (static bursting): counts are of the calls made during bursts, a fraction " + format_double(fraction) +
            " of all calls (" + (basis && *basis == "events" ? std::string("counted") : std::string("estimated from time; an upper bound")) +
            "); scale by " + format_double(fraction > 0 ? 1 / fraction : 0) + " for whole-run counts\n";
   }
+  for (const std::string &w : loss_warnings(m)) out += "# warning: " + w + "\n";
   if (m.dropped) out += "# note: " + with_commas(m.dropped) + " events were dropped (arrived while the runtime was busy)\n";
   out += "# " + with_commas(h.hot) + " hot contexts, " + with_commas(h.cold_ancestors) + " cold ancestors, of " +
          with_commas(t.node_count - 1) + " nodes\n";
-  if (!o.filter.focus.empty()) out += "# focus: contexts through functions matching /" + o.filter.focus + "/\n";
-  if (!o.filter.ignore.empty()) out += "# ignored: contexts through functions matching /" + o.filter.ignore + "/\n";
+  if (!o.filter.focus.empty()) out += "# focus: contexts through functions matching /" + escape_text(o.filter.focus) + "/\n";
+  if (!o.filter.ignore.empty()) out += "# ignored: contexts through functions matching /" + escape_text(o.filter.ignore) + "/\n";
   std::cout << out;
   if (m.mode == Mode::empty) {
     std::cout << "(mode empty: the runtime recorded no calling contexts)\n\n";
@@ -139,11 +152,12 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
     bool known = count_known(m, n);
     char head[64];
     std::snprintf(head, sizeof head, "%12s %8s  ", known ? with_commas(n.count).c_str() : "-",
-                  known ? percent(n.count, m.calls).c_str() : "-");
+                  known ? percent(n.count, m.all_calls()).c_str() : "-");
     std::string line = head;
-    line.append(2 * size_t(r.depth - 1), ' ');
-    line += describe_routine(names.routine(n.routine));
-    if (n.call_site) line += "  @ " + describe_call_site(names.call_site(n.call_site));
+    line += indentation(r.depth);
+    std::string context = describe_routine(names.routine(n.routine));
+    if (n.call_site) context += "  @ " + describe_call_site(names.call_site(n.call_site));
+    line += escape_text(context);
     if (!hot) line += "  (cold)";
     if (r.cut) line += "  ...";
     if (!hot) line = dim + line + reset;
@@ -177,6 +191,9 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
   j["mode"] = analysis::to_string(m.mode);
   j["key"] = analysis::to_string(m.key);
   j["calls"] = m.calls;
+  j["lost"] = m.lost;
+  j["all_calls"] = m.all_calls();  // shares are of these
+  j["unmatched_exits"] = m.unmatched_exits;
   j["phi"] = o.phi;
   j["threshold"] = h.threshold;
   if (m.mode == Mode::hcct) {
@@ -207,7 +224,7 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
     node["hot"] = pt.cls[r.node] == NodeClass::hot;
     bool known = count_known(m, n);
     node["count"] = known ? json(n.count) : json();
-    node["share"] = known && m.calls ? json(double(n.count) / double(m.calls)) : json();
+    node["share"] = known && m.all_calls() ? json(double(n.count) / double(m.all_calls())) : json();
     if (m.mode == Mode::hcct) node["monitored"] = n.monitored();
     node["routine"] = hex(n.routine);
     node["call_site"] = n.call_site ? json(hex(n.call_site)) : json();

@@ -150,11 +150,12 @@ void add_filter_options(CLI::App *sub, FilterOptions &f, bool depth_and_share) {
   sub->add_option("--ignore", f.ignore, "drop contexts through a function matching this regex");
   if (depth_and_share) {
     sub->add_option("--depth", f.depth, "at most this many levels; deeper selected contexts are charged to their "
-                                        "ancestor at this depth (0: all)")
-        ->capture_default_str();
+                                        "ancestor at this depth (0: all; folded and pprof default to " +
+                                        std::to_string(kDefaultStackFrames) + ")");
+    // No capture_default_str: unset means "the format's default" (folded and pprof: 1e-6).
     sub->add_option("--min-share", f.min_share,
-                    "only contexts whose count is at least floor(F*N), and their ancestors (0: all)")
-        ->capture_default_str()
+                    "only contexts whose count is at least floor(F*(N+lost)), and their ancestors (0: all; folded and "
+                    "pprof default to 1e-6)")
         ->check(CLI::Range(0.0, 1.0));
   }
 }
@@ -172,7 +173,7 @@ std::regex compile_regex(const std::string &pattern, const char *option) {
 analysis::TreeFilter make_tree_filter(const FilterOptions &f, Names &names, double min_share) {
   analysis::TreeFilter t;
   t.min_share = min_share;
-  t.max_depth = f.depth;
+  t.max_depth = f.depth.value_or(0);
   auto predicate = [&names](std::regex re) {
     auto cache = std::make_shared<std::unordered_map<uint64_t, bool>>();
     return [&names, re = std::move(re), cache](uint64_t routine) {
@@ -216,19 +217,76 @@ void Progress::update(uint64_t done, uint64_t total) {
 
 // ---- Names
 
-namespace {
+std::string escape_text(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  auto hex_byte = [&out](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == 0x1b) {
+      out += "\\e";
+    } else if (c < 0x20 || c == 0x7f) {
+      hex_byte(c);
+    } else if (c < 0x80) {
+      out += char(c);
+    } else {
+      // A UTF-8 sequence is kept whole if it is well formed (shortest form, no surrogates, at most
+      // U+10FFFF) and not a C1 control; otherwise its first byte is escaped and the rest re-examined.
+      size_t len = c >= 0xf8 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+      uint32_t cp = len == 4 ? c & 0x07 : len == 3 ? c & 0x0f : c & 0x1f;
+      bool ok = len && i + len <= text.size();
+      for (size_t k = 1; ok && k < len; ++k) {
+        const unsigned char b = static_cast<unsigned char>(text[i + k]);
+        ok = (b >> 6) == 2;
+        cp = cp << 6 | (b & 0x3f);
+      }
+      static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = ok && cp >= kMin[len] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
+      if (!ok) {
+        hex_byte(c);
+      } else if (cp < 0xa0) {
+        out += "\\u00";
+        out += kHex[cp >> 4];
+        out += kHex[cp & 15];
+        i += len;
+        continue;
+      } else {
+        out.append(text.substr(i, len));
+        i += len;
+        continue;
+      }
+    }
+    ++i;
+  }
+  return out;
+}
+
+void note(std::string_view msg) { std::cerr << "hcct: note: " << escape_text(msg) << "\n"; }
+
+void warn_always(std::string_view msg) { std::cerr << "hcct: warning: " << escape_text(msg) << "\n"; }
+
 // Every thread file gets its own Symbolizer, and each reports a missing or stale binary once; the
 // user needs to hear it once per run.
-void warn_once(const std::string &msg) {
-  static std::set<std::string> seen;
-  if (seen.insert(msg).second) std::cerr << "hcct: warning: " << msg << "\n";
+void warn(std::string_view msg) {
+  static std::set<std::string, std::less<>> seen;
+  if (seen.insert(std::string(msg)).second) warn_always(msg);
 }
-}  // namespace
 
 Names::Names(const std::vector<analysis::Module> &modules, bool symbolize,
              std::shared_ptr<analysis::DebugInfoCache> cache)
-    : modules_(modules) {
-  if (symbolize) sym_.emplace(modules, std::move(cache), warn_once);
+    : modules_(modules), module_map_(modules_) {
+  if (symbolize) sym_.emplace(modules, std::move(cache), [](const std::string &msg) { warn(msg); });
 }
 
 const Symbol &Names::placeholder(uint64_t address, std::unordered_map<uint64_t, Symbol> &cache) {
@@ -236,15 +294,16 @@ const Symbol &Names::placeholder(uint64_t address, std::unordered_map<uint64_t, 
   if (it != cache.end()) return it->second;
   Symbol s;
   s.address = address;
-  for (const analysis::Module &m : modules_) {
-    if (m.contains(address)) {
-      s.module = &m;
-      s.offset = address - m.bias;
-      break;
-    }
+  if (int64_t i = module_map_.find(address); i >= 0) {
+    s.module = &modules_[size_t(i)];
+    s.offset = address - s.module->bias;
   }
   s.function = analysis::address_placeholder(s.module, address);
   return cache.emplace(address, std::move(s)).first->second;
+}
+
+size_t Names::module_index(const analysis::Module *m) const {
+  return size_t(m - (sym_ ? sym_->modules().data() : modules_.data()));
 }
 
 const Symbol &Names::routine(uint64_t address) {
@@ -301,6 +360,46 @@ json symbol_json(const Symbol &s, bool with_frames) {
 }
 
 // ---- Formatting
+
+std::vector<std::string> loss_warnings(const analysis::ThreadMeta &m) {
+  std::vector<std::string> out;
+  if (m.lost)
+    out.push_back(with_commas(m.lost) + " calls (" + percent(m.lost, m.all_calls()) +
+                  " of all calls) were lost when tree memory (max_mb) ran out: they are in no context, and "
+                  "shares are against all " + with_commas(m.all_calls()) + " calls");
+  if (m.unmatched_exits)
+    out.push_back(with_commas(m.unmatched_exits) +
+                  (m.unmatched_exits == 1 ? " exit" : " exits") + " had no matching enter: the tree above those frames "
+                  "may be wrong (functions entered before profiling started, split functions, tail calls, longjmp, ...)");
+  return out;
+}
+
+void warn_recorded_losses(const std::vector<std::filesystem::path> &files) {
+  analysis::ThreadMeta total;  // calls, lost, unmatched_exits summed over the files
+  for (const std::filesystem::path &f : files) {
+    try {
+      analysis::ProfileStream s(f.string());  // reads META and MODS, not the tree
+      const analysis::ThreadMeta &m = s.meta();
+      total.calls += m.calls;
+      total.lost += m.lost;
+      total.unmatched_exits += m.unmatched_exits;
+    } catch (const std::exception &) {
+    }
+  }
+  for (const std::string &w : loss_warnings(total)) warn_always(w);
+}
+
+std::string calls_summary(const analysis::ThreadMeta &m) {
+  if (!m.lost) return "N = " + with_commas(m.calls) + " calls";
+  return "N = " + with_commas(m.calls) + " calls counted + " + with_commas(m.lost) + " lost = " +
+         with_commas(m.all_calls()) + " calls";
+}
+
+std::string indentation(uint32_t depth) {
+  const uint32_t level = depth ? depth - 1 : 0;
+  if (level < kIndentLevels) return std::string(2 * size_t(level), ' ');
+  return std::string(2 * size_t(kIndentLevels - 1), ' ') + "[depth " + std::to_string(depth) + "] ";
+}
 
 std::string hex(uint64_t v) {
   char buf[24];

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -49,6 +50,33 @@ class UserError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// ---- Messages. Bytes read from files (META values, module paths, symbol names) must not reach
+// the terminal raw: a newline would forge a second "hcct:" line, an escape sequence would drive the
+// terminal. Everything printed goes through escape_text (docs/CLI.md, "Untrusted text").
+
+// `text` with every byte that could change what a terminal shows escaped: C0 controls and DEL
+// as \n, \t, \e or \xNN; a backslash as \\; bytes that are not valid UTF-8 as \xNN; the C1
+// controls (U+0080..U+009F) as \u00NN. Valid printable UTF-8 passes unchanged.
+std::string escape_text(std::string_view text);
+// "hcct: warning: <msg>" on stderr, escaped, once per distinct message.
+void warn(std::string_view msg);
+// "hcct: warning: <msg>" on stderr, escaped, every time (messages about one specific input).
+void warn_always(std::string_view msg);
+// "hcct: note: <msg>" on stderr, escaped: what a default did to the output, and how to avoid it.
+void note(std::string_view msg);
+
+// ---- Lost and unmatched calls (docs/CLI.md, "Lost calls and unmatched exits").
+
+// Plain-language warnings for what a profile does not hold: calls lost when tree memory ran out,
+// exits that matched no enter. One line each, without a prefix; empty when there is nothing to say.
+std::vector<std::string> loss_warnings(const analysis::ThreadMeta &m);
+// "N = 1,000 calls" or, with lost calls, "N = 1,000 calls counted + 20 lost = 1,020 calls".
+std::string calls_summary(const analysis::ThreadMeta &m);
+
+// `hcct record`'s summary: one warning each for lost calls and unmatched exits over the files a
+// run wrote (their META only; files that cannot be read are left to the other subcommands).
+void warn_recorded_losses(const std::vector<std::filesystem::path> &files);
 
 // ---- Output files.
 
@@ -107,10 +135,18 @@ analysis::ThreadProfile read_listed_profile(const analysis::ProfileFile &f);
 
 // ---- Filters shared by report and the exports (docs/EXPORTS.md, "Filters").
 
+// Formats that write every context's whole stack (folded, pprof) grow with depth × contexts: they
+// keep this many frames unless --depth says otherwise, and deeper contexts are charged to their
+// ancestor at that depth (totals kept, the charge stated).
+inline constexpr uint32_t kDefaultStackFrames = 128;
+// ... and leave out contexts below this share of all calls (a 573k-context profile made a 1.6 GB
+// folded file that viewers choke on, for boxes narrower than a pixel); the loss is stated.
+inline constexpr double kDefaultStackMinShare = 1e-6;
+
 struct FilterOptions {
   std::string focus, ignore;  // ECMAScript regular expressions, searched in demangled function names
-  uint32_t depth = 0;
-  double min_share = 0;
+  std::optional<uint32_t> depth;  // --depth; 0: all levels; unset: the exporter's default
+  std::optional<double> min_share;  // --min-share; unset: the exporter's default (0 or kDefaultStackMinShare)
 };
 // --focus, --ignore (and, if `depth_and_share`, --depth and --min-share).
 void add_filter_options(CLI::App *sub, FilterOptions &f, bool depth_and_share = true);
@@ -138,11 +174,14 @@ class Names {
         std::shared_ptr<analysis::DebugInfoCache> cache);
   const analysis::Symbol &routine(uint64_t address);
   const analysis::Symbol &call_site(uint64_t address);
+  // Index in the module map the names were made for of a Symbol's `module`.
+  size_t module_index(const analysis::Module *m) const;
 
  private:
   const analysis::Symbol &placeholder(uint64_t address, std::unordered_map<uint64_t, analysis::Symbol> &cache);
   std::optional<analysis::Symbolizer> sym_;
   std::vector<analysis::Module> modules_;
+  analysis::ModuleMap module_map_;
   std::unordered_map<uint64_t, analysis::Symbol> routines_, sites_;
 };
 
@@ -177,6 +216,13 @@ struct TreeInput {
 void for_each_tree(const InputOptions &in, bool merge, const std::function<void(TreeInput &tree)> &fn);
 
 // ---- Formatting.
+
+// Text trees indent two spaces per level up to kIndentLevels levels; deeper lines keep that indent
+// and start with "[depth D] ", so a line's width does not grow with the depth of the tree and the
+// output of a deep recursion stays linear in its number of contexts (docs/CLI.md).
+inline constexpr uint32_t kIndentLevels = 32;
+// The indentation of a line at `depth` (1 = a child of the root).
+std::string indentation(uint32_t depth);
 
 std::string hex(uint64_t v);
 std::string with_commas(uint64_t v);

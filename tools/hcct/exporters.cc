@@ -96,6 +96,8 @@ class Callgrind : public Exporter {
       pid_ = info.meta->pid;
       cmd_ = shell_join(info.meta->cmdline);
     }
+    lost_ += info.meta->lost;
+    unmatched_ += info.meta->unmatched_exits;
     fn_of_.clear();
     line_of_.clear();
   }
@@ -119,6 +121,9 @@ class Callgrind : public Exporter {
     o += "version: 1\ncreator: hcct\n";
     o += "pid: " + std::to_string(pid_) + "\n";
     o += "cmd: " + valid_utf8(cmd_) + "\n";
+    // Calls the trees do not hold cannot be costs of any function; callgrind_annotate prints desc lines.
+    if (lost_) o += "desc: Lost calls: " + std::to_string(lost_) + " (tree memory, max_mb, ran out; in no function's cost)\n";
+    if (unmatched_) o += "desc: Unmatched exits: " + std::to_string(unmatched_) + " (the tree above those frames may be wrong)\n";
     o += "part: 1\n\npositions: line\nevents: Calls\n";
     o += "summary: " + std::to_string(total_) + "\n\n";
     out_ << o;
@@ -242,6 +247,7 @@ class Callgrind : public Exporter {
   uint64_t pid_ = 0;
   std::string cmd_;
   uint64_t total_ = 0;
+  uint64_t lost_ = 0, unmatched_ = 0;  // over every tree
   std::unordered_map<uint64_t, uint32_t> fn_of_;  // per tree: routine address -> function
   std::unordered_map<std::string, uint32_t> def_ids_, file_ids_, object_ids_;
   std::vector<FunctionDef> defs_;
@@ -320,6 +326,8 @@ class Pprof : public Exporter {
     }
     labels_ = labels.buf;
     if (!time_ns_ || info.meta->start_ns < time_ns_) time_ns_ = info.meta->start_ns;
+    lost_ += info.meta->lost;
+    unmatched_ += info.meta->unmatched_exits;
     end_ns_ = std::max(end_ns_, info.meta->end_ns);
   }
   void node(const WalkNode &w, std::span<const WalkNode> path) override {
@@ -347,6 +355,10 @@ class Pprof : public Exporter {
     tail.uint(9, time_ns_);
     if (end_ns_ > time_ns_) tail.uint(10, end_ns_ - time_ns_);
     tail.uint(13, str("hcct export --format pprof: calling-context tree, value = entries into each context"));
+    if (lost_)
+      tail.uint(13, str("lost calls: " + std::to_string(lost_) + " (tree memory, max_mb, ran out; in no sample)"));
+    if (unmatched_)
+      tail.uint(13, str("unmatched exits: " + std::to_string(unmatched_) + " (the tree above those frames may be wrong)"));
     for (const std::string &s : strings_) tail.bytes(6, s);  // after the last str()
     out_ << tail.buf;
   }
@@ -375,9 +387,8 @@ class Pprof : public Exporter {
   }
   uint64_t mapping(const analysis::Module *m) {
     if (!m) return 0;
-    // The symbolizer holds its own copy of the module map: find the entry by value.
-    size_t i = 0;
-    while (i < info_.modules->size() && !((*info_.modules)[i] == *m)) ++i;
+    // The symbol points into the names' copy of the module map, which is in the same order.
+    const size_t i = info_.names->module_index(m);
     if (i >= mapping_of_.size()) return 0;
     if (!mapping_of_[i]) {
       Proto p;
@@ -441,6 +452,7 @@ class Pprof : public Exporter {
   TreeInfo info_;
   uint64_t tree_ = 0;
   uint64_t time_ns_ = 0, end_ns_ = 0;
+  uint64_t lost_ = 0, unmatched_ = 0;  // over every tree
   std::vector<uint64_t> ids_;
   std::string labels_;
   std::vector<std::string> strings_, mappings_, locations_, functions_;
@@ -466,6 +478,9 @@ class Json : public Exporter {
     h["mode"] = analysis::to_string(m.mode);
     h["key"] = analysis::to_string(m.key);
     h["calls"] = m.calls;
+    h["lost"] = m.lost;
+    h["all_calls"] = m.all_calls();
+    h["unmatched_exits"] = m.unmatched_exits;
     h["epsilon"] = m.mode == analysis::Mode::hcct ? json(m.epsilon) : json();
     h["error_bound"] = m.mode == analysis::Mode::hcct ? json(m.min_count) : m.mode == analysis::Mode::cct ? json(0) : json();
     h["min_share"] = info.min_share;
@@ -546,7 +561,8 @@ class Dot : public Exporter {
     info_ = info;
     ++tree_;
     std::string label = (info.source.empty() ? std::string("merged") : info.source) + ": pid " +
-                        std::to_string(info.meta->pid) + ", N = " + with_commas(info.meta->calls);
+                        std::to_string(info.meta->pid) + ", " + calls_summary(*info.meta);
+    for (const std::string &w : loss_warnings(*info.meta)) label += "\nwarning: " + w;
     out_ << "  subgraph cluster_" << tree_ << " {\n    label=\"" << dot_escape(label) << "\";\n";
     routines_.clear();
     sites_.clear();
@@ -560,7 +576,7 @@ class Dot : public Exporter {
       out_ << o;
       return;
     }
-    const uint64_t n = info_.meta->calls;
+    const uint64_t n = info_.meta->all_calls();  // shares of every call, lost ones too
     o += prefix + std::to_string(w.id) + " [label=\"" + routine_label(w.node.routine);
     o += "\\n" + with_commas(w.count) + " (" + percent(w.count, n) + ")";
     o += "\\ntotal " + with_commas(w.total) + " (" + percent(w.total, n) + ")";

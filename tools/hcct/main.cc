@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
 
   // CLI11 would call a mistyped subcommand a missing one.
   if (argc > 1 && argv[1][0] != '-' && app.get_subcommands([&](CLI::App *s) { return s->check_name(argv[1]); }).empty()) {
-    std::cerr << "hcct: unknown subcommand '" << argv[1] << "' (see hcct --help)\n";
+    std::cerr << "hcct: unknown subcommand '" << hcct::cli::escape_text(argv[1]) << "' (see hcct --help)\n";
     return 1;
   }
   try {
@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
   } catch (const CLI::CallForAllHelp &e) {
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
-    std::cerr << "hcct: " << e.what() << " (see hcct --help)\n";
+    std::cerr << "hcct: " << hcct::cli::escape_text(e.what()) << " (see hcct --help)\n";
     return 1;
   }
   if (!action) return 1;  // unreachable: require_subcommand(1) and every subcommand sets it
@@ -70,8 +70,9 @@ int main(int argc, char **argv) {
     }
     return rc;
   } catch (const std::exception &e) {
-    // UserError, analysis::FormatError and IoError carry complete "<file>: <problem>" messages.
-    std::cerr << "hcct: " << e.what() << "\n";
+    // UserError, analysis::FormatError and IoError carry complete "<file>: <problem>" messages,
+    // which may quote bytes of the file: escaped, so that they cannot forge lines or reach the terminal.
+    std::cerr << "hcct: " << hcct::cli::escape_text(e.what()) << "\n";
   }
   return 1;
 }

@@ -41,7 +41,8 @@ class PathMetadata {
   // Decodes the blobs of one `hcct_kpath` section. Throws FormatError on malformed contents or
   // recorded values that disagree with a fresh numbering of the recorded DAG.
   void add_section(std::span<const unsigned char> bytes, const std::string &object);
-  // Reads the section from an ELF file; false if the file has none (or cannot be read).
+  // Reads the section from an ELF file; false if the file has none (or cannot be opened). IoError
+  // if `file` is not a regular file (a FIFO or device named in a profile is never read from).
   bool add_elf(const std::filesystem::path &file);
 
   const PathFunction *find(uint64_t function_id) const;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,6 +33,23 @@ struct Module {
 
   bool contains(uint64_t addr) const { return lo <= addr && addr < hi; }
   friend bool operator==(const Module &, const Module &) = default;
+};
+
+// Address -> module for a module map: the first module in recorded order whose range holds the
+// address (recorded order decides between overlapping ranges, e.g. a dlclose'd module and a later
+// one at the same addresses). Built in O(M log M), each lookup O(log M): maps of 10^5 modules
+// must not make every lookup a scan.
+class ModuleMap {
+ public:
+  ModuleMap() = default;
+  explicit ModuleMap(std::span<const Module> modules);
+  // Index into the map it was built from, or -1 if no module holds `address`.
+  int64_t find(uint64_t address) const;
+
+ private:
+  // Elementary segments [start, next start): the answer for every address in it (-1: none).
+  std::vector<uint64_t> starts_;
+  std::vector<int64_t> owner_;
 };
 
 // One CCT node. Kept at 32 bytes: a 10-million-node tree costs 320 MB.
@@ -63,6 +81,10 @@ struct ThreadMeta {
   uint64_t min_count = 0;  // hcct mode only: error bound of every estimate
   uint64_t calls = 0;      // N
   uint64_t dropped = 0, max_depth = 0, tree_bytes = 0, nodes_peak = 0;
+  // Optional keys (0 when absent, as in files of older runtimes): calls not counted because tree
+  // memory (max_mb) ran out — not part of `calls`, so N + lost is every call made —, and exits
+  // that matched no live frame.
+  uint64_t lost = 0, unmatched_exits = 0;
   std::string exe;
   std::vector<std::string> cmdline;
   uint64_t start_ns = 0, end_ns = 0;
@@ -70,6 +92,11 @@ struct ThreadMeta {
 
   // Value of an unknown key, or nullptr.
   const std::string *find_extra(std::string_view key) const;
+  // Every call the thread made into the tree: calls + lost (saturating).
+  uint64_t all_calls() const { return calls + lost < calls ? UINT64_MAX : calls + lost; }
+  // Static bursting (docs/BURSTING.md): the fraction of the calls that were sampled, from META
+  // `sampled_fraction`; nullopt when the profile was not sampled (or the value is unusable).
+  std::optional<double> sampled_fraction() const;
 };
 
 // The contents of one dump file. Invariants (checked by the reader): nodes is non-empty, in preorder,

@@ -114,6 +114,7 @@ class Symbolizer {
   std::vector<std::string> candidate_paths(const Module &m) const;
 
   std::vector<Module> modules_;
+  ModuleMap module_map_;
   std::shared_ptr<DebugInfoCache> cache_;
   WarningSink warn_;
   std::vector<std::unique_ptr<ModuleState>> states_;  // parallel to modules_, created lazily

@@ -90,6 +90,9 @@ struct WalkStats {
   uint64_t kept = 0;       // kept nodes, root excluded
   uint64_t selected = 0;   // kept and selected, root excluded
   uint64_t total = 0;      // sum of the kept nodes' counts (the root's total)
+  // Contexts in focus and not ignored that min_share alone left out, and the sum of their counts
+  // (what a default pruning must state).
+  uint64_t below_threshold = 0, below_threshold_count = 0;
 };
 
 // Calls `emit(node, path)` for every kept node in postorder (the root last); `path` holds its kept
