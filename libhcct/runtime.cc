@@ -522,7 +522,11 @@ namespace {
 // "LD_PRELOAD=…" and "HCCT_OPTIONS=…" entries as they were at start-up.
 HCCT_NOINST void remember_environment() {
   g_follow_preload[0] = g_follow_options[0] = 0;
-  if (const char *v = getenv("LD_PRELOAD"); v && strstr(v, "libhcct"))
+  // Only a preload that loaded this runtime (a runtime linked into the program has none to pass).
+  Dl_info self{};
+  bool have_self = dladdr(reinterpret_cast<void *>(&remember_environment), &self) && self.dli_fname;
+  if (const char *v = getenv("LD_PRELOAD");
+      v && ((have_self && strstr(v, self.dli_fname)) || strstr(v, "libhcct")))
     snprintf(g_follow_preload, sizeof g_follow_preload, "LD_PRELOAD=%s", v);
   if (const char *v = getenv("HCCT_OPTIONS"))
     snprintf(g_follow_options, sizeof g_follow_options, "HCCT_OPTIONS=%s", v);

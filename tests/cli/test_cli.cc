@@ -273,7 +273,7 @@ TEST_CASE("record: environment, exit status, summary", "[cli][record]") {
     CHECK(r.status == 7);
     std::string got = hcct::test::read_text(dir / "env.txt");
     std::string runtime = fs::canonical(FAKE_RUNTIME).string();
-    CHECK(got == runtime + "\nmode=hcct:epsilon=0.001:key=routine:out=" + (dir / "prof").string() + ":extra=1\n");
+    CHECK(got == runtime + "\nmode=hcct:epsilon=0.001:key=routine:out=" + (dir / "prof").string() + ":follow=1:extra=1\n");
     CHECK_THAT(r.err, Catch::Contains("no profile was written"));
   }
   SECTION("an existing LD_PRELOAD is kept, first") {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli_util.h"
+#include "hcct/analysis/reader.h"
 #include "hcct/analysis/writer.h"
 #include "testutil.h"
 
@@ -443,6 +444,31 @@ TEST_CASE("record: a library removed while the program ran is found again by nam
   REQUIRE(r.status == 0);
   CHECK(lines_with(r.out, "dl_lib_work").size() == 1);
   CHECK(r.err.empty());
+}
+#endif
+
+#ifdef HCCT_CLI_SPAWN_ENV
+TEST_CASE("record: children given their own environment are followed, unless --no-follow", "[cli][record][follow]") {
+  const Env runtime = {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}, {"LD_PRELOAD", ""}};
+  for (bool follow : {true, false}) {
+    INFO((follow ? "follow" : "--no-follow"));
+    TempDir dir;
+    std::vector<std::string> args{"record", "--mode", "cct"};
+    if (!follow) args.push_back("--no-follow");
+    args.insert(args.end(), {"--", HCCT_CLI_SPAWN_ENV});
+    Result r = hcct_cmd(args, runtime, dir.path());
+    CHECK(r.status == 0);
+    CHECK(r.out == "children exited with 0 0\n");
+    ProfileSet set = read_profiles(dir / "hcct.data");
+    // The parent, the posix_spawn child and the execve child; without following, the fork child
+    // (which inherited the environment) writes the image it forked from until its execve.
+    CHECK(set.processes.size() == (follow ? 3u : 2u));
+    size_t children = 0;
+    for (const Process &p : set.processes)
+      for (const ThreadProfile &t : p.threads)
+        if (t.meta.cmdline.size() == 2 && t.meta.cmdline[1] == "child") ++children;
+    CHECK(children == (follow ? 2u : 0u));
+  }
 }
 #endif
 

@@ -40,6 +40,7 @@ struct RecordOptions {
   std::optional<double> epsilon;
   std::string out = "hcct.data";
   bool append = false;
+  bool no_follow = false;
   std::vector<std::string> command;
 };
 
@@ -324,6 +325,8 @@ int run_record(const RecordOptions &o) {
   }
   if (!o.key.empty()) add("key=" + o.key);
   add("out=" + out.string());
+  // Children started with an environment of their own get the runtime back (docs/RUNTIME.md).
+  add(o.no_follow ? "follow=0" : "follow=1");
   if (!o.options.empty()) add(o.options);
 
   std::string preload = runtime;
@@ -431,6 +434,9 @@ void add_record_command(CLI::App &app, Action &action) {
                   "profile directory; a previous profile in it is moved to DIR.old first (see --append)")
       ->capture_default_str();
   sub->add_flag("--append", o->append, "add this run to the profile already in DIR instead of moving that aside");
+  sub->add_flag("--no-follow", o->no_follow,
+                "do not put the runtime back into children that exec*/posix_spawn* start with an environment of their own\n"
+                "(children that inherit the environment are profiled either way)");
   sub->add_option("--options", o->options, "more runtime options, appended verbatim (key=value:key=value)");
   sub->add_option("command", o->command, "PROG and its arguments (put -- before PROG if they start with -)")
       ->required();
