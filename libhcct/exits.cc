@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "interpose.h"
 #include "lifecycle.h"
 #include "options.h"
 
@@ -25,16 +26,6 @@ using namespace hcct::rt;
 extern char **environ;
 
 namespace {
-
-template <typename F>
-HCCT_NOINST F next(const char *name, F *cache) {
-  F f = __atomic_load_n(cache, __ATOMIC_RELAXED);
-  if (!f) {
-    f = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-    __atomic_store_n(cache, f, __ATOMIC_RELAXED);
-  }
-  return f;
-}
 
 // An environment with the runtime's entries put back, in mmap'd memory (never the program's
 // malloc; exec may be called in a vfork child or a signal handler). Unmapped on destruction, which
@@ -134,7 +125,7 @@ SpawnFn g_spawn, g_spawnp;
 // A next definition that cannot be found (a static program) fails the call with ENOSYS.
 template <typename F, typename... Args>
 HCCT_NOINST int call_next(const char *name, F *cache, Args... args) {
-  if (F f = next(name, cache)) return f(args...);
+  if (F f = next_definition(name, cache)) return f(args...);
   errno = ENOSYS;
   return -1;
 }
@@ -142,14 +133,14 @@ HCCT_NOINST int call_next(const char *name, F *cache, Args... args) {
 // Without a next definition (a static program: no dlsym), the system call itself.
 [[noreturn]] HCCT_NOINST void leave(const char *name, ExitFn *cache, int status) {
   finish_before_leaving();
-  if (ExitFn f = next(name, cache)) f(status);
+  if (ExitFn f = next_definition(name, cache)) f(status);
   for (;;) syscall(SYS_exit_group, status);
 }
 
 HCCT_NOINST int do_execve(const char *path, char *const argv[], char *const envp[]) {
   ExecGuard guard;
   FollowedEnvironment env(envp);
-  if (ExecveFn f = next("execve", &g_execve)) return f(path, argv, env.get());
+  if (ExecveFn f = next_definition("execve", &g_execve)) return f(path, argv, env.get());
   return int(syscall(SYS_execve, path, argv, env.get()));
 }
 

@@ -25,20 +25,11 @@ HCCT_NOINST uintptr_t target_stack_pointer(const __jmp_buf_tag *env) {
 #endif
 }
 
-HCCT_NOINST LongJmp next_longjmp(const char *name, LongJmp *cache) {
-  LongJmp f = __atomic_load_n(cache, __ATOMIC_RELAXED);
-  if (!f) {
-    f = reinterpret_cast<LongJmp>(dlsym(RTLD_NEXT, name));
-    __atomic_store_n(cache, f, __ATOMIC_RELAXED);
-  }
-  return f;
-}
-
 [[noreturn]] HCCT_NOINST void jump(const char *name, LongJmp *cache, __jmp_buf_tag *env, int value) {
   uintptr_t sp = target_stack_pointer(env);
   // Only a target above the current frame is plausible; anything else is left to the probes.
   if (sp > reinterpret_cast<uintptr_t>(__builtin_frame_address(0))) hcct_unwind_current_thread(sp);
-  next_longjmp(name, cache)(env, value);
+  next_definition(name, cache)(env, value);
   __builtin_trap();  // unreachable unless libc has no such function
 }
 

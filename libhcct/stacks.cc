@@ -9,21 +9,12 @@
 #include <ucontext.h>
 
 #include "stacks.h"
+#include "interpose.h"
 
 namespace {
 
 using SwapContext = int (*)(ucontext_t *, const ucontext_t *);
 using SetContext = int (*)(const ucontext_t *);
-
-template <typename F>
-HCCT_NOINST F next_function(const char *name, F *cache) {
-  F f = __atomic_load_n(cache, __ATOMIC_RELAXED);
-  if (!f) {
-    f = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-    __atomic_store_n(cache, f, __ATOMIC_RELAXED);
-  }
-  return f;
-}
 
 HCCT_NOINST void announce(const ucontext_t *target) {
 #if defined(__x86_64__) && defined(__GLIBC__)
@@ -44,14 +35,14 @@ SetContext g_setcontext;
 }  // namespace
 
 HCCT_EXPORT int swapcontext(ucontext_t *__restrict from, const ucontext_t *__restrict to) noexcept {
-  SwapContext real = next_function("swapcontext", &g_swapcontext);
+  SwapContext real = next_definition("swapcontext", &g_swapcontext);
   if (!real) return -1;
   if (to) announce(to);
   return real(from, to);  // returns when another switch comes back to `from`
 }
 
 HCCT_EXPORT int setcontext(const ucontext_t *to) noexcept {
-  SetContext real = next_function("setcontext", &g_setcontext);
+  SetContext real = next_definition("setcontext", &g_setcontext);
   if (!real) return -1;
   if (to) announce(to);
   return real(to);
