@@ -154,7 +154,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   };
   nlohmann::json doc = nlohmann::json::parse(text, text + size, count_loops, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
-    require(!accepted, "what the oracle accepts is JSON", "nlohmann rejects it");
+    // A number beyond a double's range ("0.02E091204455790208") is JSON by the grammar, but
+    // nlohmann refuses it (out_of_range 406); the oracle skips numbers it does not use.
+    bool number_overflow = false;
+    try {
+      (void)nlohmann::json::parse(text, text + size);
+    } catch (const nlohmann::json::out_of_range &) {
+      number_overflow = true;
+    } catch (const nlohmann::json::exception &) {
+    }
+    if (!number_overflow) require(!accepted, "what the oracle accepts is JSON", "nlohmann rejects it");
     return 0;
   }
   bool within_limits = false;
