@@ -14,6 +14,7 @@
 
 #include "arena.h"
 #include "hcct/format.h"
+#include "spin_lock.h"
 
 namespace hcct::rt {
 
@@ -192,12 +193,7 @@ struct Module {
 Module *g_unloaded = nullptr;
 size_t g_unloaded_count = 0;
 size_t g_unloaded_capacity = 0;
-int g_unloaded_lock = 0;
-
-HCCT_NOINST void lock(int *l) {
-  while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) sched_yield();
-}
-HCCT_NOINST void unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+SpinLock g_unloaded_lock{};
 
 HCCT_NOINST void read_build_id(const dl_phdr_info *info, Module *m) {
   m->build_id_size = 0;
@@ -389,14 +385,14 @@ HCCT_NOINST bool write_modules(DumpFile &file) {
   // Every dl_iterate_phdr of the runtime runs under this lock, which fork's prepare handler takes:
   // glibc's fork does not reset the loader's lock that dl_iterate_phdr holds, so a child forked
   // while another thread was dumping would wait for it for ever at its own dump.
-  lock(&g_unloaded_lock);
+  acquire(&g_unloaded_lock);
   dl_iterate_phdr(emit_loaded, &walk);
   for (size_t i = 0; i < g_unloaded_count; ++i) {
     LoadedCheck check{&g_unloaded[i], false, {}};
     dl_iterate_phdr(find_loaded, &check);
     if (!check.found && append_module(out, g_unloaded[i])) ++walk.count;
   }
-  unlock(&g_unloaded_lock);
+  release(&g_unloaded_lock);
   if (!out.ok()) return false;
   memcpy(out.data() + count_at, &walk.count, 4);
   file.end_section();
@@ -515,14 +511,14 @@ HCCT_NOINST void append_cmdline(ByteBuffer &out) {
 
 }  // namespace
 
-HCCT_NOINST void lock_module_list() { lock(&g_unloaded_lock); }
-HCCT_NOINST void unlock_module_list() { unlock(&g_unloaded_lock); }
+HCCT_NOINST void lock_module_list() { acquire(&g_unloaded_lock); }
+HCCT_NOINST void unlock_module_list() { release(&g_unloaded_lock); }
 
 HCCT_NOINST void remember_modules_before_unload() {
   Module scratch;
-  lock(&g_unloaded_lock);
+  acquire(&g_unloaded_lock);
   dl_iterate_phdr(remember_loaded, &scratch);
-  unlock(&g_unloaded_lock);
+  release(&g_unloaded_lock);
 }
 
 HCCT_NOINST void remember_command() {

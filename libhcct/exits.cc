@@ -150,11 +150,23 @@ HCCT_NOINST int do_execvpe(const char *file, char *const argv[], char *const env
   return call_next("execvpe", &g_execvpe, file, argv, env.get());
 }
 
-// The execl family's variadic arguments, collected on the stack (bounded: a command line longer
-// than this many arguments is refused as the kernel would, with E2BIG).
-constexpr size_t kMaxListArgs = 4096;
+
 
 }  // namespace
+
+// dlsym takes the loader's lock: the ways out may be taken in a signal handler or a vfork child,
+// so their next definitions are found once, at start-up.
+HCCT_NOINST void hcct::rt::resolve_ways_out() {
+  next_definition("_exit", &g_exit);
+  next_definition("_Exit", &g_Exit);
+  next_definition("execve", &g_execve);
+  next_definition("execvpe", &g_execvpe);
+  next_definition("fexecve", &g_fexecve);
+  next_definition("execveat", &g_execveat);
+  next_definition("daemon", &g_daemon);
+  next_definition("posix_spawn", &g_spawn);
+  next_definition("posix_spawnp", &g_spawnp);
+}
 
 HCCT_EXPORT [[noreturn]] void _exit(int status) { leave("_exit", &g_exit, status); }
 HCCT_EXPORT [[noreturn]] void _Exit(int status) { leave("_Exit", &g_Exit, status); }
@@ -195,18 +207,18 @@ HCCT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *
 namespace {
 
 // execl, execlp, execle: `first` then the variadic arguments up to the null; execle's envp after.
+// Counted first, then collected into an array of exactly that size on the stack, as glibc does
+// (a fixed large array would overflow a small thread stack or a sigaltstack).
 template <bool kPath, bool kEnv>
 HCCT_NOINST int exec_list(const char *file, const char *first, va_list ap) {
-  char *argv[kMaxListArgs];
-  size_t n = 0;
-  argv[n++] = const_cast<char *>(first);
-  while (argv[n - 1]) {
-    if (n == kMaxListArgs) {
-      errno = E2BIG;
-      return -1;
-    }
-    argv[n++] = va_arg(ap, char *);
-  }
+  size_t n = 1;
+  va_list count;
+  va_copy(count, ap);
+  for (const char *arg = first; arg; arg = va_arg(count, const char *)) ++n;
+  va_end(count);
+  char *argv[n];
+  argv[0] = const_cast<char *>(first);
+  for (size_t i = 1; i < n; ++i) argv[i] = va_arg(ap, char *);
   char *const *envp = kEnv ? va_arg(ap, char *const *) : environ;
   return kPath ? do_execvpe(file, argv, envp) : do_execve(file, argv, envp);
 }

@@ -27,6 +27,9 @@ struct ExecSnapshot {
 bool snapshot_before_exec(ExecSnapshot *snap);  // false: nothing to resume
 void resume_after_exec(ExecSnapshot *snap);
 
+// Finds the definitions the interposers of exits.cc pass calls on to (the runtime's constructor).
+void resolve_ways_out();
+
 // With option follow=1: the "LD_PRELOAD=…" and "HCCT_OPTIONS=…" entries this process started
 // with, to put back into a child's explicit environment; null when not following or not set.
 const char *preload_to_follow();

@@ -24,6 +24,7 @@
 #include "lifecycle.h"
 #include "messages.h"
 #include "profile.h"
+#include "spin_lock.h"
 #include "stacks.h"
 #include "thread.h"
 
@@ -49,7 +50,7 @@ bool g_finished = false;
 bool g_profiling = false;  // profiling started (the gate alone does not say: it closes between bursts)
 bool g_bursting = false;   // option burst
 
-int g_registry_lock = 0;
+SpinLock g_registry_lock{};
 ThreadState *g_threads = nullptr;
 uint32_t g_next_seq = 0;
 int g_dumps_in_flight = 0;
@@ -58,10 +59,8 @@ char g_follow_options[kMaxPath + 16];
 // Set by the daemon() interposer around the fork whose parent then leaves (lifecycle.h).
 __thread bool t_leaving_after_fork __attribute__((tls_model("initial-exec"))) = false;
 
-HCCT_NOINST void lock_registry() {
-  while (__atomic_exchange_n(&g_registry_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
-}
-HCCT_NOINST void unlock_registry() { __atomic_store_n(&g_registry_lock, 0, __ATOMIC_RELEASE); }
+HCCT_NOINST void lock_registry() { acquire(&g_registry_lock); }
+HCCT_NOINST void unlock_registry() { release(&g_registry_lock); }
 
 HCCT_NOINST int current_tid() { return int(syscall(SYS_gettid)); }
 
@@ -511,8 +510,14 @@ HCCT_NOINST void resume_after_exec(ExecSnapshot *snap) {
   __atomic_store_n(&__hcct_gate_local, snap->gate, __ATOMIC_RELEASE);
 }
 
-HCCT_NOINST const char *preload_to_follow() { return g_options.follow ? g_follow_preload : nullptr; }
-HCCT_NOINST const char *options_to_follow() { return g_options.follow ? g_follow_options : nullptr; }
+// Empty when the process did not start with them (mode=off, a runtime linked in, a bad option):
+// then there is nothing to pass on.
+HCCT_NOINST const char *preload_to_follow() {
+  return g_options.follow && g_follow_preload[0] ? g_follow_preload : nullptr;
+}
+HCCT_NOINST const char *options_to_follow() {
+  return g_options.follow && g_follow_options[0] ? g_follow_options : nullptr;
+}
 
 }  // namespace hcct::rt
 
@@ -526,10 +531,12 @@ HCCT_NOINST void remember_environment() {
   Dl_info self{};
   bool have_self = dladdr(reinterpret_cast<void *>(&remember_environment), &self) && self.dli_fname;
   if (const char *v = getenv("LD_PRELOAD");
-      v && ((have_self && strstr(v, self.dli_fname)) || strstr(v, "libhcct")))
-    snprintf(g_follow_preload, sizeof g_follow_preload, "LD_PRELOAD=%s", v);
-  if (const char *v = getenv("HCCT_OPTIONS"))
-    snprintf(g_follow_options, sizeof g_follow_options, "HCCT_OPTIONS=%s", v);
+      v && ((have_self && strstr(v, self.dli_fname)) || strstr(v, "libhcct")) &&
+      size_t(snprintf(g_follow_preload, sizeof g_follow_preload, "LD_PRELOAD=%s", v)) >= sizeof g_follow_preload)
+    g_follow_preload[0] = 0;  // cut: a partial path would make the child's loader complain
+  if (const char *v = getenv("HCCT_OPTIONS");
+      v && size_t(snprintf(g_follow_options, sizeof g_follow_options, "HCCT_OPTIONS=%s", v)) >= sizeof g_follow_options)
+    g_follow_options[0] = 0;
 }
 
 __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
@@ -545,6 +552,7 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
     if (make_absolute(g_options.log, log, sizeof log)) messages_to_file(log);
   }
   if (g_options.mode == Mode::kOff) return;
+  resolve_ways_out();
   remember_environment();
   remember_command();
   if (g_options.mode == Mode::kEmpty) {
@@ -587,7 +595,9 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
 
 // Runs after the program's atexit handlers and static destructors, from whichever thread exits
 // (also from a signal handler that called exit()).
-__attribute__((destructor(101))) HCCT_NOINST void hcct_finish() { finish_process(); }
+// Not in a child that shares or copied the memory without the fork handlers (vfork, _Fork, clone):
+// it would write the parent's threads under the parent's pid and end the parent's profiling.
+__attribute__((destructor(101))) HCCT_NOINST void hcct_finish() { finish_before_leaving(); }
 
 // ---------------------------------------------------------------------------------------------
 // Events. The probes run the fast path inline and tail-call everything else, so they need no

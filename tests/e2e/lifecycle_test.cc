@@ -319,6 +319,23 @@ TEST_CASE("follow=1: children given their own environment get the runtime back",
   }
 }
 
+TEST_CASE("follow=1 passes on only what the process started with", "[e2e][lifecycle]") {
+  // Profiling off (or a bad option after follow=1): nothing to pass on, the child's environment
+  // is exactly the one the program gave (before, two empty entries were added).
+  for (const char *options : {"mode=off:follow=1", "follow=1:mode=nonsense"}) {
+    INFO(options);
+    fs::path dir = fresh_dir("follow-off");
+    auto r = run({kWaysOut, "spawn-env-printer"}, runtime_env(dir, options));
+    CHECK(r.status == 0);
+    CHECK(r.out == "A=1\n");
+  }
+  fs::path dir = fresh_dir("follow-on");
+  auto r = run({kWaysOut, "spawn-env-printer"}, runtime_env(dir, "mode=cct:follow=1"));
+  CHECK(r.status == 0);
+  CHECK(r.out == "A=1\nLD_PRELOAD=" + std::string(HCCT_RUNTIME) + "\nHCCT_OPTIONS=mode=cct:follow=1:out=" +
+                     dir.string() + "\n");
+}
+
 TEST_CASE("a vfork child that execs writes nothing for the parent", "[e2e][lifecycle]") {
   auto p = run_profiled({kWaysOut, "vfork-exec"}, "mode=cct");
   CHECK(p.result.status == 0);

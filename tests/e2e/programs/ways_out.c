@@ -186,6 +186,16 @@ __attribute__((noinline)) static int spawn_with_own_environment(void) {
   printf("children exited with %d %d\n", WEXITSTATUS(status_a), WEXITSTATUS(status_b));
   return 0;
 }
+// /usr/bin/env started with an environment of one entry: it prints what the child really got.
+__attribute__((noinline)) static int spawn_env_printer(void) {
+  char *env[] = {"A=1", NULL};
+  char *argv[] = {"env", NULL};
+  pid_t pid;
+  int status = -1;
+  fflush(stdout);
+  if (posix_spawn(&pid, "/usr/bin/env", NULL, NULL, argv, env) == 0) waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
 __attribute__((noinline)) static int just_leaf(void) {
   leaf(1);
   return 0;
@@ -239,6 +249,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "failed-exec")) return failed_exec();
   if (!strcmp(c, "spawn-own-env")) return spawn_with_own_environment();
   if (!strcmp(c, "leaf")) return just_leaf();
+  if (!strcmp(c, "spawn-env-printer")) return spawn_env_printer();
   if (!strcmp(c, "vfork-exec")) return vfork_exec();
   if (!strcmp(c, "quiet")) return quiet_stdout();
   if (!strcmp(c, "reuse-fd2") && argc > 2) return reuse_fd2(argv[2]);
