@@ -27,6 +27,27 @@ struct Result {
   std::string out, err;
 };
 
+// In a forked child: sets the environment (an empty value unsets), moves to `cwd`, sends stdout and
+// stderr to the files `out` and `err`, and execs args[0] (a path).
+[[noreturn]] inline void exec_child(const std::vector<std::string> &args,
+                                    const std::vector<std::pair<std::string, std::string>> &env,
+                                    const fs::path &cwd, const fs::path &out, const fs::path &err) {
+  if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+  for (const auto &[k, v] : env) {
+    if (v.empty()) unsetenv(k.c_str());
+    else setenv(k.c_str(), v.c_str(), 1);
+  }
+  int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  dup2(o, 1);
+  dup2(e, 2);
+  std::vector<char *> argv;
+  for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
 // Runs argv[0] (a path) with extra environment, in `cwd`, capturing stdout and stderr. The child
 // gets its own process group so that a hang (say, a runtime bug) kills it and its children.
 inline Result run(const std::vector<std::string> &args, const std::vector<std::pair<std::string, std::string>> &env = {},
@@ -37,20 +58,7 @@ inline Result run(const std::vector<std::string> &args, const std::vector<std::p
   REQUIRE(pid >= 0);
   if (pid == 0) {
     setpgid(0, 0);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
-    for (const auto &[k, v] : env) {
-      if (v.empty()) unsetenv(k.c_str());
-      else setenv(k.c_str(), v.c_str(), 1);
-    }
-    int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(o, 1);
-    dup2(e, 2);
-    std::vector<char *> argv;
-    for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
+    exec_child(args, env, cwd, out, err);
   }
   setpgid(pid, pid);
   Result r;

@@ -50,20 +50,7 @@ class Spawned {
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);
-      if (chdir(cwd.c_str()) != 0) _exit(126);
-      for (const auto &[k, v] : env) {
-        if (v.empty()) unsetenv(k.c_str());
-        else setenv(k.c_str(), v.c_str(), 1);
-      }
-      int o = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      int e = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(o, 1);
-      dup2(e, 2);
-      std::vector<char *> argv;
-      for (const std::string &a : args) argv.push_back(const_cast<char *>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
+      exec_child(args, env, cwd, out_, err_);
     }
     setpgid(pid_, pid_);
   }
