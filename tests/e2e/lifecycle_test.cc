@@ -78,6 +78,14 @@ Result run_prepared(const std::vector<std::string> &argv, const std::vector<std:
   return r;
 }
 
+// The counts of a run that must have written exactly one process of one thread.
+std::map<NamePath, uint64_t> only_thread_counts(const Profiled &p) {
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 1);
+  REQUIRE(set.processes[0].threads.size() == 1);
+  return named_counts(set.processes[0].threads[0]);
+}
+
 const ha::ThreadProfile *thread_with(const ha::ProfileSet &set, const std::string &function) {
   for (auto &proc : set.processes)
     for (auto &t : proc.threads)
@@ -138,10 +146,7 @@ TEST_CASE("exit() from a signal handler while the main thread is in instrumented
     CHECK(p.result.status == 0);
     CHECK(p.result.out == "looping\n");
     CHECK(p.result.err.empty());
-    auto set = ha::read_profiles(p.dir);
-    REQUIRE(set.processes.size() == 1);
-    REQUIRE(set.processes[0].threads.size() == 1);
-    auto counts = named_counts(set.processes[0].threads[0]);
+    auto counts = only_thread_counts(p);
     CHECK(counts.count({"main", "exit_in_handler", "work"}) == 1);
   }
 }
@@ -299,10 +304,7 @@ TEST_CASE("a failed exec resumes profiling", "[e2e][lifecycle]") {
   auto p = run_profiled({kWaysOut, "failed-exec"}, "mode=cct");
   CHECK(p.result.status == 0);
   CHECK(p.result.out == "exec failed: No such file or directory\n");
-  auto set = ha::read_profiles(p.dir);
-  REQUIRE(set.processes.size() == 1);
-  REQUIRE(set.processes[0].threads.size() == 1);
-  auto counts = named_counts(set.processes[0].threads[0]);
+  auto counts = only_thread_counts(p);
   CHECK(counts.at({"main", "failed_exec", "work"}) == 4);
   CHECK(counts.at({"main", "failed_exec", "after"}) == 6);
 }
@@ -340,10 +342,7 @@ TEST_CASE("a vfork child that execs writes nothing for the parent", "[e2e][lifec
   auto p = run_profiled({kWaysOut, "vfork-exec"}, "mode=cct");
   CHECK(p.result.status == 0);
   CHECK(p.result.out == "vfork child exited with 0\n");
-  auto set = ha::read_profiles(p.dir);
-  REQUIRE(set.processes.size() == 1);
-  REQUIRE(set.processes[0].threads.size() == 1);
-  auto counts = named_counts(set.processes[0].threads[0]);
+  auto counts = only_thread_counts(p);
   CHECK(counts.at({"main", "vfork_exec", "work"}) == 1);
   CHECK(counts.at({"main", "vfork_exec", "after"}) == 3);
 }
