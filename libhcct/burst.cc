@@ -75,6 +75,14 @@ HCCT_NOINST void ShadowStack::unwind_to(uintptr_t sp) {
     while (top_->sp < sp) --top_;
 }
 
+HCCT_NOINST void ShadowStack::retire_range(uintptr_t lo, uintptr_t hi, uintptr_t tag) {
+  if (!entries_) return;
+  for (PathEntry *e = entries_ + 1; e <= top_; ++e) {
+    if (e->fn - lo < hi - lo) e->fn |= tag;
+    if (e->site - lo < hi - lo) e->site |= tag;
+  }
+}
+
 HCCT_NOINST void ShadowStack::assign(const ThreadProfile &profile) {
   top_ = entries_;
   const Frame *frames = profile.frames();

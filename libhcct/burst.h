@@ -44,6 +44,8 @@ class ShadowStack {
     return true;
   }
   void unwind_to(uintptr_t sp);
+  // ThreadProfile::retire_range for the entries.
+  void retire_range(uintptr_t lo, uintptr_t hi, uintptr_t tag);
   // Takes the calling path of `profile` (at the end of a burst).
   void assign(const ThreadProfile &profile);
 

@@ -14,6 +14,7 @@
 
 #include "arena.h"
 #include "hcct/format.h"
+#include "messages.h"
 #include "spin_lock.h"
 
 namespace hcct::rt {
@@ -184,6 +185,7 @@ constexpr size_t kMaxBuildId = 64;
 
 struct Module {
   uint64_t bias, lo, hi;
+  uintptr_t tag;  // nonzero once retired: the module is written at its addresses ORed with it
   char path[kMaxPath];
   uint8_t build_id_size;
   unsigned char build_id[kMaxBuildId];
@@ -194,6 +196,17 @@ Module *g_unloaded = nullptr;
 size_t g_unloaded_count = 0;
 size_t g_unloaded_capacity = 0;
 SpinLock g_unloaded_lock{};
+
+// Retired ranges. Tags are multiples of 2^47, above every user-space address of x86-64's and
+// AArch64's 4-level page tables (the kernel maps above 2^47 only when asked to), so a tagged
+// address can never be code's. Entries are written before g_retired_count publishes them and never
+// change, so threads read them without the lock. A fixed array (untouched BSS costs nothing): a
+// program that unloads more libraries than this is told once that later code at their addresses
+// shares their contexts.
+constexpr unsigned kTagShift = 47;
+constexpr uintptr_t kUserTop = uintptr_t(1) << kTagShift;
+constexpr uint32_t kMaxRetired = 16384;
+RetiredRange g_retired[kMaxRetired];
 
 HCCT_NOINST void read_build_id(const dl_phdr_info *info, Module *m) {
   m->build_id_size = 0;
@@ -298,6 +311,7 @@ HCCT_NOINST void absolute_module_path(const char *name, uint64_t lo, char *path,
 
 HCCT_NOINST bool describe(const dl_phdr_info *info, Module *m) {
   m->bias = info->dlpi_addr;
+  m->tag = 0;
   m->lo = ~uint64_t(0);
   m->hi = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -325,7 +339,8 @@ HCCT_NOINST bool describe(const dl_phdr_info *info, Module *m) {
 
 HCCT_NOINST bool append_module(ByteBuffer &out, const Module &m) {
   size_t len = strlen(m.path);
-  return out.append_u64(m.bias) && out.append_u64(m.lo) && out.append_u64(m.hi) &&
+  // A retired module where its retired addresses are: (a | tag) - (bias + tag) = a - bias.
+  return out.append_u64(m.bias + m.tag) && out.append_u64(m.lo | m.tag) && out.append_u64(m.hi | m.tag) &&
          out.append_u16(uint16_t(len)) && out.append(m.path, len) &&
          out.append_u8(m.build_id_size) && out.append(m.build_id, m.build_id_size);
 }
@@ -346,7 +361,8 @@ HCCT_NOINST int remember_loaded(dl_phdr_info *info, size_t, void *arg) {
   Module *m = static_cast<Module *>(arg);
   if (!describe(info, m)) return 0;
   for (size_t i = 0; i < g_unloaded_count; ++i)
-    if (g_unloaded[i].lo == m->lo && strcmp(g_unloaded[i].path, m->path) == 0) return 0;
+    if (!g_unloaded[i].tag && g_unloaded[i].lo == m->lo && strcmp(g_unloaded[i].path, m->path) == 0)
+      return 0;
   if (g_unloaded_count == g_unloaded_capacity) {
     size_t want = g_unloaded_capacity ? 2 * g_unloaded_capacity : 16;
     void *p = g_unloaded ? remap_pages(g_unloaded, g_unloaded_capacity * sizeof(Module),
@@ -376,6 +392,13 @@ HCCT_NOINST int find_loaded(dl_phdr_info *info, size_t, void *arg) {
   return 0;
 }
 
+// Under g_unloaded_lock.
+HCCT_NOINST bool is_loaded(const Module &m) {
+  LoadedCheck check{&m, false, {}};
+  dl_iterate_phdr(find_loaded, &check);
+  return check.found;
+}
+
 HCCT_NOINST bool write_modules(DumpFile &file) {
   ByteBuffer &out = file.body();
   file.begin_section(fmt::kTagModules);
@@ -388,9 +411,8 @@ HCCT_NOINST bool write_modules(DumpFile &file) {
   acquire(&g_unloaded_lock);
   dl_iterate_phdr(emit_loaded, &walk);
   for (size_t i = 0; i < g_unloaded_count; ++i) {
-    LoadedCheck check{&g_unloaded[i], false, {}};
-    dl_iterate_phdr(find_loaded, &check);
-    if (!check.found && append_module(out, g_unloaded[i])) ++walk.count;
+    const Module &m = g_unloaded[i];
+    if ((m.tag || !is_loaded(m)) && append_module(out, m)) ++walk.count;
   }
   release(&g_unloaded_lock);
   if (!out.ok()) return false;
@@ -520,6 +542,36 @@ HCCT_NOINST void remember_modules_before_unload() {
   dl_iterate_phdr(remember_loaded, &scratch);
   release(&g_unloaded_lock);
 }
+
+uint32_t g_retired_count = 0;
+
+HCCT_NOINST bool retire_unloaded_modules() {
+  static bool said_full = false;
+  bool retired = false;
+  acquire(&g_unloaded_lock);
+  uint32_t count = g_retired_count;
+  for (size_t i = 0; i < g_unloaded_count; ++i) {
+    Module &m = g_unloaded[i];
+    if (m.tag || m.hi > kUserTop || is_loaded(m)) continue;
+    if (count == kMaxRetired) {
+      if (!said_full)
+        say("hcct: more than %u libraries were unloaded: code loaded later at their addresses "
+            "shares their contexts\n", kMaxRetired);
+      said_full = true;
+      break;
+    }
+    m.tag = uintptr_t(count + 1) << kTagShift;
+    g_retired[count++] = RetiredRange{m.lo, m.hi, m.tag};
+    retired = true;
+  }
+  // Sequentially consistent: a thread that sees its epochs reset by the caller's kick then sees the
+  // new count (runtime.cc, kick_threads).
+  __atomic_store_n(&g_retired_count, count, __ATOMIC_SEQ_CST);
+  release(&g_unloaded_lock);
+  return retired;
+}
+
+HCCT_NOINST const RetiredRange &retired_range(uint32_t i) { return g_retired[i]; }
 
 HCCT_NOINST void remember_command() {
   char *buf = g_command;

@@ -77,6 +77,22 @@ bool write_profile_sections(DumpFile &file, const ThreadProfile &profile, const 
 
 // Remembers the module map before a dlclose so unloaded libraries still symbolize.
 void remember_modules_before_unload();
+
+// Code unloaded by dlclose is retired: its addresses, in the trees and in the module map, move to a
+// range of their own above user space (`address | tag`), so that code loaded later at the same
+// addresses is a different routine, symbolized against its own module (docs/RUNTIME.md, "Reused
+// addresses"). The list only grows; entries never move.
+struct RetiredRange {
+  uintptr_t lo, hi;  // the module's addresses while it was loaded
+  uintptr_t tag;     // ORed into every address in [lo, hi)
+};
+// After a dlclose returned: retires the modules remembered before it that are gone now. True if it
+// retired any (the caller then makes every thread catch up).
+bool retire_unloaded_modules();
+// How many ranges are retired (acquire: their entries are complete), and the i-th.
+extern uint32_t g_retired_count __attribute__((visibility("hidden")));
+inline uint32_t retired_count() { return __atomic_load_n(&g_retired_count, __ATOMIC_ACQUIRE); }
+const RetiredRange &retired_range(uint32_t i);
 // The lock of that list, held across fork so that a child never inherits it held.
 void lock_module_list();
 void unlock_module_list();

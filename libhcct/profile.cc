@@ -632,6 +632,33 @@ HCCT_NOINST void WordMap::release() {
   *this = WordMap{};
 }
 
+HCCT_NOINST void ThreadProfile::retire_range(uintptr_t lo, uintptr_t hi, uintptr_t tag) {
+  auto retired = [lo, hi, tag](uintptr_t address) { return address - lo < hi - lo ? address | tag : address; };
+  uint64_t steps = 0;
+  Node *node = &root_;
+  for (;;) {
+    for (Node *c = node->first_child; c; c = c->next_sibling) {
+      uintptr_t fn = retired(c->routine), site = retired(c->call_site);
+      if (fn == c->routine && site == c->call_site) continue;
+      // Siblings stay distinct: a retired key has the tag's bits, which no live key has.
+      ChildIndex::Entry *entry = node->indexed() ? index_.find(c, steps) : nullptr;
+      Node *prev = entry ? entry->prev : nullptr;
+      if (entry) index_.erase(entry);
+      c->routine = fn;
+      c->call_site = site;
+      if (entry) index_.insert(c, prev);  // into the slot erase just freed: no growth
+    }
+    // Next node in depth-first order, through parent links (no stack to allocate).
+    if (node->first_child) {
+      node = node->first_child;
+      continue;
+    }
+    while (node != &root_ && !node->next_sibling) node = node->parent();
+    if (node == &root_) break;
+    node = node->next_sibling;
+  }
+}
+
 // Every child of an indexed node must be in the index with its true previous sibling, and only
 // those: walks the whole tree (tests only).
 HCCT_NOINST bool ThreadProfile::index_consistent() const {

@@ -253,6 +253,11 @@ class ThreadProfile {
   // dropped first (in hcct mode its unmonitored leaves are pruned).
   void rebuild_path(const PathEntry *path, size_t n);
 
+  // Code in [lo, hi) was unloaded (dlclose): its contexts move to the retired addresses
+  // `address | tag` (routines and call sites), so that code loaded later at the same addresses gets
+  // contexts of its own. O(nodes); indexed children are re-filed under their new keys.
+  void retire_range(uintptr_t lo, uintptr_t hi, uintptr_t tag);
+
   // Rebuilds the calling path in a fresh tree without counting it, then drops the old tree: the
   // profile starts over from the current context (used after fork).
   void restart_from_current_path();

@@ -180,14 +180,16 @@ HCCT_NOINST ThreadState *attach_thread() {
   }
   s->tid = current_tid();
   s->start_ns = wall_clock_ns();
+  s->exact_on = g_exact;
+  // Before the thread is registered: from then on a dlclose may kick these (kKicked).
+  s->fast_epoch = g_exact ? ~uint64_t(0) : 0;  // with bursting, 0 never matches: the first event joins
+  s->between_epoch = ~uint64_t(0);              // set once the thread keeps a shadow stack
+  s->retired_seen = retired_count();           // its tree is empty: nothing to move
   lock_registry();
   s->seq = g_next_seq++;
   s->next = g_threads;
   g_threads = s;
   unlock_registry();
-  s->exact_on = g_exact;
-  s->fast_epoch = g_exact ? ~uint64_t(0) : 0;  // with bursting, 0 never matches: the first event joins
-  s->between_epoch = ~uint64_t(0);              // set once the thread keeps a shadow stack
   pthread_setspecific(g_thread_key, s);  // its destructor writes the file at thread exit
   t_state = s;
   return s;
@@ -212,9 +214,48 @@ int g_forking_pid = 0;  // the parent's pid, kept by the fork-prepare handler fo
 HCCT_NOINST bool claim(ThreadState *s) { return !__atomic_exchange_n(&s->claimed, 1, __ATOMIC_ACQ_REL); }
 HCCT_NOINST void unclaim(ThreadState *s) { __atomic_store_n(&s->claimed, 0, __ATOMIC_RELEASE); }
 
+// Code was unloaded (dlclose; dump.h, "retired"): moves this thread's trees and shadow stack off
+// the retired ranges it has not seen yet, then undoes the kick of its epochs. Run by the thread
+// itself in its slow path (its epochs were kicked), or by whoever writes its file (it is stopped).
+HCCT_NOINST void catch_up_retired(ThreadState *s) {
+  for (;;) {
+    uint32_t n = retired_count();
+    for (uint32_t i = s->retired_seen; i < n; ++i) {
+      const RetiredRange &r = retired_range(i);
+      s->profile.retire_range(r.lo, r.hi, r.tag);
+      if (g_exact) s->exact.retire_range(r.lo, r.hi, r.tag);
+      if (g_bursting) s->burst.shadow.retire_range(r.lo, r.hi, r.tag);
+    }
+    s->retired_seen = n;
+    uint64_t kicked = kKicked;
+    uint64_t resumed = g_exact ? ~uint64_t(0) : g_bursting ? s->burst.epoch : 0;
+    __atomic_compare_exchange_n(&s->fast_epoch, &kicked, resumed, false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_RELAXED);
+    kicked = kKicked;
+    __atomic_compare_exchange_n(&s->between_epoch, &kicked, ~uint64_t(0), false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_RELAXED);
+    // A dlclose that retired more after `n` was read may have kicked before the undo: look again
+    // (the CASes and this load are sequentially consistent, as are the dlclose's count and kicks).
+    if (__atomic_load_n(&g_retired_count, __ATOMIC_SEQ_CST) == n) return;
+  }
+}
+
+// After retire_unloaded_modules: every registered thread's next event takes the slow path, which
+// catches up first. (It bumped the count before, sequentially consistent: a thread that sees the
+// kick sees the count.)
+HCCT_NOINST void kick_threads() {
+  lock_registry();
+  for (ThreadState *s = g_threads; s; s = s->next) {
+    __atomic_store_n(&s->fast_epoch, kKicked, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&s->between_epoch, kKicked, __ATOMIC_SEQ_CST);
+  }
+  unlock_registry();
+}
+
 // `interrupted`: the thread's own event was interrupted (exit or _exit from a signal handler): its
 // tree is written as it stands.
 HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupted) {
+  if (s->retired_seen != retired_count()) catch_up_retired(s);
   ThreadMeta meta{g_process.pid, g_process.ppid, s->tid, s->seq, live_at_exit, s->dropped,
                   s->start_ns, interrupted};
   BurstMeta burst;
@@ -615,7 +656,7 @@ HCCT_NOINST bool join_burst(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
   if (use_machine) s->burst.shadow_current = false;
   size_t n = use_machine ? burst_unwind(s->burst.shadow, fn, sp, torn_down) : 0;
   s->burst.join(s->profile, e, s->burst.shadow.path(), n, use_machine);
-  s->fast_epoch = g_exact ? ~uint64_t(0) : e;
+  set_own_epoch(&s->fast_epoch, g_exact ? ~uint64_t(0) : e);
   return use_machine && is_exit;
 }
 
@@ -638,7 +679,7 @@ __attribute__((always_inline)) inline bool burst_live() {
     s->burst.between_enter(s->profile, fn, site, sp);
     // The shadow-stack-only paths may run until the next change (not with exact=1: the exact side
     // needs every event).
-    if (!g_exact) s->between_epoch = e;
+    if (!g_exact) set_own_epoch(&s->between_epoch, e);
   } else {
     s->burst.between_count();
   }
@@ -655,13 +696,14 @@ __attribute__((always_inline)) inline bool burst_live() {
     s->profile.exit(fn, sp, torn_down);
   } else if (burst_keeps_shadow() && !burst_may_unwind()) {
     s->burst.between_exit(s->profile, fn, sp, torn_down);
-    if (!g_exact) s->between_epoch = e;
+    if (!g_exact) set_own_epoch(&s->between_epoch, e);
   }
 }
 
 // Slow path of an enter on a thread that is marked busy by the caller; clears busy.
 [[gnu::noinline]] HCCT_NOINST void enter_full(ThreadState *s, uintptr_t fn, uintptr_t site,
                                               uintptr_t sp) {
+  if (HCCT_UNLIKELY(s->retired_seen != retired_count())) catch_up_retired(s);
   if (HCCT_UNLIKELY(g_bursting)) {
     burst_enter(s, fn, site, sp);
   } else if (probe_gate_value() == kGateProfiling) {
@@ -673,6 +715,7 @@ __attribute__((always_inline)) inline bool burst_live() {
 
 [[gnu::noinline]] HCCT_NOINST void exit_full(ThreadState *s, uintptr_t fn, uintptr_t sp,
                                              bool torn_down) {
+  if (HCCT_UNLIKELY(s->retired_seen != retired_count())) catch_up_retired(s);
   if (HCCT_UNLIKELY(g_bursting)) {
     burst_exit(s, fn, sp, torn_down);
   } else if (probe_gate_value() == kGateProfiling) {
@@ -713,7 +756,7 @@ __attribute__((always_inline)) inline bool burst_live() {
 // push or a pop; else the full path. Out of line so that the probes stay frameless.
 [[gnu::noinline]] HCCT_NOINST void enter_other(ThreadState *s, uintptr_t fn, uintptr_t site,
                                                uintptr_t sp) {
-  if (s->between_epoch == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
+  if (read_shared(s->between_epoch) == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
       s->burst.shadow.enter_fast(fn, site, sp)) {
     ++s->burst.skipped;
     return event_end(s);
@@ -723,7 +766,7 @@ __attribute__((always_inline)) inline bool burst_live() {
 
 [[gnu::noinline]] HCCT_NOINST void exit_other(ThreadState *s, uintptr_t fn, uintptr_t sp,
                                               bool torn_down) {
-  if (s->between_epoch == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
+  if (read_shared(s->between_epoch) == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
       s->burst.shadow.exit_fast(fn, sp, torn_down))
     return event_end(s);
   exit_full(s, fn, sp, torn_down);
@@ -739,7 +782,7 @@ __attribute__((always_inline)) inline unsigned char probe_gate() {
 // True when the epoch says the thread may take the fast path; read after the gate.
 __attribute__((always_inline)) inline bool epoch_differs(const ThreadState *s) {
   compiler_fence();
-  return s->fast_epoch != read_shared(g_burst_epoch);
+  return read_shared(s->fast_epoch) != read_shared(g_burst_epoch);
 }
 
 template <bool kPlugin>
@@ -858,7 +901,18 @@ HCCT_EXPORT int dlclose(void *handle) {
     real_dlclose = reinterpret_cast<int (*)(void *)>(dlsym(RTLD_NEXT, "dlclose"));
     if (!real_dlclose) return -1;
   }
-  if (__atomic_load_n(&g_profiling, __ATOMIC_ACQUIRE) && !__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE))
-    remember_modules_before_unload();
-  return real_dlclose(handle);
+  bool profiling = __atomic_load_n(&g_profiling, __ATOMIC_ACQUIRE) &&
+                   !__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE);
+  if (profiling) remember_modules_before_unload();
+  int result = real_dlclose(handle);
+  // Code loaded later at the unloaded addresses is a different routine (docs/RUNTIME.md, "Reused
+  // addresses"). The calling thread catches up now; the others at their next event.
+  if (profiling && result == 0 && retire_unloaded_modules()) {
+    kick_threads();
+    if (ThreadState *s = event_begin(/*attach=*/false)) {
+      catch_up_retired(s);
+      event_end(s);
+    }
+  }
+  return result;
 }

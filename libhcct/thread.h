@@ -34,6 +34,8 @@ struct ThreadState {
   // Between bursts, the inline shadow-stack paths run only while this equals g_burst_epoch (set once
   // the shadow stack holds the thread's path in that period and shadow stacks are kept).
   uint64_t between_epoch = 0;
+  // Retired code ranges (dump.h) this thread's trees have moved to their retired addresses.
+  uint32_t retired_seen = 0;
   BurstThread burst;        // static bursting (burst.h)
   // Set while this thread is inside the runtime. Only this thread writes it; the final dump reads
   // it (after a membarrier) to know the thread has left.
@@ -52,6 +54,17 @@ struct ThreadState {
 };
 
 extern ThreadState g_inert;
+
+// A dlclose in any thread stores this into every thread's fast_epoch and between_epoch (never a
+// value of g_burst_epoch), so that each thread's next event leaves the inline paths and moves its
+// trees off the retired code first (runtime.cc, catch_up_retired). A thread sets its own epochs
+// with set_own_epoch, which never overwrites a kick.
+inline constexpr uint64_t kKicked = ~uint64_t(1);
+HCCT_NOINST inline void set_own_epoch(uint64_t *epoch, uint64_t value) {
+  uint64_t seen = __atomic_load_n(epoch, __ATOMIC_RELAXED);
+  if (seen != kKicked && seen != value)
+    __atomic_compare_exchange_n(epoch, &seen, value, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
 
 // The flags that other threads read or write (the final dump reads `busy` and writes the gates).
 // Writers are atomic everywhere. Readers on the probes' fast path are atomic in ThreadSanitizer

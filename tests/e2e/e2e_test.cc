@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "harness.h"
 #include "hcct/analysis/hot.h"
@@ -342,6 +343,66 @@ TEST_CASE("symbolization: a function in a library loaded with dlopen (and unload
       CHECK(s.line == 3);
       REQUIRE(s.module);
       CHECK(fs::path(s.module->path).filename() == fs::path(E2E_PLUGIN_LIB).filename());
+    }
+  }
+}
+
+// Issue 13: a library unloaded and another loaded at the same addresses shared contexts (the calls
+// into the second were counted in the first's nodes, named after one of them).
+TEST_CASE("reused addresses: code loaded where an unloaded library was gets contexts of its own", "[e2e][symbols]") {
+  for (const char *options : {"mode=cct", "mode=hcct:epsilon=1e-6", "mode=hcct:exact=1"}) {
+    INFO(options);
+    auto p = run_profiled({kE2e + "/e2e_reused_addresses", E2E_REUSE_ALPHA, E2E_REUSE_GAMMA}, options);
+    REQUIRE(p.result.status == 0);
+    // The premise: the loader put the second library where the first was.
+    std::string alpha_at, gamma_at;
+    std::istringstream out(p.result.out);
+    std::string word, at, where;
+    while (out >> word >> at >> where) {
+      if (word == "alpha_entry") alpha_at = where;
+      if (word == "gamma_entry") gamma_at = where;
+      if (word == "total") break;
+    }
+    REQUIRE(!alpha_at.empty());
+    REQUIRE(alpha_at == gamma_at);
+    CHECK(p.result.out.find("total 43 worker 16") != std::string::npos);
+    auto set = ha::read_profiles(p.dir);
+    REQUIRE(set.processes.size() == 1);
+    REQUIRE(set.processes[0].threads.size() == 2);
+    for (const auto &t : set.processes[0].threads) {
+      bool is_main = t.meta.thread_seq == 0;
+      std::string root = is_main ? "main" : "worker";
+      auto counts = projected_counts(t, {root, "alpha_entry", "alpha_work", "gamma_entry", "gamma_work"});
+      std::map<NamePath, uint64_t> expected{
+          {{root}, 1},
+          {{root, "alpha_entry"}, 1},
+          {{root, "alpha_entry", "alpha_work"}, is_main ? 5u : 3u},
+          {{root, "gamma_entry"}, 1},
+          {{root, "gamma_entry", "gamma_work"}, is_main ? 7u : 4u}};
+      CHECK(counts == expected);
+      CHECK(t.meta.unmatched_exits == 0);
+      // Each context symbolizes against its own library.
+      ha::Symbolizer symbols(t.modules);
+      for (size_t i = 1; i < t.nodes.size(); ++i) {
+        const auto &s = symbols.routine(t.nodes[i].routine);
+        for (const char *name : {"alpha", "gamma"}) {
+          if (s.function.rfind(name, 0) != 0) continue;
+          INFO(s.function);
+          REQUIRE(s.module);
+          CHECK(fs::path(s.module->path).filename().string().find(name) != std::string::npos);
+          CHECK(fs::path(s.file).filename() == "reuse_lib.c");
+        }
+      }
+    }
+    if (std::string(options).find("exact=1") != std::string::npos) {
+      auto exact = ha::read_profiles(p.dir / "exact");
+      REQUIRE(exact.processes.size() == 1);
+      for (const auto &t : exact.processes[0].threads) {
+        auto counts = named_counts(t);
+        std::string root = t.meta.thread_seq == 0 ? "main" : "worker";
+        CHECK(counts.count({root, "alpha_entry"}) == 1);
+        CHECK(counts.count({root, "gamma_entry"}) == 1);
+      }
     }
   }
 }
