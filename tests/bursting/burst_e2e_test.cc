@@ -282,7 +282,9 @@ TEST_CASE("timer bursts with the plugin's gate closed between bursts: contexts s
 #endif
   // Unwinding at every burst start must rebuild true contexts: every context recorded is one of
   // the closed form's (fib levels below main, work's callees), none with frames left out or added.
-  auto p = run_profiled({exe, "27", "6000000"}, "mode=cct:key=routine:burst=1");
+  // Long enough for several 20 ms intervals: at 6·10^6 calls the program (30 ms with the gate
+  // closed) sometimes ended before its first burst, and wrote no profile.
+  auto p = run_profiled({exe, "29", "20000000"}, "mode=cct:key=routine:burst=1");
   REQUIRE(p.result.status == 0);
   auto set = ha::read_profiles(p.dir);
   const auto &t = set.processes.at(0).threads.at(0);
