@@ -14,6 +14,7 @@
 
 #include "arena.h"
 #include "hcct/format.h"
+#include "hcct/meta_keys.h"
 #include "messages.h"
 #include "spin_lock.h"
 
@@ -178,6 +179,8 @@ HCCT_NOINST bool parse_temporary_name(const char *name, DumpName *out) {
 
 // ---------------------------------------------------------------------------------------------
 // Module map
+
+namespace meta = format::meta;
 
 namespace {
 
@@ -528,7 +531,7 @@ char g_command[8192];
 
 HCCT_NOINST void append_cmdline(ByteBuffer &out) {
   if (!g_command[0]) remember_command();
-  out.append_pair("cmdline", g_command);
+  out.append_pair(meta::kCmdline.name, g_command);
 }
 
 }  // namespace
@@ -601,52 +604,52 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
 
   ByteBuffer &out = file.body();
   file.begin_section(fmt::kTagMeta);
-  out.append_pair("runtime", "hcct " HCCT_VERSION);
-  out.append_pair("pid", uint64_t(meta.pid));
-  out.append_pair("ppid", uint64_t(meta.ppid));
-  out.append_pair("thread_seq", meta.seq);
-  out.append_pair("tid", uint64_t(meta.tid));
-  out.append_pair("status", meta.live_at_exit ? "live-at-exit" : "exited");
-  out.append_pair("mode", mode_name(profile.mode()));
-  out.append_pair("key", profile.key() == KeyBy::kSite ? "site" : "routine");
+  out.append_pair(meta::kRuntime.name, "hcct " HCCT_VERSION);
+  out.append_pair(meta::kPid.name, uint64_t(meta.pid));
+  out.append_pair(meta::kPpid.name, uint64_t(meta.ppid));
+  out.append_pair(meta::kThreadSeq.name, meta.seq);
+  out.append_pair(meta::kTid.name, uint64_t(meta.tid));
+  out.append_pair(meta::kStatus.name, meta.live_at_exit ? "live-at-exit" : "exited");
+  out.append_pair(meta::kMode.name, mode_name(profile.mode()));
+  out.append_pair(meta::kKey.name, profile.key() == KeyBy::kSite ? "site" : "routine");
   if (profile.mode() == Mode::kHcct) {
-    out.append_pair_double("epsilon", profile.epsilon());
-    out.append_pair("counters", profile.counters());
-    out.append_pair("min_count", profile.min_count());
+    out.append_pair_double(meta::kEpsilon.name, profile.epsilon());
+    out.append_pair(meta::kCounters.name, profile.counters());
+    out.append_pair(meta::kMinCount.name, profile.min_count());
   }
-  out.append_pair("calls", profile.calls());
-  out.append_pair("dropped", meta.dropped);
-  out.append_pair("lost", profile.lost_events());
-  out.append_pair("unmatched_exits", profile.unmatched_exits());
-  out.append_pair("max_depth", max_depth);
-  out.append_pair("tree_bytes", profile.tree_bytes());
-  out.append_pair("nodes_peak", profile.peak_nodes() + 1);
+  out.append_pair(meta::kCalls.name, profile.calls());
+  out.append_pair(meta::kDropped.name, meta.dropped);
+  out.append_pair(meta::kLost.name, profile.lost_events());
+  out.append_pair(meta::kUnmatchedExits.name, profile.unmatched_exits());
+  out.append_pair(meta::kMaxDepth.name, max_depth);
+  out.append_pair(meta::kTreeBytes.name, profile.tree_bytes());
+  out.append_pair(meta::kNodesPeak.name, profile.peak_nodes() + 1);
   char exe[kMaxPath];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = 0;
-  out.append_pair("exe", exe);
+  out.append_pair(meta::kExe.name, exe);
   append_cmdline(out);
-  out.append_pair("start_ns", meta.start_ns);
-  out.append_pair("end_ns", wall_clock_ns());
+  out.append_pair(meta::kStartNs.name, meta.start_ns);
+  out.append_pair(meta::kEndNs.name, wall_clock_ns());
   if (burst) {
     // The profile saw the events of bursts only; sampled_fraction = calls / events (or, when not
     // every event reached the runtime, the fraction of time in bursts). Readers scale counts by
     // 1 / sampled_fraction.
-    out.append_pair("burst", burst->kind);
-    out.append_pair("burst_sync", burst->sync);
-    out.append_pair("burst_interval_ns", burst->interval_ns);
-    out.append_pair("burst_length_ns", burst->length_ns);
-    out.append_pair("bursts", burst->bursts);
-    out.append_pair_double("burst_time_fraction", burst->time_fraction);
+    out.append_pair(meta::kBurst.name, burst->kind);
+    out.append_pair(meta::kBurstSync.name, burst->sync);
+    out.append_pair(meta::kBurstIntervalNs.name, burst->interval_ns);
+    out.append_pair(meta::kBurstLengthNs.name, burst->length_ns);
+    out.append_pair(meta::kBursts.name, burst->bursts);
+    out.append_pair_double(meta::kBurstTimeFraction.name, burst->time_fraction);
     uint64_t sampled = profile.calls() + profile.lost_events();
     if (burst->events_known) {
-      out.append_pair("events", burst->events);
-      out.append_pair_double("sampled_fraction",
+      out.append_pair(meta::kEvents.name, burst->events);
+      out.append_pair_double(meta::kSampledFraction.name,
                              burst->events ? double(sampled) / double(burst->events) : 1.0);
-      out.append_pair("sampled_fraction_basis", "events");
+      out.append_pair(meta::kSampledFractionBasis.name, "events");
     } else {
-      out.append_pair_double("sampled_fraction", burst->time_fraction);
-      out.append_pair("sampled_fraction_basis", "time");
+      out.append_pair_double(meta::kSampledFraction.name, burst->time_fraction);
+      out.append_pair(meta::kSampledFractionBasis.name, "time");
     }
   }
   file.end_section();

@@ -1,5 +1,7 @@
 #include "hcct/analysis/merge.h"
 
+#include "hcct/meta_keys.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -13,6 +15,8 @@
 #include <unordered_map>
 
 namespace hcct::analysis {
+namespace meta = format::meta;
+
 namespace {
 
 struct ChildKey {
@@ -184,7 +188,7 @@ std::string join_command(const ThreadMeta &m) {
 
 // The thread's own duration, or the sum recorded by an earlier merge.
 uint64_t thread_time(const ThreadMeta &m) {
-  if (const std::string *t = m.find_extra("thread_time_ns")) {
+  if (const std::string *t = m.find_extra(meta::kThreadTimeNs.name)) {
     uint64_t v = 0;
     auto [ptr, ec] = std::from_chars(t->data(), t->data() + t->size(), v);
     if (ec == std::errc() && ptr == t->data() + t->size()) return v;
@@ -249,8 +253,8 @@ ThreadMeta merge_meta(std::span<const ThreadProfile *const> threads, bool across
     if (tm.status == ThreadStatus::live_at_exit) m.status = ThreadStatus::live_at_exit;
     if (!seqs.empty()) seqs += ',';
     // Inputs that were merges already contribute what they were made of.
-    const std::string *from = tm.find_extra("merged_from");
-    const std::string *inner = tm.find_extra("merged_threads");
+    const std::string *from = tm.find_extra(meta::kMergedFrom.name);
+    const std::string *inner = tm.find_extra(meta::kMergedThreads.name);
     if (across_processes && from) {
       seqs += *from;
     } else if (across_processes && inner) {
@@ -268,8 +272,8 @@ ThreadMeta merge_meta(std::span<const ThreadProfile *const> threads, bool across
     }
   }
   if (across_processes) m.thread_seq = 0;
-  m.extra.emplace_back(across_processes ? "merged_from" : "merged_threads", seqs);
-  m.extra.emplace_back("thread_time_ns", std::to_string(busy_ns));
+  m.extra.emplace_back(across_processes ? meta::kMergedFrom.name : meta::kMergedThreads.name, seqs);
+  m.extra.emplace_back(meta::kThreadTimeNs.name, std::to_string(busy_ns));
 
   // Commands: the first input's is the profile's; every distinct one is listed (runs of
   // different commands merged), records separated by 0x1E, arguments by 0x1F.
@@ -277,7 +281,7 @@ ThreadMeta merge_meta(std::span<const ThreadProfile *const> threads, bool across
     std::vector<std::string> commands;
     std::set<std::string> seen;
     for (const ThreadProfile *tp : threads) {
-      if (const std::string *list = tp->meta.find_extra("merged_commands")) {
+      if (const std::string *list = tp->meta.find_extra(meta::kMergedCommands.name)) {
         for (size_t start = 0; start <= list->size();) {
           size_t end = std::min(list->find('\x1e', start), list->size());
           std::string c = list->substr(start, end - start);
@@ -292,7 +296,7 @@ ThreadMeta merge_meta(std::span<const ThreadProfile *const> threads, bool across
     if (commands.size() > 1) {
       std::string list;
       for (const std::string &c : commands) list += (list.empty() ? "" : "\x1e") + c;
-      m.extra.emplace_back("merged_commands", list);
+      m.extra.emplace_back(meta::kMergedCommands.name, list);
     }
   }
 
@@ -305,50 +309,57 @@ ThreadMeta merge_meta(std::span<const ThreadProfile *const> threads, bool across
       if (key_set.insert(k).second) keys.push_back(k);
   std::string dropped_keys;
   for (const std::string &k : keys) {
-    if (k == "merged_threads" || k == "merged_from" || k == "merged_commands" || k == "thread_time_ns" ||
-        k == "burst_scaled")
-      continue;  // written above or below
-    if (k == "merged_dropped_keys") {  // an input's own list carries over
+    const meta::Key *known = meta::find(k.c_str());
+    if (known == &meta::kMergedDroppedKeys) {  // an input's own list carries over
       for (const std::string *v : values_of(threads, k))
         if (v) dropped_keys += (dropped_keys.empty() ? "" : ",") + *v;
       continue;
     }
+    if (known && known->presence == meta::Presence::kMerged) continue;  // written above or below
     std::vector<const std::string *> values = values_of(threads, k);
     const bool everywhere = std::all_of(values.begin(), values.end(), [](const std::string *v) { return v; });
     const bool same = everywhere && std::all_of(values.begin(), values.end(), [&](const std::string *v) { return *v == *values[0]; });
-    if (k == "bursts" || k == "events") {  // counts of events: they add (events only if every input has it)
-      if (!everywhere) continue;
-      uint64_t sum = 0;
-      bool ok = true;
-      for (const std::string *v : values) {
-        uint64_t x = 0;
-        auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
-        ok = ok && ec == std::errc() && ptr == v->data() + v->size();
-        sum = checked_add(sum, x, k.c_str());
+    // Keys unknown to this library are kept when every input has the same value.
+    switch (known ? known->merge : meta::Merge::kSame) {
+      case meta::Merge::kSum: {  // counts of events (`events` only if every input has it)
+        if (!everywhere) continue;
+        uint64_t sum = 0;
+        bool ok = true;
+        for (const std::string *v : values) {
+          uint64_t x = 0;
+          auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+          ok = ok && ec == std::errc() && ptr == v->data() + v->size();
+          sum = checked_add(sum, x, k.c_str());
+        }
+        if (ok) m.extra.emplace_back(k, std::to_string(sum));
+        else dropped_keys += (dropped_keys.empty() ? "" : ",") + k;
+        break;
       }
-      if (ok) m.extra.emplace_back(k, std::to_string(sum));
-      else dropped_keys += (dropped_keys.empty() ? "" : ",") + k;
-    } else if (k == "sampled_fraction") {
-      if (!scale && same) m.extra.emplace_back(k, *values[0]);  // one fraction: counts stay sampled
-    } else if (k == "sampled_fraction_basis") {
-      // With scaling the estimates are as good as the worst basis: "time" over-states fractions.
-      bool time = std::any_of(values.begin(), values.end(), [](const std::string *v) { return v && *v == "time"; });
-      m.extra.emplace_back(k, time ? "time" : "events");
-    } else if (k == "burst_time_fraction") {  // per process: the largest (docs/ANALYSIS.md)
-      double best = 0;
-      for (const std::string *v : values)
-        if (v) best = std::max(best, std::strtod(v->c_str(), nullptr));
-      m.extra.emplace_back(k, format_double(best));
-    } else if (same) {
-      m.extra.emplace_back(k, *values[0]);
-    } else {
-      dropped_keys += (dropped_keys.empty() ? "" : ",") + k;
+      case meta::Merge::kMax: {  // burst_time_fraction: per process, the largest (docs/ANALYSIS.md)
+        double best = 0;
+        for (const std::string *v : values)
+          if (v) best = std::max(best, std::strtod(v->c_str(), nullptr));
+        m.extra.emplace_back(k, format_double(best));
+        break;
+      }
+      case meta::Merge::kOwnRule:
+        if (known == &meta::kSampledFraction) {
+          if (!scale && same) m.extra.emplace_back(k, *values[0]);  // one fraction: counts stay sampled
+        } else if (known == &meta::kSampledFractionBasis) {
+          // With scaling the estimates are as good as the worst basis: "time" over-states fractions.
+          bool time = std::any_of(values.begin(), values.end(), [](const std::string *v) { return v && *v == "time"; });
+          m.extra.emplace_back(k, time ? "time" : "events");
+        }
+        break;
+      default:
+        if (same) m.extra.emplace_back(k, *values[0]);
+        else dropped_keys += (dropped_keys.empty() ? "" : ",") + k;
     }
   }
   // Counts are whole-run estimates: scaled here, or by an earlier merge.
-  if (scale || std::any_of(threads.begin(), threads.end(), [](const ThreadProfile *tp) { return tp->meta.find_extra("burst_scaled"); }))
-    m.extra.emplace_back("burst_scaled", "1");
-  if (!dropped_keys.empty()) m.extra.emplace_back("merged_dropped_keys", dropped_keys);
+  if (scale || std::any_of(threads.begin(), threads.end(), [](const ThreadProfile *tp) { return tp->meta.find_extra(meta::kBurstScaled.name); }))
+    m.extra.emplace_back(meta::kBurstScaled.name, "1");
+  if (!dropped_keys.empty()) m.extra.emplace_back(meta::kMergedDroppedKeys.name, dropped_keys);
   return m;
 }
 

@@ -16,7 +16,7 @@ std::string_view to_string(Mode m) {
 }
 
 std::optional<double> ThreadMeta::sampled_fraction() const {
-  const std::string *f = find_extra("sampled_fraction");
+  const std::string *f = find_extra(format::meta::kSampledFraction);
   if (!f) return std::nullopt;
   double v = 0;
   auto [ptr, ec] = std::from_chars(f->data(), f->data() + f->size(), v);

@@ -14,8 +14,11 @@
 
 #include "byte_cursor.h"
 #include "hcct/format.h"
+#include "hcct/meta_keys.h"
 
 namespace hcct::analysis {
+namespace meta = format::meta;
+
 namespace {
 
 // Smallest encodings, used to bound counts read from the file by the bytes that remain before
@@ -72,52 +75,52 @@ class MetaReader {
 
   ThreadMeta take() {
     ThreadMeta m;
-    m.runtime = text("runtime");
-    m.pid = number("pid");
-    m.ppid = number("ppid");
-    m.thread_seq = number("thread_seq");
-    m.tid = number("tid");
+    m.runtime = text(meta::kRuntime);
+    m.pid = number(meta::kPid);
+    m.ppid = number(meta::kPpid);
+    m.thread_seq = number(meta::kThreadSeq);
+    m.tid = number(meta::kTid);
     {
-      std::string s = text("status");
+      std::string s = text(meta::kStatus);
       if (s == "exited") m.status = ThreadStatus::exited;
       else if (s == "live-at-exit") m.status = ThreadStatus::live_at_exit;
-      else bad("status", s);
+      else bad(meta::kStatus.name, s);
     }
     {
-      std::string s = text("mode");
+      std::string s = text(meta::kMode);
       if (s == "cct") m.mode = Mode::cct;
       else if (s == "hcct") m.mode = Mode::hcct;
       else if (s == "empty") m.mode = Mode::empty;
-      else bad("mode", s);
+      else bad(meta::kMode.name, s);
     }
     {
-      std::string s = text("key");
+      std::string s = text(meta::kKey);
       if (s == "site") m.key = KeyKind::site;
       else if (s == "routine") m.key = KeyKind::routine;
-      else bad("key", s);
+      else bad(meta::kKey.name, s);
     }
     if (m.mode == Mode::hcct) {
-      std::string e = text("epsilon");
+      std::string e = text(meta::kEpsilon);
       double eps = 0;
       auto [ptr, ec] = std::from_chars(e.data(), e.data() + e.size(), eps);
       // The negated comparison also rejects NaN.
       if (e.empty() || ec != std::errc() || ptr != e.data() + e.size() || !(eps > 0 && eps <= 1))
-        bad("epsilon", e);
+        bad(meta::kEpsilon.name, e);
       m.epsilon = eps;
-      m.counters = number("counters");
-      if (m.counters == 0) bad("counters", "0");
-      m.min_count = number("min_count");
+      m.counters = number(meta::kCounters);
+      if (m.counters == 0) bad(meta::kCounters.name, "0");
+      m.min_count = number(meta::kMinCount);
     }
-    m.calls = number("calls");
-    m.dropped = number("dropped");
-    m.lost = optional_number("lost");
-    m.unmatched_exits = optional_number("unmatched_exits");
-    m.max_depth = number("max_depth");
-    m.tree_bytes = number("tree_bytes");
-    m.nodes_peak = number("nodes_peak");
-    m.exe = text("exe");
+    m.calls = number(meta::kCalls);
+    m.dropped = number(meta::kDropped);
+    m.lost = number(meta::kLost);
+    m.unmatched_exits = number(meta::kUnmatchedExits);
+    m.max_depth = number(meta::kMaxDepth);
+    m.tree_bytes = number(meta::kTreeBytes);
+    m.nodes_peak = number(meta::kNodesPeak);
+    m.exe = text(meta::kExe);
     {
-      std::string cmd = text("cmdline");
+      std::string cmd = text(meta::kCmdline);
       if (!cmd.empty()) {
         size_t start = 0;
         for (;;) {
@@ -128,8 +131,8 @@ class MetaReader {
         }
       }
     }
-    m.start_ns = number("start_ns");
-    m.end_ns = number("end_ns");
+    m.start_ns = number(meta::kStartNs);
+    m.end_ns = number(meta::kEndNs);
 
     // What is left is unknown to this reader: keep it, in file order, for tools and the writer.
     std::vector<std::pair<size_t, std::pair<std::string, std::string>>> rest;
@@ -145,6 +148,12 @@ class MetaReader {
     size_t order;
   };
 
+  std::string text(const meta::Key &key) { return text(key.name); }
+  // A key older runtimes did not write reads as 0.
+  uint64_t number(const meta::Key &key) {
+    if (key.presence == meta::Presence::kOptional && !entries_.count(key.name)) return 0;
+    return number(key.name);
+  }
   std::string text(const char *key) {
     auto it = entries_.find(key);
     if (it == entries_.end()) fail(file_, std::string("META: missing key '") + key + "'");
@@ -158,7 +167,6 @@ class MetaReader {
     if (!parse_u64(v, n)) bad(key, v);
     return n;
   }
-  uint64_t optional_number(const char *key) { return entries_.count(key) ? number(key) : 0; }
   [[noreturn]] void bad(const char *key, const std::string &value) {
     std::string shown = value.size() > 40 ? value.substr(0, 40) + "..." : value;
     fail(file_, std::string("META: invalid value '") + shown + "' for key '" + key + "'");

@@ -9,8 +9,11 @@
 #include <system_error>
 
 #include "hcct/format.h"
+#include "hcct/meta_keys.h"
 
 namespace hcct::analysis {
+namespace meta = format::meta;
+
 namespace {
 
 template <class T>
@@ -75,36 +78,36 @@ Bytes encode_meta(std::span<const std::pair<std::string, std::string>> entries) 
 
 std::vector<std::pair<std::string, std::string>> meta_entries(const ThreadMeta &m) {
   std::vector<std::pair<std::string, std::string>> e;
-  auto num = [&](const char *k, uint64_t v) { e.emplace_back(k, std::to_string(v)); };
-  e.emplace_back("runtime", m.runtime);
-  num("pid", m.pid);
-  num("ppid", m.ppid);
-  num("thread_seq", m.thread_seq);
-  num("tid", m.tid);
-  e.emplace_back("status", std::string(to_string(m.status)));
-  e.emplace_back("mode", std::string(to_string(m.mode)));
-  e.emplace_back("key", std::string(to_string(m.key)));
+  auto num = [&](const meta::Key &k, uint64_t v) { e.emplace_back(k.name, std::to_string(v)); };
+  e.emplace_back(meta::kRuntime.name, m.runtime);
+  num(meta::kPid, m.pid);
+  num(meta::kPpid, m.ppid);
+  num(meta::kThreadSeq, m.thread_seq);
+  num(meta::kTid, m.tid);
+  e.emplace_back(meta::kStatus.name, std::string(to_string(m.status)));
+  e.emplace_back(meta::kMode.name, std::string(to_string(m.mode)));
+  e.emplace_back(meta::kKey.name, std::string(to_string(m.key)));
   if (m.mode == Mode::hcct) {
-    e.emplace_back("epsilon", shortest(m.epsilon));
-    num("counters", m.counters);
-    num("min_count", m.min_count);
+    e.emplace_back(meta::kEpsilon.name, shortest(m.epsilon));
+    num(meta::kCounters, m.counters);
+    num(meta::kMinCount, m.min_count);
   }
-  num("calls", m.calls);
-  num("dropped", m.dropped);
-  num("lost", m.lost);
-  num("unmatched_exits", m.unmatched_exits);
-  num("max_depth", m.max_depth);
-  num("tree_bytes", m.tree_bytes);
-  num("nodes_peak", m.nodes_peak);
-  e.emplace_back("exe", m.exe);
+  num(meta::kCalls, m.calls);
+  num(meta::kDropped, m.dropped);
+  num(meta::kLost, m.lost);
+  num(meta::kUnmatchedExits, m.unmatched_exits);
+  num(meta::kMaxDepth, m.max_depth);
+  num(meta::kTreeBytes, m.tree_bytes);
+  num(meta::kNodesPeak, m.nodes_peak);
+  e.emplace_back(meta::kExe.name, m.exe);
   std::string cmd;
   for (size_t i = 0; i < m.cmdline.size(); ++i) {
     if (i) cmd += format::kArgSeparator;
     cmd += m.cmdline[i];
   }
-  e.emplace_back("cmdline", cmd);
-  num("start_ns", m.start_ns);
-  num("end_ns", m.end_ns);
+  e.emplace_back(meta::kCmdline.name, cmd);
+  num(meta::kStartNs, m.start_ns);
+  num(meta::kEndNs, m.end_ns);
   e.insert(e.end(), m.extra.begin(), m.extra.end());
   return e;
 }

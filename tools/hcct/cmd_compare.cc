@@ -176,7 +176,7 @@ json metrics_json(const ThreadProfile &test, const ThreadProfile &ref, const ana
   auto tree = [](const ThreadProfile &t) {
     return json{{"file", t.source.empty() ? json() : json(t.source)},
                 {"pid", t.meta.pid},
-                {"thread", t.meta.find_extra("merged_threads") ? json() : json(t.meta.thread_seq)},
+                {"thread", t.meta.find_extra(format::meta::kMergedThreads) ? json() : json(t.meta.thread_seq)},
                 {"mode", analysis::to_string(t.meta.mode)},
                 {"calls", t.meta.calls},
                 {"lost", t.meta.lost},

@@ -75,8 +75,8 @@ int run_merge(const MergeOptions &o) {
   for (const ThreadProfile &m : merged) {
     fs::path file = fs::path(o.out) / analysis::profile_file_name(m.meta.pid, m.meta.thread_seq);
     analysis::write_profile(file, m);
-    const std::string *list = m.meta.find_extra("merged_from");
-    if (!list) list = m.meta.find_extra("merged_threads");
+    const std::string *list = m.meta.find_extra(format::meta::kMergedFrom);
+    if (!list) list = m.meta.find_extra(format::meta::kMergedThreads);
     threads += list ? uint64_t(std::count(list->begin(), list->end(), ',') + 1) : 1;
     std::cerr << "hcct: wrote " << escape_text(file.string()) << " (" << analysis::to_string(m.meta.mode) << ", "
               << calls_summary(m.meta) << ", " << with_commas(m.nodes.size() - 1) << " nodes)\n";

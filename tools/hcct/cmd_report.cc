@@ -102,7 +102,7 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
   if (!m.cmdline.empty()) {
     out += "# command: " + escape_text(shell_join(m.cmdline));
     // A merge of runs of several commands lists them all (docs/ANALYSIS.md, "META of a merged profile").
-    if (const std::string *commands = m.find_extra("merged_commands"))
+    if (const std::string *commands = m.find_extra(format::meta::kMergedCommands))
       out += " (merged with " + std::to_string(std::count(commands->begin(), commands->end(), '\x1e')) +
              " other commands: merged_commands in hcct info)";
     out += "\n";
@@ -119,11 +119,11 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
   } else if (m.mode == Mode::cct) {
     out += "# counts are exact\n";
   }
-  if (m.find_extra("burst_scaled")) {  // a merge scaled each input by its own fraction
+  if (m.find_extra(format::meta::kBurstScaled)) {  // a merge scaled each input by its own fraction
     out += "# sampled (static bursting), merged: each thread's counts were scaled by its own sampled fraction, so counts "
            "are whole-run estimates\n";
-  } else if (const std::string *f = m.find_extra("sampled_fraction")) {  // static bursting (docs/BURSTING.md)
-    const std::string *basis = m.find_extra("sampled_fraction_basis");
+  } else if (const std::string *f = m.find_extra(format::meta::kSampledFraction)) {  // static bursting (docs/BURSTING.md)
+    const std::string *basis = m.find_extra(format::meta::kSampledFractionBasis);
     double fraction = std::strtod(f->c_str(), nullptr);
     out += "# sampled (static bursting): counts are of the calls made during bursts, a fraction " + format_double(fraction) +
            " of all calls (" + (basis && *basis == "events" ? std::string("counted") : std::string("estimated from time; an upper bound")) +
@@ -172,7 +172,7 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
   json j;
   j["file"] = t.source.empty() ? json() : json(t.source);
   j["pid"] = m.pid;
-  const std::string *merged = m.find_extra("merged_threads");
+  const std::string *merged = m.find_extra(format::meta::kMergedThreads);
   j["merged"] = merged != nullptr;
   if (merged) {
     json seqs = json::array();
@@ -205,7 +205,7 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
     j["counters"] = json();
     j["error_bound"] = m.mode == Mode::cct ? json(0) : json();
   }
-  if (const std::string *f = m.find_extra("sampled_fraction")) {  // static bursting
+  if (const std::string *f = m.find_extra(format::meta::kSampledFraction)) {  // static bursting
     double fraction = std::strtod(f->c_str(), nullptr);
     j["sampled_fraction"] = fraction;
     j["scale"] = fraction > 0 ? json(1 / fraction) : json();

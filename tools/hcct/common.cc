@@ -467,9 +467,9 @@ std::string shell_join(const std::vector<std::string> &args) {
 
 std::string thread_label(const ThreadProfile &t) {
   const analysis::ThreadMeta &m = t.meta;
-  if (const std::string *merged = m.find_extra("merged_threads"))
+  if (const std::string *merged = m.find_extra(format::meta::kMergedThreads))
     return "pid " + std::to_string(m.pid) + ", threads " + *merged + " merged";
-  if (const std::string *from = m.find_extra("merged_from"))
+  if (const std::string *from = m.find_extra(format::meta::kMergedFrom))
     return "pid " + std::to_string(m.pid) + ", merged from " + *from + " (pid.thread)";
   return "pid " + std::to_string(m.pid) + ", thread " + std::to_string(m.thread_seq) + " (tid " + std::to_string(m.tid) +
          ", " + std::string(analysis::to_string(m.status)) + ")";

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hcct/format.h"
+#include "hcct/meta_keys.h"
 
 namespace hcct::analysis {
 
@@ -92,6 +93,7 @@ struct ThreadMeta {
 
   // Value of an unknown key, or nullptr.
   const std::string *find_extra(std::string_view key) const;
+  const std::string *find_extra(const format::meta::Key &key) const { return find_extra(key.name); }
   // Every call the thread made into the tree: calls + lost (saturating).
   uint64_t all_calls() const { return calls + lost < calls ? UINT64_MAX : calls + lost; }
   // Static bursting (docs/BURSTING.md): the fraction of the calls that were sampled, from META
