@@ -45,6 +45,8 @@
 #define HCCT_RT_KPATH_FOREST_H
 
 #include "arena.h"
+#include "hcct/format.h"
+#include "hcct/kpath_abi.h"
 
 namespace hcct::rt {
 
@@ -72,7 +74,12 @@ struct KsfNode {
   uint32_t depth;  // the root is 0
   uint32_t slot;   // the guess slot of this node's label (its site's choice), once it was a guess
 };
-static_assert(sizeof(KsfNode) == 64, "the pass emits these offsets");
+namespace abi = kpath_abi;
+static_assert(sizeof(KsfNode) == abi::kNodeWords * 8, "the pass emits these offsets");
+static_assert(offsetof(KsfNode, path) == abi::kPathWord * 8);
+static_assert(offsetof(KsfNode, count) == abi::kCountWord * 8);
+static_assert(offsetof(KsfNode, guess) == abi::kGuessWord * 8);
+static_assert(offsetof(KsfNode, root_function) == abi::kRootFunctionWord * 8);
 
 // The end of every child list and the guess "none": matches no path ID (IDs are below 2^62), its
 // own next sibling and guesses, never written.
@@ -85,17 +92,16 @@ extern KsfNode g_path_end;
 // The per-thread root cache (__hcct_path_roots_v2 in the ABI): a direct-mapped table of roots, so that
 // an activation's first item needs no call either. A root r sits at root_slot(F, r->path); an
 // entry is used only if both its path and root_function match.
-inline constexpr unsigned kRootCacheBits = 8;
-inline constexpr size_t kRootCacheSize = size_t(1) << kRootCacheBits;
-HCCT_NOINST inline size_t root_slot(uint64_t function, uint64_t id) {
-  return size_t(((function ^ (id * 0x9e3779b97f4a7c15ull)) * 0xd6e8feb86659fd93ull) >> (64 - kRootCacheBits));
-}
+using abi::kRootCacheSize;
+using abi::root_slot;
 
 struct PathFrame {
   KsfNode *node;   // the current window; null at the activation's start and after a restart
   uint64_t owner;  // 0 at the activation's start; else the owner value of the profiler that set `node`
 };
-static_assert(sizeof(PathFrame) == 16, "the pass allocates 16 bytes");
+static_assert(sizeof(PathFrame) == abi::kFrameWords * 8, "the pass allocates these words");
+static_assert(offsetof(PathFrame, node) == abi::kFrameNodeWord * 8);
+static_assert(offsetof(PathFrame, owner) == abi::kFrameOwnerWord * 8);
 
 // The inline fast path as the pass emits it (C++ twin, for tests and documentation). An
 // activation's first item: the root cache entry for (function, id), if it is that root, gets the
@@ -218,8 +224,8 @@ class PathTrace {
 
 class PathProfiler {
  public:
-  // The structure for k >= 2 (options.h has the same choice as PathForest).
-  enum class Forest : uint8_t { kSlab, kWindow };
+  // The structure for k >= 2.
+  using Forest = format::PathForest;  // kSlab or kWindow
   // k = 1: BLPP counters; k >= 2: the k-SF or the kWF (`forest`). `token` (even, nonzero) is what
   // frames owned by this profiler carry while the inline fast path may use them.
   // `root_cache` (kRootCacheSize entries, or null): the thread's root cache, filled here.

@@ -42,7 +42,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   auto *k = new (mem) KpathThreadState{};
   uint64_t token = __atomic_add_fetch(&g_last_token, 2, __ATOMIC_RELAXED);
   const Options &o = runtime_options();
-  auto forest = o.path_forest == PathForest::kSlab ? PathProfiler::Forest::kSlab : PathProfiler::Forest::kWindow;
+  PathForest forest = o.path_forest;
   if (!k->profiler.init(o.path_k, o.path_trace, token, __hcct_path_roots_v2, forest)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
@@ -118,9 +118,7 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
   unmap_pages(stack, stack_bytes);
   out.append_varint(fmt::kPathsVersion);
   out.append_varint(p.k());
-  out.append_varint(p.k() == 1                                      ? fmt::kPathForestBlpp
-                    : p.forest() == PathProfiler::Forest::kSlab ? fmt::kPathForestSlab
-                                                                : fmt::kPathForestWindow);
+  out.append_varint(uint64_t(p.k() == 1 ? PathForest::kBlpp : p.forest()));
   out.append_varint(total);
   out.append_varint(p.enters());
   out.append_varint(p.lost());
@@ -169,7 +167,7 @@ HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) 
     say("hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu "
         "bytes=%zu lost=%llu scans=%llu lookups=%llu\n",
         thread.tid, p.k(),
-        p.k() == 1 ? "blpp" : p.forest() == PathProfiler::Forest::kSlab ? "ksf" : "kwf",
+        fmt::option_name(p.k() == 1 ? PathForest::kBlpp : p.forest()),
         (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
         (unsigned long long)p.enters(), (unsigned long long)p.nodes(), p.bytes(),
         (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups());

@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "hcct/runtime_options.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,12 +61,34 @@ HCCT_NOINST Token shown(Token t, char *buf, size_t cap) {
   return Token{buf, n};
 }
 
+namespace spec = runtime_options;
+
+// "key='value' is not one of a, b" or "key='value' must be <what the table says>".
+HCCT_NOINST bool fail_value(char *error, size_t size, const spec::Option &option, Token key, Token value);
+
 HCCT_NOINST bool fail(char *error, size_t size, const char *fmt, Token key, Token value) {
   char key_buf[256], value_buf[512];
   key = shown(key, key_buf, sizeof key_buf);
   value = shown(value, value_buf, sizeof value_buf);
   snprintf(error, size, fmt, int(key.size), key.begin, int(value.size), value.begin);
   return false;
+}
+
+HCCT_NOINST bool fail_value(char *error, size_t size, const spec::Option &option, Token key, Token value) {
+  char fmt[256];
+  snprintf(fmt, sizeof fmt, "%%.*s='%%.*s' %s %s", option.choice ? "is not one of" : "must be", option.values);
+  return fail(error, size, fmt, key, value);
+}
+
+// "unknown option 'x' (known: mode, epsilon, ...)"
+HCCT_NOINST bool fail_unknown(char *error, size_t size, Token key) {
+  char known[512];
+  size_t n = 0;
+  for (const spec::Option *o : spec::kAll)
+    n += size_t(snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s", n ? ", " : "", o->name));
+  char fmt[640];
+  snprintf(fmt, sizeof fmt, "unknown option '%%.*s'%%.*s (known: %s)", known);
+  return fail(error, size, fmt, key, Token{"", 0});
 }
 
 }  // namespace
@@ -107,79 +131,76 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
     }
     Token key{p, size_t(eq - p)};
     Token value{eq + 1, size_t(end - eq - 1)};
-    if (key.is("mode")) {
+    if (key.is(spec::kMode.name)) {
       if (value.is("off")) o->mode = Mode::kOff;
       else if (value.is("empty")) o->mode = Mode::kEmpty;
       else if (value.is("cct")) o->mode = Mode::kCct;
       else if (value.is("hcct")) o->mode = Mode::kHcct;
-      else return fail(error, error_size, "%.*s='%.*s' is not one of off, empty, cct, hcct", key, value);
-    } else if (key.is("key")) {
+      else return fail_value(error, error_size, spec::kMode, key, value);
+    } else if (key.is(spec::kKey.name)) {
       if (value.is("site")) o->key = KeyBy::kSite;
       else if (value.is("routine")) o->key = KeyBy::kRoutine;
-      else return fail(error, error_size, "%.*s='%.*s' is not one of site, routine", key, value);
-    } else if (key.is("epsilon")) {
+      else return fail_value(error, error_size, spec::kKey, key, value);
+    } else if (key.is(spec::kEpsilon.name)) {
       // Below 1e-7 the counter array alone would exceed a gigabyte per thread.
       if (!parse_double(value, &o->epsilon) || !(o->epsilon >= 1e-7 && o->epsilon < 1))
-        return fail(error, error_size, "%.*s='%.*s' must be a number in [1e-7, 1)", key, value);
-    } else if (key.is("max_mb")) {
+        return fail_value(error, error_size, spec::kEpsilon, key, value);
+    } else if (key.is(spec::kMaxMb.name)) {
       if (!parse_u64(value, &o->max_mb) || o->max_mb == 0 || o->max_mb > (uint64_t(1) << 30))
-        return fail(error, error_size, "%.*s='%.*s' must be a whole number of MiB, at least 1", key,
-                    value);
-    } else if (key.is("verbose")) {
+        return fail_value(error, error_size, spec::kMaxMb, key, value);
+    } else if (key.is(spec::kVerbose.name)) {
       if (value.is("1")) o->verbose = true;
       else if (value.is("0")) o->verbose = false;
-      else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
-    } else if (key.is("follow")) {
+      else return fail_value(error, error_size, spec::kVerbose, key, value);
+    } else if (key.is(spec::kFollow.name)) {
       if (value.is("1")) o->follow = true;
       else if (value.is("0")) o->follow = false;
-      else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
-    } else if (key.is("exact")) {
+      else return fail_value(error, error_size, spec::kFollow, key, value);
+    } else if (key.is(spec::kExact.name)) {
       if (value.is("1")) o->exact = true;
       else if (value.is("0")) o->exact = false;
-      else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
-    } else if (key.is("k")) {
+      else return fail_value(error, error_size, spec::kExact, key, value);
+    } else if (key.is(spec::kK.name)) {
       uint64_t k = 0;
       if (!parse_u64(value, &k) || k < 1 || k > kMaxPathK)
-        return fail(error, error_size, "%.*s='%.*s' must be a whole number in [1, 256]", key, value);
+        return fail_value(error, error_size, spec::kK, key, value);
       o->path_k = uint32_t(k);
-    } else if (key.is("path_trace")) {
+    } else if (key.is(spec::kPathTrace.name)) {
       if (value.is("1")) o->path_trace = true;
       else if (value.is("0")) o->path_trace = false;
-      else return fail(error, error_size, "%.*s='%.*s' must be 0 or 1", key, value);
-    } else if (key.is("forest")) {
-      if (value.is("ksf")) o->path_forest = PathForest::kSlab;
-      else if (value.is("kwf")) o->path_forest = PathForest::kWindow;
-      else return fail(error, error_size, "%.*s='%.*s' is not one of ksf, kwf", key, value);
-    } else if (key.is("burst")) {
+      else return fail_value(error, error_size, spec::kPathTrace, key, value);
+    } else if (key.is(spec::kForest.name)) {
+      if (value.is(format::option_name(PathForest::kSlab))) o->path_forest = PathForest::kSlab;
+      else if (value.is(format::option_name(PathForest::kWindow))) o->path_forest = PathForest::kWindow;
+      else return fail_value(error, error_size, spec::kForest, key, value);
+    } else if (key.is(spec::kBurst.name)) {
       if (value.is("1")) o->burst = Burst::kTimer;
       else if (value.is("0")) o->burst = Burst::kOff;
       else if (value.is("manual")) o->burst = Burst::kManual;
-      else return fail(error, error_size, "%.*s='%.*s' must be 0, 1 or manual", key, value);
-    } else if (key.is("burst_interval")) {
+      else return fail_value(error, error_size, spec::kBurst, key, value);
+    } else if (key.is(spec::kBurstInterval.name)) {
       if (!parse_ms(value, &o->burst_interval_ns))
-        return fail(error, error_size, "%.*s='%.*s' must be milliseconds in [0.001, 86400000]", key, value);
-    } else if (key.is("burst_length")) {
+        return fail_value(error, error_size, spec::kBurstInterval, key, value);
+    } else if (key.is(spec::kBurstLength.name)) {
       if (!parse_ms(value, &o->burst_length_ns))
-        return fail(error, error_size, "%.*s='%.*s' must be milliseconds in [0.001, 86400000]", key, value);
-    } else if (key.is("burst_sync")) {
+        return fail_value(error, error_size, spec::kBurstLength, key, value);
+    } else if (key.is(spec::kBurstSync.name)) {
       if (value.is("auto")) o->burst_sync = BurstSync::kAuto;
       else if (value.is("shadow")) o->burst_sync = BurstSync::kShadow;
       else if (value.is("unwind")) o->burst_sync = BurstSync::kUnwind;
-      else return fail(error, error_size, "%.*s='%.*s' is not one of auto, shadow, unwind", key, value);
-    } else if (key.is("out")) {
+      else return fail_value(error, error_size, spec::kBurstSync, key, value);
+    } else if (key.is(spec::kOut.name)) {
       if (value.size == 0 || value.size >= kMaxPath)
-        return fail(error, error_size, "%.*s='%.*s' must be a directory path", key, value);
+        return fail_value(error, error_size, spec::kOut, key, value);
       memcpy(o->out, value.begin, value.size);
       o->out[value.size] = 0;
-    } else if (key.is("log")) {
+    } else if (key.is(spec::kLog.name)) {
       if (value.size == 0 || value.size >= kMaxPath)
-        return fail(error, error_size, "%.*s='%.*s' must be a file path", key, value);
+        return fail_value(error, error_size, spec::kLog, key, value);
       memcpy(o->log, value.begin, value.size);
       o->log[value.size] = 0;
     } else {
-      return fail(error, error_size,
-                  "unknown option '%.*s'%.*s (known: mode, epsilon, key, out, log, max_mb, exact, verbose, follow, k, path_trace, forest, burst, burst_interval, burst_length, burst_sync)", key,
-                  Token{"", 0});
+      return fail_unknown(error, error_size, key);
     }
     p = *end ? end + 1 : end;
   }

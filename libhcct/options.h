@@ -2,6 +2,7 @@
 #ifndef HCCT_RT_OPTIONS_H
 #define HCCT_RT_OPTIONS_H
 
+#include "hcct/format.h"
 #include "common.h"
 
 namespace hcct::rt {
@@ -19,7 +20,7 @@ enum class Burst : uint8_t { kOff, kTimer, kManual };
 enum class BurstSync : uint8_t { kAuto, kShadow, kUnwind };
 // kpath's run-time structure for k >= 2 (docs/KPATH.md, "Runtime"): the thesis's k-slab forest
 // (Algorithm 4) or the k-window forest.
-enum class PathForest : uint8_t { kSlab, kWindow };
+using format::PathForest;  // forest=ksf|kwf (hcct/format.h)
 
 inline constexpr size_t kMaxPath = 4096;
 inline constexpr uint32_t kMaxPathK = 256;

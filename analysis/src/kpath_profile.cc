@@ -24,10 +24,10 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
   f.k = uint32_t(k);
   if (version >= 2) {
     uint64_t kind = c.varint("forest kind");
-    if (kind == format::kPathForestBlpp) f.kind = ForestKind::kBlpp;
-    else if (kind == format::kPathForestSlab) f.kind = ForestKind::kSlab;
-    else if (kind == format::kPathForestWindow) f.kind = ForestKind::kWindow;
-    else c.fail("unknown forest kind " + std::to_string(kind));
+    if (kind != uint64_t(ForestKind::kBlpp) && kind != uint64_t(ForestKind::kSlab) &&
+        kind != uint64_t(ForestKind::kWindow))
+      c.fail("unknown forest kind " + std::to_string(kind));
+    f.kind = ForestKind(kind);
     if ((f.kind == ForestKind::kBlpp) != (k == 1))
       c.fail(std::string("forest kind ") + forest_kind_name(f.kind) + " with k = " + std::to_string(k));
   } else if (k == 1) {
@@ -107,13 +107,7 @@ std::vector<TraceRecord> parse_trace(std::span<const unsigned char> body, const 
 }  // namespace
 
 const char *forest_kind_name(ForestKind kind) {
-  switch (kind) {
-    case ForestKind::kBlpp: return "BLPP";
-    case ForestKind::kSlab: return "k-SF";
-    case ForestKind::kWindow: return "kWF";
-    case ForestKind::kUnknown: break;
-  }
-  return "forest";
+  return kind == ForestKind::kUnknown ? "forest" : format::title(kind);
 }
 
 std::optional<ThreadPaths> parse_thread_paths(std::span<const unsigned char> bytes, const std::string &name) {

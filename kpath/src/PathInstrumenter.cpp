@@ -23,7 +23,7 @@ namespace {
 // The inline fast path (libhcct/kpath_forest.h, path_fast_step, is its C++ twin). The window `w`
 // and the frame's `owner` live in the caller's registers (allocas promoted after inlining):
 //   if (!w) {                                             (the activation's first item)
-//     r = __hcct_path_roots_v2[((F ^ id * 0x9e3779b97f4a7c15) * 0xd6e8feb86659fd93) >> 56];
+//     r = __hcct_path_roots_v2[root_slot(F, id)];               (hcct/kpath_abi.h)
 //     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
 //   }
 //   if (owner != __hcct_path_token) goto slow;
@@ -76,7 +76,7 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     // before: the loop-carried chain from window to window is this one load; the label is then
     // checked in the picked node's own line, off that chain (the branch is predicted).
     auto guess = [&](IRBuilder<> &at, Value *slot, const Twine &name) {
-      Value *index = at.CreateAdd(slot, ConstantInt::get(i64, 2));
+      Value *index = at.CreateAdd(slot, ConstantInt::get(i64, abi::kGuessWord));
       return at.CreateLoad(i64p, at.CreateBitCast(at.CreateInBoundsGEP(i64, w, index), i64p->getPointerTo()), name);
     };
     Value *pick = guess(b, slot_arg, "kpath.pick");
@@ -92,23 +92,23 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
 
     // The activation's first item: the root cache entry for (F, id), if it is that root.
     IRBuilder<> fb(first);
-    Value *h = fb.CreateMul(fb.CreateXor(fn, fb.CreateMul(id, ConstantInt::get(i64, 0x9e3779b97f4a7c15ull))),
-                            ConstantInt::get(i64, 0xd6e8feb86659fd93ull));
-    Value *slot = fb.CreateLShr(h, 64 - kRootCacheBits, "kpath.slot");
+    Value *h = fb.CreateMul(fb.CreateXor(fn, fb.CreateMul(id, ConstantInt::get(i64, abi::kRootHashIdMultiplier))),
+                            ConstantInt::get(i64, abi::kRootHashMultiplier));
+    Value *slot = fb.CreateLShr(h, 64 - abi::kRootCacheBits, "kpath.slot");
     Value *entry_ptr = fb.CreateInBoundsGEP(roots->getValueType(), roots, {fb.getInt64(0), slot});
     Value *root = fb.CreateLoad(i64p, fb.CreateBitCast(entry_ptr, i64p->getPointerTo()), "kpath.root");
     BasicBlock *root_label = BasicBlock::Create(c, "root.label", f, hit);
     fb.CreateCondBr(fb.CreateIsNull(root), slow_bb, root_label, unlikely);
     fb.SetInsertPoint(root_label);
-    Value *rl = fb.CreateLoad(i64, root, "kpath.root.path");
-    Value *rf = fb.CreateLoad(i64, word_ptr(fb, root, 5), "kpath.root.function");
+    Value *rl = fb.CreateLoad(i64, word_ptr(fb, root, abi::kPathWord), "kpath.root.path");
+    Value *rf = fb.CreateLoad(i64, word_ptr(fb, root, abi::kRootFunctionWord), "kpath.root.function");
     BasicBlock *root_hit = BasicBlock::Create(c, "root.hit", f, hit);
     fb.CreateCondBr(fb.CreateAnd(fb.CreateICmpEQ(rl, id), fb.CreateICmpEQ(rf, fn)), root_hit, slow_bb, likely);
     fb.SetInsertPoint(root_hit);
     fb.CreateStore(fb.CreateLoad(i64, token, "kpath.token"), owner_slot);
     fb.CreateBr(hit);
     found->addIncoming(root, root_hit);
-    Value *count = word_ptr(hb, found, 1);
+    Value *count = word_ptr(hb, found, abi::kCountWord);
     Triple triple(m.getTargetTriple());
     if (triple.getArch() == Triple::x86_64) {
       // One read-modify-write instruction, without a lock prefix: a handler on this thread cannot
@@ -127,8 +127,9 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     hb.CreateBr(done);
   }
   IRBuilder<> sb(slow_bb);
-  Value *frame_node = sb.CreateBitCast(frame_arg, i64p->getPointerTo());
-  Value *frame_owner = word_ptr(sb, sb.CreateBitCast(frame_arg, i64p), 1);
+  Value *frame_node = sb.CreateBitCast(word_ptr(sb, sb.CreateBitCast(frame_arg, i64p), abi::kFrameNodeWord),
+                                       i64p->getPointerTo());
+  Value *frame_owner = word_ptr(sb, sb.CreateBitCast(frame_arg, i64p), abi::kFrameOwnerWord);
   sb.CreateStore(w, frame_node);
   sb.CreateStore(owner, frame_owner);
   sb.CreateCall(slow, {frame_arg, fn, id, slot_arg});
@@ -150,16 +151,16 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path) {
   // and adds no exception edges.
   AttributeList attrs = AttributeList().addFnAttribute(c, Attribute::NoUnwind);
   RuntimeApi api;
-  api.slow = m.getOrInsertFunction("__hcct_path_slow", attrs, void_ty, ptr, i64, i64, i64);
-  api.token = m.getGlobalVariable("__hcct_path_token");
+  api.slow = m.getOrInsertFunction(abi::kSlowSymbol, attrs, void_ty, ptr, i64, i64, i64);
+  api.token = m.getGlobalVariable(abi::kTokenSymbol);
   if (!api.token) {
-    api.token = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, "__hcct_path_token", nullptr,
+    api.token = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, abi::kTokenSymbol, nullptr,
                                    GlobalValue::InitialExecTLSModel);
   }
-  api.roots = m.getGlobalVariable("__hcct_path_roots_v2");
+  api.roots = m.getGlobalVariable(abi::kRootsSymbol);
   if (!api.roots) {
-    api.roots = new GlobalVariable(m, ArrayType::get(ptr, kRootCacheSize), false, GlobalValue::ExternalLinkage, nullptr,
-                                   "__hcct_path_roots_v2", nullptr, GlobalValue::InitialExecTLSModel);
+    api.roots = new GlobalVariable(m, ArrayType::get(ptr, abi::kRootCacheSize), false, GlobalValue::ExternalLinkage, nullptr,
+                                   abi::kRootsSymbol, nullptr, GlobalValue::InitialExecTLSModel);
   }
   api.step = build_step(m, api.slow, api.token, api.roots, fast_path);
   return api;

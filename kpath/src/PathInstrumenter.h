@@ -8,6 +8,7 @@
 // built once per module as an internal function and inlined at every site.
 #pragma once
 
+#include "hcct/kpath_abi.h"
 #include <cstdint>
 #include <vector>
 
@@ -30,8 +31,8 @@ struct RuntimeApi {
 };
 
 inline constexpr unsigned kFrameWords = 2;  // struct hcct_path_frame: {node, owner}
-inline constexpr unsigned kRootCacheBits = 8;  // __hcct_path_roots_v2: 256 entries (libhcct/kpath_forest.h)
-inline constexpr uint64_t kRootCacheSize = uint64_t(1) << kRootCacheBits;
+// The node layout, root cache and symbols the inline fast path relies on: hcct/kpath_abi.h.
+namespace abi = hcct::kpath_abi;
 
 // What runs when control crosses one CFG edge.
 struct EdgeProbe {

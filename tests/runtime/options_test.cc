@@ -1,7 +1,13 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstring>
+#include <vector>
+#include <fstream>
+#include <sstream>
 #include <string>
 
+#include "hcct/runtime_options.h"
 #include "options.h"
 
 using namespace hcct::rt;
@@ -72,11 +78,71 @@ TEST_CASE("options: static bursting", "[options][bursting]") {
   REQUIRE(parse_options("burst=manual:burst_sync=shadow", &o, error, sizeof error));
   CHECK(o.burst == Burst::kManual);
   CHECK(o.burst_sync == BurstSync::kShadow);
-  CHECK(error_of("burst=yes") == "burst='yes' must be 0, 1 or manual");
+  CHECK(error_of("burst=yes") == "burst='yes' is not one of 0, 1, manual");
   CHECK(error_of("burst_interval=0") == "burst_interval='0' must be milliseconds in [0.001, 86400000]");
   CHECK(error_of("burst_length=-2") == "burst_length='-2' must be milliseconds in [0.001, 86400000]");
   CHECK(error_of("burst_sync=fast") == "burst_sync='fast' is not one of auto, shadow, unwind");
   CHECK(error_of("burst=1:burst_length=30") ==
         "burst_length (30.000 ms) must not exceed burst_interval (20.000 ms)");
   CHECK(error_of("burst=1:mode=empty") == "burst needs mode=cct or mode=hcct");
+}
+
+// The option table (hcct/runtime_options.h) is the one source: the parser's defaults are the
+// table's, every name it lists is parsed, and the README's option table is the table, row for row.
+namespace {
+bool same(const Options &a, const Options &b) {
+  return a.mode == b.mode && a.key == b.key && a.epsilon == b.epsilon && a.max_mb == b.max_mb &&
+         a.verbose == b.verbose && a.path_k == b.path_k && a.path_trace == b.path_trace &&
+         a.path_forest == b.path_forest && a.follow == b.follow && a.exact == b.exact && a.burst == b.burst &&
+         a.burst_interval_ns == b.burst_interval_ns && a.burst_length_ns == b.burst_length_ns &&
+         a.burst_sync == b.burst_sync && std::strcmp(a.out, b.out) == 0 && std::strcmp(a.log, b.log) == 0;
+}
+
+std::string readme_row(const hcct::runtime_options::Option &o) {
+  std::string values;
+  if (o.choice) {
+    std::string list = o.values;
+    for (size_t start = 0; start <= list.size();) {
+      size_t comma = std::min(list.find(", ", start), list.size());
+      values += (values.empty() ? "`" : ", `") + list.substr(start, comma - start) + "`";
+      start = comma + 2;
+    }
+  } else {
+    values = o.values;
+  }
+  std::string fallback = *o.fallback ? "`" + std::string(o.fallback) + "`" : "—";
+  return "| `" + std::string(o.name) + "` | " + values + " | " + fallback + " | " + o.meaning + " |";
+}
+}  // namespace
+
+TEST_CASE("options: the table's defaults are the parser's, and every name it lists is parsed", "[options][contracts]") {
+  Options defaults, o;
+  char error[512];
+  REQUIRE(parse_options(nullptr, &defaults, error, sizeof error));
+  for (const auto *option : hcct::runtime_options::kAll) {
+    INFO(option->name);
+    CHECK(error_of((std::string(option->name) + "=\x01").c_str()).find("unknown option") == std::string::npos);
+    if (!*option->fallback) continue;
+    std::string text = std::string(option->name) + "=" + option->fallback;
+    REQUIRE(parse_options(text.c_str(), &o, error, sizeof error));
+    CHECK(same(o, defaults));
+  }
+  // The unknown-option message lists every name.
+  std::string unknown = error_of("colour=red");
+  for (const auto *option : hcct::runtime_options::kAll) CHECK(unknown.find(option->name) != std::string::npos);
+}
+
+TEST_CASE("options: README's option table is the table in hcct/runtime_options.h", "[options][contracts]") {
+  std::ifstream in(std::string(HCCT_SOURCE_DIR) + "/README.md");
+  REQUIRE(in);
+  std::vector<std::string> rows;
+  bool in_table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| option | values | default | meaning |", 0) == 0) in_table = true;
+    else if (in_table && line.rfind("| `", 0) == 0) rows.push_back(line);
+    else if (in_table && line.rfind("|---", 0) != 0) break;
+  }
+  std::vector<std::string> expected;
+  for (const auto *option : hcct::runtime_options::kAll) expected.push_back(readme_row(*option));
+  CHECK(rows == expected);
 }

@@ -25,6 +25,7 @@
 #include "record_hints.h"
 #include "hcct/analysis/reader.h"
 #include "hcct/format.h"
+#include "hcct/runtime_options.h"
 
 #ifndef HCCT_RUNTIME_BUILD_PATH
 #define HCCT_RUNTIME_BUILD_PATH ""
@@ -412,6 +413,20 @@ int run_record(const RecordOptions &o) {
 
 }  // namespace
 
+
+// The runtime's options for --options, from the table the runtime parses them with.
+std::string runtime_options_help() {
+  std::string text = "\nRuntime options (--options, or HCCT_OPTIONS without hcct record; README.md):\n";
+  for (const runtime_options::Option *o : runtime_options::kAll) {
+    std::string meaning = o->meaning;
+    std::erase(meaning, '`');
+    text += "  " + std::string(o->name) + "=" + (o->choice ? "{" + std::string(o->values) + "}" : "<" + std::string(o->values) + ">");
+    if (*o->fallback) text += " (default " + std::string(o->fallback) + ")";
+    text += "\n      " + meaning + "\n";
+  }
+  return text;
+}
+
 void add_record_command(CLI::App &app, Action &action) {
   auto o = std::make_shared<RecordOptions>();
   CLI::App *sub = app.add_subcommand("record", "Run a program and record its calling-context profile");
@@ -455,7 +470,7 @@ Examples:
   hcct record --mode cct -o exact.data -- ./prog    exact CCT
   hcct record --epsilon 1e-5 --key routine -- make -j4
   hcct record --options 'foo=1' -- ./server --port 8080
-)");
+)" + runtime_options_help());
   sub->callback([o, &action] { action = [o] { return run_record(*o); }; });
 }
 

@@ -28,9 +28,23 @@ inline constexpr uint32_t kTagPathTrace = tag('K', 'T', 'R', 'C');
 // KPTH version 2 adds the forest kind after k (version 1 had none); KTRC stays at version 1.
 inline constexpr uint64_t kPathsVersion = 2;
 inline constexpr uint64_t kPathTraceVersion = 1;
-inline constexpr uint64_t kPathForestBlpp = 0;    // k = 1: one counter per (function, path ID)
-inline constexpr uint64_t kPathForestSlab = 1;    // the k-slab forest (thesis Algorithm 4)
-inline constexpr uint64_t kPathForestWindow = 2;  // the k-window forest
+// The path profile's structure, one enum for every side: the KPTH section's forest code (its
+// value), the runtime's option `forest=ksf|kwf` (option_name), the readers and reports (title).
+enum class PathForest : uint8_t {
+  kBlpp = 0,       // k = 1: one counter per (function, path ID)
+  kSlab = 1,       // the k-slab forest (thesis Algorithm 4)
+  kWindow = 2,     // the k-window forest
+  kUnknown = 255,  // a version-1 KPTH section (a k-SF or a kWF: it did not say); never written
+};
+inline constexpr uint64_t kPathForestBlpp = uint64_t(PathForest::kBlpp);
+inline constexpr uint64_t kPathForestSlab = uint64_t(PathForest::kSlab);
+inline constexpr uint64_t kPathForestWindow = uint64_t(PathForest::kWindow);
+constexpr const char *option_name(PathForest f) {
+  return f == PathForest::kBlpp ? "blpp" : f == PathForest::kSlab ? "ksf" : f == PathForest::kWindow ? "kwf" : "unknown";
+}
+constexpr const char *title(PathForest f) {
+  return f == PathForest::kBlpp ? "BLPP" : f == PathForest::kSlab ? "k-SF" : f == PathForest::kWindow ? "kWF" : "unknown";
+}
 
 // Node flag bits in the CCT section.
 inline constexpr uint8_t kNodeMonitored = 1u << 0;

@@ -31,12 +31,8 @@ struct KsfNode {
 
 // What the runtime built (KPTH's forest kind). Algorithms 5–6 turn either forest into the same
 // k-IPF; they differ in depth (k-SF: up to 2k − 2 levels; kWF: k) and size.
-enum class ForestKind : uint8_t {
-  kUnknown,  // a version-1 section (k-SF or kWF: it did not say)
-  kBlpp,     // k = 1
-  kSlab,     // k-slab forest (thesis Algorithm 4)
-  kWindow,   // k-window forest
-};
+using ForestKind = format::PathForest;  // hcct/format.h: kBlpp, kSlab, kWindow, kUnknown (version 1)
+// "BLPP", "k-SF", "kWF", or "forest" when a version-1 section did not say.
 const char *forest_kind_name(ForestKind kind);
 
 struct KsfForest {

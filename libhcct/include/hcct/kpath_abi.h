@@ -1,0 +1,43 @@
+// The contract between the kpath pass's inline fast path (kpath/src/PathInstrumenter.cpp, which
+// emits loads and stores at these word offsets and calls these symbols) and the runtime
+// (libhcct/kpath_forest.h, whose KsfNode and PathFrame static_assert against it;
+// libhcct/kpath_runtime.cc, which defines the symbols). docs/RUNTIME-ABI.md describes it.
+// Depends on nothing but <stdint.h>/<stddef.h>: the pass includes it without the runtime.
+#ifndef HCCT_KPATH_ABI_H
+#define HCCT_KPATH_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace hcct::kpath_abi {
+
+// A forest node: kNodeWords 64-bit words, one cache line. The fast path reads the label and the
+// guesses, increments the count, and for an activation's first item reads a root's function.
+inline constexpr unsigned kNodeWords = 8;
+inline constexpr unsigned kPathWord = 0;          // the node's label: a path ID (~0 in the sentinel)
+inline constexpr unsigned kCountWord = 1;
+inline constexpr unsigned kGuessWord = 2;         // guess[0]; guess[1] is the next word
+inline constexpr unsigned kRootFunctionWord = 5;  // a root's function ID
+// A path frame (one activation's window): the node, then the owner token.
+inline constexpr unsigned kFrameWords = 2;
+inline constexpr unsigned kFrameNodeWord = 0;
+inline constexpr unsigned kFrameOwnerWord = 1;
+
+// The per-thread root cache: a direct-mapped table of kRootCacheSize roots, root r at
+// root_slot(F, r's path ID).
+inline constexpr unsigned kRootCacheBits = 8;
+inline constexpr size_t kRootCacheSize = size_t(1) << kRootCacheBits;
+inline constexpr uint64_t kRootHashIdMultiplier = 0x9e3779b97f4a7c15ull;
+inline constexpr uint64_t kRootHashMultiplier = 0xd6e8feb86659fd93ull;
+constexpr size_t root_slot(uint64_t function, uint64_t id) {
+  return size_t(((function ^ (id * kRootHashIdMultiplier)) * kRootHashMultiplier) >> (64 - kRootCacheBits));
+}
+
+// The runtime's symbols. The token and the root cache are initial-exec TLS.
+inline constexpr char kSlowSymbol[] = "__hcct_path_slow";       // void (PathFrame *, fn, id, slot)
+inline constexpr char kTokenSymbol[] = "__hcct_path_token";     // __thread uint64_t
+inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v2";  // __thread KsfNode *[kRootCacheSize]
+
+}  // namespace hcct::kpath_abi
+
+#endif

@@ -1,0 +1,62 @@
+// The runtime's options (HCCT_OPTIONS=key=value:key=value), one table for every side that parses,
+// prints or documents them: the runtime's parser (libhcct/options.cc: names, accepted values in its
+// messages), `hcct record --help` (tools/hcct/cmd_record.cc), the README's option table and
+// tests/runtime/options_test.cc, which fails when the README, the parser's defaults and this table
+// disagree. Depends on nothing (the runtime includes it).
+#ifndef HCCT_RUNTIME_OPTIONS_H
+#define HCCT_RUNTIME_OPTIONS_H
+
+namespace hcct::runtime_options {
+
+struct Option {
+  const char *name;
+  bool choice;          // `values` lists every accepted value ("a, b, c"); else it describes them
+  const char *values;   // what the parser accepts, as its messages and the docs say it
+  const char *fallback;  // the default, as written in HCCT_OPTIONS ("" when there is none)
+  const char *meaning;  // one line for --help and the README (markdown backticks allowed)
+};
+
+inline constexpr Option kMode{"mode", true, "off, empty, cct, hcct", "hcct",
+                              "`empty`: probes only (the instrumentation floor); `cct`: exact CCT; `hcct`: bounded MCCT"};
+inline constexpr Option kEpsilon{"epsilon", false, "a number in [1e-7, 1)", "2e-5",
+                                 "hcct: ⌈1/ε⌉ Space-Saving counters; estimates overcount by at most εN"};
+inline constexpr Option kKey{"key", true, "site, routine", "site",
+                             "a context is a chain of (function, call site), or of functions only"};
+inline constexpr Option kOut{"out", false, "a directory path", "hcct.data",
+                             "where each thread writes `<pid>.<thread>.hcct`, beside what is there (`hcct record` moves a "
+                             "previous profile to `DIR.old` first)"};
+inline constexpr Option kMaxMb{"max_mb", false, "a whole number of MiB, at least 1", "4096",
+                               "cap on tree memory for the process; beyond it calls into new contexts are counted as lost"};
+inline constexpr Option kExact{"exact", true, "0, 1", "0",
+                               "hcct: also keep the exact CCT of the same run, written to `<out>/exact/` (for accuracy "
+                               "checks)"};
+inline constexpr Option kVerbose{"verbose", true, "0, 1", "0", "say at exit where the profile went"};
+inline constexpr Option kLog{"log", false, "a file path", "",
+                             "write the runtime's messages to this file instead of stderr (docs/RUNTIME.md, \"Messages\")"};
+inline constexpr Option kFollow{"follow", true, "0, 1", "0",
+                                "put the runtime back into children that `exec*`/`posix_spawn*` start with their own "
+                                "environment (`hcct record` sets it)"};
+inline constexpr Option kBurst{"burst", true, "0, 1, manual", "0",
+                               "static bursting: exhaustive profiling only in short bursts (docs/BURSTING.md)"};
+inline constexpr Option kBurstInterval{"burst_interval", false, "milliseconds in [0.001, 86400000]", "20",
+                                       "a burst starts every `burst_interval`"};
+inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.001, 86400000]", "2",
+                                     "each burst lasts `burst_length` (at most the interval)"};
+inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "auto",
+                                   "how a burst recovers the current context (shadow stack or machine stack)"};
+inline constexpr Option kK{"k", false, "a whole number in [1, 256]", "8",
+                           "kpath builds: the k of the k-iteration path profile (1: Ball-Larus counters)"};
+inline constexpr Option kForest{"forest", true, "ksf, kwf", "kwf",
+                                "kpath builds: the run-time forest (k-window forest, or the thesis's k-slab forest)"};
+inline constexpr Option kPathTrace{"path_trace", true, "0, 1", "0",
+                                   "kpath builds: also record the raw path-ID stream (tests, debugging)"};
+
+// In the order the docs list them.
+inline constexpr const Option *kAll[] = {&kMode,  &kEpsilon, &kKey,   &kOut,           &kMaxMb,
+                                         &kExact, &kVerbose, &kLog,   &kFollow,        &kBurst,
+                                         &kBurstInterval, &kBurstLength, &kBurstSync, &kK, &kForest,
+                                         &kPathTrace};
+
+}  // namespace hcct::runtime_options
+
+#endif
