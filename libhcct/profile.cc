@@ -632,6 +632,19 @@ HCCT_NOINST void WordMap::release() {
   *this = WordMap{};
 }
 
+namespace {
+
+// The node after `node` in depth-first order below `root`, through parent links (no stack to
+// allocate: trees may be a million levels deep); null after the last.
+template <typename N>
+HCCT_NOINST N *next_in_preorder(N *node, const Node *root) {
+  if (node->first_child) return node->first_child;
+  while (node != root && !node->next_sibling) node = node->parent();
+  return node == root ? nullptr : node->next_sibling;
+}
+
+}  // namespace
+
 HCCT_NOINST void ThreadProfile::retire_range(uintptr_t lo, uintptr_t hi, uintptr_t tag) {
   auto retired = [lo, hi, tag](uintptr_t address) { return address - lo < hi - lo ? address | tag : address; };
   uint64_t steps = 0;
@@ -648,14 +661,8 @@ HCCT_NOINST void ThreadProfile::retire_range(uintptr_t lo, uintptr_t hi, uintptr
       c->call_site = site;
       if (entry) index_.insert(c, prev);  // into the slot erase just freed: no growth
     }
-    // Next node in depth-first order, through parent links (no stack to allocate).
-    if (node->first_child) {
-      node = node->first_child;
-      continue;
-    }
-    while (node != &root_ && !node->next_sibling) node = node->parent();
-    if (node == &root_) break;
-    node = node->next_sibling;
+    node = next_in_preorder(node, &root_);
+    if (!node) break;
   }
 }
 
@@ -677,14 +684,8 @@ HCCT_NOINST bool ThreadProfile::index_consistent() const {
         return false;
       }
     }
-    // Next node in depth-first order, through parent links (no stack to allocate).
-    if (node->first_child) {
-      node = node->first_child;
-      continue;
-    }
-    while (node != &root_ && !node->next_sibling) node = node->parent();
-    if (node == &root_) break;
-    node = node->next_sibling;
+    node = next_in_preorder(node, &root_);
+    if (!node) break;
   }
   return found == index_.size();
 }
