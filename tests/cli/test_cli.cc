@@ -34,6 +34,12 @@ TEST_CASE("help teaches, with examples", "[cli]") {
   }
 }
 
+TEST_CASE("--version names the release", "[cli]") {
+  Result r = hcct_cmd({"--version"});
+  CHECK(r.status == 0);
+  CHECK(r.out == "hcct " HCCT_VERSION "\n");
+}
+
 TEST_CASE("usage errors exit 1 with one message", "[cli]") {
   for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
            {}, {"frobnicate"}, {"report", "--phi", "2"}, {"report", "--bogus"}, {"report", "--thread", "1", "--merge-threads"},

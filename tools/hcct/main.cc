@@ -41,6 +41,7 @@ int main(int argc, char **argv) {
   std::ios::sync_with_stdio(false);
   CLI::App app("hcct: calling-context profiler (CCT and Hot Calling Context Tree)", "hcct");
   app.footer(kFooter);
+  app.set_version_flag("--version", "hcct " HCCT_VERSION);
   app.require_subcommand(1);
   hcct::cli::Action action;
   for (hcct::cli::Registrar add : kCommands) add(app, action);
@@ -55,6 +56,8 @@ int main(int argc, char **argv) {
   } catch (const CLI::CallForHelp &e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
     std::cerr << "hcct: " << hcct::cli::escape_text(e.what()) << " (see hcct --help)\n";
