@@ -85,7 +85,15 @@ class Folded : public Exporter {
 // The calling-context tree projected onto functions, as callgrind writes it: event "Calls" (entries
 // into a context). A function's self cost is the number of times it was entered (at its
 // definition line); each caller->callee arc carries the calls and, as inclusive cost, every call
-// made below them. Recursion makes inclusive costs overlap, as in callgrind's own output.
+// made below them. Every figure a consumer derives must stay within the tree's total N:
+//   - A synthetic function "(thread start)" calls every top-level context, so that each function
+//     has callers and callgrind_annotate / KCachegrind take its inclusive cost from its arcs.
+//   - An arc's inclusive cost counts only the outermost activation of the callee on the path: a
+//     recursive call (the callee already on the path) carries its calls and no cost, because its
+//     cost is inside the outer activation's already. So no function is above 100%.
+//   - An unmonitored HCCT context has no count (0 would be a lie, and `calls=0` makes consumers
+//     read the arc's cost as the caller's self cost); it counts as one call, the one entry the
+//     tree proves, and its inclusive cost is that of the monitored contexts below it.
 class Callgrind : public Exporter {
  public:
   explicit Callgrind(std::ostream &out) : out_(out) {}
@@ -100,19 +108,26 @@ class Callgrind : public Exporter {
     unmatched_ += info.meta->unmatched_exits;
     fn_of_.clear();
     line_of_.clear();
+    on_path_.clear();
+    active_.assign(defs_.size(), 0);
   }
   void node(const WalkNode &w, std::span<const WalkNode> path) override {
     if (path.empty()) return;  // the root
-    uint32_t callee = function(w.node.routine);
-    self_[uint64_t(callee) << 32 | defs_[callee].line] += w.count;
+    const uint32_t callee = function(w.node.routine);
+    if (w.count) self_[uint64_t(callee) << 32 | defs_[callee].line] += w.count;
     total_ += w.count;
-    if (path.size() < 2) return;  // called from outside the tree (thread start)
-    uint32_t caller = function(path.back().node.routine);
-    uint32_t line = w.node.call_site ? call_line(w.node.call_site) : 0;
-    Arc &a = arcs_[ArcKey{caller, callee, line}];
+    follow_path(path);
+    const bool outermost = active_[callee] == 0;
+    const uint32_t caller = path.size() < 2 ? thread_start() : on_path_.back().function;
+    const uint32_t line = w.node.call_site ? call_line(w.node.call_site) : 0;
     const bool known = info_.meta->mode != analysis::Mode::hcct || w.node.monitored();
-    a.calls += known ? w.node.count : 0;
-    a.inclusive += w.total;
+    if (!known) ++unmonitored_;
+    const uint64_t calls = known ? w.node.count : 1;
+    const uint64_t inclusive = outermost ? w.total : 0;
+    if (!calls && !inclusive) return;
+    Arc &a = arcs_[ArcKey{caller, callee, line}];
+    a.calls += std::max<uint64_t>(calls, 1);  // a kept context was entered
+    a.inclusive += inclusive;
   }
   void end_tree(const WalkStats &) override {}
   void finish() override {
@@ -124,6 +139,9 @@ class Callgrind : public Exporter {
     // Calls the trees do not hold cannot be costs of any function; callgrind_annotate prints desc lines.
     if (lost_) o += "desc: Lost calls: " + std::to_string(lost_) + " (tree memory, max_mb, ran out; in no function's cost)\n";
     if (unmatched_) o += "desc: Unmatched exits: " + std::to_string(unmatched_) + " (the tree above those frames may be wrong)\n";
+    if (unmonitored_)
+      o += "desc: Unmonitored contexts: " + std::to_string(unmonitored_) +
+           " (hcct: count unknown; each is one call on its arc, its inclusive cost that of the monitored contexts below it)\n";
     o += "part: 1\n\npositions: line\nevents: Calls\n";
     o += "summary: " + std::to_string(total_) + "\n\n";
     out_ << o;
@@ -206,6 +224,43 @@ class Callgrind : public Exporter {
     }
   };
 
+  // Keeps on_path_ equal to the functions of `path` (root excluded) and active_ counting them. The
+  // walk hands out nodes in postorder, so consecutive paths share a prefix: amortized O(1) a node.
+  void follow_path(std::span<const WalkNode> path) {
+    const size_t want = path.size() - 1;
+    while (on_path_.size() > want || (!on_path_.empty() && on_path_.back().id != path[on_path_.size()].id)) {
+      --active_[on_path_.back().function];
+      on_path_.pop_back();
+    }
+    while (on_path_.size() < want) {
+      const WalkNode &p = path[on_path_.size() + 1];
+      const uint32_t f = function(p.node.routine);
+      ++active_[f];
+      on_path_.push_back({p.id, f});
+    }
+  }
+
+  // The caller of every top-level context.
+  uint32_t thread_start() {
+    if (thread_start_ == UINT32_MAX) thread_start_ = define("(thread start)", "???", "???", 0);
+    return thread_start_;
+  }
+
+  uint32_t define(const std::string &name, const std::string &file, const std::string &object, uint32_t line) {
+    FunctionDef d;
+    d.name = name;
+    d.file = intern(file_ids_, files_, file);
+    d.object = intern(object_ids_, objects_, object);
+    d.line = line;
+    std::string key = std::to_string(d.object) + "\n" + std::to_string(d.file) + "\n" + d.name;
+    auto [kit, fresh] = def_ids_.try_emplace(key, uint32_t(defs_.size()));
+    if (fresh) {
+      defs_.push_back(d);
+      active_.push_back(0);
+    }
+    return kit->second;
+  }
+
   uint32_t call_line(uint64_t site) {
     auto it = line_of_.find(site);
     if (it != line_of_.end()) return it->second;
@@ -229,16 +284,10 @@ class Callgrind : public Exporter {
     auto it = fn_of_.find(routine);
     if (it != fn_of_.end()) return it->second;
     const Symbol &s = info_.names->routine(routine);
-    FunctionDef d;
-    d.name = valid_utf8(s.function);
-    d.file = intern(file_ids_, files_, s.file.empty() ? "???" : valid_utf8(s.file));
-    d.object = intern(object_ids_, objects_, s.module ? valid_utf8(s.module->path) : "???");
-    d.line = s.line;
-    std::string key = std::to_string(d.object) + "\n" + std::to_string(d.file) + "\n" + d.name;
-    auto [kit, fresh] = def_ids_.try_emplace(key, uint32_t(defs_.size()));
-    if (fresh) defs_.push_back(d);
-    fn_of_.emplace(routine, kit->second);
-    return kit->second;
+    const uint32_t id = define(valid_utf8(s.function), s.file.empty() ? "???" : valid_utf8(s.file),
+                               s.module ? valid_utf8(s.module->path) : "???", s.line);
+    fn_of_.emplace(routine, id);
+    return id;
   }
 
   std::ostream &out_;
@@ -255,6 +304,13 @@ class Callgrind : public Exporter {
   std::unordered_map<uint64_t, uint64_t> self_;  // function << 32 | line -> cost
   std::unordered_map<ArcKey, Arc, ArcHash> arcs_;
   std::unordered_map<uint64_t, uint32_t> line_of_;  // per tree: call site -> line in the caller
+  struct PathFrame {
+    uint32_t id, function;
+  };
+  std::vector<PathFrame> on_path_;  // per tree: the functions of the current path
+  std::vector<uint32_t> active_;    // per function: how often it is on the current path
+  uint32_t thread_start_ = UINT32_MAX;
+  uint64_t unmonitored_ = 0;        // unmonitored hcct contexts exported, over every tree
 };
 
 // ----------------------------------------------------------------------------------------- pprof
