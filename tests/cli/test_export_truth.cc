@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "cli_util.h"
 
@@ -148,4 +149,187 @@ TEST_CASE("export truth: callgrind of an HCCT and of a recursive CCT, read by ca
     CHECK_THAT(text, !Catch::Contains("calls=0 "));
     if (hcct) CHECK_THAT(text, Catch::Contains("desc: Unmonitored contexts: 1 "));
   }
+}
+
+// ---- Compiled programs with inlined instrumented functions (e2e/inlined.c).
+
+namespace {
+
+using Stacks = std::map<std::string, uint64_t>;  // "root;...;leaf" -> count
+
+Stacks folded_stacks(const std::string &text) {
+  Stacks out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t sp = line.rfind(' ');
+    REQUIRE(sp != std::string::npos);
+    out[line.substr(0, sp)] += std::stoull(line.substr(sp + 1));
+  }
+  return out;
+}
+
+// "folded: S N / pprof: S M" for every stack whose counts differ, one a line.
+std::string stack_differences(const Stacks &folded, const Stacks &pprof) {
+  std::string out;
+  auto count = [](const Stacks &s, const std::string &k) { auto it = s.find(k); return it == s.end() ? 0 : it->second; };
+  std::set<std::string> keys;
+  for (const auto &[k, v] : folded) keys.insert(k);
+  for (const auto &[k, v] : pprof) keys.insert(k);
+  for (const std::string &k : keys) {
+    if (count(folded, k) != count(pprof, k))
+      out += k + ": folded " + std::to_string(count(folded, k)) + ", pprof " + std::to_string(count(pprof, k)) + "\n";
+  }
+  return out;
+}
+
+#ifdef HCCT_TEST_PPROF_PROTO
+// The stacks of a pprof profile as pprof builds them: each sample's locations leaf first, each
+// location's lines in order (line[0] the innermost inline frame, the last its caller).
+struct PprofStacks {
+  Stacks stacks;
+  size_t inline_locations = 0;  // locations with more than one line
+};
+
+PprofStacks pprof_stacks(const fs::path &file) {
+  perftools::profiles::Profile p;
+  const std::string bytes = hcct::test::read_text(file);
+  REQUIRE(p.ParseFromString(bytes));
+  std::map<uint64_t, std::string> function;
+  for (const auto &f : p.function()) {
+    REQUIRE(f.name() >= 0);
+    REQUIRE(size_t(f.name()) < size_t(p.string_table_size()));
+    function[f.id()] = p.string_table(int(f.name()));
+  }
+  PprofStacks out;
+  std::map<uint64_t, std::vector<std::string>> location;  // id -> frames, innermost first
+  for (const auto &l : p.location()) {
+    std::vector<std::string> &frames = location[l.id()];
+    for (const auto &line : l.line()) {
+      REQUIRE(function.count(line.function_id()));
+      frames.push_back(function[line.function_id()]);
+    }
+    REQUIRE(!frames.empty());
+    out.inline_locations += frames.size() > 1;
+  }
+  for (const auto &s : p.sample()) {
+    std::vector<std::string> leaf_first;
+    for (uint64_t id : s.location_id()) {
+      REQUIRE(location.count(id));
+      for (const std::string &f : location[id]) leaf_first.push_back(f);
+    }
+    std::string stack;
+    for (auto it = leaf_first.rbegin(); it != leaf_first.rend(); ++it) stack += (stack.empty() ? "" : ";") + *it;
+    REQUIRE(s.value_size() == 1);
+    out.stacks[stack] += uint64_t(s.value(0));
+  }
+  return out;
+}
+#endif
+
+struct Build {
+  std::string name;
+  std::vector<std::string> flags;
+  bool early = true;  // inlined functions keep their probes
+};
+
+// Compiles e2e/inlined.c with `b`, records it in `mode`, and returns the profile directory.
+fs::path build_and_record(const TempDir &dir, const Build &b, const std::string &mode) {
+#ifndef HCCT_RUNTIME_SO
+  skip("the runtime (libhcct.so) is not part of this build");
+#else
+  if (!have(kGcc)) skip("gcc is not installed");
+  const fs::path exe = dir / b.name;
+  if (!fs::exists(exe)) {
+    std::vector<std::string> cc = {kGcc, "-O2", "-g", "-o", exe.string(), HCCT_EXPORT_TRUTH_SOURCE};
+    cc.insert(cc.end(), b.flags.begin(), b.flags.end());
+    Result r = run(cc);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  }
+  const fs::path data = dir / (b.name + "." + mode + ".data");
+  std::vector<std::string> args = {"record", "--mode", mode, "-o", data.string()};
+  if (mode == "hcct") args.insert(args.end(), {"--epsilon", "0.1"});  // 10 counters: unmonitored contexts
+  args.insert(args.end(), {"--", exe.string()});
+  Result rec = hcct_cmd(args, {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}});
+  INFO(rec.err);
+  REQUIRE(rec.status == 0);
+  return data;
+#endif
+}
+
+// The profile's N: the sum of the exported counts (JSON), which is `calls` in cct mode and once the
+// HCCT's counters are all in use.
+uint64_t exported_total(const fs::path &data) {
+  Result r = hcct_cmd({"export", data.string(), "-f", "json"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  uint64_t n = 0;
+  const json doc = json::parse(r.out);
+  for (const json &t : doc["trees"]) {
+    CHECK(t["total"] == t["calls"]);
+    n += t["total"].get<uint64_t>();
+  }
+  return n;
+}
+
+void check_build(const Build &b) {
+#ifndef HCCT_TEST_PPROF_PROTO
+  skip("protoc/libprotobuf or pprof's profile.proto (golang-github-google-pprof-dev) missing at configure time");
+#else
+  TempDir dir;
+  for (const std::string mode : {"cct", "hcct"}) {
+    INFO(b.name << ", mode " << mode);
+    const fs::path data = build_and_record(dir, b, mode);
+    // Every frame kept (no default pruning), so that the two formats see the same tree.
+    Result folded = hcct_cmd({"export", data.string(), "-f", "folded", "--min-share", "0", "--depth", "0"});
+    const fs::path pb = dir / (b.name + "." + mode + ".pb");
+    Result pprof = hcct_cmd({"export", data.string(), "-f", "pprof", "--min-share", "0", "--depth", "0", "-o", pb.string()});
+    INFO(folded.err << pprof.err);
+    REQUIRE(folded.status == 0);
+    REQUIRE(pprof.status == 0);
+    const Stacks want = folded_stacks(folded.out);
+    const PprofStacks got = pprof_stacks(pb);
+    // Line for line, counts included.
+    CHECK(stack_differences(want, got.stacks) == "");
+    CHECK(got.stacks.size() == want.size());
+    // The tree's stacks themselves: each function once in its own place, inlined ones included.
+    if (mode == "cct") {
+      const std::string chain = b.early ? "main;rec;run;step;compare;ltnum;leaf" : "main;rec;run;compare;leaf";
+      CHECK(want.count(chain));
+      CHECK(want.at(chain) == (b.early ? 13 : 50));  // early: rec(0) 13 times in main directly
+    }
+    // The call sites really were inline chains (else this test checks nothing about them).
+    if (b.early) CHECK(got.inline_locations > 0);
+    // And callgrind of the same profile.
+    if (have(kCallgrindAnnotate)) {
+      const fs::path cg = dir / (b.name + "." + mode + ".callgrind");
+      Result r = hcct_cmd({"export", data.string(), "-f", "callgrind", "-o", cg.string()});
+      INFO(r.err);
+      REQUIRE(r.status == 0);
+      check_callgrind(cg, exported_total(data));
+    }
+  }
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("export truth: pprof stacks equal folded stacks, gcc -finstrument-functions -O2", "[cli][export][pprof][e2e]") {
+  check_build({"gcc_finstrument", {"-finstrument-functions"}, true});
+}
+
+TEST_CASE("export truth: pprof stacks equal folded stacks, hcct plugin before inlining", "[cli][export][pprof][e2e]") {
+#ifndef HCCT_PLUGIN
+  skip("the GCC plugin is not part of this build");
+#else
+  check_build({"plugin_early", {"-fplugin=" HCCT_PLUGIN}, true});
+#endif
+}
+
+TEST_CASE("export truth: pprof stacks equal folded stacks, hcct plugin after inlining", "[cli][export][pprof][e2e]") {
+#ifndef HCCT_PLUGIN
+  skip("the GCC plugin is not part of this build");
+#else
+  check_build({"plugin_late", {"-fplugin=" HCCT_PLUGIN, "-fplugin-arg-hcct_plugin-stage=late"}, false});
+#endif
 }

@@ -347,8 +347,8 @@ class Proto {
 
 // A perftools.profiles.Profile (pprof's profile.proto): one sample per kept node with a nonzero
 // count, value = [count] of type "calls"/"count", its stack leaf first: the node's function at its
-// entry, then every ancestor at the call site of the next frame (with the inline chain as several
-// Lines). Samples are written as they come; mappings, locations, functions and the string table
+// entry, then every ancestor once, in its own function, at the call site of the frame above it
+// (callers_location), so that the stacks are the folded export's. Samples are written as they come; mappings, locations, functions and the string table
 // follow at the end (repeated fields may come in any order).
 class Pprof : public Exporter {
  public:
@@ -390,9 +390,13 @@ class Pprof : public Exporter {
     if (w.count == 0 || path.empty()) return;
     ids_.clear();
     ids_.push_back(entry_location(w.node.routine));
-    for (size_t k = path.size() - 1; k >= 1; --k) {
+    // Each ancestor once, in its own function: the call site of the frame above it, whose inline
+    // chain may stand for several ancestors at once (callers_location).
+    for (size_t k = path.size() - 1; k >= 1;) {
       const WalkNode &child = k + 1 < path.size() ? path[k + 1] : w;
-      ids_.push_back(child.node.call_site ? site_location(child.node.call_site) : entry_location(path[k].node.routine));
+      size_t covered = 1;
+      ids_.push_back(callers_location(child.node.call_site, path, k, covered));
+      k -= covered;
     }
     Proto s;
     s.packed(1, ids_);
@@ -470,23 +474,55 @@ class Pprof : public Exporter {
     const Symbol &s = info_.names->routine(routine);
     return location(entry_loc_, routine, s, [&](Proto &l) { add_line(l, s.function, s.file, s.line, s.line); });
   }
-  // A Location for a call site: one Line per inlined frame, innermost first, the last being the
-  // out-of-line function (pprof's order too).
-  uint64_t site_location(uint64_t site) {
+  // The Location for ancestors path[k], path[k-1], ... at `site`, the call site of the frame
+  // above path[k]; `covered` is set to the number of ancestors it stands for (at least 1).
+  //
+  // A call site's inline chain (innermost first) names where the call was: in early-probed code
+  // (gcc -finstrument-functions, the plugin's early stage) each inlined function is a frame of its
+  // own, so the chain's frames are path[k], path[k-1], ... and one Location with one Line each,
+  // innermost first as pprof wants, stands for all of them. Inline frames without probes (the
+  // late stage, clang after inlining) are not frames of the tree and are left out, the call is at
+  // the line where they were inlined. When the chain does not lie in path[k]'s function at all —
+  // the probe of a function inlined into path[k] reports path[k]'s own return address, a site in
+  // path[k]'s caller — path[k] is shown at its entry, never the caller again.
+  uint64_t callers_location(uint64_t site, std::span<const WalkNode> path, size_t k, size_t &covered) {
+    covered = 1;
+    if (!site) return entry_location(path[k].node.routine);
+    const std::vector<analysis::SourceFrame> &frames = info_.names->call_site(site).frames;
+    auto is = [&](const analysis::SourceFrame &f, size_t a) {
+      const std::string &name = info_.names->routine(path[a].node.routine).function;
+      return f.function == name || analysis::source_function_name(f.function) == name;
+    };
+    size_t first = 0;
+    while (first < frames.size() && !is(frames[first], k)) ++first;
+    if (first == frames.size()) return entry_location(path[k].node.routine);
+    size_t n = 1;
+    while (first + n < frames.size() && n < k && is(frames[first + n], k - n)) ++n;
+    covered = n;
+    const SiteKey key{site, uint32_t(first), uint32_t(n)};
+    auto it = site_loc_.find(key);
+    if (it != site_loc_.end()) return it->second;
     const Symbol &s = info_.names->call_site(site);
-    return location(site_loc_, site, s, [&](Proto &l) {
-      if (s.frames.empty()) add_line(l, s.function, s.file, 0, s.line);
-      for (size_t k = 0; k < s.frames.size(); ++k) {
-        const analysis::SourceFrame &f = s.frames[k];
-        add_line(l, k + 1 == s.frames.size() ? s.function : f.function, f.file, 0, f.line);
+    const uint64_t id = new_location(s, site, [&](Proto &l) {
+      for (size_t j = 0; j < n; ++j) {
+        const Symbol &fn = info_.names->routine(path[k - j].node.routine);
+        add_line(l, fn.function, fn.file, 0, frames[first + j].line);
       }
     });
+    site_loc_.emplace(key, id);
+    return id;
   }
   // The Location of `address`, made once per tree (`lines` writes its Line fields).
   template <class Lines>
   uint64_t location(std::unordered_map<uint64_t, uint64_t> &made, uint64_t address, const Symbol &s, Lines lines) {
     auto it = made.find(address);
     if (it != made.end()) return it->second;
+    const uint64_t id = new_location(s, address, lines);
+    made.emplace(address, id);
+    return id;
+  }
+  template <class Lines>
+  uint64_t new_location(const Symbol &s, uint64_t address, Lines lines) {
     Proto l;
     uint64_t id = locations_.size() + 1;
     l.uint(1, id);
@@ -494,7 +530,6 @@ class Pprof : public Exporter {
     l.uint(3, address);
     lines(l);
     locations_.push_back(l.buf);
-    made.emplace(address, id);
     return id;
   }
   void add_line(Proto &l, const std::string &function, const std::string &file, uint32_t start_line, uint64_t line) {
@@ -513,7 +548,20 @@ class Pprof : public Exporter {
   std::string labels_;
   std::vector<std::string> strings_, mappings_, locations_, functions_;
   std::unordered_map<std::string, uint64_t> string_ids_, function_ids_;
-  std::unordered_map<uint64_t, uint64_t> site_loc_, entry_loc_;  // per tree (addresses are per process)
+  // A call site's Location for the chain frames [first, first + count) (callers_location).
+  struct SiteKey {
+    uint64_t site;
+    uint32_t first, count;
+    bool operator==(const SiteKey &) const = default;
+  };
+  struct SiteKeyHash {
+    size_t operator()(const SiteKey &k) const {
+      uint64_t h = k.site * 0x9e3779b97f4a7c15ull ^ (uint64_t(k.first) << 32 | k.count) * 0xbf58476d1ce4e5b9ull;
+      return size_t(h ^ h >> 29);
+    }
+  };
+  std::unordered_map<SiteKey, uint64_t, SiteKeyHash> site_loc_;  // per tree (addresses are per process)
+  std::unordered_map<uint64_t, uint64_t> entry_loc_;              // per tree
   std::vector<uint64_t> mapping_of_;                              // per tree: module index -> mapping id
 };
 
