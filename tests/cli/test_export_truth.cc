@@ -333,3 +333,45 @@ TEST_CASE("export truth: pprof stacks equal folded stacks, hcct plugin after inl
   check_build({"plugin_late", {"-fplugin=" HCCT_PLUGIN, "-fplugin-arg-hcct_plugin-stage=late"}, false});
 #endif
 }
+
+TEST_CASE("export truth: DOT and JSON state unmonitored contexts and inlined probes' call sites", "[cli][export][e2e]") {
+  TempDir dir;
+  const Build b{"gcc_finstrument", {"-finstrument-functions"}, true};
+  for (const std::string mode : {"cct", "hcct"}) {
+    INFO(mode);
+    const fs::path data = build_and_record(dir, b, mode);
+    Result j = hcct_cmd({"export", data.string(), "-f", "json"});
+    INFO(j.err);
+    REQUIRE(j.status == 0);
+    const json doc = json::parse(j.out);
+    // ltnum is inlined into compare with its probe, which reports compare's return address: the
+    // export says the site is not in the parent. compare's own site (in run, through the inlined
+    // step) is.
+    size_t ltnum = 0, compare = 0, unmonitored = 0;
+    for (const json &t : doc["trees"]) {
+      for (const json &n : t["nodes"]) {
+        if (!n.contains("function")) continue;
+        const std::string f = n["function"]["name"];
+        if (f == "ltnum") {
+          ++ltnum;
+          CHECK(n.value("call_outside_parent", false));
+        } else if (f == "compare") {
+          ++compare;
+          CHECK(!n.contains("call_outside_parent"));
+        }
+        unmonitored += n.contains("monitored") && !n["monitored"].get<bool>();
+      }
+    }
+    CHECK(ltnum > 0);
+    CHECK(compare > 0);
+    Result d = hcct_cmd({"export", data.string(), "-f", "dot"});
+    INFO(d.err);
+    REQUIRE(d.status == 0);
+    CHECK_THAT(d.out, Catch::Contains("[label=\"inlined into compare\"]"));
+    CHECK(lines_with(d.out, "[label=\"inlined into compare\"]").size() == ltnum);
+    // An unmonitored context's count is unknown, not 0.
+    CHECK(lines_with(d.out, "not monitored: count unknown").size() == unmonitored);
+    if (mode == "hcct") CHECK(unmonitored > 0);
+    CHECK_THAT(d.out, !Catch::Contains("\\n0 (0.00%)"));
+  }
+}

@@ -36,6 +36,26 @@ std::string valid_utf8(const std::string &s) {
 // The name a frame has in the text formats: the demangled function or the placeholder.
 const std::string &frame_name(const TreeInfo &t, uint64_t routine) { return t.names->routine(routine).function; }
 
+// Whether a call site's inline frame is in the function named `function` (a routine's name: its
+// ELF symbol with gcc's clone suffixes taken off, which inner frames, named from DWARF, lack).
+bool frame_in(const analysis::SourceFrame &frame, const std::string &function) {
+  return frame.function == function || analysis::source_function_name(frame.function) == function;
+}
+
+// Whether the call site of the context `w` lies outside its parent's function: then the callee was
+// inlined into the parent with its probe (gcc -finstrument-functions, the plugin's early stage), and
+// the probe reported the parent's own return address, a site in the parent's caller. Unknown (no
+// inline chain or no parent name): false.
+bool call_outside_parent(const TreeInfo &t, const WalkNode &w, std::span<const WalkNode> path) {
+  if (!w.node.call_site || path.size() < 2) return false;
+  const Symbol &parent = t.names->routine(path.back().node.routine);
+  if (!parent.resolved) return false;
+  const std::vector<analysis::SourceFrame> &frames = t.names->call_site(w.node.call_site).frames;
+  if (frames.empty()) return false;
+  return std::none_of(frames.begin(), frames.end(),
+                      [&](const analysis::SourceFrame &f) { return frame_in(f, parent.function); });
+}
+
 // ---------------------------------------------------------------------------------------- folded
 
 // One line per kept node with a nonzero count: "root-most;...;leaf COUNT". flamegraph.pl, inferno
@@ -490,8 +510,7 @@ class Pprof : public Exporter {
     if (!site) return entry_location(path[k].node.routine);
     const std::vector<analysis::SourceFrame> &frames = info_.names->call_site(site).frames;
     auto is = [&](const analysis::SourceFrame &f, size_t a) {
-      const std::string &name = info_.names->routine(path[a].node.routine).function;
-      return f.function == name || analysis::source_function_name(f.function) == name;
+      return frame_in(f, info_.names->routine(path[a].node.routine).function);
     };
     size_t first = 0;
     while (first < frames.size() && !is(frames[first], k)) ++first;
@@ -618,6 +637,7 @@ class Json : public Exporter {
       o += ",\"call_site\":" + (w.node.call_site ? "\"" + hex(w.node.call_site) + "\"" : std::string("null"));
       o += ",\"function\":" + cached(functions_, w.node.routine, false);
       o += ",\"call\":" + (w.node.call_site ? cached(calls_, w.node.call_site, true) : std::string("null"));
+      if (call_outside_parent(info_, w, path)) o += ",\"call_outside_parent\":true";
     }
     o += "}";
     out_ << o;
@@ -682,12 +702,22 @@ class Dot : public Exporter {
     }
     const uint64_t n = info_.meta->all_calls();  // shares of every call, lost ones too
     o += prefix + std::to_string(w.id) + " [label=\"" + routine_label(w.node.routine);
-    o += "\\n" + with_commas(w.count) + " (" + percent(w.count, n) + ")";
+    const bool unmonitored = info_.meta->mode == analysis::Mode::hcct && !w.node.monitored();
+    if (w.count || w.selected) {
+      o += "\\n" + with_commas(w.count) + " (" + percent(w.count, n) + ")";
+    } else if (unmonitored) {
+      o += "\\nnot monitored: count unknown";  // 0 would be a false count
+    } else {
+      o += "\\n" + with_commas(w.node.count) + " (" + percent(w.node.count, n) + "), not selected";
+    }
     o += "\\ntotal " + with_commas(w.total) + " (" + percent(w.total, n) + ")";
     if (w.truncated) o += "\\n(deeper contexts included)";
     o += w.selected ? "\"];\n" : "\", style=dashed, color=gray50];\n";
     o += prefix + std::to_string(w.parent) + " -> t" + std::to_string(tree_) + "n" + std::to_string(w.id);
-    if (w.node.call_site) o += " [label=\"" + site_label(w.node.call_site) + "\"]";
+    if (call_outside_parent(info_, w, path))
+      o += " [label=\"inlined into " + dot_escape(info_.names->routine(path.back().node.routine).function) + "\"]";
+    else if (w.node.call_site)
+      o += " [label=\"" + site_label(w.node.call_site) + "\"]";
     o += ";\n";
     out_ << o;
   }
