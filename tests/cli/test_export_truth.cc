@@ -30,12 +30,6 @@ const std::string kGcc = "/usr/bin/gcc";
 
 bool have(const std::string &path) { return access(path.c_str(), X_OK) == 0; }
 
-[[noreturn]] void skip(const std::string &why) {
-  std::fprintf(stderr, "SKIPPED: %s\n", why.c_str());
-  std::fflush(nullptr);
-  std::_Exit(77);
-}
-
 // ---- callgrind_annotate's view of a callgrind file.
 
 struct Annotated {
@@ -122,7 +116,7 @@ ThreadProfile recursive_profile(Mode mode) {
 
 TEST_CASE("export truth: callgrind of an HCCT and of a recursive CCT, read by callgrind_annotate",
           "[cli][export][callgrind]") {
-  if (!have(kCallgrindAnnotate)) skip("callgrind_annotate (valgrind) is not installed");
+  if (!have(kCallgrindAnnotate)) skip_test("callgrind_annotate (valgrind) is not installed");
   for (Mode mode : {Mode::hcct, Mode::cct}) {
     const bool hcct = mode == Mode::hcct;
     INFO((hcct ? "hcct" : "cct"));
@@ -235,9 +229,9 @@ struct Build {
 // Compiles e2e/inlined.c with `b`, records it in `mode`, and returns the profile directory.
 fs::path build_and_record(const TempDir &dir, const Build &b, const std::string &mode) {
 #ifndef HCCT_RUNTIME_SO
-  skip("the runtime (libhcct.so) is not part of this build");
+  skip_test("the runtime (libhcct.so) is not part of this build");
 #else
-  if (!have(kGcc)) skip("gcc is not installed");
+  if (!have(kGcc)) skip_test("gcc is not installed");
   const fs::path exe = dir / b.name;
   if (!fs::exists(exe)) {
     std::vector<std::string> cc = {kGcc, "-O2", "-g", "-o", exe.string(), HCCT_EXPORT_TRUTH_SOURCE};
@@ -274,7 +268,7 @@ uint64_t exported_total(const fs::path &data) {
 
 void check_build(const Build &b) {
 #ifndef HCCT_TEST_PPROF_PROTO
-  skip("protoc/libprotobuf or pprof's profile.proto (golang-github-google-pprof-dev) missing at configure time");
+  skip_test("protoc/libprotobuf or pprof's profile.proto (golang-github-google-pprof-dev) missing at configure time");
 #else
   TempDir dir;
   for (const std::string mode : {"cct", "hcct"}) {
@@ -300,8 +294,30 @@ void check_build(const Build &b) {
     }
     // The call sites really were inline chains (else this test checks nothing about them).
     if (b.early) CHECK(got.inline_locations > 0);
-    // And callgrind of the same profile.
-    if (have(kCallgrindAnnotate)) {
+  }
+#endif
+}
+
+// The builds of e2e/inlined.c this build can make.
+std::vector<Build> builds() {
+  std::vector<Build> out = {{"gcc_finstrument", {"-finstrument-functions"}, true}};
+#ifdef HCCT_PLUGIN
+  out.push_back({"plugin_early", {"-fplugin=" HCCT_PLUGIN}, true});
+  out.push_back({"plugin_late", {"-fplugin=" HCCT_PLUGIN, "-fplugin-arg-hcct_plugin-stage=late"}, false});
+#endif
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("export truth: callgrind_annotate on compiled programs with inlining and recursion, cct and hcct",
+          "[cli][export][callgrind][e2e]") {
+  if (!have(kCallgrindAnnotate)) skip_test("callgrind_annotate (valgrind) is not installed");
+  TempDir dir;
+  for (const Build &b : builds()) {
+    for (const std::string mode : {"cct", "hcct"}) {
+      INFO(b.name << ", mode " << mode);
+      const fs::path data = build_and_record(dir, b, mode);
       const fs::path cg = dir / (b.name + "." + mode + ".callgrind");
       Result r = hcct_cmd({"export", data.string(), "-f", "callgrind", "-o", cg.string()});
       INFO(r.err);
@@ -309,34 +325,31 @@ void check_build(const Build &b) {
       check_callgrind(cg, exported_total(data));
     }
   }
-#endif
 }
 
-}  // namespace
-
 TEST_CASE("export truth: pprof stacks equal folded stacks, gcc -finstrument-functions -O2", "[cli][export][pprof][e2e]") {
-  check_build({"gcc_finstrument", {"-finstrument-functions"}, true});
+  check_build(builds().at(0));
 }
 
 TEST_CASE("export truth: pprof stacks equal folded stacks, hcct plugin before inlining", "[cli][export][pprof][e2e]") {
 #ifndef HCCT_PLUGIN
-  skip("the GCC plugin is not part of this build");
+  skip_test("the GCC plugin is not part of this build");
 #else
-  check_build({"plugin_early", {"-fplugin=" HCCT_PLUGIN}, true});
+  check_build(builds().at(1));
 #endif
 }
 
 TEST_CASE("export truth: pprof stacks equal folded stacks, hcct plugin after inlining", "[cli][export][pprof][e2e]") {
 #ifndef HCCT_PLUGIN
-  skip("the GCC plugin is not part of this build");
+  skip_test("the GCC plugin is not part of this build");
 #else
-  check_build({"plugin_late", {"-fplugin=" HCCT_PLUGIN, "-fplugin-arg-hcct_plugin-stage=late"}, false});
+  check_build(builds().at(2));
 #endif
 }
 
 TEST_CASE("export truth: DOT and JSON state unmonitored contexts and inlined probes' call sites", "[cli][export][e2e]") {
   TempDir dir;
-  const Build b{"gcc_finstrument", {"-finstrument-functions"}, true};
+  const Build b = builds().at(0);
   for (const std::string mode : {"cct", "hcct"}) {
     INFO(mode);
     const fs::path data = build_and_record(dir, b, mode);
