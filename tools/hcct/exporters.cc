@@ -146,7 +146,7 @@ class Callgrind : public Exporter {
     const uint64_t inclusive = outermost ? w.total : 0;
     if (!calls && !inclusive) return;
     Arc &a = arcs_[ArcKey{caller, callee, line}];
-    a.calls += std::max<uint64_t>(calls, 1);  // a kept context was entered
+    a.calls += std::max<uint64_t>(calls, 1);  // never calls=0: consumers would read its cost as self
     a.inclusive += inclusive;
   }
   void end_tree(const WalkStats &) override {}
@@ -368,8 +368,9 @@ class Proto {
 // A perftools.profiles.Profile (pprof's profile.proto): one sample per kept node with a nonzero
 // count, value = [count] of type "calls"/"count", its stack leaf first: the node's function at its
 // entry, then every ancestor once, in its own function, at the call site of the frame above it
-// (callers_location), so that the stacks are the folded export's. Samples are written as they come; mappings, locations, functions and the string table
-// follow at the end (repeated fields may come in any order).
+// (callers_location), so that the stacks are the folded export's. Samples are written as they
+// come; mappings, locations, functions and the string table follow at the end (repeated fields
+// may come in any order).
 class Pprof : public Exporter {
  public:
   explicit Pprof(std::ostream &out) : out_(out) {
