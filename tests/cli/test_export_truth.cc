@@ -44,9 +44,13 @@ uint64_t number(std::string s) {
 
 // Runs callgrind_annotate (every function listed: --threshold=100, no source annotation) and reads
 // PROGRAM TOTALS and the per-function table. Its function column is "file:function [object]".
+// It runs in "/": callgrind_annotate strips the working directory from the file names of fl= lines
+// but not of cfl= lines, which would make one function two (and its cost twice) when the test
+// runs in a directory above the sources.
 Annotated annotate(const fs::path &file, bool inclusive) {
   Result a = run({kCallgrindAnnotate, "--threshold=100", "--auto=no", inclusive ? "--inclusive=yes" : "--inclusive=no",
-                  file.string()});
+                  file.string()},
+                 {}, "/");
   INFO(a.out << a.err);
   REQUIRE(a.status == 0);
   Annotated out;
@@ -311,6 +315,45 @@ void check_build(const Build &b) {
 #endif
 }
 
+// The line of e2e/inlined.c that contains `text`.
+uint32_t source_line(const std::string &text) {
+  std::istringstream in(hcct::test::read_text(HCCT_EXPORT_TRUTH_SOURCE));
+  uint32_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.find(text) != std::string::npos) return n;
+  }
+  FAIL("no line with " << text << " in " << HCCT_EXPORT_TRUTH_SOURCE);
+  return 0;
+}
+
+// A callgrind file's arcs: "caller -> callee" -> the lines (in the caller's file) of its calls.
+// Names are compressed ("fn=(3) name" the first time, "fn=(3)" after).
+std::map<std::string, std::set<uint32_t>> callgrind_arcs(const fs::path &file) {
+  std::map<std::string, std::set<uint32_t>> out;
+  std::map<std::string, std::string> names;
+  auto name = [&](const std::string &ref) {
+    const size_t close = ref.find(')');
+    if (ref.empty() || ref[0] != '(' || close == std::string::npos) return ref;
+    const std::string id = ref.substr(0, close + 1);
+    if (close + 2 < ref.size()) names[id] = ref.substr(close + 2);
+    return names[id];
+  };
+  std::istringstream in(hcct::test::read_text(file));
+  std::string fn, cfn;
+  bool after_calls = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("fn=", 0) == 0) fn = name(line.substr(3));
+    else if (line.rfind("cfn=", 0) == 0) cfn = name(line.substr(4));
+    else if (line.rfind("calls=", 0) == 0) after_calls = true;
+    else if (after_calls) {
+      out[fn + " -> " + cfn].insert(uint32_t(std::stoul(line.substr(0, line.find(' ')))));
+      after_calls = false;
+    }
+  }
+  return out;
+}
+
 // The builds of e2e/inlined.c this build can make.
 std::vector<Build> builds() {
   std::vector<Build> out = {{"gcc_finstrument", {"-finstrument-functions"}, true}};
@@ -336,6 +379,27 @@ TEST_CASE("export truth: callgrind_annotate on compiled programs with inlining a
       INFO(r.err);
       REQUIRE(r.status == 0);
       check_callgrind(cg, exported_total(data));
+      // Each call at a line of its caller's function: through functions inlined into the caller,
+      // at the caller's definition when an inlined probe reported the caller's own return address.
+      const std::map<std::string, std::set<uint32_t>> arcs = callgrind_arcs(cg);
+      // An HCCT keeps fewer contexts: there, an arc is checked where it was kept.
+      auto expect = [&](const std::string &arc, uint32_t line) {
+        INFO(arc);
+        if (mode == "hcct" && !arcs.count(arc)) return;
+        CHECK((arcs.count(arc) ? arcs.at(arc) : std::set<uint32_t>{}) == std::set<uint32_t>{line});
+      };
+      const uint32_t compare_def = source_line("int compare(int a, int b)"), run_def = source_line("int run(int n)");
+      if (b.early) {
+        expect("compare -> ltnum", compare_def);
+        expect("ltnum -> leaf", source_line("if (a == 3) leaf(a);"));
+        expect("step -> compare", source_line("return compare(i, 5);"));
+        expect("run -> step", run_def);
+      } else {
+        expect("compare -> leaf", compare_def);  // where ltnum was inlined
+        expect("run -> compare", source_line("s += step(i);"));
+      }
+      expect("rec -> run", source_line("return run(10);"));
+      expect("main -> rec", source_line("s += rec(i % 4);"));
     }
   }
 }

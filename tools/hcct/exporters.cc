@@ -138,8 +138,9 @@ class Callgrind : public Exporter {
     total_ += w.count;
     follow_path(path);
     const bool outermost = active_[callee] == 0;
-    const uint32_t caller = path.size() < 2 ? thread_start() : on_path_.back().function;
-    const uint32_t line = w.node.call_site ? call_line(w.node.call_site) : 0;
+    const bool top = path.size() < 2;
+    const uint32_t caller = top ? thread_start() : on_path_.back().function;
+    const uint32_t line = w.node.call_site && !top ? call_line(w.node.call_site, path.back().node.routine, caller) : 0;
     const bool known = info_.meta->mode != analysis::Mode::hcct || w.node.monitored();
     if (!known) ++unmonitored_;
     const uint64_t calls = known ? w.node.count : 1;
@@ -281,13 +282,25 @@ class Callgrind : public Exporter {
     return kit->second;
   }
 
-  uint32_t call_line(uint64_t site) {
-    auto it = line_of_.find(site);
+  // The line in the caller's function (`caller_routine`, callgrind function `caller`) of the call
+  // at `site`: that of the innermost frame of the site's inline chain in the caller's function
+  // (functions inlined into the caller without probes of their own end in the caller's line of
+  // them). A site outside the caller's function — an inlined probe reports the caller's own return
+  // address, a site in the caller's caller — is at the caller's definition line, never at a line of
+  // another function.
+  uint32_t call_line(uint64_t site, uint64_t caller_routine, uint32_t caller) {
+    const SiteCaller key{site, caller};
+    auto it = line_of_.find(key);
     if (it != line_of_.end()) return it->second;
     const Symbol &s = info_.names->call_site(site);
-    // The line in the out-of-line caller (the last frame of an inline chain).
-    uint32_t line = s.frames.empty() ? s.line : s.frames.back().line;
-    line_of_.emplace(site, line);
+    uint32_t line = s.line;  // no inline chain: the symbolizer's line (0 if unknown)
+    if (!s.frames.empty()) {
+      const std::string &name = info_.names->routine(caller_routine).function;
+      auto in_caller = std::find_if(s.frames.begin(), s.frames.end(),
+                                    [&](const analysis::SourceFrame &f) { return frame_in(f, name); });
+      line = in_caller != s.frames.end() ? in_caller->line : defs_[caller].line;
+    }
+    line_of_.emplace(key, line);
     return line;
   }
 
@@ -323,7 +336,18 @@ class Callgrind : public Exporter {
   std::vector<std::string> files_, objects_;
   std::unordered_map<uint64_t, uint64_t> self_;  // function << 32 | line -> cost
   std::unordered_map<ArcKey, Arc, ArcHash> arcs_;
-  std::unordered_map<uint64_t, uint32_t> line_of_;  // per tree: call site -> line in the caller
+  struct SiteCaller {
+    uint64_t site;
+    uint32_t caller;
+    bool operator==(const SiteCaller &) const = default;
+  };
+  struct SiteCallerHash {
+    size_t operator()(const SiteCaller &k) const {
+      uint64_t h = k.site * 0x9e3779b97f4a7c15ull ^ uint64_t(k.caller) * 0xbf58476d1ce4e5b9ull;
+      return size_t(h ^ h >> 29);
+    }
+  };
+  std::unordered_map<SiteCaller, uint32_t, SiteCallerHash> line_of_;  // per tree: (site, caller) -> line
   struct PathFrame {
     uint32_t id, function;
   };
