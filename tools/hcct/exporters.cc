@@ -36,6 +36,26 @@ std::string valid_utf8(const std::string &s) {
 // The name a frame has in the text formats: the demangled function or the placeholder.
 const std::string &frame_name(const TreeInfo &t, uint64_t routine) { return t.names->routine(routine).function; }
 
+// Whether a call site's inline frame is in the function named `function` (a routine's name: its
+// ELF symbol with gcc's clone suffixes taken off, which inner frames, named from DWARF, lack).
+bool frame_in(const analysis::SourceFrame &frame, const std::string &function) {
+  return frame.function == function || analysis::source_function_name(frame.function) == function;
+}
+
+// Whether the call site of the context `w` lies outside its parent's function: then the callee was
+// inlined into the parent with its probe (gcc -finstrument-functions, the plugin's early stage), and
+// the probe reported the parent's own return address, a site in the parent's caller. Unknown (no
+// inline chain or no parent name): false.
+bool call_outside_parent(const TreeInfo &t, const WalkNode &w, std::span<const WalkNode> path) {
+  if (!w.node.call_site || path.size() < 2) return false;
+  const Symbol &parent = t.names->routine(path.back().node.routine);
+  if (!parent.resolved) return false;
+  const std::vector<analysis::SourceFrame> &frames = t.names->call_site(w.node.call_site).frames;
+  if (frames.empty()) return false;
+  return std::none_of(frames.begin(), frames.end(),
+                      [&](const analysis::SourceFrame &f) { return frame_in(f, parent.function); });
+}
+
 // ---------------------------------------------------------------------------------------- folded
 
 // One line per kept node with a nonzero count: "root-most;...;leaf COUNT". flamegraph.pl, inferno
@@ -85,7 +105,15 @@ class Folded : public Exporter {
 // The calling-context tree projected onto functions, as callgrind writes it: event "Calls" (entries
 // into a context). A function's self cost is the number of times it was entered (at its
 // definition line); each caller->callee arc carries the calls and, as inclusive cost, every call
-// made below them. Recursion makes inclusive costs overlap, as in callgrind's own output.
+// made below them. Every figure a consumer derives must stay within the tree's total N:
+//   - A synthetic function "(thread start)" calls every top-level context, so that each function
+//     has callers and callgrind_annotate / KCachegrind take its inclusive cost from its arcs.
+//   - An arc's inclusive cost counts only the outermost activation of the callee on the path: a
+//     recursive call (the callee already on the path) carries its calls and no cost, because its
+//     cost is inside the outer activation's already. So no function is above 100%.
+//   - An unmonitored HCCT context has no count (0 would be a lie, and `calls=0` makes consumers
+//     read the arc's cost as the caller's self cost); it counts as one call, the one entry the
+//     tree proves, and its inclusive cost is that of the monitored contexts below it.
 class Callgrind : public Exporter {
  public:
   explicit Callgrind(std::ostream &out) : out_(out) {}
@@ -100,19 +128,27 @@ class Callgrind : public Exporter {
     unmatched_ += info.meta->unmatched_exits;
     fn_of_.clear();
     line_of_.clear();
+    on_path_.clear();
+    active_.assign(defs_.size(), 0);
   }
   void node(const WalkNode &w, std::span<const WalkNode> path) override {
     if (path.empty()) return;  // the root
-    uint32_t callee = function(w.node.routine);
-    self_[uint64_t(callee) << 32 | defs_[callee].line] += w.count;
+    const uint32_t callee = function(w.node.routine);
+    if (w.count) self_[uint64_t(callee) << 32 | defs_[callee].line] += w.count;
     total_ += w.count;
-    if (path.size() < 2) return;  // called from outside the tree (thread start)
-    uint32_t caller = function(path.back().node.routine);
-    uint32_t line = w.node.call_site ? call_line(w.node.call_site) : 0;
-    Arc &a = arcs_[ArcKey{caller, callee, line}];
+    follow_path(path);
+    const bool outermost = active_[callee] == 0;
+    const bool top = path.size() < 2;
+    const uint32_t caller = top ? thread_start() : on_path_.back().function;
+    const uint32_t line = w.node.call_site && !top ? call_line(w.node.call_site, path.back().node.routine, caller) : 0;
     const bool known = info_.meta->mode != analysis::Mode::hcct || w.node.monitored();
-    a.calls += known ? w.node.count : 0;
-    a.inclusive += w.total;
+    if (!known) ++unmonitored_;
+    const uint64_t calls = known ? w.node.count : 1;
+    const uint64_t inclusive = outermost ? w.total : 0;
+    if (!calls && !inclusive) return;
+    Arc &a = arcs_[ArcKey{caller, callee, line}];
+    a.calls += std::max<uint64_t>(calls, 1);  // never calls=0: consumers would read its cost as self
+    a.inclusive += inclusive;
   }
   void end_tree(const WalkStats &) override {}
   void finish() override {
@@ -124,6 +160,9 @@ class Callgrind : public Exporter {
     // Calls the trees do not hold cannot be costs of any function; callgrind_annotate prints desc lines.
     if (lost_) o += "desc: Lost calls: " + std::to_string(lost_) + " (tree memory, max_mb, ran out; in no function's cost)\n";
     if (unmatched_) o += "desc: Unmatched exits: " + std::to_string(unmatched_) + " (the tree above those frames may be wrong)\n";
+    if (unmonitored_)
+      o += "desc: Unmonitored contexts: " + std::to_string(unmonitored_) +
+           " (hcct: count unknown; each is one call on its arc, its inclusive cost that of the monitored contexts below it)\n";
     o += "part: 1\n\npositions: line\nevents: Calls\n";
     o += "summary: " + std::to_string(total_) + "\n\n";
     out_ << o;
@@ -206,13 +245,62 @@ class Callgrind : public Exporter {
     }
   };
 
-  uint32_t call_line(uint64_t site) {
-    auto it = line_of_.find(site);
+  // Keeps on_path_ equal to the functions of `path` (root excluded) and active_ counting them. The
+  // walk hands out nodes in postorder, so consecutive paths share a prefix: amortized O(1) a node.
+  void follow_path(std::span<const WalkNode> path) {
+    const size_t want = path.size() - 1;
+    while (on_path_.size() > want || (!on_path_.empty() && on_path_.back().id != path[on_path_.size()].id)) {
+      --active_[on_path_.back().function];
+      on_path_.pop_back();
+    }
+    while (on_path_.size() < want) {
+      const WalkNode &p = path[on_path_.size() + 1];
+      const uint32_t f = function(p.node.routine);
+      ++active_[f];
+      on_path_.push_back({p.id, f});
+    }
+  }
+
+  // The caller of every top-level context.
+  uint32_t thread_start() {
+    if (thread_start_ == UINT32_MAX) thread_start_ = define("(thread start)", "???", "???", 0);
+    return thread_start_;
+  }
+
+  uint32_t define(const std::string &name, const std::string &file, const std::string &object, uint32_t line) {
+    FunctionDef d;
+    d.name = name;
+    d.file = intern(file_ids_, files_, file);
+    d.object = intern(object_ids_, objects_, object);
+    d.line = line;
+    std::string key = std::to_string(d.object) + "\n" + std::to_string(d.file) + "\n" + d.name;
+    auto [kit, fresh] = def_ids_.try_emplace(key, uint32_t(defs_.size()));
+    if (fresh) {
+      defs_.push_back(d);
+      active_.push_back(0);
+    }
+    return kit->second;
+  }
+
+  // The line in the caller's function (`caller_routine`, callgrind function `caller`) of the call
+  // at `site`: that of the innermost frame of the site's inline chain in the caller's function
+  // (functions inlined into the caller without probes of their own end in the caller's line of
+  // them). A site outside the caller's function — an inlined probe reports the caller's own return
+  // address, a site in the caller's caller — is at the caller's definition line, never at a line of
+  // another function.
+  uint32_t call_line(uint64_t site, uint64_t caller_routine, uint32_t caller) {
+    const SiteCaller key{site, caller};
+    auto it = line_of_.find(key);
     if (it != line_of_.end()) return it->second;
     const Symbol &s = info_.names->call_site(site);
-    // The line in the out-of-line caller (the last frame of an inline chain).
-    uint32_t line = s.frames.empty() ? s.line : s.frames.back().line;
-    line_of_.emplace(site, line);
+    uint32_t line = s.line;  // no inline chain: the symbolizer's line (0 if unknown)
+    if (!s.frames.empty()) {
+      const std::string &name = info_.names->routine(caller_routine).function;
+      auto in_caller = std::find_if(s.frames.begin(), s.frames.end(),
+                                    [&](const analysis::SourceFrame &f) { return frame_in(f, name); });
+      line = in_caller != s.frames.end() ? in_caller->line : defs_[caller].line;
+    }
+    line_of_.emplace(key, line);
     return line;
   }
 
@@ -229,16 +317,10 @@ class Callgrind : public Exporter {
     auto it = fn_of_.find(routine);
     if (it != fn_of_.end()) return it->second;
     const Symbol &s = info_.names->routine(routine);
-    FunctionDef d;
-    d.name = valid_utf8(s.function);
-    d.file = intern(file_ids_, files_, s.file.empty() ? "???" : valid_utf8(s.file));
-    d.object = intern(object_ids_, objects_, s.module ? valid_utf8(s.module->path) : "???");
-    d.line = s.line;
-    std::string key = std::to_string(d.object) + "\n" + std::to_string(d.file) + "\n" + d.name;
-    auto [kit, fresh] = def_ids_.try_emplace(key, uint32_t(defs_.size()));
-    if (fresh) defs_.push_back(d);
-    fn_of_.emplace(routine, kit->second);
-    return kit->second;
+    const uint32_t id = define(valid_utf8(s.function), s.file.empty() ? "???" : valid_utf8(s.file),
+                               s.module ? valid_utf8(s.module->path) : "???", s.line);
+    fn_of_.emplace(routine, id);
+    return id;
   }
 
   std::ostream &out_;
@@ -254,7 +336,25 @@ class Callgrind : public Exporter {
   std::vector<std::string> files_, objects_;
   std::unordered_map<uint64_t, uint64_t> self_;  // function << 32 | line -> cost
   std::unordered_map<ArcKey, Arc, ArcHash> arcs_;
-  std::unordered_map<uint64_t, uint32_t> line_of_;  // per tree: call site -> line in the caller
+  struct SiteCaller {
+    uint64_t site;
+    uint32_t caller;
+    bool operator==(const SiteCaller &) const = default;
+  };
+  struct SiteCallerHash {
+    size_t operator()(const SiteCaller &k) const {
+      uint64_t h = k.site * 0x9e3779b97f4a7c15ull ^ uint64_t(k.caller) * 0xbf58476d1ce4e5b9ull;
+      return size_t(h ^ h >> 29);
+    }
+  };
+  std::unordered_map<SiteCaller, uint32_t, SiteCallerHash> line_of_;  // per tree: (site, caller) -> line
+  struct PathFrame {
+    uint32_t id, function;
+  };
+  std::vector<PathFrame> on_path_;  // per tree: the functions of the current path
+  std::vector<uint32_t> active_;    // per function: how often it is on the current path
+  uint32_t thread_start_ = UINT32_MAX;
+  uint64_t unmonitored_ = 0;        // unmonitored hcct contexts exported, over every tree
 };
 
 // ----------------------------------------------------------------------------------------- pprof
@@ -291,9 +391,10 @@ class Proto {
 
 // A perftools.profiles.Profile (pprof's profile.proto): one sample per kept node with a nonzero
 // count, value = [count] of type "calls"/"count", its stack leaf first: the node's function at its
-// entry, then every ancestor at the call site of the next frame (with the inline chain as several
-// Lines). Samples are written as they come; mappings, locations, functions and the string table
-// follow at the end (repeated fields may come in any order).
+// entry, then every ancestor once, in its own function, at the call site of the frame above it
+// (callers_location), so that the stacks are the folded export's. Samples are written as they
+// come; mappings, locations, functions and the string table follow at the end (repeated fields
+// may come in any order).
 class Pprof : public Exporter {
  public:
   explicit Pprof(std::ostream &out) : out_(out) {
@@ -334,9 +435,13 @@ class Pprof : public Exporter {
     if (w.count == 0 || path.empty()) return;
     ids_.clear();
     ids_.push_back(entry_location(w.node.routine));
-    for (size_t k = path.size() - 1; k >= 1; --k) {
+    // Each ancestor once, in its own function: the call site of the frame above it, whose inline
+    // chain may stand for several ancestors at once (callers_location).
+    for (size_t k = path.size() - 1; k >= 1;) {
       const WalkNode &child = k + 1 < path.size() ? path[k + 1] : w;
-      ids_.push_back(child.node.call_site ? site_location(child.node.call_site) : entry_location(path[k].node.routine));
+      size_t covered = 1;
+      ids_.push_back(callers_location(child.node.call_site, path, k, covered));
+      k -= covered;
     }
     Proto s;
     s.packed(1, ids_);
@@ -414,23 +519,54 @@ class Pprof : public Exporter {
     const Symbol &s = info_.names->routine(routine);
     return location(entry_loc_, routine, s, [&](Proto &l) { add_line(l, s.function, s.file, s.line, s.line); });
   }
-  // A Location for a call site: one Line per inlined frame, innermost first, the last being the
-  // out-of-line function (pprof's order too).
-  uint64_t site_location(uint64_t site) {
+  // The Location for ancestors path[k], path[k-1], ... at `site`, the call site of the frame
+  // above path[k]; `covered` is set to the number of ancestors it stands for (at least 1).
+  //
+  // A call site's inline chain (innermost first) names where the call was: in early-probed code
+  // (gcc -finstrument-functions, the plugin's early stage) each inlined function is a frame of its
+  // own, so the chain's frames are path[k], path[k-1], ... and one Location with one Line each,
+  // innermost first as pprof wants, stands for all of them. Inline frames without probes (the
+  // late stage, clang after inlining) are not frames of the tree and are left out, the call is at
+  // the line where they were inlined. When the chain does not lie in path[k]'s function at all —
+  // the probe of a function inlined into path[k] reports path[k]'s own return address, a site in
+  // path[k]'s caller — path[k] is shown at its entry, never the caller again.
+  uint64_t callers_location(uint64_t site, std::span<const WalkNode> path, size_t k, size_t &covered) {
+    covered = 1;
+    if (!site) return entry_location(path[k].node.routine);
+    const std::vector<analysis::SourceFrame> &frames = info_.names->call_site(site).frames;
+    auto is = [&](const analysis::SourceFrame &f, size_t a) {
+      return frame_in(f, info_.names->routine(path[a].node.routine).function);
+    };
+    size_t first = 0;
+    while (first < frames.size() && !is(frames[first], k)) ++first;
+    if (first == frames.size()) return entry_location(path[k].node.routine);
+    size_t n = 1;
+    while (first + n < frames.size() && n < k && is(frames[first + n], k - n)) ++n;
+    covered = n;
+    const SiteKey key{site, uint32_t(first), uint32_t(n)};
+    auto it = site_loc_.find(key);
+    if (it != site_loc_.end()) return it->second;
     const Symbol &s = info_.names->call_site(site);
-    return location(site_loc_, site, s, [&](Proto &l) {
-      if (s.frames.empty()) add_line(l, s.function, s.file, 0, s.line);
-      for (size_t k = 0; k < s.frames.size(); ++k) {
-        const analysis::SourceFrame &f = s.frames[k];
-        add_line(l, k + 1 == s.frames.size() ? s.function : f.function, f.file, 0, f.line);
+    const uint64_t id = new_location(s, site, [&](Proto &l) {
+      for (size_t j = 0; j < n; ++j) {
+        const Symbol &fn = info_.names->routine(path[k - j].node.routine);
+        add_line(l, fn.function, fn.file, 0, frames[first + j].line);
       }
     });
+    site_loc_.emplace(key, id);
+    return id;
   }
   // The Location of `address`, made once per tree (`lines` writes its Line fields).
   template <class Lines>
   uint64_t location(std::unordered_map<uint64_t, uint64_t> &made, uint64_t address, const Symbol &s, Lines lines) {
     auto it = made.find(address);
     if (it != made.end()) return it->second;
+    const uint64_t id = new_location(s, address, lines);
+    made.emplace(address, id);
+    return id;
+  }
+  template <class Lines>
+  uint64_t new_location(const Symbol &s, uint64_t address, Lines lines) {
     Proto l;
     uint64_t id = locations_.size() + 1;
     l.uint(1, id);
@@ -438,7 +574,6 @@ class Pprof : public Exporter {
     l.uint(3, address);
     lines(l);
     locations_.push_back(l.buf);
-    made.emplace(address, id);
     return id;
   }
   void add_line(Proto &l, const std::string &function, const std::string &file, uint32_t start_line, uint64_t line) {
@@ -457,7 +592,20 @@ class Pprof : public Exporter {
   std::string labels_;
   std::vector<std::string> strings_, mappings_, locations_, functions_;
   std::unordered_map<std::string, uint64_t> string_ids_, function_ids_;
-  std::unordered_map<uint64_t, uint64_t> site_loc_, entry_loc_;  // per tree (addresses are per process)
+  // A call site's Location for the chain frames [first, first + count) (callers_location).
+  struct SiteKey {
+    uint64_t site;
+    uint32_t first, count;
+    bool operator==(const SiteKey &) const = default;
+  };
+  struct SiteKeyHash {
+    size_t operator()(const SiteKey &k) const {
+      uint64_t h = k.site * 0x9e3779b97f4a7c15ull ^ (uint64_t(k.first) << 32 | k.count) * 0xbf58476d1ce4e5b9ull;
+      return size_t(h ^ h >> 29);
+    }
+  };
+  std::unordered_map<SiteKey, uint64_t, SiteKeyHash> site_loc_;  // per tree (addresses are per process)
+  std::unordered_map<uint64_t, uint64_t> entry_loc_;              // per tree
   std::vector<uint64_t> mapping_of_;                              // per tree: module index -> mapping id
 };
 
@@ -514,6 +662,7 @@ class Json : public Exporter {
       o += ",\"call_site\":" + (w.node.call_site ? "\"" + hex(w.node.call_site) + "\"" : std::string("null"));
       o += ",\"function\":" + cached(functions_, w.node.routine, false);
       o += ",\"call\":" + (w.node.call_site ? cached(calls_, w.node.call_site, true) : std::string("null"));
+      if (call_outside_parent(info_, w, path)) o += ",\"call_outside_parent\":true";
     }
     o += "}";
     out_ << o;
@@ -578,12 +727,22 @@ class Dot : public Exporter {
     }
     const uint64_t n = info_.meta->all_calls();  // shares of every call, lost ones too
     o += prefix + std::to_string(w.id) + " [label=\"" + routine_label(w.node.routine);
-    o += "\\n" + with_commas(w.count) + " (" + percent(w.count, n) + ")";
+    const bool unmonitored = info_.meta->mode == analysis::Mode::hcct && !w.node.monitored();
+    if (w.count || w.selected) {
+      o += "\\n" + with_commas(w.count) + " (" + percent(w.count, n) + ")";
+    } else if (unmonitored) {
+      o += "\\nnot monitored: count unknown";  // 0 would be a false count
+    } else {
+      o += "\\n" + with_commas(w.node.count) + " (" + percent(w.node.count, n) + "), not selected";
+    }
     o += "\\ntotal " + with_commas(w.total) + " (" + percent(w.total, n) + ")";
     if (w.truncated) o += "\\n(deeper contexts included)";
     o += w.selected ? "\"];\n" : "\", style=dashed, color=gray50];\n";
     o += prefix + std::to_string(w.parent) + " -> t" + std::to_string(tree_) + "n" + std::to_string(w.id);
-    if (w.node.call_site) o += " [label=\"" + site_label(w.node.call_site) + "\"]";
+    if (call_outside_parent(info_, w, path))
+      o += " [label=\"inlined into " + dot_escape(info_.names->routine(path.back().node.routine).function) + "\"]";
+    else if (w.node.call_site)
+      o += " [label=\"" + site_label(w.node.call_site) + "\"]";
     o += ";\n";
     out_ << o;
   }
