@@ -677,12 +677,32 @@ void insert_probe_before(gimple_stmt_iterator *gsi, Probe probe, tree fd, locati
   gsi_insert_seq_before(&at, call, GSI_SAME_STMT);
 }
 
+// __builtin_return (the untyped return of __builtin_apply's result) leaves the function without a
+// return statement, so no finally block runs for it: an exit probe goes right before each.
+tree probe_before_builtin_return(gimple_stmt_iterator *gsi, bool *handled_ops, walk_stmt_info *wi) {
+  *handled_ops = false;
+  gimple *stmt = gsi_stmt(*gsi);
+  if (gimple_call_builtin_p(stmt, BUILT_IN_RETURN)) {
+    gimple_seq probe = NULL;
+    append_probe(&probe, Probe::kExit, static_cast<tree>(wi->info), gimple_location(stmt));
+    gsi_insert_seq_before(gsi, probe, GSI_SAME_STMT);
+  }
+  return NULL_TREE;
+}
+
 // The early stage: rewrites the body of fd to
 //   { <entry probe>  try { <body> } finally { <exit probe> } }
 void instrument(tree fd) {
   build_runtime_decls();
   location_t entry_loc = DECL_SOURCE_LOCATION(fd);
   location_t exit_loc = DECL_STRUCT_FUNCTION(fd)->function_end_locus;
+
+  walk_stmt_info wi;
+  memset(&wi, 0, sizeof wi);
+  wi.info = fd;
+  gimple_seq original = gimple_body(fd);
+  walk_gimple_seq_mod(&original, probe_before_builtin_return, nullptr, &wi);
+  gimple_set_body(fd, original);
 
   gimple_seq cleanup = NULL;
   append_probe(&cleanup, Probe::kExit, fd, exit_loc);
@@ -703,46 +723,136 @@ void instrument(tree fd) {
 // The late stage: probes in the optimised body (CFG and SSA form), after all inlining
 // ---------------------------------------------------------------------------------------------------
 
-// The statement an exit probe goes before: the return, or the tail call right before it (gcc
-// marked it in "tailc"; it stays a tail call, so the callee runs after this frame is gone and its
-// context is this function's caller's, as on the machine stack).
-gimple *exit_point(gimple *ret) {
-  gimple_stmt_iterator gsi = gsi_for_stmt(ret);
-  gsi_prev_nondebug(&gsi);
-  if (gsi_end_p(gsi))
-    return ret;
-  gimple *prev = gsi_stmt(gsi);
-  if (is_gimple_call(prev) && gimple_call_tail_p(as_a<gcall *>(prev)))
-    return prev;
-  return ret;
+// Where exit probes go in the optimised CFG. gcc's tail-call pass ("tailc") marks a call as a tail
+// call when nothing but copies of its result, PHIs, labels and debug statements lie between it and
+// a return, possibly across several blocks: after inlining, a return value is often merged by a PHI
+// in a return block that some predecessors reach from a tail call and others from ordinary code.
+// The expander turns a marked call into a jump (`jmp callee`) and drops the rest of its path, so
+// the probe on that path must go before the call; the callee then runs after this frame is gone and
+// its context is this function's caller's, as on the machine stack. A probe before the return must
+// run only for the paths that do not come from a tail call: where the return block is shared, it
+// goes on the incoming edges of those paths instead.
+//
+// Every other pred of the exit block ends in __builtin_return (exit_stmt); a call that does not
+// return has no edge to it, and gcc 12 has no `musttail` whose block would end without a return.
+struct ExitPlan {
+  std::vector<gimple *> before;  // probe right before these statements
+  std::vector<edge> on_edges;    // probe on these edges (each split into a block of its own)
+};
+
+gcall *tail_call_in(basic_block bb) {
+  for (gimple_stmt_iterator gsi = gsi_start_bb(bb); !gsi_end_p(gsi); gsi_next(&gsi))
+    if (gcall *call = dyn_cast<gcall *>(gsi_stmt(gsi)))
+      if (gimple_call_tail_p(call))
+        return call;
+  return nullptr;
+}
+
+// The statement by which `bb` leaves the function, if it does: a return, or a call to
+// __builtin_return (the untyped return of __builtin_apply's result), which ends a block with an
+// edge to the exit block and no GIMPLE_RETURN.
+gimple *exit_stmt(basic_block bb) {
+  gimple *last = last_stmt(bb);
+  if (last && (gimple_code(last) == GIMPLE_RETURN || gimple_call_builtin_p(last, BUILT_IN_RETURN)))
+    return last;
+  return nullptr;
+}
+
+bool ends_in_return(basic_block bb) { return exit_stmt(bb) != nullptr; }
+
+// Adds to `plan` the edges into `bb` (a block on the way from some tail call to a return) that come
+// from paths without a tail call, looking through blocks that are themselves on such a way.
+void plan_edges_into(basic_block bb, hash_set<basic_block> &after_tail,
+                     hash_set<basic_block> &visited, ExitPlan &plan) {
+  if (visited.add(bb))
+    return;
+  edge e;
+  edge_iterator ei;
+  FOR_EACH_EDGE(e, ei, bb->preds) {
+    if (tail_call_in(e->src))
+      continue;  // the path's probe is before that call
+    if (after_tail.contains(e->src))
+      plan_edges_into(e->src, after_tail, visited, plan);
+    else
+      plan.on_edges.push_back(e);
+  }
+}
+
+ExitPlan plan_exits(function *fun) {
+  ExitPlan plan;
+  // The blocks strictly after a tail call on its (single-successor) way to the return.
+  hash_set<basic_block> after_tail;
+  basic_block bb;
+  FOR_EACH_BB_FN(bb, fun) {
+    gcall *call = tail_call_in(bb);
+    if (!call)
+      continue;
+    plan.before.push_back(call);
+    for (basic_block b = bb; !ends_in_return(b) && single_succ_p(b);) {
+      b = single_succ(b);
+      if (b == EXIT_BLOCK_PTR_FOR_FN(fun) || after_tail.add(b))
+        break;
+    }
+  }
+  hash_set<basic_block> visited;
+  edge e;
+  edge_iterator ei;
+  FOR_EACH_EDGE(e, ei, EXIT_BLOCK_PTR_FOR_FN(fun)->preds) {
+    basic_block ret_bb = e->src;
+    if (!ends_in_return(ret_bb) || tail_call_in(ret_bb))
+      continue;
+    if (!after_tail.contains(ret_bb))
+      plan.before.push_back(exit_stmt(ret_bb));
+    else
+      plan_edges_into(ret_bb, after_tail, visited, plan);
+  }
+  // Edges into a return path come from ordinary control flow; an abnormal one (setjmp, nonlocal
+  // goto) cannot be split. Should one ever be there, the function's tail calls become ordinary
+  // calls and every path leaves through a return, which is always right, only deeper on the stack.
+  for (edge on : plan.on_edges) {
+    if (!(on->flags & EDGE_COMPLEX))
+      continue;
+    ExitPlan plain;
+    FOR_EACH_BB_FN(bb, fun) {
+      if (gcall *call = tail_call_in(bb))
+        gimple_call_set_tail(call, false);
+      if (ends_in_return(bb))
+        plain.before.push_back(exit_stmt(bb));
+    }
+    return plain;
+  }
+  return plan;
+}
+
+// Inserts the probe at the start of an empty block: before a placeholder, which is then dropped.
+void insert_probe_in_empty_block(basic_block bb, Probe probe, tree fd, location_t loc) {
+  gimple_stmt_iterator gsi = gsi_start_bb(bb);
+  gimple *nop = gimple_build_nop();
+  gsi_insert_before(&gsi, nop, GSI_NEW_STMT);
+  insert_probe_before(&gsi, probe, fd, loc);
+  gsi = gsi_for_stmt(nop);
+  gsi_remove(&gsi, true);
 }
 
 unsigned instrument_late(function *fun) {
   tree fd = fun->decl;
-  location_t entry_loc = DECL_SOURCE_LOCATION(fd);
-  // Exits first: the returns, found before the entry block is split.
-  std::vector<gimple *> exits;
-  edge e;
-  edge_iterator ei;
-  FOR_EACH_EDGE(e, ei, EXIT_BLOCK_PTR_FOR_FN(fun)->preds) {
-    gimple *last = last_stmt(e->src);
-    if (last && gimple_code(last) == GIMPLE_RETURN)
-      exits.push_back(exit_point(last));
+  // Exits first, planned before any block is split.
+  ExitPlan plan = plan_exits(fun);
+  for (edge e : plan.on_edges) {
+    // The return's location, as for a probe right before it.
+    gimple *last = last_stmt(e->dest);
+    location_t loc = last && gimple_location(last) != UNKNOWN_LOCATION ? gimple_location(last)
+                                                                        : fun->function_end_locus;
+    insert_probe_in_empty_block(split_edge(e), Probe::kExit, fd, loc);
   }
-  for (gimple *at : exits) {
+  for (gimple *at : plan.before) {
     location_t loc = gimple_location(at) != UNKNOWN_LOCATION ? gimple_location(at)
                                                               : fun->function_end_locus;
     gimple_stmt_iterator gsi = gsi_for_stmt(at);
     insert_probe_before(&gsi, Probe::kExit, fd, loc);
   }
   basic_block first = split_edge(single_succ_edge(ENTRY_BLOCK_PTR_FOR_FN(fun)));
-  gimple_stmt_iterator gsi = gsi_start_bb(first);
-  // An empty block: insert a placeholder to insert before, then drop it.
-  gimple *nop = gimple_build_nop();
-  gsi_insert_before(&gsi, nop, GSI_NEW_STMT);
-  insert_probe_before(&gsi, Probe::kEnter, fd, entry_loc);
-  gsi = gsi_for_stmt(nop);
-  gsi_remove(&gsi, true);
+  insert_probe_in_empty_block(first, Probe::kEnter, fd, DECL_SOURCE_LOCATION(fd));
   mark_virtual_operands_for_renaming(fun);
   return TODO_update_ssa_only_virtuals | TODO_cleanup_cfg;
 }
