@@ -15,7 +15,10 @@
 // GIMPLE_TRY_FINALLY cleanup: gcc's EH lowering then runs it on every return *and* when an exception
 // unwinds the frame, exactly as it does for its own -finstrument-functions (gimplify.cc). Instrumenting
 // before inlining also keeps one probe pair per source-level call, like -finstrument-functions, so the
-// two produce the same calling-context tree.
+// two produce the same calling-context tree. (The probes' calls go in first as stand-ins shaped like
+// -finstrument-functions' hooks and get their gate once inlining is decided, so that gcc inlines the
+// same calls in both: see "The probe" below.) stage=late instead inserts the probes into the
+// optimised body, at the entry and on every path out, tail calls included.
 //
 // See docs/GCC-PLUGIN.md for the options, the selection rules and the generated code.
 //
@@ -58,6 +61,8 @@
 #include "tree-into-ssa.h"
 #include "predict.h"
 #include "gimple-predict.h"
+#include "gimplify.h"
+#include "tree-eh.h"
 
 // gcc loads only plugins that declare themselves GPL-compatible.
 int plugin_is_GPL_compatible;
@@ -419,6 +424,8 @@ tree gate_ptr_decl;
 tree ctor_decl;
 tree enter_decl;
 tree exit_decl;
+tree enter_pending_decl;
+tree exit_pending_decl;
 
 const ggc_root_tab gc_roots[] = {
     {&gate_decl, 1, sizeof(gate_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
@@ -427,6 +434,10 @@ const ggc_root_tab gc_roots[] = {
     {&ctor_decl, 1, sizeof(ctor_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     {&enter_decl, 1, sizeof(enter_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     {&exit_decl, 1, sizeof(exit_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    {&enter_pending_decl, 1, sizeof(enter_pending_decl), gt_ggc_mx_lang_tree_node,
+     gt_pch_nx_lang_tree_node},
+    {&exit_pending_decl, 1, sizeof(exit_pending_decl), gt_ggc_mx_lang_tree_node,
+     gt_pch_nx_lang_tree_node},
     LAST_GGC_ROOT_TAB};
 
 // Weak, so that a program links and runs without libhcct (the address is then 0), and of default
@@ -539,7 +550,25 @@ void build_runtime_decls() {
   exit_decl = unit_definition("__hcct_exit_open", true);
   if (!exit_decl)
     exit_decl = build_probe_fn("__hcct_exit_open", exit_type);
+
+  // The stand-ins of the early stage's probes until inlining is decided (gate_pending_probes). Never
+  // emitted: not weak, so that one left behind by mistake fails the link instead of vanishing.
+  // Like -finstrument-functions' hooks, both take the call site and may throw (as far as gcc
+  // knows), so that the bodies, their exception paths included, weigh what they weigh with it.
+  enter_pending_decl = build_fn_decl("__hcct_enter_pending", enter_type);
+  exit_pending_decl = build_fn_decl("__hcct_exit_pending", enter_type);
+  for (tree decl : {enter_pending_decl, exit_pending_decl}) {
+    TREE_PUBLIC(decl) = 1;
+    DECL_EXTERNAL(decl) = 1;
+    DECL_ARTIFICIAL(decl) = 1;
+    TREE_NOTHROW(decl) = 0;  // build_fn_decl makes it nothrow
+  }
 }
+
+// Whether the early stage's probes are gated in place or after inlining (see gate_pending_probes).
+// With -flto the IR is streamed before any pass of this plugin could run again (the link step runs
+// without it), so the probes must be complete when they are inserted.
+bool gate_after_inlining() { return !flag_generate_lto && !flag_generate_offload; }
 
 // The unit's constructor: `if (&__hcct_gate) __hcct_gate_ptr = &__hcct_gate;`, run before every
 // other constructor of the module (priority 1). Built once, when the unit instruments its first
@@ -575,6 +604,18 @@ void build_gate_constructor() {
 //
 // The stages differ only in the form of the body the probe goes into: structured GIMPLE with plain
 // temporaries (early), or the optimised CFG in SSA form (late).
+//
+// The early stage inserts its probes in two steps (unless -flto): first only calls to stand-ins,
+// `__hcct_enter_pending(&this_fn, __builtin_return_address(0))` and the same for the exit, exactly
+// the statements of -finstrument-functions' probes; then, once inlining is decided and applied,
+// gate_pending_probes turns each stand-in into the whole probe above (the exit's asm included:
+// gcc's tail-call pass runs later). Why: gcc's inliners decide by the estimated size and exception
+// paths of a body. The gated probe made every instrumented body 6 units larger than with
+// -finstrument-functions, and its nothrow calls let gcc drop exception paths that
+// -finstrument-functions' hooks keep. Functions whose only out-of-line copy is in another module
+// (libstdc++'s extern-template members such as std::string::size, `extern inline` functions) were
+// then inlined less often, and a call that is not inlined runs that module's copy, which has no
+// probes: plugin builds saw fewer of them (docs/GCC-PLUGIN.md, "The same functions at run time").
 
 enum class Probe { kEnter, kExit };
 
@@ -622,18 +663,28 @@ tree this_fn_address(tree fd) {
 // past, whatever pass or LTO step runs it, and it emits no instruction. (Outlined by ipa-split into
 // `f.part.0`, the call runs below f's frame, which the runtime's exit matching accepts.) In the late
 // stage the probes are inserted after the tail-call pass, so nothing is needed there.
-void append_probe_call(gimple_seq *seq, Probe probe, tree fd, bool ssa, location_t loc) {
-  if (probe == Probe::kEnter) {
+//
+// `fn` is &this_fn. `pending`: the stand-in calls instead (see above), which both pass the call
+// site; `barrier`: the asm after the exit call.
+void append_probe_call(gimple_seq *seq, Probe probe, tree fn, bool ssa, bool pending, bool barrier,
+                       location_t loc) {
+  if (probe == Probe::kEnter || pending) {
     tree site = new_temp(ptr_type_node, ssa, "hcct_site");
     gcall *ra =
         gimple_build_call(builtin_decl_implicit(BUILT_IN_RETURN_ADDRESS), 1, integer_zero_node);
     gimple_call_set_lhs(ra, site);
     append_stmt(seq, ra, loc);
-    append_stmt(seq, gimple_build_call(enter_decl, 2, this_fn_address(fd), site), loc);
+    if (pending)
+      append_stmt(seq,
+                  gimple_build_call(probe == Probe::kEnter ? enter_pending_decl : exit_pending_decl,
+                                    2, fn, site),
+                  loc);
+    else
+      append_stmt(seq, gimple_build_call(enter_decl, 2, fn, site), loc);
     return;
   }
-  append_stmt(seq, gimple_build_call(exit_decl, 1, this_fn_address(fd)), loc);
-  if (!ssa) {
+  append_stmt(seq, gimple_build_call(exit_decl, 1, fn), loc);
+  if (barrier) {
     gasm *barrier = gimple_build_asm_vec("", NULL, NULL, NULL, NULL);
     gimple_asm_set_volatile(barrier, true);
     gimple_asm_set_inline(barrier, true);  // counts as the minimum size for the inliner
@@ -644,6 +695,10 @@ void append_probe_call(gimple_seq *seq, Probe probe, tree fd, bool ssa, location
 // The early stage: appends the whole probe to *seq, in the label/goto form structured GIMPLE uses
 // before "lower".
 void append_probe(gimple_seq *seq, Probe probe, tree fd, location_t loc) {
+  if (gate_after_inlining()) {
+    append_probe_call(seq, probe, this_fn_address(fd), false, true, false, loc);
+    return;
+  }
   tree v = append_gate_load(seq, false, loc);
   tree l_call = create_artificial_label(loc);
   tree l_done = create_artificial_label(loc);
@@ -654,14 +709,16 @@ void append_probe(gimple_seq *seq, Probe probe, tree fd, location_t loc) {
   // What `__attribute__((cold))` on a label says: the block is rarely entered (90 %). Unlike a cold
   // callee it does not make gcc move the block to .text.unlikely.
   gimple_seq_add_stmt(seq, gimple_build_predict(PRED_COLD_LABEL, NOT_TAKEN));
-  append_probe_call(seq, probe, fd, false, loc);
+  append_probe_call(seq, probe, this_fn_address(fd), false, false, true, loc);
   gimple_seq_add_stmt(seq, gimple_build_label(l_done));
 }
 
-// The late stage: inserts the whole probe before *gsi in a body in CFG/SSA form. The call gets a
-// block of its own (probability 10 %, like the early stage's predictor); the statement at *gsi
-// ends up in the join block.
-void insert_probe_before(gimple_stmt_iterator *gsi, Probe probe, tree fd, location_t loc) {
+// Inserts the whole probe before *gsi in a body in CFG/SSA form (the late stage, and the early
+// stage's stand-ins once inlining is done). The call gets a block of its own (probability 10 %,
+// like the early stage's predictor); the statement at *gsi ends up in the join block. `fn` is
+// &this_fn; `barrier`: the asm after the exit call (needed before gcc's tail-call pass).
+void insert_probe_before(gimple_stmt_iterator *gsi, Probe probe, tree fn, bool barrier,
+                         location_t loc) {
   gimple_seq seq = NULL;
   tree v = append_gate_load(&seq, true, loc);
   gsi_insert_seq_before(gsi, seq, GSI_SAME_STMT);
@@ -672,9 +729,22 @@ void insert_probe_before(gimple_stmt_iterator *gsi, Probe probe, tree fd, locati
   basic_block then_bb = insert_cond_bb(gimple_bb(load), load, cond,
                                        profile_probability::guessed_always().apply_scale(1, 10));
   gimple_seq call = NULL;
-  append_probe_call(&call, probe, fd, true, loc);
+  append_probe_call(&call, probe, fn, true, false, barrier, loc);
   gimple_stmt_iterator at = gsi_start_bb(then_bb);
   gsi_insert_seq_before(&at, call, GSI_SAME_STMT);
+}
+
+// __builtin_return (the untyped return of __builtin_apply's result) leaves the function without a
+// return statement, so no finally block runs for it: an exit probe goes right before each.
+tree probe_before_builtin_return(gimple_stmt_iterator *gsi, bool *handled_ops, walk_stmt_info *wi) {
+  *handled_ops = false;
+  gimple *stmt = gsi_stmt(*gsi);
+  if (gimple_call_builtin_p(stmt, BUILT_IN_RETURN)) {
+    gimple_seq probe = NULL;
+    append_probe(&probe, Probe::kExit, static_cast<tree>(wi->info), gimple_location(stmt));
+    gsi_insert_seq_before(gsi, probe, GSI_SAME_STMT);
+  }
+  return NULL_TREE;
 }
 
 // The early stage: rewrites the body of fd to
@@ -683,6 +753,13 @@ void instrument(tree fd) {
   build_runtime_decls();
   location_t entry_loc = DECL_SOURCE_LOCATION(fd);
   location_t exit_loc = DECL_STRUCT_FUNCTION(fd)->function_end_locus;
+
+  walk_stmt_info wi;
+  memset(&wi, 0, sizeof wi);
+  wi.info = fd;
+  gimple_seq original = gimple_body(fd);
+  walk_gimple_seq_mod(&original, probe_before_builtin_return, nullptr, &wi);
+  gimple_set_body(fd, original);
 
   gimple_seq cleanup = NULL;
   append_probe(&cleanup, Probe::kExit, fd, exit_loc);
@@ -703,49 +780,218 @@ void instrument(tree fd) {
 // The late stage: probes in the optimised body (CFG and SSA form), after all inlining
 // ---------------------------------------------------------------------------------------------------
 
-// The statement an exit probe goes before: the return, or the tail call right before it (gcc
-// marked it in "tailc"; it stays a tail call, so the callee runs after this frame is gone and its
-// context is this function's caller's, as on the machine stack).
-gimple *exit_point(gimple *ret) {
-  gimple_stmt_iterator gsi = gsi_for_stmt(ret);
-  gsi_prev_nondebug(&gsi);
-  if (gsi_end_p(gsi))
-    return ret;
-  gimple *prev = gsi_stmt(gsi);
-  if (is_gimple_call(prev) && gimple_call_tail_p(as_a<gcall *>(prev)))
-    return prev;
-  return ret;
+// Where exit probes go in the optimised CFG. gcc's tail-call pass ("tailc") marks a call as a tail
+// call when nothing but copies of its result, PHIs, labels and debug statements lie between it and
+// a return, possibly across several blocks: after inlining, a return value is often merged by a PHI
+// in a return block that some predecessors reach from a tail call and others from ordinary code.
+// The expander turns a marked call into a jump (`jmp callee`) and drops the rest of its path, so
+// the probe on that path must go before the call; the callee then runs after this frame is gone and
+// its context is this function's caller's, as on the machine stack. A probe before the return must
+// run only for the paths that do not come from a tail call: where the return block is shared, it
+// goes on the incoming edges of those paths instead.
+//
+// Every other pred of the exit block ends in __builtin_return (exit_stmt); a call that does not
+// return has no edge to it, and gcc 12 has no `musttail` whose block would end without a return.
+struct ExitPlan {
+  std::vector<gimple *> before;  // probe right before these statements
+  std::vector<edge> on_edges;    // probe on these edges (each split into a block of its own)
+};
+
+gcall *tail_call_in(basic_block bb) {
+  for (gimple_stmt_iterator gsi = gsi_start_bb(bb); !gsi_end_p(gsi); gsi_next(&gsi))
+    if (gcall *call = dyn_cast<gcall *>(gsi_stmt(gsi)))
+      if (gimple_call_tail_p(call))
+        return call;
+  return nullptr;
+}
+
+// The statement by which `bb` leaves the function, if it does: a return, or a call to
+// __builtin_return (the untyped return of __builtin_apply's result), which ends a block with an
+// edge to the exit block and no GIMPLE_RETURN.
+gimple *exit_stmt(basic_block bb) {
+  gimple *last = last_stmt(bb);
+  if (last && (gimple_code(last) == GIMPLE_RETURN || gimple_call_builtin_p(last, BUILT_IN_RETURN)))
+    return last;
+  return nullptr;
+}
+
+bool ends_in_return(basic_block bb) { return exit_stmt(bb) != nullptr; }
+
+// Adds to `plan` the edges into `bb` (a block on the way from some tail call to a return) that come
+// from paths without a tail call, looking through blocks that are themselves on such a way.
+void plan_edges_into(basic_block bb, hash_set<basic_block> &after_tail,
+                     hash_set<basic_block> &visited, ExitPlan &plan) {
+  if (visited.add(bb))
+    return;
+  edge e;
+  edge_iterator ei;
+  FOR_EACH_EDGE(e, ei, bb->preds) {
+    if (tail_call_in(e->src))
+      continue;  // the path's probe is before that call
+    if (after_tail.contains(e->src))
+      plan_edges_into(e->src, after_tail, visited, plan);
+    else
+      plan.on_edges.push_back(e);
+  }
+}
+
+ExitPlan plan_exits(function *fun) {
+  ExitPlan plan;
+  // The blocks strictly after a tail call on its (single-successor) way to the return.
+  hash_set<basic_block> after_tail;
+  basic_block bb;
+  FOR_EACH_BB_FN(bb, fun) {
+    gcall *call = tail_call_in(bb);
+    if (!call)
+      continue;
+    plan.before.push_back(call);
+    for (basic_block b = bb; !ends_in_return(b) && single_succ_p(b);) {
+      b = single_succ(b);
+      if (b == EXIT_BLOCK_PTR_FOR_FN(fun) || after_tail.add(b))
+        break;
+    }
+  }
+  hash_set<basic_block> visited;
+  edge e;
+  edge_iterator ei;
+  FOR_EACH_EDGE(e, ei, EXIT_BLOCK_PTR_FOR_FN(fun)->preds) {
+    basic_block ret_bb = e->src;
+    if (!ends_in_return(ret_bb) || tail_call_in(ret_bb))
+      continue;
+    if (!after_tail.contains(ret_bb))
+      plan.before.push_back(exit_stmt(ret_bb));
+    else
+      plan_edges_into(ret_bb, after_tail, visited, plan);
+  }
+  // Edges into a return path come from ordinary control flow; an abnormal one (setjmp, nonlocal
+  // goto) cannot be split. Should one ever be there, the function's tail calls become ordinary
+  // calls and every path leaves through a return, which is always right, only deeper on the stack.
+  for (edge on : plan.on_edges) {
+    if (!(on->flags & EDGE_COMPLEX))
+      continue;
+    ExitPlan plain;
+    FOR_EACH_BB_FN(bb, fun) {
+      if (gcall *call = tail_call_in(bb))
+        gimple_call_set_tail(call, false);
+      if (ends_in_return(bb))
+        plain.before.push_back(exit_stmt(bb));
+    }
+    return plain;
+  }
+  return plan;
+}
+
+// Inserts the probe at the start of an empty block: before a placeholder, which is then dropped.
+void insert_probe_in_empty_block(basic_block bb, Probe probe, tree fd, location_t loc) {
+  gimple_stmt_iterator gsi = gsi_start_bb(bb);
+  gimple *nop = gimple_build_nop();
+  gsi_insert_before(&gsi, nop, GSI_NEW_STMT);
+  insert_probe_before(&gsi, probe, this_fn_address(fd), false, loc);
+  gsi = gsi_for_stmt(nop);
+  gsi_remove(&gsi, true);
 }
 
 unsigned instrument_late(function *fun) {
   tree fd = fun->decl;
-  location_t entry_loc = DECL_SOURCE_LOCATION(fd);
-  // Exits first: the returns, found before the entry block is split.
-  std::vector<gimple *> exits;
-  edge e;
-  edge_iterator ei;
-  FOR_EACH_EDGE(e, ei, EXIT_BLOCK_PTR_FOR_FN(fun)->preds) {
-    gimple *last = last_stmt(e->src);
-    if (last && gimple_code(last) == GIMPLE_RETURN)
-      exits.push_back(exit_point(last));
+  // Exits first, planned before any block is split.
+  ExitPlan plan = plan_exits(fun);
+  for (edge e : plan.on_edges) {
+    // The return's location, as for a probe right before it.
+    gimple *last = last_stmt(e->dest);
+    location_t loc = last && gimple_location(last) != UNKNOWN_LOCATION ? gimple_location(last)
+                                                                        : fun->function_end_locus;
+    insert_probe_in_empty_block(split_edge(e), Probe::kExit, fd, loc);
   }
-  for (gimple *at : exits) {
+  for (gimple *at : plan.before) {
     location_t loc = gimple_location(at) != UNKNOWN_LOCATION ? gimple_location(at)
                                                               : fun->function_end_locus;
     gimple_stmt_iterator gsi = gsi_for_stmt(at);
-    insert_probe_before(&gsi, Probe::kExit, fd, loc);
+    insert_probe_before(&gsi, Probe::kExit, this_fn_address(fd), false, loc);
   }
   basic_block first = split_edge(single_succ_edge(ENTRY_BLOCK_PTR_FOR_FN(fun)));
-  gimple_stmt_iterator gsi = gsi_start_bb(first);
-  // An empty block: insert a placeholder to insert before, then drop it.
-  gimple *nop = gimple_build_nop();
-  gsi_insert_before(&gsi, nop, GSI_NEW_STMT);
-  insert_probe_before(&gsi, Probe::kEnter, fd, entry_loc);
-  gsi = gsi_for_stmt(nop);
-  gsi_remove(&gsi, true);
+  insert_probe_in_empty_block(first, Probe::kEnter, fd, DECL_SOURCE_LOCATION(fd));
   mark_virtual_operands_for_renaming(fun);
   return TODO_update_ssa_only_virtuals | TODO_cleanup_cfg;
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The early stage's second step: the stand-ins become gated probes once inlining is done
+// ---------------------------------------------------------------------------------------------------
+
+// Removes what computed a stand-in's call site (`_1 = __builtin_return_address (0);` and copies of
+// it) once nothing uses it: the gated probe reads the site itself, in its own block, so that the
+// off path computes nothing.
+void remove_unused_site(tree site) {
+  while (site && TREE_CODE(site) == SSA_NAME && has_zero_uses(site)) {
+    gimple *def = SSA_NAME_DEF_STMT(site);
+    tree next = NULL_TREE;
+    if (gimple_assign_ssa_name_copy_p(def))
+      next = gimple_assign_rhs1(def);
+    else if (!gimple_call_builtin_p(def, BUILT_IN_RETURN_ADDRESS))
+      return;
+    gimple_stmt_iterator gsi = gsi_for_stmt(def);
+    gsi_remove(&gsi, true);
+    release_defs(def);
+    site = next;
+  }
+}
+
+// Replaces every stand-in call of the body, its own and those of the functions inlined into it, by
+// the whole probe for the same function.
+unsigned gate_pending_probes(function *fun) {
+  std::vector<gcall *> pending;
+  basic_block bb;
+  FOR_EACH_BB_FN(bb, fun) {
+    for (gimple_stmt_iterator gsi = gsi_start_bb(bb); !gsi_end_p(gsi); gsi_next(&gsi)) {
+      gcall *call = dyn_cast<gcall *>(gsi_stmt(gsi));
+      tree callee = call ? gimple_call_fndecl(call) : NULL_TREE;
+      if (callee && (callee == enter_pending_decl || callee == exit_pending_decl))
+        pending.push_back(call);
+    }
+  }
+  if (pending.empty())
+    return 0;
+  for (gcall *call : pending) {
+    Probe probe = gimple_call_fndecl(call) == enter_pending_decl ? Probe::kEnter : Probe::kExit;
+    tree fn = unshare_expr(gimple_call_arg(call, 0));
+    tree site = gimple_call_arg(call, 1);
+    gimple_stmt_iterator gsi = gsi_for_stmt(call);
+    insert_probe_before(&gsi, probe, fn, true, gimple_location(call));
+    // The stand-in could throw as far as gcc knew; the probe cannot: its exception edge goes.
+    basic_block bb = gimple_bb(call);
+    remove_stmt_from_eh_lp(call);
+    gsi = gsi_for_stmt(call);
+    unlink_stmt_vdef(call);
+    gsi_remove(&gsi, true);
+    release_defs(call);
+    gimple_purge_dead_eh_edges(bb);
+    remove_unused_site(site);
+  }
+  mark_virtual_operands_for_renaming(fun);
+  return TODO_update_ssa_only_virtuals | TODO_cleanup_cfg;
+}
+
+const pass_data gate_pass_data = {
+    GIMPLE_PASS,
+    "hcct_gate",
+    OPTGROUP_NONE,
+    TV_NONE,
+    PROP_cfg | PROP_ssa, // properties_required
+    0,                   // properties_provided
+    0,                   // properties_destroyed
+    0,                   // todo_flags_start
+    0,                   // todo_flags_finish
+};
+
+class GatePass : public gimple_opt_pass {
+public:
+  explicit GatePass(gcc::context *ctx) : gimple_opt_pass(gate_pass_data, ctx) {}
+
+  unsigned int execute(function *fun) override {
+    // Stand-ins exist only if the early pass instrumented something in this unit.
+    return enter_pending_decl ? gate_pending_probes(fun) : 0;
+  }
+};
 
 const pass_data late_pass_data = {
     GIMPLE_PASS,
@@ -865,6 +1111,16 @@ int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
   pass.ref_pass_instance_number = 1;
   pass.pos_op = PASS_POS_INSERT_BEFORE;
   register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &pass);
+  if (opts.stage == Options::Stage::kEarly && gate_after_inlining()) {
+    // The first pass after the IPA passes have applied their decisions (inlining, cloning,
+    // splitting) to the body: the stand-ins become gated probes before any later pass sees them.
+    register_pass_info gate;
+    gate.pass = new GatePass(g);
+    gate.reference_pass_name = "ehdisp";
+    gate.ref_pass_instance_number = 1;
+    gate.pos_op = PASS_POS_INSERT_BEFORE;
+    register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &gate);
+  }
   if (opts.stage == Options::Stage::kLate) {
     if (flag_generate_lto || in_lto_p) {
       error("%<-fplugin-arg-%s-stage=late%> does not support %<-flto%> yet: instrument before "

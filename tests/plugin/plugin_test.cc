@@ -360,6 +360,50 @@ TEST_CASE("probes pair up exactly, exceptions included, at every level", "[plugi
   }
 }
 
+// tests/plugin/programs/std_members.cc spends its calls in small members of std::string,
+// std::vector and std::map; several are libstdc++'s explicit instantiations (`extern template`),
+// whose out-of-line copy is libstdc++.so's, without probes: they are seen only where gcc inlines
+// them, so the two builds see the same functions only if gcc makes the same inlining decisions in
+// both (gcc-plugin/hcct_plugin.cc, gate_pending_probes). The trace runtime also implements the
+// -finstrument-functions hooks.
+TEST_CASE("stage=early probes the same functions as -finstrument-functions, at every level",
+          "[plugin][build][trace][same]") {
+  std::string dir = work_dir("same_functions");
+  std::string src = sh_quote(std::string(HCCT_PLUGIN_PROGRAMS) + "/std_members.cc");
+  const char *output = "235 1060 31 45\n";
+  const std::string size = "std::__cxx11::basic_string<char, std::char_traits<char>, "
+                           "std::allocator<char> >::size() const";
+  for (const char *opt : {"-O0", "-O1", "-O2", "-O3", "-Os"}) {
+    INFO(opt);
+    std::string ref = dir + "/ref" + opt, plugin = dir + "/plugin" + opt;
+    for (const std::string &cmd :
+         {std::string(HCCT_CXX) + " " + opt + " -finstrument-functions " + src + " -o " + sh_quote(ref),
+          std::string(HCCT_CXX) + " " + opt + " -fchecking " + plugin_flags() + " " + src + " -o " +
+              sh_quote(plugin)}) {
+      RunResult r = run(cmd);
+      INFO(cmd << "\n" << r.output);
+      REQUIRE(r.status == 0);
+    }
+    Trace want = traced_run(ref, output);
+    Trace got = traced_run(plugin, output);
+    check_balanced(got);
+    CHECK(want.totals.at("mismatches") == 0);
+    std::string diff;
+    for (const auto &[fn, n] : want.calls)
+      if (calls(got, fn) != n)
+        diff += "  " + fn + ": -finstrument-functions " + std::to_string(n) + ", plugin " +
+                std::to_string(calls(got, fn)) + "\n";
+    for (const auto &[fn, n] : got.calls)
+      if (!want.calls.count(fn))
+        diff += "  " + fn + ": -finstrument-functions 0, plugin " + std::to_string(n) + "\n";
+    INFO("functions entered a different number of times:\n" << diff);
+    CHECK(got.calls == want.calls);
+    // The premise: with optimisation for speed, inlined copies of libstdc++'s own instances report.
+    if (std::string(opt) != "-O0" && std::string(opt) != "-Os")
+      CHECK(calls(want, size) > 0);
+  }
+}
+
 TEST_CASE("a closed gate keeps every probe out of the runtime", "[plugin][build][trace]") {
   Built b = build_examples("gate_closed", "-O2", plugin_flags());
   for (const std::string &exe : {b.c_exe, b.cxx_exe}) {

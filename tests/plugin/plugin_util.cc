@@ -145,21 +145,24 @@ Built build_examples(const std::string &name, const std::string &opt, const std:
 
 namespace {
 
-// Function symbols of a module by their link-time address.
+// Function symbols of a module by their link-time address: from the symbol table, else (a stripped
+// system library such as libstdc++.so.6) from the dynamic symbol table, without version suffixes.
 std::map<unsigned long, std::string> module_symbols(const std::string &path) {
   std::map<unsigned long, std::string> syms;
-  RunResult r = run("nm -P --defined-only " + sh_quote(path));
-  REQUIRE(r.status == 0);
-  for (const std::string &line : split_lines(r.output)) {
-    std::istringstream in(line);
-    std::string name, type, value;
-    if (!(in >> name >> type >> value))
-      continue;
-    if (type != "T" && type != "t" && type != "W" && type != "w")
-      continue;
-    unsigned long addr = std::stoul(value, nullptr, 16);
-    // Prefer a real name over local aliases gcc may add (e.g. .cold parts never start functions).
-    syms.emplace(addr, name);
+  for (const char *table : {"", "-D "}) {
+    RunResult r = run(std::string("nm -P --defined-only ") + table + sh_quote(path));
+    REQUIRE(r.status == 0);
+    for (const std::string &line : split_lines(r.output)) {
+      std::istringstream in(line);
+      std::string name, type, value;
+      if (!(in >> name >> type >> value))
+        continue;
+      if (type != "T" && type != "t" && type != "W" && type != "w" && type != "i")
+        continue;
+      unsigned long addr = std::stoul(value, nullptr, 16);
+      // Prefer a real name over local aliases gcc may add (e.g. .cold parts never start functions).
+      syms.emplace(addr, name.substr(0, name.find('@')));
+    }
   }
   return syms;
 }

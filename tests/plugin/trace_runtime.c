@@ -72,6 +72,20 @@ __attribute__((visibility("default"))) void __hcct_exit_open(void *fn) {
     ++frame_mismatches;
 }
 
+// gcc's -finstrument-functions hooks, recorded the same way, so that a -finstrument-functions build
+// of a program can be compared with a plugin build (the probes of the two never meet in one build:
+// the plugin warns when both are given).
+__attribute__((visibility("default"))) void __cyg_profile_func_enter(void *fn, void *site) {
+  if (__hcct_gate)
+    __hcct_enter_open(fn, site);
+}
+
+__attribute__((visibility("default"))) void __cyg_profile_func_exit(void *fn, void *site) {
+  (void)site;
+  if (__hcct_gate)
+    __hcct_exit_open(fn);
+}
+
 __attribute__((constructor)) static void trace_init(void) {
   const char *gate = getenv("HCCT_TRACE_GATE");
   __hcct_gate = !(gate && !strcmp(gate, "0"));
