@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""Real workloads under every way of profiling them, in one session: time, CPU, memory, ratios.
+
+  bench/real/run.py [--rounds 5] [--only lua,sqlite] [--configs REGEX] [--size full|short]
+                    [--build DIR] [--timeout S] [--json FILE]
+
+Workloads (Debian source packages, fetched once with scripts/debian-source.sh; a workload whose
+source or tools cannot be had is skipped with one line saying why):
+  lua     Lua 5.4 interpreter, a mixed script (strings, tables, sort, recursion, coroutines, closures)
+  sqlite  SQLite 3.40 shell built from its amalgamation, a speedtest-style SQL script in memory
+  zstd    zstd 1.5.4 compressing 48 MB of generated text with 4 worker threads
+  json    nlohmann::json 3.11 (template-heavy C++), a driver of ours: build, dump, parse, query, patch
+
+Each program is built once per flavour (native; gprof -pg; gcc -finstrument-functions; the hcct GCC
+plugin with stage=early and stage=late; clang -finstrument-functions-after-inlining), -O2 -g, and
+cached by compiler, flags and plugin (in ~/.cache/hcct/real). Then every configuration runs once to
+warm up and ROUNDS times round-robin (round 1 of every configuration, then round 2, ...), so that
+the load of the machine hits them alike. Configurations:
+
+  native               no instrumentation
+  gprof                -pg (gmon.out written in a temporary directory)
+  finstr glibc-hooks   -finstrument-functions, no runtime: the probes call glibc's
+                       __cyg_profile_func_enter/exit, one empty function (nm -D libc.so.6)
+  finstr empty|cct|hcct|hcct+burst    the same binary, LD_PRELOAD=libhcct.so, HCCT_OPTIONS=mode=...
+  plugin early|late off|hcct|hcct+burst    plugin builds under libhcct (off: runtime loaded, mode=off)
+  clang-ai hcct        clang -finstrument-functions-after-inlining under libhcct mode=hcct
+  uftrace              uftrace record --no-libcall on the -finstrument-functions binary (the peer;
+                       skipped with a message when uftrace is not installed)
+
+Columns: median wall time; median CPU time of the child and its descendants (user+sys, from
+wait4's rusage); CPU ratio to native (and to "finstr empty"); the largest peak RSS (ru_maxrss) seen;
+calls and lost events from the profile of the first timed run. The program's output (stdout, which
+for zstd is the compressed stream) must be identical in every configuration: a difference is printed
+loudly and the row marked OUTPUT DIFFERS. At the end, the targets of issue 15 are checked.
+
+Profiles go to a temporary directory per run (HCCT_OPTIONS out=...), removed after each run.
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workloads  # noqa: E402
+
+BURST = "burst=1"  # the runtime's defaults: a 2 ms burst every 20 ms (docs/BURSTING.md)
+
+
+class Config:
+    """One way to run a workload: which build, which runtime options, which wrapper."""
+
+    def __init__(self, label, flavour, hcct=None, wrapper=None):
+        self.label = label
+        self.flavour = flavour
+        self.hcct = hcct        # HCCT_OPTIONS without out=, or None: no runtime preloaded
+        self.wrapper = wrapper  # "uftrace" or None
+        self.binary = None
+        self.wall, self.cpu, self.rss_kb = [], [], []
+        self.profile = None
+        self.problem = None     # "OUTPUT DIFFERS", "failed ...", "timeout": the row is marked
+        self.warmup_cpu = None
+        self.slow = False       # over --slow-ratio x native in the warm-up: timed by that run only
+
+
+def all_configs():
+    c = [Config("native", "native"), Config("gprof", "gprof"),
+         Config("finstr glibc-hooks", "finstr")]
+    for mode in ("empty", "cct", "hcct"):
+        c.append(Config("finstr " + mode, "finstr", "mode=" + mode))
+    c.append(Config("finstr hcct+burst", "finstr", "mode=hcct:" + BURST))
+    for stage in ("early", "late"):
+        fl = "plugin-" + stage
+        c.append(Config(f"plugin {stage} off", fl, "mode=off"))
+        c.append(Config(f"plugin {stage} hcct", fl, "mode=hcct"))
+        c.append(Config(f"plugin {stage} hcct+burst", fl, "mode=hcct:" + BURST))
+    c.append(Config("clang-ai hcct", "clang-after-inlining", "mode=hcct"))
+    c.append(Config("uftrace", "finstr", wrapper="uftrace"))
+    return c
+
+
+def clean_env():
+    return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "HCCT_OPTIONS")}
+
+
+def run_once(cfg, workload, size, tools, timeout):
+    """One run: returns (wall s, cpu s, maxrss KB, stdout digest, profile dir or None, tmp)."""
+    tmp = tempfile.mkdtemp(prefix="hcct-real-")
+    argv, stdin_path = workload.argv(cfg.binary, size)
+    env = clean_env()
+    if cfg.hcct is not None:
+        env["LD_PRELOAD"] = tools["runtime"]
+        env["HCCT_OPTIONS"] = cfg.hcct + ":out=" + os.path.join(tmp, "profile")
+    if cfg.wrapper == "uftrace":
+        argv = ["uftrace", "record", "--no-libcall", "-d", os.path.join(tmp, "uftrace.data")] + argv
+    out_path = os.path.join(tmp, "stdout")
+    with open(out_path, "wb") as out, open(os.path.join(tmp, "stderr"), "wb") as err, \
+            open(stdin_path or os.devnull, "rb") as stdin:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=tmp, stdin=stdin, stdout=out, stderr=err,
+                                start_new_session=True)
+        status, usage = wait_with_timeout(proc, timeout)
+        wall = time.perf_counter() - start
+    if status is None:
+        return {"timeout": True, "tmp": tmp}
+    with open(os.path.join(tmp, "stderr"), "rb") as f:
+        stderr = f.read().decode(errors="replace")
+    return {"status": status, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "rss_kb": usage.ru_maxrss, "digest": workloads.file_digest(out_path), "stderr": stderr,
+            "profile": os.path.join(tmp, "profile") if cfg.hcct else None, "tmp": tmp}
+
+
+def wait_with_timeout(proc, timeout):
+    """wait4 the child (its rusage includes its waited-for descendants); kill its group on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            os.wait4(proc.pid, 0)
+            proc.returncode = -9
+            return None, None
+        time.sleep(0.005)
+
+
+def profile_summary(hcct_tool, out_dir):
+    """Threads, calls, nodes and lost events of a profile (hcct info --json), or None."""
+    if not os.path.isdir(out_dir):
+        return None
+    info = subprocess.run([hcct_tool, "info", "--json", out_dir], capture_output=True, text=True)
+    if info.returncode != 0:
+        return {"error": info.stderr.strip()[:200]}
+    data = json.loads(info.stdout)
+    threads = [t for p in data.get("processes", []) for t in p.get("threads", [])]
+    summary = {"threads": len(threads)}
+    for key in ("calls", "nodes", "lost", "unmatched_exits"):
+        if threads and key in threads[0]:
+            summary[key] = sum(t[key] for t in threads)
+    return summary
+
+
+def record(cfg, result, reference, tools, keep):
+    """Fold one run's result into its configuration; mark the row on any problem."""
+    try:
+        if result.get("timeout"):
+            cfg.problem = "timeout"
+            return
+        if result["status"] != 0:
+            cfg.problem = f"failed (exit {result['status']})"
+            print(f"!!! {cfg.label}: exit status {result['status']}: {result['stderr'][-500:]}",
+                  file=sys.stderr)
+            return
+        if reference is not None and result["digest"] != reference:
+            cfg.problem = "OUTPUT DIFFERS"
+            print(f"!!! {cfg.label}: OUTPUT DIFFERS from native's (sha256 {result['digest'][:16]} "
+                  f"vs {reference[:16]})", file=sys.stderr)
+        if keep:
+            cfg.wall.append(result["wall"])
+            cfg.cpu.append(result["cpu"])
+            cfg.rss_kb.append(result["rss_kb"])
+            if cfg.profile is None and result["profile"]:
+                cfg.profile = profile_summary(tools["hcct"], result["profile"])
+    finally:
+        shutil.rmtree(result["tmp"], ignore_errors=True)
+
+
+def bench_workload(workload, configs, args, tools):
+    flav = workloads.flavours(tools["plugin"])
+    usable = []
+    for cfg in configs:
+        try:
+            cfg.binary = workload.build(flav[cfg.flavour])
+            usable.append(cfg)
+        except workloads.Unavailable as e:
+            print(f"{workload.name}: {cfg.label}: skipped: {e}", file=sys.stderr)
+        except RuntimeError as e:
+            print(f"{workload.name}: {cfg.label}: BUILD FAILED: {e}", file=sys.stderr)
+    native = next((c for c in usable if c.label == "native"), None)
+    if native is None:
+        raise workloads.Unavailable("no native build")
+    load_before = os.getloadavg()
+    reference = None
+    for round_no in range(args.rounds + 1):  # round 0 warms up: page cache, dynamic loader
+        for cfg in usable:
+            if cfg.problem == "timeout" or (cfg.problem or "").startswith("failed") or cfg.slow:
+                continue
+            result = run_once(cfg, workload, args.size, tools, args.timeout)
+            if cfg is native and reference is None and not result.get("timeout") and result["status"] == 0:
+                reference = result["digest"]
+            slow = (round_no == 0 and cfg is not native and native.warmup_cpu and
+                    result.get("cpu", 0) > args.slow_ratio * native.warmup_cpu)
+            if round_no == 0 and not result.get("timeout"):
+                cfg.warmup_cpu = result["cpu"]
+            # A configuration many times slower than native is timed once, by its warm-up run: a
+            # ratio of 10 or more needs no median to be read, and five such runs of every slow
+            # configuration would take the session's hour.
+            record(cfg, result, reference, tools, keep=round_no > 0 or slow)
+            if slow:
+                cfg.slow = True
+        print(f"  {workload.name}: round {round_no}/{args.rounds} done, load {os.getloadavg()[0]:.1f}",
+              file=sys.stderr)
+    return {"workload": workload.name, "description": workload.description,
+            "command": " ".join(workload.argv(os.path.basename(native.binary), args.size)[0]) +
+            (" < " + os.path.basename(workload.argv("x", args.size)[1]) if workload.argv("x", args.size)[1] else ""),
+            "rounds": args.rounds, "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in os.getloadavg()], "rows": rows_of(usable)}
+
+
+def rows_of(configs):
+    med = {c.label: (statistics.median(c.cpu) if c.cpu else None) for c in configs}
+    rows = []
+    for c in configs:
+        row = {"config": c.label, "problem": c.problem}
+        if c.wall:
+            row.update(wall_s=round(statistics.median(c.wall), 3), cpu_s=round(med[c.label], 3),
+                       peak_rss_mb=round(max(c.rss_kb) / 1024, 1), runs=len(c.wall), slow=c.slow)
+            for base in ("native", "finstr empty"):
+                if med.get(base):
+                    row["cpu_x_" + base.replace(" ", "_")] = round(med[c.label] / med[base], 3)
+        if c.profile:
+            row.update(c.profile)
+        rows.append(row)
+    return rows
+
+
+def note(row):
+    parts = []
+    if row["problem"]:
+        parts.append(f"**{row['problem']}**")
+    if row.get("runs") == 1 and row.get("slow"):
+        parts.append("1 run (slow)")
+    return "; ".join(parts)
+
+
+def print_table(result):
+    print(f"\n### {result['workload']}: {result['description']}")
+    print(f"`{result['command']}` — {result['rounds']} interleaved rounds, medians; load average "
+          f"{result['load_before'][0]} before, {result['load_after'][0]} after")
+    cols = ["config", "wall s", "CPU s", "CPU × native", "CPU × finstr empty", "peak RSS MB",
+            "calls", "lost", "note"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in result["rows"]:
+        cells = [r["config"], r.get("wall_s", ""), r.get("cpu_s", ""), r.get("cpu_x_native", ""),
+                 r.get("cpu_x_finstr_empty", ""), r.get("peak_rss_mb", ""),
+                 f"{r['calls']:,}" if "calls" in r else "", f"{r['lost']:,}" if "lost" in r else "",
+                 note(r)]
+        print("| " + " | ".join(str(x) for x in cells) + " |")
+    sys.stdout.flush()
+
+
+def check_targets(result):
+    """Issue 15's targets on one workload's rows: (target, figure, met) triples."""
+    rows = {r["config"]: r for r in result["rows"] if "cpu_s" in r and not r["problem"]}
+    out = []
+
+    def ratio(a, b):
+        return rows[a]["cpu_s"] / rows[b]["cpu_s"] if a in rows and b in rows else None
+
+    for stage in ("early", "late"):
+        x = ratio(f"plugin {stage} off", "native")
+        if x is not None:
+            out.append((f"plugin {stage} off ≤ 1.05× native", f"{x:.2f}×", x <= 1.05))
+    x = ratio("finstr hcct", "finstr empty")
+    if x is not None:
+        out.append(("libhcct hcct ≤ 1.3× libhcct empty", f"{x:.2f}×", x <= 1.3))
+    for stage in ("early", "late"):
+        x, g = ratio(f"plugin {stage} hcct+burst", "native"), ratio(f"plugin {stage} hcct+burst", "gprof")
+        if x is not None and g is not None:
+            out.append((f"plugin {stage} hcct+burst ≤ 1.10× native and below gprof",
+                        f"{x:.2f}× native, {g:.2f}× gprof", x <= 1.10 and g < 1))
+    if result["workload"] == "json":
+        x = ratio("plugin late hcct", "native")
+        if x is not None:
+            out.append(("plugin late hcct on C++ ≤ 1.3× native", f"{x:.2f}×", x <= 1.3))
+    if "finstr hcct" in rows and "finstr empty" in rows:
+        d = rows["finstr hcct"]["peak_rss_mb"] - rows["finstr empty"]["peak_rss_mb"]
+        out.append(("peak RSS hcct within 2 MB of empty", f"{d:+.1f} MB", abs(d) <= 2))
+    return out
+
+
+def find_tools(build):
+    tools = {"runtime": os.path.join(build, "libhcct", "libhcct.so"),
+             "hcct": os.path.join(build, "tools", "hcct", "hcct"),
+             "plugin": os.path.join(build, "gcc-plugin", "hcct_plugin.so")}
+    for key in ("runtime", "hcct"):
+        if not os.path.exists(tools[key]):
+            sys.exit(f"run.py: {tools[key]} not found: build it first "
+                     f"(cmake --build {build} --target hcct hcct_runtime_shared hcct_plugin)")
+    return tools
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(workloads.ROOT, "build"),
+                    help="hcct build dir with libhcct.so, the hcct CLI and hcct_plugin.so (default: build)")
+    ap.add_argument("--rounds", type=int, default=5, help="timed rounds after one warm-up round (default 5)")
+    ap.add_argument("--only", default=",".join(workloads.WORKLOADS),
+                    help="comma-separated workloads (default: all: %(default)s)")
+    ap.add_argument("--configs", default="", help="run only configurations matching this regex "
+                    "(native always runs: it is the reference output and the baseline)")
+    ap.add_argument("--size", choices=("full", "short"), default="full",
+                    help="input size: full (1-3 s native) or short (a fraction of a second)")
+    ap.add_argument("--timeout", type=float, default=600,
+                    help="seconds one run may take; a run past it marks its row 'timeout' (default 600)")
+    ap.add_argument("--slow-ratio", type=float, default=10,
+                    help="a configuration whose warm-up run takes more than this many times native's "
+                    "CPU is timed by that one run, not --rounds runs; its row says so (default 10)")
+    ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    args = ap.parse_args()
+    if args.rounds < 1:
+        sys.exit("run.py: --rounds must be at least 1")
+    tools = find_tools(os.path.abspath(args.build))
+    names = [n for n in args.only.split(",") if n]
+    for n in names:
+        if n not in workloads.WORKLOADS:
+            sys.exit(f"run.py: unknown workload '{n}' (known: {', '.join(workloads.WORKLOADS)})")
+    has_uftrace = shutil.which("uftrace") is not None
+    if not has_uftrace:
+        print("run.py: uftrace not installed (apt-get install uftrace): its column is skipped", file=sys.stderr)
+    results = []
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()} at start")
+    for name in names:
+        configs = [c for c in all_configs()
+                   if c.label == "native" or (re.search(args.configs, c.label) if args.configs else True)]
+        configs = [c for c in configs if c.wrapper != "uftrace" or has_uftrace]
+        try:
+            results.append(bench_workload(workloads.WORKLOADS[name], configs, args, tools))
+        except workloads.Unavailable as e:
+            print(f"{name}: skipped: {e}", file=sys.stderr)
+            continue
+        print_table(results[-1])
+        for target, figure, met in check_targets(results[-1]):
+            print(f"- {target}: {figure} — {'met' if met else 'MISSED'}")
+        sys.stdout.flush()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    problems = [(r["workload"], row["config"], row["problem"]) for r in results for row in r["rows"]
+                if row["problem"] == "OUTPUT DIFFERS"]
+    for w, c, p in problems:
+        print(f"!!! {w}: {c}: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
