@@ -27,8 +27,9 @@ the load of the machine hits them alike. Configurations:
   uftrace              uftrace record --no-libcall on the -finstrument-functions binary (the peer;
                        skipped with a message when uftrace is not installed)
 
-Columns: median wall time; median CPU time of the child and its descendants (user+sys, from
-wait4's rusage); CPU ratio to native (and to "finstr empty"); the largest peak RSS (ru_maxrss) seen;
+Columns: median wall time; median CPU time of the program and its descendants (user+sys, from
+wait4's rusage, taken by the small helper spawn_rusage.c so that ru_maxrss is the program's and not
+this script's); CPU ratio to native (and to "finstr empty"); the largest peak RSS (ru_maxrss) seen;
 calls and lost events from the profile of the first timed run. The program's output (stdout, which
 for zstd is the compressed stream) must be identical in every configuration: a difference is printed
 loudly and the row marked OUTPUT DIFFERS. At the end, the targets of issue 15 are checked.
@@ -91,7 +92,7 @@ def clean_env():
 
 
 def run_once(cfg, workload, size, tools, timeout):
-    """One run: returns (wall s, cpu s, maxrss KB, stdout digest, profile dir or None, tmp)."""
+    """One run, through spawn_rusage: status, wall and CPU seconds, peak RSS, stdout's digest."""
     tmp = tempfile.mkdtemp(prefix="hcct-real-")
     argv, stdin_path = workload.argv(cfg.binary, size)
     env = clean_env()
@@ -101,36 +102,47 @@ def run_once(cfg, workload, size, tools, timeout):
     if cfg.wrapper == "uftrace":
         argv = ["uftrace", "record", "--no-libcall", "-d", os.path.join(tmp, "uftrace.data")] + argv
     out_path = os.path.join(tmp, "stdout")
-    with open(out_path, "wb") as out, open(os.path.join(tmp, "stderr"), "wb") as err, \
-            open(stdin_path or os.devnull, "rb") as stdin:
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=tmp, stdin=stdin, stdout=out, stderr=err,
-                                start_new_session=True)
-        status, usage = wait_with_timeout(proc, timeout)
-        wall = time.perf_counter() - start
-    if status is None:
+    env["GMON_OUT_PREFIX"] = os.path.join(tmp, "gmon.out")  # gprof: not in the caller's directory
+    figures = os.path.join(tmp, "rusage")
+    actions = [(os.POSIX_SPAWN_OPEN, 0, stdin_path or os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 1, out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+               (os.POSIX_SPAWN_OPEN, 2, os.path.join(tmp, "stderr"), os.O_WRONLY | os.O_CREAT, 0o644)]
+    helper = [tools["spawn_rusage"], figures]
+    pid = os.posix_spawn(helper[0], helper + argv, env, file_actions=actions, setsid=True)
+    if wait_with_timeout(pid, timeout) is None:
         return {"timeout": True, "tmp": tmp}
+    with open(figures) as f:
+        status, user, system, wall, maxrss = f.read().split()
     with open(os.path.join(tmp, "stderr"), "rb") as f:
         stderr = f.read().decode(errors="replace")
-    return {"status": status, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
-            "rss_kb": usage.ru_maxrss, "digest": workloads.file_digest(out_path), "stderr": stderr,
+    return {"status": int(status), "wall": float(wall), "cpu": float(user) + float(system),
+            "rss_kb": int(maxrss), "digest": workloads.file_digest(out_path), "stderr": stderr,
             "profile": os.path.join(tmp, "profile") if cfg.hcct else None, "tmp": tmp}
 
 
-def wait_with_timeout(proc, timeout):
-    """wait4 the child (its rusage includes its waited-for descendants); kill its group on timeout."""
+def wait_with_timeout(pid, timeout):
+    """Wait for the helper; on timeout kill its session (the helper and the program)."""
     deadline = time.monotonic() + timeout
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid == proc.pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return proc.returncode, usage
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return status
         if time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            os.wait4(proc.pid, 0)
-            proc.returncode = -9
-            return None, None
-        time.sleep(0.005)
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.002)
+
+
+def build_spawn_rusage():
+    """bench/real/spawn_rusage.c, compiled once into the cache (see its comment for why)."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spawn_rusage.c")
+    binary = os.path.join(workloads.CACHE, "spawn_rusage-" + workloads.file_digest(source)[:12])
+    if not os.path.exists(binary):
+        os.makedirs(workloads.CACHE, exist_ok=True)
+        subprocess.run(["gcc", "-O2", "-o", binary + ".tmp", source], check=True)
+        os.rename(binary + ".tmp", binary)
+    return binary
 
 
 def profile_summary(hcct_tool, out_dir):
@@ -297,6 +309,7 @@ def find_tools(build):
         if not os.path.exists(tools[key]):
             sys.exit(f"run.py: {tools[key]} not found: build it first "
                      f"(cmake --build {build} --target hcct hcct_runtime_shared hcct_plugin)")
+    tools["spawn_rusage"] = build_spawn_rusage()
     return tools
 
 

@@ -118,15 +118,21 @@ class Workload:
         if os.path.exists(binary):
             return binary
         src = self.prepare_source()
-        tmp = out + ".tmp"
+        tmp = f"{out}.tmp{os.getpid()}"  # two sessions building at once do not collide
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
         log = os.path.join(tmp, "build.log")
         if not quiet:
             print(f"  building {self.name} [{flavour.name}] (log {out}/build.log)", file=sys.stderr)
-        self.compile(src, tmp, flavour, log)
-        shutil.rmtree(out, ignore_errors=True)
-        os.rename(tmp, out)
+        try:
+            self.compile(src, tmp, flavour, log)
+            os.rename(tmp, out)
+        except OSError:
+            if not os.path.exists(binary):  # not another session's complete build
+                raise
+        finally:
+            if os.path.exists(tmp) and os.path.exists(binary):
+                shutil.rmtree(tmp, ignore_errors=True)
         return binary
 
     def prepare_source(self):
