@@ -3,7 +3,8 @@
 // basic_json's templates, iterators, the SAX parser and the serializer, so most calls are tiny
 // inline functions - the case where instrumenting before inlining costs the most.
 //
-//   json_workload SCALE      prints one digest line per phase; same output for the same SCALE
+//   json_workload ROUNDS [PEOPLE]   ROUNDS documents of PEOPLE records (default 400); prints digests,
+//                                   the same for the same arguments
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -49,8 +50,9 @@ std::uint64_t fold(std::uint64_t h, std::uint64_t v) { return (h ^ v) * 10995116
 
 int main(int argc, char **argv) {
   int scale = argc > 1 ? std::atoi(argv[1]) : 1;
-  if (scale < 1) {
-    std::fprintf(stderr, "usage: json_workload SCALE (a positive integer)\n");
+  int people = argc > 2 ? std::atoi(argv[2]) : 400;
+  if (scale < 1 || people < 1) {
+    std::fprintf(stderr, "usage: json_workload ROUNDS [PEOPLE] (positive integers)\n");
     return 2;
   }
   Lcg rng{42};
@@ -61,7 +63,7 @@ int main(int argc, char **argv) {
   for (int round = 0; round < scale; ++round) {
     // Build a document, serialise it, parse it back.
     json doc = {{"round", round}, {"people", json::array()}};
-    for (int i = 0; i < 400; ++i) doc["people"].push_back(make_person(rng, round * 1000 + i));
+    for (int i = 0; i < people; ++i) doc["people"].push_back(make_person(rng, round * 1000 + i));
     std::string text = doc.dump(round % 2 ? 2 : -1);
     total_bytes += text.size();
     json back = json::parse(text);

@@ -15,7 +15,9 @@ Each program is built once per flavour (native; gprof -pg; gcc -finstrument-func
 plugin with stage=early and stage=late; clang -finstrument-functions-after-inlining), -O2 -g, and
 cached by compiler, flags and plugin (in ~/.cache/hcct/real). Then every configuration runs once to
 warm up and ROUNDS times round-robin (round 1 of every configuration, then round 2, ...), so that
-the load of the machine hits them alike. Configurations:
+the load of the machine hits them alike. A configuration whose warm-up run costs more than
+--slow-ratio (default 10) times native's CPU is timed by that one run (its row says "1 run (slow)"):
+a ratio of 10 or more needs no median, and five runs of each would take hours. Configurations:
 
   native               no instrumentation
   gprof                -pg (gmon.out written in a temporary directory)
@@ -259,15 +261,22 @@ def print_table(result):
     print(f"`{result['command']}` — {result['rounds']} interleaved rounds, medians; load average "
           f"{result['load_before'][0]} before, {result['load_after'][0]} after")
     cols = ["config", "wall s", "CPU s", "CPU × native", "CPU × finstr empty", "peak RSS MB",
-            "calls", "lost", "note"]
+            "calls", "lost", "unmatched exits", "note"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in result["rows"]:
         cells = [r["config"], r.get("wall_s", ""), r.get("cpu_s", ""), r.get("cpu_x_native", ""),
                  r.get("cpu_x_finstr_empty", ""), r.get("peak_rss_mb", ""),
                  f"{r['calls']:,}" if "calls" in r else "", f"{r['lost']:,}" if "lost" in r else "",
-                 note(r)]
+                 f"{r['unmatched_exits']:,}" if "unmatched_exits" in r else "", note(r)]
         print("| " + " | ".join(str(x) for x in cells) + " |")
+    sys.stdout.flush()
+
+
+def print_result(result):
+    print_table(result)
+    for target, figure, met in check_targets(result):
+        print(f"- {target}: {figure} — {'met' if met else 'MISSED'}")
     sys.stdout.flush()
 
 
@@ -330,7 +339,15 @@ def main():
                     help="a configuration whose warm-up run takes more than this many times native's "
                     "CPU is timed by that one run, not --rounds runs; its row says so (default 10)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    ap.add_argument("--from-json", metavar="FILE", nargs="+",
+                    help="run nothing: print the tables and targets of results saved with --json")
     args = ap.parse_args()
+    if args.from_json:
+        for path in args.from_json:
+            with open(path) as f:
+                for result in json.load(f):
+                    print_result(result)
+        return 0
     if args.rounds < 1:
         sys.exit("run.py: --rounds must be at least 1")
     tools = find_tools(os.path.abspath(args.build))
@@ -352,10 +369,7 @@ def main():
         except workloads.Unavailable as e:
             print(f"{name}: skipped: {e}", file=sys.stderr)
             continue
-        print_table(results[-1])
-        for target, figure, met in check_targets(results[-1]):
-            print(f"- {target}: {figure} — {'met' if met else 'MISSED'}")
-        sys.stdout.flush()
+        print_result(results[-1])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -44,9 +44,11 @@ def file_digest(path):
 def compiler_identity(cc):
     """The compiler's version line: a compiler upgrade must not reuse old builds."""
     first = cc.split()[0]
+    if not shutil.which(first):
+        raise Unavailable(f"compiler {first} not found")
     proc = subprocess.run([first, "--version"], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise Unavailable(f"compiler {first} not found")
+        raise Unavailable(f"compiler {first} --version failed")
     return proc.stdout.splitlines()[0]
 
 
@@ -354,7 +356,7 @@ class Zstd(Workload):
     name = "zstd"
     package = "libzstd"
     binary_name = "zstd"
-    build_version = "2"
+    build_version = "3"
     description = "zstd 1.5.4 CLI compressing generated text with 4 worker threads"
 
     def compile(self, src, out, flavour, log):
@@ -365,8 +367,10 @@ class Zstd(Workload):
         # The compressor-only CLI (what is measured; half the code to build), with threads (our
         # CPPFLAGS replace the makefile's, so -DZSTD_MULTITHREAD is ours), no zlib/lzma/lz4 back
         # ends, no assembly (the same code in every build).
-        run_logged(["make", "-C", os.path.join(tree, "programs"), "zstd-compress", "CC=" + flavour.cc(),
-                    "CFLAGS=" + " ".join(["-O2", "-g", *flavour.cflags]),
+        # The flavour's flags go into CC: the makefile repeats CFLAGS on the zstd-compress line,
+        # and the hcct plugin rejects an option given twice (even the same one).
+        run_logged(["make", "-C", os.path.join(tree, "programs"), "zstd-compress",
+                    "CC=" + " ".join([flavour.cc(), *flavour.cflags]), "CFLAGS=-O2 -g",
                     "LDFLAGS=" + " ".join(["-pthread", *flavour.ldflags]),
                     "CPPFLAGS=-DZSTD_MULTITHREAD -DZSTD_DISABLE_ASM",
                     "HAVE_ZLIB=0", "HAVE_LZMA=0", "HAVE_LZ4=0"], log)
@@ -402,7 +406,7 @@ class Json(Workload):
     binary_name = "json_workload"
     build_version = "1"
     description = "nlohmann::json 3.11 (header-only, template-heavy C++): build, dump, parse, query, patch documents"
-    full_scale, short_scale = "60", "1"
+    full_args, short_args = ["60"], ["1", "40"]
 
     def compile(self, src, out, flavour, log):
         run_logged([flavour.cxx(), "-std=c++17", "-O2", "-g", *flavour.cflags,
@@ -413,7 +417,7 @@ class Json(Workload):
         return file_digest(os.path.join(HERE, "json_workload.cc"))
 
     def argv(self, binary, size):
-        return [binary, self.full_scale if size == "full" else self.short_scale], None
+        return [binary, *(self.full_args if size == "full" else self.short_args)], None
 
 
 WORKLOADS = {w.name: w for w in (Lua(), Sqlite(), Zstd(), Json())}
