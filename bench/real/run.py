@@ -93,7 +93,7 @@ def clean_env():
     return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "HCCT_OPTIONS")}
 
 
-def run_once(cfg, workload, size, tools, timeout):
+def run_once(cfg, workload, size, tools, timeout, max_data_gb):
     """One run, through spawn_rusage: status, wall and CPU seconds, peak RSS, stdout's digest."""
     tmp = tempfile.mkdtemp(prefix="hcct-real-")
     argv, stdin_path = workload.argv(cfg.binary, size)
@@ -111,8 +111,13 @@ def run_once(cfg, workload, size, tools, timeout):
                (os.POSIX_SPAWN_OPEN, 2, os.path.join(tmp, "stderr"), os.O_WRONLY | os.O_CREAT, 0o644)]
     helper = [tools["spawn_rusage"], figures]
     pid = os.posix_spawn(helper[0], helper + argv, env, file_actions=actions, setsid=True)
-    if wait_with_timeout(pid, timeout) is None:
-        return {"timeout": True, "tmp": tmp}
+    # uftrace writes every event to disk (about 100 MB/s here): a cap keeps a long run from filling it.
+    watch = os.path.join(tmp, "uftrace.data") if cfg.wrapper == "uftrace" else None
+    if wait_with_timeout(pid, timeout, watch, max_data_gb * (1 << 30)) is None:
+        over = watch and directory_bytes(watch) > max_data_gb * (1 << 30)
+        return {"timeout": True, "tmp": tmp, "why": f"stopped: uftrace data > {max_data_gb:g} GB" if over else "timeout"}
+    if not os.path.exists(figures):
+        return {"timeout": True, "tmp": tmp, "why": "killed"}
     with open(figures) as f:
         status, user, system, wall, maxrss = f.read().split()
     with open(os.path.join(tmp, "stderr"), "rb") as f:
@@ -122,18 +127,36 @@ def run_once(cfg, workload, size, tools, timeout):
             "profile": os.path.join(tmp, "profile") if cfg.hcct else None, "tmp": tmp}
 
 
-def wait_with_timeout(pid, timeout):
-    """Wait for the helper; on timeout kill its session (the helper and the program)."""
+def wait_with_timeout(pid, timeout, watch_dir=None, max_bytes=None):
+    """Wait for the helper; kill its session (the helper and the program) on timeout, or when
+    watch_dir grows past max_bytes. Returns None when it was killed, else the helper's status."""
     deadline = time.monotonic() + timeout
+    next_watch = time.monotonic() + 1
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done == pid:
             return status
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        over = False
+        if watch_dir and now > next_watch:
+            next_watch = now + 1
+            over = directory_bytes(watch_dir) > max_bytes
+        if now > deadline or over:
             os.killpg(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             return None
         time.sleep(0.002)
+
+
+def directory_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
 
 
 def build_spawn_rusage():
@@ -167,7 +190,8 @@ def record(cfg, result, reference, tools, keep):
     """Fold one run's result into its configuration; mark the row on any problem."""
     try:
         if result.get("timeout"):
-            cfg.problem = "timeout"
+            cfg.problem = result.get("why", "timeout")
+            print(f"!!! {cfg.label}: {cfg.problem}", file=sys.stderr)
             return
         if result["status"] != 0:
             cfg.problem = f"failed (exit {result['status']})"
@@ -206,9 +230,9 @@ def bench_workload(workload, configs, args, tools):
     reference = None
     for round_no in range(args.rounds + 1):  # round 0 warms up: page cache, dynamic loader
         for cfg in usable:
-            if cfg.problem == "timeout" or (cfg.problem or "").startswith("failed") or cfg.slow:
+            if (cfg.problem and cfg.problem != "OUTPUT DIFFERS") or cfg.slow:
                 continue
-            result = run_once(cfg, workload, args.size, tools, args.timeout)
+            result = run_once(cfg, workload, args.size, tools, args.timeout, args.max_uftrace_gb)
             if cfg is native and reference is None and not result.get("timeout") and result["status"] == 0:
                 reference = result["digest"]
             slow = (round_no == 0 and cfg is not native and native.warmup_cpu and
@@ -335,6 +359,8 @@ def main():
                     help="input size: full (1-3 s native) or short (a fraction of a second)")
     ap.add_argument("--timeout", type=float, default=600,
                     help="seconds one run may take; a run past it marks its row 'timeout' (default 600)")
+    ap.add_argument("--max-uftrace-gb", type=float, default=4,
+                    help="stop a uftrace run whose data passes this size; its row says so (default 4)")
     ap.add_argument("--slow-ratio", type=float, default=10,
                     help="a configuration whose warm-up run takes more than this many times native's "
                     "CPU is timed by that one run, not --rounds runs; its row says so (default 10)")
