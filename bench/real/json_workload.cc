@@ -31,16 +31,21 @@ struct Lcg {
 
 json make_person(Lcg &rng, int id) {
   static const char *const kNames[] = {"ada", "bob", "cyd", "dee", "eve", "fay", "gus", "hal"};
-  json p = {{"id", id},
-            {"name", std::string(kNames[rng.below(8)]) + std::to_string(rng.below(1000))},
-            {"age", 18 + rng.below(60)},
-            {"score", rng.below(100000) / 100.0},
-            {"active", rng.below(2) == 1}};
+  // One draw per statement: the operands of `+` are unsequenced, and gcc and clang order them
+  // differently, which made the clang build print other digests.
+  std::string name = kNames[rng.below(8)];
+  name += std::to_string(rng.below(1000));
+  int age = 18 + rng.below(60);
+  double score = rng.below(100000) / 100.0;
+  bool active = rng.below(2) == 1;
+  json p = {{"id", id}, {"name", name}, {"age", age}, {"score", score}, {"active", active}};
   json tags = json::array();
   for (int i = 0, n = rng.below(5); i < n; ++i)
     tags.push_back("t" + std::to_string(rng.below(20)));
   p["tags"] = std::move(tags);
-  p["address"] = {{"zip", rng.below(90000) + 10000}, {"city", "c" + std::to_string(rng.below(50))}};
+  int zip = rng.below(90000) + 10000;
+  std::string city = "c" + std::to_string(rng.below(50));
+  p["address"] = {{"zip", zip}, {"city", city}};
   return p;
 }
 

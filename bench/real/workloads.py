@@ -377,7 +377,7 @@ class Zstd(Workload):
         shutil.copy(os.path.join(tree, "programs", "zstd-compress"), os.path.join(out, "zstd"))
         shutil.rmtree(tree)
 
-    input_sizes_mb = (("full", 48), ("short", 2))
+    input_sizes_mb = (("full", 48), ("short", 2), ("exact", 0.0625))
 
     def input_identity(self):
         return f"zipf-text seed=20261126 {self.input_sizes_mb}"
@@ -391,13 +391,19 @@ class Zstd(Workload):
         for size, megabytes in self.input_sizes_mb:
             with open(os.path.join(d, size + ".txt"), "w") as f:
                 written = 0
-                while written < megabytes << 20:
+                while written < megabytes * (1 << 20):
                     line = " ".join(rng.choices(vocab, weights, k=12)) + ".\n"
                     f.write(line)
                     written += len(line)
 
     def argv(self, binary, size):
         return [binary, "-q", "-c", "-9", "-T4", "--block-size=1M", os.path.join(self.input_dir(), size + ".txt")], None
+
+    def exact_argv(self, binary, size):
+        """64 KB for the exact check: the short input's 2 MB already make 3 GB of uftrace events.
+        Still two threads (zstd's -T mode compresses in a worker thread)."""
+        argv, stdin = self.argv(binary, size)
+        return argv[:-1] + [os.path.join(self.input_dir(), "exact.txt")], stdin
 
 
 class Json(Workload):
