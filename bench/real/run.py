@@ -68,7 +68,7 @@ class Config:
         self.binary = None
         self.wall, self.cpu, self.rss_kb = [], [], []
         self.profile = None
-        self.problem = None     # "OUTPUT DIFFERS", "failed ...", "timeout": the row is marked
+        self.problem = None     # "OUTPUT DIFFERS", "failed ...", "timeout", "stopped: ...": marked
         self.warmup_cpu = None
         self.slow = False       # over --slow-ratio x native in the warm-up: timed by that run only
 
@@ -115,9 +115,9 @@ def run_once(cfg, workload, size, tools, timeout, max_data_gb):
     watch = os.path.join(tmp, "uftrace.data") if cfg.wrapper == "uftrace" else None
     if wait_with_timeout(pid, timeout, watch, max_data_gb * (1 << 30)) is None:
         over = watch and directory_bytes(watch) > max_data_gb * (1 << 30)
-        return {"timeout": True, "tmp": tmp, "why": f"stopped: uftrace data > {max_data_gb:g} GB" if over else "timeout"}
+        return {"stopped": f"stopped: uftrace data > {max_data_gb:g} GB" if over else "timeout", "tmp": tmp}
     if not os.path.exists(figures):
-        return {"timeout": True, "tmp": tmp, "why": "killed"}
+        return {"stopped": "killed", "tmp": tmp}
     with open(figures) as f:
         status, user, system, wall, maxrss = f.read().split()
     with open(os.path.join(tmp, "stderr"), "rb") as f:
@@ -189,8 +189,8 @@ def profile_summary(hcct_tool, out_dir):
 def record(cfg, result, reference, tools, keep):
     """Fold one run's result into its configuration; mark the row on any problem."""
     try:
-        if result.get("timeout"):
-            cfg.problem = result.get("why", "timeout")
+        if result.get("stopped"):
+            cfg.problem = result["stopped"]
             print(f"!!! {cfg.label}: {cfg.problem}", file=sys.stderr)
             return
         if result["status"] != 0:
@@ -233,11 +233,11 @@ def bench_workload(workload, configs, args, tools):
             if (cfg.problem and cfg.problem != "OUTPUT DIFFERS") or cfg.slow:
                 continue
             result = run_once(cfg, workload, args.size, tools, args.timeout, args.max_uftrace_gb)
-            if cfg is native and reference is None and not result.get("timeout") and result["status"] == 0:
+            if cfg is native and reference is None and not result.get("stopped") and result["status"] == 0:
                 reference = result["digest"]
             slow = (round_no == 0 and cfg is not native and native.warmup_cpu and
                     result.get("cpu", 0) > args.slow_ratio * native.warmup_cpu)
-            if round_no == 0 and not result.get("timeout"):
+            if round_no == 0 and not result.get("stopped"):
                 cfg.warmup_cpu = result["cpu"]
             # A configuration many times slower than native is timed once, by its warm-up run: a
             # ratio of 10 or more needs no median to be read, and five such runs of every slow
@@ -248,10 +248,16 @@ def bench_workload(workload, configs, args, tools):
         print(f"  {workload.name}: round {round_no}/{args.rounds} done, load {os.getloadavg()[0]:.1f}",
               file=sys.stderr)
     return {"workload": workload.name, "description": workload.description,
-            "command": " ".join(workload.argv(os.path.basename(native.binary), args.size)[0]) +
-            (" < " + os.path.basename(workload.argv("x", args.size)[1]) if workload.argv("x", args.size)[1] else ""),
+            "command": command_line(workload, native.binary, args.size),
             "rounds": args.rounds, "load_before": [round(x, 2) for x in load_before],
             "load_after": [round(x, 2) for x in os.getloadavg()], "rows": rows_of(usable)}
+
+
+def command_line(workload, binary, size):
+    """The workload's command as the tables show it: program and input files by their base names."""
+    argv, stdin_path = workload.argv(binary, size)
+    shown = [os.path.basename(a) if os.path.isabs(a) else a for a in argv]
+    return " ".join(shown) + (" < " + os.path.basename(stdin_path) if stdin_path else "")
 
 
 def rows_of(configs):
@@ -260,7 +266,7 @@ def rows_of(configs):
     for c in configs:
         row = {"config": c.label, "problem": c.problem}
         if c.wall:
-            row.update(wall_s=round(statistics.median(c.wall), 3), cpu_s=round(med[c.label], 3),
+            row.update(wall_s=round(statistics.median(c.wall), 3), cpu_s=round(med[c.label], 4),
                        peak_rss_mb=round(max(c.rss_kb) / 1024, 1), runs=len(c.wall), slow=c.slow)
             for base in ("native", "finstr empty"):
                 if med.get(base):
@@ -310,7 +316,10 @@ def check_targets(result):
     out = []
 
     def ratio(a, b):
-        return rows[a]["cpu_s"] / rows[b]["cpu_s"] if a in rows and b in rows else None
+        if a not in rows or b not in rows:
+            return None
+        key = "cpu_x_" + b.replace(" ", "_")  # the table's own ratio, of unrounded medians
+        return rows[a][key] if key in rows[a] else rows[a]["cpu_s"] / rows[b]["cpu_s"]
 
     for stage in ("early", "late"):
         x = ratio(f"plugin {stage} off", "native")
