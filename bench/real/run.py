@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""Real workloads under every way of profiling them, in one session: time, CPU, memory, ratios.
+
+  bench/real/run.py [--rounds 5] [--only lua,sqlite] [--configs REGEX] [--size full|short]
+                    [--build DIR] [--timeout S] [--json FILE]
+
+Workloads (Debian source packages, fetched once with scripts/debian-source.sh; a workload whose
+source or tools cannot be had is skipped with one line saying why):
+  lua     Lua 5.4 interpreter, a mixed script (strings, tables, sort, recursion, coroutines, closures)
+  sqlite  SQLite 3.40 shell built from its amalgamation, a speedtest-style SQL script in memory
+  zstd    zstd 1.5.4 compressing 48 MB of generated text with 4 worker threads
+  json    nlohmann::json 3.11 (template-heavy C++), a driver of ours: build, dump, parse, query, patch
+
+Each program is built once per flavour (native; gprof -pg; gcc -finstrument-functions; the hcct GCC
+plugin with stage=early and stage=late; clang -finstrument-functions-after-inlining), -O2 -g, and
+cached by compiler, flags and plugin (in ~/.cache/hcct/real). Then every configuration runs once to
+warm up and ROUNDS times round-robin (round 1 of every configuration, then round 2, ...), so that
+the load of the machine hits them alike. A configuration whose warm-up run costs more than
+--slow-ratio (default 10) times native's CPU is timed by that one run (its row says "1 run (slow)"):
+a ratio of 10 or more needs no median, and five runs of each would take hours. Configurations:
+
+  native               no instrumentation
+  gprof                -pg (gmon.out written in a temporary directory)
+  finstr glibc-hooks   -finstrument-functions, no runtime: the probes call glibc's
+                       __cyg_profile_func_enter/exit, one empty function (nm -D libc.so.6)
+  finstr empty|cct|hcct|hcct+burst    the same binary, LD_PRELOAD=libhcct.so, HCCT_OPTIONS=mode=...
+  plugin early|late off|hcct|hcct+burst    plugin builds under libhcct (off: runtime loaded, mode=off)
+  clang-ai hcct        clang -finstrument-functions-after-inlining under libhcct mode=hcct
+  uftrace              uftrace record --no-libcall on the -finstrument-functions binary (the peer;
+                       skipped with a message when uftrace is not installed)
+
+Columns: median wall time; median CPU time of the program and its descendants (user+sys, from
+wait4's rusage, taken by the small helper spawn_rusage.c so that ru_maxrss is the program's and not
+this script's); CPU ratio to native (and to "finstr empty"); the largest peak RSS (ru_maxrss) seen;
+calls and lost events from the profile of the first timed run. The program's output (stdout, which
+for zstd is the compressed stream) must be identical in every configuration: a difference is printed
+loudly and the row marked OUTPUT DIFFERS. At the end, the targets of issue 15 are checked.
+
+Profiles go to a temporary directory per run (HCCT_OPTIONS out=...), removed after each run.
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workloads  # noqa: E402
+
+BURST = "burst=1"  # the runtime's defaults: a 2 ms burst every 20 ms (docs/BURSTING.md)
+
+
+class Config:
+    """One way to run a workload: which build, which runtime options, which wrapper."""
+
+    def __init__(self, label, flavour, hcct=None, wrapper=None):
+        self.label = label
+        self.flavour = flavour
+        self.hcct = hcct        # HCCT_OPTIONS without out=, or None: no runtime preloaded
+        self.wrapper = wrapper  # "uftrace" or None
+        self.binary = None
+        self.wall, self.cpu, self.rss_kb = [], [], []
+        self.profile = None
+        self.problem = None     # "OUTPUT DIFFERS", "failed ...", "timeout", "stopped: ...": marked
+        self.warmup_cpu = None
+        self.slow = False       # over --slow-ratio x native in the warm-up: timed by that run only
+
+
+def all_configs():
+    c = [Config("native", "native"), Config("gprof", "gprof"),
+         Config("finstr glibc-hooks", "finstr")]
+    for mode in ("empty", "cct", "hcct"):
+        c.append(Config("finstr " + mode, "finstr", "mode=" + mode))
+    c.append(Config("finstr hcct+burst", "finstr", "mode=hcct:" + BURST))
+    for stage in ("early", "late"):
+        fl = "plugin-" + stage
+        c.append(Config(f"plugin {stage} off", fl, "mode=off"))
+        c.append(Config(f"plugin {stage} hcct", fl, "mode=hcct"))
+        c.append(Config(f"plugin {stage} hcct+burst", fl, "mode=hcct:" + BURST))
+    c.append(Config("clang-ai hcct", "clang-after-inlining", "mode=hcct"))
+    c.append(Config("uftrace", "finstr", wrapper="uftrace"))
+    return c
+
+
+def clean_env():
+    return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "HCCT_OPTIONS")}
+
+
+def run_once(cfg, workload, size, tools, timeout, max_data_gb):
+    """One run, through spawn_rusage: status, wall and CPU seconds, peak RSS, stdout's digest."""
+    tmp = tempfile.mkdtemp(prefix="hcct-real-")
+    argv, stdin_path = workload.argv(cfg.binary, size)
+    env = clean_env()
+    if cfg.hcct is not None:
+        env["LD_PRELOAD"] = tools["runtime"]
+        env["HCCT_OPTIONS"] = cfg.hcct + ":out=" + os.path.join(tmp, "profile")
+    if cfg.wrapper == "uftrace":
+        argv = ["uftrace", "record", "--no-libcall", "-d", os.path.join(tmp, "uftrace.data")] + argv
+    out_path = os.path.join(tmp, "stdout")
+    env["GMON_OUT_PREFIX"] = os.path.join(tmp, "gmon.out")  # gprof: not in the caller's directory
+    figures = os.path.join(tmp, "rusage")
+    actions = [(os.POSIX_SPAWN_OPEN, 0, stdin_path or os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 1, out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+               (os.POSIX_SPAWN_OPEN, 2, os.path.join(tmp, "stderr"), os.O_WRONLY | os.O_CREAT, 0o644)]
+    helper = [tools["spawn_rusage"], figures]
+    pid = os.posix_spawn(helper[0], helper + argv, env, file_actions=actions, setsid=True)
+    # uftrace writes every event to disk (about 100 MB/s here): a cap keeps a long run from filling it.
+    watch = os.path.join(tmp, "uftrace.data") if cfg.wrapper == "uftrace" else None
+    if wait_with_timeout(pid, timeout, watch, max_data_gb * (1 << 30)) is None:
+        over = watch and directory_bytes(watch) > max_data_gb * (1 << 30)
+        return {"stopped": f"stopped: uftrace data > {max_data_gb:g} GB" if over else "timeout", "tmp": tmp}
+    if not os.path.exists(figures):
+        return {"stopped": "killed", "tmp": tmp}
+    with open(figures) as f:
+        status, user, system, wall, maxrss = f.read().split()
+    with open(os.path.join(tmp, "stderr"), "rb") as f:
+        stderr = f.read().decode(errors="replace")
+    return {"status": int(status), "wall": float(wall), "cpu": float(user) + float(system),
+            "rss_kb": int(maxrss), "digest": workloads.file_digest(out_path), "stderr": stderr,
+            "profile": os.path.join(tmp, "profile") if cfg.hcct else None, "tmp": tmp}
+
+
+def wait_with_timeout(pid, timeout, watch_dir=None, max_bytes=None):
+    """Wait for the helper; kill its session (the helper and the program) on timeout, or when
+    watch_dir grows past max_bytes. Returns None when it was killed, else the helper's status."""
+    deadline = time.monotonic() + timeout
+    next_watch = time.monotonic() + 1
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return status
+        now = time.monotonic()
+        over = False
+        if watch_dir and now > next_watch:
+            next_watch = now + 1
+            over = directory_bytes(watch_dir) > max_bytes
+        if now > deadline or over:
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.002)
+
+
+def directory_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def build_spawn_rusage():
+    """bench/real/spawn_rusage.c, compiled once into the cache (see its comment for why)."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spawn_rusage.c")
+    binary = os.path.join(workloads.CACHE, "spawn_rusage-" + workloads.file_digest(source)[:12])
+    if not os.path.exists(binary):
+        os.makedirs(workloads.CACHE, exist_ok=True)
+        subprocess.run(["gcc", "-O2", "-o", binary + ".tmp", source], check=True)
+        os.rename(binary + ".tmp", binary)
+    return binary
+
+
+def profile_summary(hcct_tool, out_dir):
+    """Threads, calls, nodes and lost events of a profile (hcct info --json), or None."""
+    if not os.path.isdir(out_dir):
+        return None
+    info = subprocess.run([hcct_tool, "info", "--json", out_dir], capture_output=True, text=True)
+    if info.returncode != 0:
+        return {"error": info.stderr.strip()[:200]}
+    data = json.loads(info.stdout)
+    threads = [t for p in data.get("processes", []) for t in p.get("threads", [])]
+    summary = {"threads": len(threads)}
+    for key in ("calls", "nodes", "lost", "unmatched_exits"):
+        if threads and key in threads[0]:
+            summary[key] = sum(t[key] for t in threads)
+    return summary
+
+
+def record(cfg, result, reference, tools, keep):
+    """Fold one run's result into its configuration; mark the row on any problem."""
+    try:
+        if result.get("stopped"):
+            cfg.problem = result["stopped"]
+            print(f"!!! {cfg.label}: {cfg.problem}", file=sys.stderr)
+            return
+        if result["status"] != 0:
+            cfg.problem = f"failed (exit {result['status']})"
+            print(f"!!! {cfg.label}: exit status {result['status']}: {result['stderr'][-500:]}",
+                  file=sys.stderr)
+            return
+        if reference is not None and result["digest"] != reference:
+            cfg.problem = "OUTPUT DIFFERS"
+            print(f"!!! {cfg.label}: OUTPUT DIFFERS from native's (sha256 {result['digest'][:16]} "
+                  f"vs {reference[:16]})", file=sys.stderr)
+        if keep:
+            cfg.wall.append(result["wall"])
+            cfg.cpu.append(result["cpu"])
+            cfg.rss_kb.append(result["rss_kb"])
+            if cfg.profile is None and result["profile"]:
+                cfg.profile = profile_summary(tools["hcct"], result["profile"])
+    finally:
+        shutil.rmtree(result["tmp"], ignore_errors=True)
+
+
+def bench_workload(workload, configs, args, tools):
+    flav = workloads.flavours(tools["plugin"])
+    usable = []
+    for cfg in configs:
+        try:
+            cfg.binary = workload.build(flav[cfg.flavour])
+            usable.append(cfg)
+        except workloads.Unavailable as e:
+            print(f"{workload.name}: {cfg.label}: skipped: {e}", file=sys.stderr)
+        except RuntimeError as e:
+            print(f"{workload.name}: {cfg.label}: BUILD FAILED: {e}", file=sys.stderr)
+    native = next((c for c in usable if c.label == "native"), None)
+    if native is None:
+        raise workloads.Unavailable("no native build")
+    load_before = os.getloadavg()
+    reference = None
+    for round_no in range(args.rounds + 1):  # round 0 warms up: page cache, dynamic loader
+        for cfg in usable:
+            if (cfg.problem and cfg.problem != "OUTPUT DIFFERS") or cfg.slow:
+                continue
+            result = run_once(cfg, workload, args.size, tools, args.timeout, args.max_uftrace_gb)
+            if cfg is native and reference is None and not result.get("stopped") and result["status"] == 0:
+                reference = result["digest"]
+            slow = (round_no == 0 and cfg is not native and native.warmup_cpu and
+                    result.get("cpu", 0) > args.slow_ratio * native.warmup_cpu)
+            if round_no == 0 and not result.get("stopped"):
+                cfg.warmup_cpu = result["cpu"]
+            # A configuration many times slower than native is timed once, by its warm-up run: a
+            # ratio of 10 or more needs no median to be read, and five such runs of every slow
+            # configuration would take the session's hour.
+            record(cfg, result, reference, tools, keep=round_no > 0 or slow)
+            if slow:
+                cfg.slow = True
+        print(f"  {workload.name}: round {round_no}/{args.rounds} done, load {os.getloadavg()[0]:.1f}",
+              file=sys.stderr)
+    return {"workload": workload.name, "description": workload.description,
+            "command": command_line(workload, native.binary, args.size),
+            "rounds": args.rounds, "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in os.getloadavg()], "rows": rows_of(usable)}
+
+
+def command_line(workload, binary, size):
+    """The workload's command as the tables show it: program and input files by their base names."""
+    argv, stdin_path = workload.argv(binary, size)
+    shown = [os.path.basename(a) if os.path.isabs(a) else a for a in argv]
+    return " ".join(shown) + (" < " + os.path.basename(stdin_path) if stdin_path else "")
+
+
+def rows_of(configs):
+    med = {c.label: (statistics.median(c.cpu) if c.cpu else None) for c in configs}
+    rows = []
+    for c in configs:
+        row = {"config": c.label, "problem": c.problem}
+        if c.wall:
+            row.update(wall_s=round(statistics.median(c.wall), 3), cpu_s=round(med[c.label], 4),
+                       peak_rss_mb=round(max(c.rss_kb) / 1024, 1), runs=len(c.wall), slow=c.slow)
+            for base in ("native", "finstr empty"):
+                if med.get(base):
+                    row["cpu_x_" + base.replace(" ", "_")] = round(med[c.label] / med[base], 3)
+        if c.profile:
+            row.update(c.profile)
+        rows.append(row)
+    return rows
+
+
+def note(row):
+    parts = []
+    if row["problem"]:
+        parts.append(f"**{row['problem']}**")
+    if row.get("runs") == 1 and row.get("slow"):
+        parts.append("1 run (slow)")
+    return "; ".join(parts)
+
+
+def print_table(result):
+    print(f"\n### {result['workload']}: {result['description']}")
+    print(f"`{result['command']}` — {result['rounds']} interleaved rounds, medians; load average "
+          f"{result['load_before'][0]} before, {result['load_after'][0]} after")
+    cols = ["config", "wall s", "CPU s", "CPU × native", "CPU × finstr empty", "peak RSS MB",
+            "calls", "lost", "unmatched exits", "note"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in result["rows"]:
+        cells = [r["config"], r.get("wall_s", ""), r.get("cpu_s", ""), r.get("cpu_x_native", ""),
+                 r.get("cpu_x_finstr_empty", ""), r.get("peak_rss_mb", ""),
+                 f"{r['calls']:,}" if "calls" in r else "", f"{r['lost']:,}" if "lost" in r else "",
+                 f"{r['unmatched_exits']:,}" if "unmatched_exits" in r else "", note(r)]
+        print("| " + " | ".join(str(x) for x in cells) + " |")
+    sys.stdout.flush()
+
+
+def print_result(result):
+    print_table(result)
+    for target, figure, met in check_targets(result):
+        print(f"- {target}: {figure} — {'met' if met else 'MISSED'}")
+    sys.stdout.flush()
+
+
+def check_targets(result):
+    """Issue 15's targets on one workload's rows: (target, figure, met) triples."""
+    rows = {r["config"]: r for r in result["rows"] if "cpu_s" in r and not r["problem"]}
+    out = []
+
+    def ratio(a, b):
+        if a not in rows or b not in rows:
+            return None
+        key = "cpu_x_" + b.replace(" ", "_")  # the table's own ratio, of unrounded medians
+        return rows[a][key] if key in rows[a] else rows[a]["cpu_s"] / rows[b]["cpu_s"]
+
+    for stage in ("early", "late"):
+        x = ratio(f"plugin {stage} off", "native")
+        if x is not None:
+            out.append((f"plugin {stage} off ≤ 1.05× native", f"{x:.2f}×", x <= 1.05))
+    x = ratio("finstr hcct", "finstr empty")
+    if x is not None:
+        out.append(("libhcct hcct ≤ 1.3× libhcct empty", f"{x:.2f}×", x <= 1.3))
+    for stage in ("early", "late"):
+        x, g = ratio(f"plugin {stage} hcct+burst", "native"), ratio(f"plugin {stage} hcct+burst", "gprof")
+        if x is not None and g is not None:
+            out.append((f"plugin {stage} hcct+burst ≤ 1.10× native and below gprof",
+                        f"{x:.2f}× native, {g:.2f}× gprof", x <= 1.10 and g < 1))
+    if result["workload"] == "json":
+        x = ratio("plugin late hcct", "native")
+        if x is not None:
+            out.append(("plugin late hcct on C++ ≤ 1.3× native", f"{x:.2f}×", x <= 1.3))
+    if "finstr hcct" in rows and "finstr empty" in rows:
+        d = rows["finstr hcct"]["peak_rss_mb"] - rows["finstr empty"]["peak_rss_mb"]
+        out.append(("peak RSS hcct within 2 MB of empty", f"{d:+.1f} MB", abs(d) <= 2))
+    return out
+
+
+def find_tools(build):
+    tools = {"runtime": os.path.join(build, "libhcct", "libhcct.so"),
+             "hcct": os.path.join(build, "tools", "hcct", "hcct"),
+             "plugin": os.path.join(build, "gcc-plugin", "hcct_plugin.so")}
+    for key in ("runtime", "hcct"):
+        if not os.path.exists(tools[key]):
+            sys.exit(f"run.py: {tools[key]} not found: build it first "
+                     f"(cmake --build {build} --target hcct hcct_runtime_shared hcct_plugin)")
+    tools["spawn_rusage"] = build_spawn_rusage()
+    return tools
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(workloads.ROOT, "build"),
+                    help="hcct build dir with libhcct.so, the hcct CLI and hcct_plugin.so (default: build)")
+    ap.add_argument("--rounds", type=int, default=5, help="timed rounds after one warm-up round (default 5)")
+    ap.add_argument("--only", default=",".join(workloads.WORKLOADS),
+                    help="comma-separated workloads (default: all: %(default)s)")
+    ap.add_argument("--configs", default="", help="run only configurations matching this regex "
+                    "(native always runs: it is the reference output and the baseline)")
+    ap.add_argument("--size", choices=("full", "short"), default="full",
+                    help="input size: full (1-3 s native) or short (a fraction of a second)")
+    ap.add_argument("--timeout", type=float, default=600,
+                    help="seconds one run may take; a run past it marks its row 'timeout' (default 600)")
+    ap.add_argument("--max-uftrace-gb", type=float, default=4,
+                    help="stop a uftrace run whose data passes this size; its row says so (default 4)")
+    ap.add_argument("--slow-ratio", type=float, default=10,
+                    help="a configuration whose warm-up run takes more than this many times native's "
+                    "CPU is timed by that one run, not --rounds runs; its row says so (default 10)")
+    ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    ap.add_argument("--from-json", metavar="FILE", nargs="+",
+                    help="run nothing: print the tables and targets of results saved with --json")
+    args = ap.parse_args()
+    if args.from_json:
+        for path in args.from_json:
+            with open(path) as f:
+                for result in json.load(f):
+                    print_result(result)
+        return 0
+    if args.rounds < 1:
+        sys.exit("run.py: --rounds must be at least 1")
+    tools = find_tools(os.path.abspath(args.build))
+    names = [n for n in args.only.split(",") if n]
+    for n in names:
+        if n not in workloads.WORKLOADS:
+            sys.exit(f"run.py: unknown workload '{n}' (known: {', '.join(workloads.WORKLOADS)})")
+    has_uftrace = shutil.which("uftrace") is not None
+    if not has_uftrace:
+        print("run.py: uftrace not installed (apt-get install uftrace): its column is skipped", file=sys.stderr)
+    results = []
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()} at start")
+    for name in names:
+        configs = [c for c in all_configs()
+                   if c.label == "native" or (re.search(args.configs, c.label) if args.configs else True)]
+        configs = [c for c in configs if c.wrapper != "uftrace" or has_uftrace]
+        try:
+            results.append(bench_workload(workloads.WORKLOADS[name], configs, args, tools))
+        except workloads.Unavailable as e:
+            print(f"{name}: skipped: {e}", file=sys.stderr)
+            continue
+        print_result(results[-1])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    problems = [(r["workload"], row["config"], row["problem"]) for r in results for row in r["rows"]
+                if row["problem"] == "OUTPUT DIFFERS"]
+    for w, c, p in problems:
+        print(f"!!! {w}: {c}: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
