@@ -34,7 +34,7 @@ TEST_CASE("help teaches, with examples", "[cli]") {
   }
 }
 
-TEST_CASE("--version names the release", "[cli]") {
+TEST_CASE("hcct --version names the release", "[cli]") {
   Result r = hcct_cmd({"--version"});
   CHECK(r.status == 0);
   CHECK(r.out == "hcct " HCCT_VERSION "\n");
