@@ -514,3 +514,41 @@ TEST_CASE("record: when nothing was recorded, the true reason is given", "[cli][
   }
 }
 #endif
+
+// docs/INSTALL.md, "How hcct record finds the runtime": an installed hcct (here a copy, which is
+// not the build tree's file) takes the runtime of its own prefix, and never falls back to the build
+// tree it was built in.
+TEST_CASE("record: an installed hcct preloads the runtime beside it, never the build tree's", "[cli][record][install]") {
+  TempDir dir;
+  const fs::path installed = dir / "prefix/bin/hcct";
+  fs::create_directories(dir / "prefix/bin");
+  fs::create_directories(dir / "prefix/lib");
+  fs::copy_file(hcct_exe(), installed);
+  const Env no_override = {{"HCCT_RUNTIME", ""}, {"LD_PRELOAD", ""}};
+  auto record_preload = [&](const fs::path &hcct) {
+    return run({hcct.string(), "record", "--mode", "off", "--", "/bin/sh", "-c", "printf '%s' \"$LD_PRELOAD\""},
+               no_override, dir.path());
+  };
+  SECTION("<prefix>/bin/../lib/libhcct.so") {
+    fs::copy_file(FAKE_RUNTIME, dir / "prefix/lib/libhcct.so");
+    Result r = record_preload(installed);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == fs::canonical(dir / "prefix/lib/libhcct.so").string());
+  }
+  SECTION("none there: one error naming where it looked, and no fallback to the build tree") {
+    Result r = record_preload(installed);
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == "hcct: cannot find the runtime libhcct.so (looked at " + (dir / "prefix/lib/libhcct.so").string() +
+                       "); set HCCT_RUNTIME=/path/to/libhcct.so\n");
+  }
+#ifdef HCCT_RUNTIME_SO
+  SECTION("the build tree's own hcct still uses the build tree's runtime") {
+    Result r = record_preload(HCCT_EXE);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == fs::canonical(HCCT_RUNTIME_SO).string());
+  }
+#endif
+}
