@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "cli_util.h"
+#include "support/skip.h"
 
 using namespace clitest;
 using nlohmann::json;
@@ -108,8 +109,7 @@ TEST_CASE("export: filters (focus, ignore, depth, min-share)", "[cli][export][fi
 
 TEST_CASE("export: callgrind_annotate reads the callgrind output with matching totals", "[cli][export][consumer]") {
   if (!have("/usr/bin/callgrind_annotate")) {
-    WARN("callgrind_annotate not installed (valgrind): skipped");
-    return;
+    hcct::test::skip_test("callgrind_annotate not installed (valgrind)");
   }
   ProfileDir d;
   TempDir out;
@@ -132,8 +132,7 @@ TEST_CASE("export: callgrind_annotate reads the callgrind output with matching t
 
 TEST_CASE("export: pprof protobuf decodes against the published profile.proto", "[cli][export][consumer]") {
   if (!have("/usr/bin/protoc") || !fs::exists(kProfileProtoDir + "/profile.proto")) {
-    WARN("protoc or golang-github-google-pprof-dev's profile.proto missing: skipped");
-    return;
+    hcct::test::skip_test("protoc or golang-github-google-pprof-dev's profile.proto missing");
   }
   ProfileDir d;
   TempDir out;
@@ -158,8 +157,7 @@ TEST_CASE("export: pprof protobuf decodes against the published profile.proto", 
 TEST_CASE("export: JSON validates against docs/hcct-tree.schema.json", "[cli][export][consumer]") {
   Result probe = run({"/usr/bin/python3", "-c", "import jsonschema"});
   if (probe.status != 0) {
-    WARN("python3-jsonschema not installed: skipped");
-    return;
+    hcct::test::skip_test("python3-jsonschema not installed");
   }
   ProfileDir d;
   TempDir out;
@@ -190,8 +188,7 @@ TEST_CASE("export: JSON validates against docs/hcct-tree.schema.json", "[cli][ex
 
 TEST_CASE("export: graphviz dot accepts the DOT output", "[cli][export][consumer]") {
   if (!have("/usr/bin/dot")) {
-    WARN("graphviz not installed: skipped");
-    return;
+    hcct::test::skip_test("graphviz not installed");
   }
   ProfileDir d;
   TempDir out;
@@ -459,8 +456,7 @@ TEST_CASE("merge and compare two runs at different load addresses", "[cli][compa
 
 TEST_CASE("compare: runs of a rebuilt binary line up by symbol", "[cli][compare][e2e]") {
   if (!have("/usr/bin/gcc")) {
-    WARN("gcc missing: skipped");
-    return;
+    hcct::test::skip_test("gcc missing");
   }
   TempDir dir;
   const std::string src = std::string(HCCT_SOURCE_DIR) + "/examples/calls.c";

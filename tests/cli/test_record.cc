@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli_util.h"
+#include "support/skip.h"
 #include "hcct/analysis/reader.h"
 #include "hcct/analysis/writer.h"
 #include "testutil.h"
@@ -498,20 +499,24 @@ TEST_CASE("record: when nothing was recorded, the true reason is given", "[cli][
     CHECK_THAT(r.err, Catch::Contains("was killed by signal 6 (Aborted) before the runtime could write"));
     CHECK_THAT(r.err, !Catch::Contains("not instrumented"));
   }
-  SECTION("set-user-ID to another user: the loader ignores LD_PRELOAD") {
-    struct statvfs fs {};
-    if (geteuid() != 0 || statvfs(dir.path().c_str(), &fs) != 0 || (fs.f_flag & ST_NOSUID)) {
-      WARN("SKIPPED: needs root and a file system without nosuid, to make a set-user-ID file of another user");
-      return;
-    }
-    const fs::path prog = dir / "setuid_work";
-    fs::copy_file(HCCT_E2E_WORK, prog);
-    REQUIRE(chown(prog.c_str(), 65534, 65534) == 0);  // nobody
-    REQUIRE(chmod(prog.c_str(), 04755) == 0);
-    Result r = no_profile(prog.string());
-    CHECK(r.status == 0);
-    CHECK_THAT(r.err, Catch::Contains("is set-user-ID: the loader ignores LD_PRELOAD"));
-  }
+}
+
+// Its own test case: it needs root and a file system without nosuid, and is SKIPPED without them.
+TEST_CASE("record: a set-user-ID program of another user: the loader ignores LD_PRELOAD", "[cli][record][hints]") {
+  struct statvfs mount {};
+  if (geteuid() != 0 || statvfs(fs::temp_directory_path().c_str(), &mount) != 0 || (mount.f_flag & ST_NOSUID))
+    hcct::test::skip_test("needs root and a file system without nosuid, to make a set-user-ID file of another user");
+  TempDir dir;
+  const Env runtime = {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}, {"LD_PRELOAD", ""}};
+  const fs::path prog = dir / "setuid_work";
+  fs::copy_file(HCCT_E2E_WORK, prog);
+  REQUIRE(chown(prog.c_str(), 65534, 65534) == 0);  // nobody
+  REQUIRE(chmod(prog.c_str(), 04755) == 0);
+  Result r = hcct_cmd({"record", "--", prog.string()}, runtime, dir.path());
+  CHECK(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("no profile was written"));
+  CHECK_THAT(r.err, !Catch::Contains("is the program instrumented?"));
+  CHECK_THAT(r.err, Catch::Contains("is set-user-ID: the loader ignores LD_PRELOAD"));
 }
 #endif
 
