@@ -22,7 +22,7 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hcct-package-test.XXXXXX")
 installed=0
 cleanup() {
-  if [ "$installed" = 1 ]; then dpkg -r hcct >"$tmp/remove.log" 2>&1 || cat "$tmp/remove.log" >&2; fi
+  if [ "$installed" = 1 ]; then dpkg --purge hcct >"$tmp/remove.log" 2>&1 || cat "$tmp/remove.log" >&2; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -52,4 +52,5 @@ fi
 dpkg -r hcct >"$tmp/remove.log" 2>&1 || { cat "$tmp/remove.log" >&2; echo "FAIL: dpkg -r hcct" >&2; exit 1; }
 installed=0
 [ ! -e /usr/bin/hcct ] || { echo "FAIL: /usr/bin/hcct left after dpkg -r" >&2; exit 1; }
+dpkg --purge hcct >/dev/null 2>&1 || true  # no trace left in dpkg's database either
 echo "ok: package installed, checked and removed"
