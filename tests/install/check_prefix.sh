@@ -61,9 +61,13 @@ check_recorded() {
 step cmake-plain-configure cmake -S "$work/cmake_project" -B "$work/cmake-plain" -DAPP_PLUGIN=none
 step cmake-plain-build cmake --build "$work/cmake-plain"
 check_recorded cmake-plain "$work/cmake-plain/app"
+# hcct::analysis reads what was recorded: main + 7 middle + 7000 leaf calls.
+step cmake-plain-reader "$work/cmake-plain/reader" "$work/cmake-plain.data"
+grep -q "^calls 7008$" "$work/logs/cmake-plain-reader.log" || fail "hcct::analysis reader: $(cat "$work/logs/cmake-plain-reader.log")"
+echo "ok: cmake-plain-reader"
 
 if [ "${HCCT_EXPECT_GCC_PLUGIN:-0}" = 1 ]; then
-  step cmake-gcc-configure cmake -S "$work/cmake_project" -B "$work/cmake-gcc" -DAPP_PLUGIN=gcc -DAPP_STAGE=late -DCMAKE_C_COMPILER=gcc
+  step cmake-gcc-configure cmake -S "$work/cmake_project" -B "$work/cmake-gcc" -DAPP_PLUGIN=gcc -DAPP_STAGE=late -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
   step cmake-gcc-build cmake --build "$work/cmake-gcc"
   check_recorded cmake-gcc "$work/cmake-gcc/app"
 fi
@@ -78,8 +82,11 @@ fi
 
 # hcct_instrument(app PLUGIN kpath STAGE late) with the clang kpath.so was built for: path profiles.
 if [ "${HCCT_EXPECT_KPATH:-0}" = 1 ]; then
+  # hcct_instrument checks every enabled language's compiler: clang and clang++ of one version.
+  kpath_clang=${HCCT_KPATH_CLANG:-clang}
+  kpath_clangxx="$(dirname "$kpath_clang")/$(basename "$kpath_clang" | sed 's/^clang/clang++/')"
   step cmake-kpath-configure cmake -S "$work/cmake_project" -B "$work/cmake-kpath" -DAPP_PLUGIN=kpath -DAPP_STAGE=late \
-    "-DCMAKE_C_COMPILER=${HCCT_KPATH_CLANG:-clang}"
+    "-DCMAKE_C_COMPILER=$kpath_clang" "-DCMAKE_CXX_COMPILER=$kpath_clangxx"
   step cmake-kpath-build cmake --build "$work/cmake-kpath"
   step kpath-run env HCCT_OPTIONS="k=1:out=$work/kpath.data" "$work/cmake-kpath/app" 1000
   step kpath-paths "$hcct" paths "$work/kpath.data" --function hcct_install_middle --min-share 0
