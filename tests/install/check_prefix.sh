@@ -5,7 +5,7 @@
 # Usage: check_prefix.sh PREFIX WORKDIR
 #   PREFIX /usr: the default search paths must find the package (no CMAKE_PREFIX_PATH/PKG_CONFIG_PATH).
 # Environment: HCCT_EXPECT_GCC_PLUGIN=0|1, HCCT_EXPECT_KPATH=0|1 (what the build made),
-#   HCCT_KPATH_CLANG (the clang kpath.so loads into).
+#   HCCT_KPATH_CLANG, HCCT_KPATH_CLANGXX (the clang and clang++ kpath.so loads into).
 set -euo pipefail
 prefix=$1
 work=$2
@@ -84,7 +84,7 @@ fi
 if [ "${HCCT_EXPECT_KPATH:-0}" = 1 ]; then
   # hcct_instrument checks every enabled language's compiler: clang and clang++ of one version.
   kpath_clang=${HCCT_KPATH_CLANG:-clang}
-  kpath_clangxx="$(dirname "$kpath_clang")/$(basename "$kpath_clang" | sed 's/^clang/clang++/')"
+  kpath_clangxx=${HCCT_KPATH_CLANGXX:-clang++}
   step cmake-kpath-configure cmake -S "$work/cmake_project" -B "$work/cmake-kpath" -DAPP_PLUGIN=kpath -DAPP_STAGE=late \
     "-DCMAKE_C_COMPILER=$kpath_clang" "-DCMAKE_CXX_COMPILER=$kpath_clangxx"
   step cmake-kpath-build cmake --build "$work/cmake-kpath"
