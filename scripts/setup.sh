@@ -14,6 +14,7 @@ packages=(
   protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # pprof export and its check
   graphviz valgrind python3                           # export checks and benchmarks
   python3-jsonschema                                  # validates hcct export -f json against docs/*.schema.json
+  help2man dpkg-dev                                   # man pages from --help; cpack -G DEB (dpkg-shlibdeps)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "harness.h"
+#include "support/skip.h"
 #include "hcct/analysis/hot.h"
 
 using namespace e2e;
@@ -22,58 +23,36 @@ std::string meta(const ha::ThreadProfile &t, const char *key) {
   return v ? *v : std::string();
 }
 
-std::string diff(const std::map<NamePath, uint64_t> &got, const std::map<NamePath, uint64_t> &want) {
+// The contexts whose counts differ, for failure messages.
+std::string diff(const std::map<std::string, uint64_t> &got, const std::map<std::string, uint64_t> &want) {
   std::string out;
-  auto show = [](const NamePath &p) {
-    std::string t;
-    size_t recs = 0;
-    for (auto &n : p) {
-      if (n == "rec") {
-        ++recs;
-        continue;
-      }
-      if (recs) t += "rec^" + std::to_string(recs) + ">";
-      recs = 0;
-      t += n + ">";
-    }
-    if (recs) t += "rec^" + std::to_string(recs);
-    return t;
-  };
   size_t shown = 0;
   for (auto &[k, v] : got)
-    if ((!want.count(k) || want.at(k) != v) && shown++ < 20) out += "got " + show(k) + " = " + std::to_string(v) + "\n";
+    if ((!want.count(k) || want.at(k) != v) && shown++ < 20) out += "got " + k + " = " + std::to_string(v) + "\n";
   for (auto &[k, v] : want)
-    if ((!got.count(k) || got.at(k) != v) && shown++ < 40) out += "want " + show(k) + " = " + std::to_string(v) + "\n";
+    if ((!got.count(k) || got.at(k) != v) && shown++ < 40) out += "want " + k + " = " + std::to_string(v) + "\n";
   return out;
 }
 
 struct Toggle {
   int depth = 4000, threads = 4, k = 1000;
-  std::map<NamePath, uint64_t> main_expected() const {
-    std::map<NamePath, uint64_t> want;
-    NamePath in{"main", "outer", "middle", "inner"};
-    auto at = [&](NamePath p, std::initializer_list<const char *> more) {
-      for (auto m : more) p.push_back(m);
-      return p;
-    };
-    want[at(in, {"leaf"})] = uint64_t(k);
-    want[at(in, {"other"})] = 1;
-    want[at(in, {"other", "leaf"})] = 1;
-    NamePath rec{"main"};
+  // Contexts as run_length_counts writes them ("main>rec*N>leaf"): the recursion is 4000 deep.
+  std::map<std::string, uint64_t> main_expected() const {
+    std::map<std::string, uint64_t> want;
+    want["main>outer>middle>inner>leaf"] = uint64_t(k);
+    want["main>outer>middle>inner>other"] = 1;
+    want["main>outer>middle>inner>other>leaf"] = 1;
     for (int n = 1; n <= depth + 1; ++n) {
-      rec.push_back("rec");
+      const std::string rec = "main>" + frame_run("rec", n);
       if (n >= depth * 3 / 10 + 2 && n <= depth * 7 / 10 + 1) want[rec] = 1;
-      if (n >= depth / 5 + 2 && n <= depth / 2 + 1) want[at(rec, {"leaf"})] = 1;
+      if (n >= depth / 5 + 2 && n <= depth / 2 + 1) want[rec + ">leaf"] = 1;
     }
     return want;
   }
-  std::map<NamePath, uint64_t> worker_expected() const {
-    NamePath l2{"worker", "level1", "level2"};
-    std::map<NamePath, uint64_t> want;
-    want[NamePath{"worker", "level1", "level2", "leaf"}] = uint64_t(k);
-    want[NamePath{"worker", "level1", "level2", "other"}] = 1;
-    want[NamePath{"worker", "level1", "level2", "other", "leaf"}] = 1;
-    return want;
+  std::map<std::string, uint64_t> worker_expected() const {
+    return {{"worker>level1>level2>leaf", uint64_t(k)},
+            {"worker>level1>level2>other", 1},
+            {"worker>level1>level2>other>leaf", 1}};
   }
   uint64_t main_events() const { return 1 + 1 + 3 + 1 + 1 + 2 * uint64_t(k) + 2 + 2 * uint64_t(depth + 1); }
   uint64_t worker_events() const { return 3 + 2 * uint64_t(k) + 2; }
@@ -108,7 +87,7 @@ TEST_CASE("manual bursts record exactly the events of each burst window", "[burs
         bool events_known = exact || std::string(sync) == "shadow" || (!plugin && std::string(sync) == "auto");
         for (const auto &th : threads) {
           bool is_main = th.meta.thread_seq == 0;
-          auto got = named_counts(th);
+          auto got = run_length_counts(th);
           auto want = is_main ? t.main_expected() : t.worker_expected();
           INFO("thread " << th.meta.thread_seq << "\n" << diff(got, want));
           CHECK(got == want);
@@ -278,7 +257,7 @@ TEST_CASE("timer bursts with the plugin's gate closed between bursts: contexts s
 #ifdef HCCT_EXPECT_PLUGIN_EXAMPLE
   REQUIRE(std::filesystem::exists(exe));
 #else
-  if (!std::filesystem::exists(exe)) return;  // built without the GCC plugin
+  if (!std::filesystem::exists(exe)) hcct::test::skip_test("built without the GCC plugin: no " + exe);
 #endif
   // Unwinding at every burst start must rebuild true contexts: every context recorded is one of
   // the closed form's (fib levels below main, work's callees), none with frames left out or added.

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "support/skip.h"
 #include "hcct/analysis/writer.h"
 #include "testutil.h"
 
@@ -98,13 +99,7 @@ inline Result hcct_cmd(std::vector<std::string> args, const std::vector<std::pai
   return run(args, env, cwd);
 }
 
-// Ends the test as skipped: ctest reports exit code 77 as skipped for the tests that set
-// SKIP_RETURN_CODE 77 (tests/cli/CMakeLists.txt). A check whose tool is missing must not pass.
-[[noreturn]] inline void skip_test(const std::string &why) {
-  std::fprintf(stderr, "SKIPPED: %s\n", why.c_str());
-  std::fflush(nullptr);
-  std::_Exit(77);
-}
+using hcct::test::skip_test;  // support/skip.h: exit 77, which ctest reports as SKIPPED
 
 inline size_t count_lines(const std::string &s) { return size_t(std::count(s.begin(), s.end(), '\n')); }
 

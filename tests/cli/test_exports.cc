@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "cli_util.h"
+#include "support/skip.h"
 
 using namespace clitest;
 using nlohmann::json;

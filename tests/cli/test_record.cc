@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli_util.h"
+#include "support/skip.h"
 #include "hcct/analysis/reader.h"
 #include "hcct/analysis/writer.h"
 #include "testutil.h"
@@ -498,19 +499,61 @@ TEST_CASE("record: when nothing was recorded, the true reason is given", "[cli][
     CHECK_THAT(r.err, Catch::Contains("was killed by signal 6 (Aborted) before the runtime could write"));
     CHECK_THAT(r.err, !Catch::Contains("not instrumented"));
   }
-  SECTION("set-user-ID to another user: the loader ignores LD_PRELOAD") {
-    struct statvfs fs {};
-    if (geteuid() != 0 || statvfs(dir.path().c_str(), &fs) != 0 || (fs.f_flag & ST_NOSUID)) {
-      WARN("SKIPPED: needs root and a file system without nosuid, to make a set-user-ID file of another user");
-      return;
-    }
-    const fs::path prog = dir / "setuid_work";
-    fs::copy_file(HCCT_E2E_WORK, prog);
-    REQUIRE(chown(prog.c_str(), 65534, 65534) == 0);  // nobody
-    REQUIRE(chmod(prog.c_str(), 04755) == 0);
-    Result r = no_profile(prog.string());
-    CHECK(r.status == 0);
-    CHECK_THAT(r.err, Catch::Contains("is set-user-ID: the loader ignores LD_PRELOAD"));
-  }
+}
+
+// Its own test case: it needs root and a file system without nosuid, and is SKIPPED without them.
+TEST_CASE("record: a set-user-ID program of another user: the loader ignores LD_PRELOAD", "[cli][record][hints]") {
+  struct statvfs mount {};
+  if (geteuid() != 0 || statvfs(fs::temp_directory_path().c_str(), &mount) != 0 || (mount.f_flag & ST_NOSUID))
+    hcct::test::skip_test("needs root and a file system without nosuid, to make a set-user-ID file of another user");
+  TempDir dir;
+  const Env runtime = {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}, {"LD_PRELOAD", ""}};
+  const fs::path prog = dir / "setuid_work";
+  fs::copy_file(HCCT_E2E_WORK, prog);
+  REQUIRE(chown(prog.c_str(), 65534, 65534) == 0);  // nobody
+  REQUIRE(chmod(prog.c_str(), 04755) == 0);
+  Result r = hcct_cmd({"record", "--", prog.string()}, runtime, dir.path());
+  CHECK(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("no profile was written"));
+  CHECK_THAT(r.err, !Catch::Contains("is the program instrumented?"));
+  CHECK_THAT(r.err, Catch::Contains("is set-user-ID: the loader ignores LD_PRELOAD"));
 }
 #endif
+
+// docs/INSTALL.md, "How hcct record finds the runtime": an installed hcct (here a copy, which is
+// not the build tree's file) takes the runtime of its own prefix, and never falls back to the build
+// tree it was built in.
+TEST_CASE("record: an installed hcct preloads the runtime beside it, never the build tree's", "[cli][record][install]") {
+  TempDir dir;
+  const fs::path installed = dir / "prefix/bin/hcct";
+  fs::create_directories(dir / "prefix/bin");
+  fs::create_directories(dir / "prefix/lib");
+  fs::copy_file(hcct_exe(), installed);
+  const Env no_override = {{"HCCT_RUNTIME", ""}, {"LD_PRELOAD", ""}};
+  auto record_preload = [&](const fs::path &hcct) {
+    return run({hcct.string(), "record", "--mode", "off", "--", "/bin/sh", "-c", "printf '%s' \"$LD_PRELOAD\""},
+               no_override, dir.path());
+  };
+  SECTION("<prefix>/bin/../lib/libhcct.so") {
+    fs::copy_file(FAKE_RUNTIME, dir / "prefix/lib/libhcct.so");
+    Result r = record_preload(installed);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == fs::canonical(dir / "prefix/lib/libhcct.so").string());
+  }
+  SECTION("none there: one error naming where it looked, and no fallback to the build tree") {
+    Result r = record_preload(installed);
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == "hcct: cannot find the runtime libhcct.so (looked at " + (dir / "prefix/lib/libhcct.so").string() +
+                       "); set HCCT_RUNTIME=/path/to/libhcct.so\n");
+  }
+#ifdef HCCT_RUNTIME_SO
+  SECTION("the build tree's own hcct still uses the build tree's runtime") {
+    Result r = record_preload(HCCT_EXE);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == fs::canonical(HCCT_RUNTIME_SO).string());
+  }
+#endif
+}

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 extern char **environ;
 
@@ -97,17 +98,19 @@ std::string short_name(const std::string &demangled) {
   return demangled;
 }
 
-static std::vector<NamePath> node_paths(const ha::ThreadProfile &profile,
-                                        const std::set<std::string> *keep) {
+// The short name of every node's routine (index 0, the root, has none): each routine is symbolized
+// once, not once per context it appears in.
+static std::vector<const std::string *> node_names(const ha::ThreadProfile &profile,
+                                                   std::unordered_map<uint64_t, std::string> &by_address) {
   ha::Symbolizer symbols(profile.modules);
-  std::vector<NamePath> paths(profile.nodes.size());
+  std::vector<const std::string *> names(profile.nodes.size(), nullptr);
   for (size_t i = 1; i < profile.nodes.size(); ++i) {
-    const ha::Node &n = profile.nodes[i];
-    paths[i] = paths[n.parent];
-    std::string name = short_name(symbols.routine(n.routine).function);
-    if (!keep || keep->count(name)) paths[i].push_back(name);
+    uint64_t routine = profile.nodes[i].routine;
+    auto [it, fresh] = by_address.try_emplace(routine);
+    if (fresh) it->second = short_name(symbols.routine(routine).function);
+    names[i] = &it->second;
   }
-  return paths;
+  return names;
 }
 
 std::map<NamePath, uint64_t> named_counts(const ha::ThreadProfile &profile) {
@@ -116,15 +119,54 @@ std::map<NamePath, uint64_t> named_counts(const ha::ThreadProfile &profile) {
 
 std::map<NamePath, uint64_t> projected_counts(const ha::ThreadProfile &profile,
                                               const std::set<std::string> &keep) {
-  auto paths = node_paths(profile, keep.empty() ? nullptr : &keep);
+  std::unordered_map<uint64_t, std::string> by_address;
+  const auto names = node_names(profile, by_address);
+  std::vector<NamePath> paths(profile.nodes.size());
   std::map<NamePath, uint64_t> out;
   for (uint32_t i = 1; i < profile.nodes.size(); ++i) {
-    // Zero counts are contexts on a calling path that never completed an entry (after fork).
-    if (!profile.countable(i) || paths[i].empty() || profile.nodes[i].count == 0) continue;
     const ha::Node &n = profile.nodes[i];
-    // A frame spliced out by the projection contributes nothing of its own.
-    if (!keep.empty() && paths[i] == paths[n.parent]) continue;
+    paths[i] = paths[n.parent];
+    // A frame spliced out by the projection shares its parent's context and contributes nothing.
+    if (!keep.empty() && !keep.count(*names[i])) continue;
+    paths[i].push_back(*names[i]);
+    // Zero counts are contexts on a calling path that never completed an entry (after fork).
+    if (!profile.countable(i) || n.count == 0) continue;
     out[paths[i]] += n.count;
+  }
+  return out;
+}
+
+std::string frame_run(const std::string &name, uint64_t run) {
+  return run > 1 ? name + "*" + std::to_string(run) : name;
+}
+
+std::map<std::string, uint64_t> run_length_counts(const ha::ThreadProfile &profile) {
+  std::unordered_map<uint64_t, std::string> by_address;
+  const auto names = node_names(profile, by_address);
+  // A node's path is `head` (the encoded frames before its last run) then `run` frames of `last`:
+  // within a recursion only the run grows, so what is copied per node stays short.
+  struct Encoded {
+    std::string head;
+    const std::string *last = nullptr;
+    uint64_t run = 0;
+    std::string text() const {
+      if (!last) return head;
+      return head.empty() ? frame_run(*last, run) : head + ">" + frame_run(*last, run);
+    }
+  };
+  std::vector<Encoded> paths(profile.nodes.size());
+  std::map<std::string, uint64_t> out;
+  for (uint32_t i = 1; i < profile.nodes.size(); ++i) {
+    const ha::Node &n = profile.nodes[i];
+    const Encoded &parent = paths[n.parent];
+    Encoded &e = paths[i];
+    if (parent.last && *parent.last == *names[i]) {
+      e = {parent.head, parent.last, parent.run + 1};
+    } else {
+      e = {parent.text(), names[i], 1};
+    }
+    // Zero counts are contexts on a calling path that never completed an entry (after fork).
+    if (profile.countable(i) && n.count != 0) out[e.text()] += n.count;
   }
   return out;
 }

@@ -43,6 +43,16 @@ std::map<NamePath, uint64_t> named_counts(const hcct::analysis::ThreadProfile &p
 std::map<NamePath, uint64_t> projected_counts(const hcct::analysis::ThreadProfile &profile,
                                               const std::set<std::string> &keep);
 
+// Counts of every countable context of `profile` by its path as text with repeated frames
+// run-length encoded: "main>rec*4000>leaf" ("main>rec>leaf" for a run of one). For deep recursion,
+// where named_counts holds one string per frame of every context (quadratic in the depth) and
+// comparing such paths dominated a test's time. The text is unambiguous only for names without '>'
+// and '*' (C functions, not templates or operators).
+std::map<std::string, uint64_t> run_length_counts(const hcct::analysis::ThreadProfile &profile);
+
+// One frame run of such a path: `name`, or `name*run` for run > 1.
+std::string frame_run(const std::string &name, uint64_t run);
+
 std::string short_name(const std::string &demangled);
 
 }  // namespace e2e

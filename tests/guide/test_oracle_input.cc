@@ -21,7 +21,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path work() { return hcct::test::work_directory("tests/guide/work/oracle_input"); }
+// One directory per test process: ctest -j runs this program's test cases at once, and they write
+// files of the same names (stderr, good.json, ...).
+fs::path work() {
+  static const fs::path dir = hcct::test::work_directory("tests/guide/work/oracle_input/" + std::to_string(getpid()));
+  return dir;
+}
 
 std::string read(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);

@@ -27,8 +27,16 @@
 #include "hcct/format.h"
 #include "hcct/runtime_options.h"
 
+// Where the runtime is, compiled in by tools/hcct/CMakeLists.txt: relative to the directory of the
+// installed hcct (bin/ -> lib/), and in the build tree this hcct was built in.
+#ifndef HCCT_RUNTIME_INSTALL_RELPATH
+#define HCCT_RUNTIME_INSTALL_RELPATH "../lib/libhcct.so"
+#endif
 #ifndef HCCT_RUNTIME_BUILD_PATH
 #define HCCT_RUNTIME_BUILD_PATH ""
+#endif
+#ifndef HCCT_BUILD_TREE_TOOL
+#define HCCT_BUILD_TREE_TOOL ""
 #endif
 
 namespace hcct::cli {
@@ -45,8 +53,10 @@ struct RecordOptions {
   std::vector<std::string> command;
 };
 
-// HCCT_RUNTIME, then the build tree's runtime, then ../lib/libhcct.so next to this executable
-// (an installed layout).
+// $HCCT_RUNTIME; else the runtime installed beside this executable (<bin>/../lib/libhcct.so, from
+// /proc/self/exe, so an installed or copied prefix works wherever it is); else, only for the hcct
+// of a build tree, that tree's runtime. An installed hcct never reaches into the build tree it was
+// built in: that tree may be gone, or hold a newer runtime than the installed tool's.
 std::string find_runtime() {
   if (const char *env = std::getenv("HCCT_RUNTIME"); env && *env) {
     std::error_code ec;
@@ -54,15 +64,19 @@ std::string find_runtime() {
     return fs::absolute(env).string();
   }
   std::vector<fs::path> tried;
-  if (*HCCT_RUNTIME_BUILD_PATH) tried.push_back(HCCT_RUNTIME_BUILD_PATH);
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) tried.push_back(self.parent_path() / ".." / "lib" / "libhcct.so");
+  if (!ec) {
+    tried.push_back(self.parent_path() / HCCT_RUNTIME_INSTALL_RELPATH);
+    std::error_code same_ec;
+    if (*HCCT_BUILD_TREE_TOOL && *HCCT_RUNTIME_BUILD_PATH && fs::equivalent(self, HCCT_BUILD_TREE_TOOL, same_ec))
+      tried.push_back(HCCT_RUNTIME_BUILD_PATH);
+  }
   for (const fs::path &p : tried) {
     if (fs::is_regular_file(p, ec)) return fs::weakly_canonical(p, ec).string();
   }
   std::string where;
-  for (const fs::path &p : tried) where += " " + p.string();
+  for (const fs::path &p : tried) where += " " + p.lexically_normal().string();
   throw UserError("cannot find the runtime libhcct.so (looked at" + where + "); set HCCT_RUNTIME=/path/to/libhcct.so");
 }
 
@@ -463,8 +477,8 @@ void add_record_command(CLI::App &app, Action &action) {
       "(SIGINT, SIGTERM, SIGHUP, SIGUSR1, ...) are passed on to PROG; ignored signals stay ignored.\n"
       "Each thread of each process writes DIR/<pid>.<thread>.hcct when it ends; a profile already in DIR\n"
       "is first moved to DIR.old (unless --append). PROG must be instrumented (-finstrument-functions or the\n"
-      "hcct GCC plugin). The runtime is HCCT_RUNTIME if set, else the build tree's, else ../lib/libhcct.so\n"
-      "next to hcct. LD_PRELOAD keeps any previous value; HCCT_OPTIONS is replaced." + "\n" + R"(
+      "hcct GCC plugin). The runtime is HCCT_RUNTIME if set, else ../lib/libhcct.so next to hcct (installed),\n"
+      "else, for a build tree's hcct, that tree's. LD_PRELOAD keeps any previous value; HCCT_OPTIONS is replaced." + "\n" + R"(
 Examples:
   hcct record -- ./prog input.txt                  hcct mode, runtime's default epsilon
   hcct record --mode cct -o exact.data -- ./prog    exact CCT
