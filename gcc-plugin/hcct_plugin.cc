@@ -971,17 +971,12 @@ unsigned gate_pending_probes(function *fun) {
   return TODO_update_ssa_only_virtuals | TODO_cleanup_cfg;
 }
 
-const pass_data gate_pass_data = {
-    GIMPLE_PASS,
-    "hcct_gate",
-    OPTGROUP_NONE,
-    TV_NONE,
-    PROP_cfg | PROP_ssa, // properties_required
-    0,                   // properties_provided
-    0,                   // properties_destroyed
-    0,                   // todo_flags_start
-    0,                   // todo_flags_finish
-};
+// A GIMPLE pass over the optimised body (CFG and SSA form) that declares no other properties.
+constexpr pass_data ssa_pass_data(const char *name) {
+  return pass_data{GIMPLE_PASS, name, OPTGROUP_NONE, TV_NONE, PROP_cfg | PROP_ssa, 0, 0, 0, 0};
+}
+
+const pass_data gate_pass_data = ssa_pass_data("hcct_gate");
 
 class GatePass : public gimple_opt_pass {
 public:
@@ -993,17 +988,7 @@ public:
   }
 };
 
-const pass_data late_pass_data = {
-    GIMPLE_PASS,
-    "hcct_instrument_late",
-    OPTGROUP_NONE,
-    TV_NONE,
-    PROP_cfg | PROP_ssa, // properties_required
-    0,                   // properties_provided
-    0,                   // properties_destroyed
-    0,                   // todo_flags_start
-    0,                   // todo_flags_finish
-};
+const pass_data late_pass_data = ssa_pass_data("hcct_instrument_late");
 
 class LatePass : public gimple_opt_pass {
 public:
