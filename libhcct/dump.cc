@@ -402,7 +402,7 @@ HCCT_NOINST bool is_loaded(const Module &m) {
   return check.found;
 }
 
-HCCT_NOINST bool write_modules(DumpFile &file) {
+HCCT_NOINST bool write_modules(DumpFile &file, uint32_t retired_seen) {
   ByteBuffer &out = file.body();
   file.begin_section(fmt::kTagModules);
   size_t count_at = out.size();
@@ -414,7 +414,10 @@ HCCT_NOINST bool write_modules(DumpFile &file) {
   acquire(&g_unloaded_lock);
   dl_iterate_phdr(emit_loaded, &walk);
   for (size_t i = 0; i < g_unloaded_count; ++i) {
-    const Module &m = g_unloaded[i];
+    // A module retired after the tree was last moved (the thread was caught up, then another
+    // thread's dlclose retired it while this file was being written) is where the tree has it.
+    Module m = g_unloaded[i];
+    if (m.tag && (m.tag >> kTagShift) > retired_seen) m.tag = 0;
     if ((m.tag || !is_loaded(m)) && append_module(out, m)) ++walk.count;
   }
   release(&g_unloaded_lock);
@@ -654,7 +657,7 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
   }
   file.end_section();
 
-  return write_modules(file) && out.ok();
+  return write_modules(file, meta.retired_seen) && out.ok();
 }
 
 }  // namespace hcct::rt

@@ -56,6 +56,10 @@ struct ThreadMeta {
   uint64_t dropped;
   uint64_t start_ns;
   bool interrupted;  // written from a signal handler that interrupted one of the thread's events
+  // Retired ranges the thread's tree was moved off (ThreadState::retired_seen): the module map
+  // lists those modules at their retired addresses, any retired since at the addresses the tree
+  // still holds.
+  uint32_t retired_seen;
 };
 
 // Static bursting's META keys (docs/FORMAT.md, docs/BURSTING.md).

@@ -256,8 +256,8 @@ HCCT_NOINST void kick_threads() {
 // tree is written as it stands.
 HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupted) {
   if (s->retired_seen != retired_count()) catch_up_retired(s);
-  ThreadMeta meta{g_process.pid, g_process.ppid, s->tid, s->seq, live_at_exit, s->dropped,
-                  s->start_ns, interrupted};
+  ThreadMeta meta{g_process.pid, g_process.ppid, s->tid,       s->seq,
+                  live_at_exit,  s->dropped,     s->start_ns, interrupted, s->retired_seen};
   BurstMeta burst;
   if (g_bursting) {
     burst.kind = burst_kind_name();
@@ -896,11 +896,10 @@ HCCT_EXPORT void __hcct_exit_open(void *fn) {
 
 // A library unloaded before the dump must still be in the module map.
 HCCT_EXPORT int dlclose(void *handle) {
-  static int (*real_dlclose)(void *) = nullptr;
-  if (!real_dlclose) {
-    real_dlclose = reinterpret_cast<int (*)(void *)>(dlsym(RTLD_NEXT, "dlclose"));
-    if (!real_dlclose) return -1;
-  }
+  using DlcloseFn = int (*)(void *);
+  static DlcloseFn cache = nullptr;
+  DlcloseFn real_dlclose = next_definition("dlclose", &cache);
+  if (!real_dlclose) return -1;
   bool profiling = __atomic_load_n(&g_profiling, __ATOMIC_ACQUIRE) &&
                    !__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE);
   if (profiling) remember_modules_before_unload();
