@@ -13,6 +13,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev                     # CLI and JSON
   protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # pprof export and its check
   graphviz valgrind python3                           # export checks and benchmarks
+  uftrace                                             # the independent oracle of tests/real (Lua exact CCT)
   python3-jsonschema                                  # validates hcct export -f json against docs/*.schema.json
   help2man dpkg-dev                                   # man pages from --help; cpack -G DEB (dpkg-shlibdeps)
 )
