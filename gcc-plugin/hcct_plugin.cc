@@ -1065,6 +1065,16 @@ void finish(void *, void *) {
   opts.list_fd = -1;
 }
 
+// Runs `pass` right before the first instance of the pass named `reference`.
+void insert_pass_before(const char *plugin, opt_pass *pass, const char *reference) {
+  register_pass_info info;
+  info.pass = pass;
+  info.reference_pass_name = reference;
+  info.ref_pass_instance_number = 1;
+  info.pos_op = PASS_POS_INSERT_BEFORE;
+  register_callback(plugin, PLUGIN_PASS_MANAGER_SETUP, nullptr, &info);
+}
+
 } // namespace
 
 int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
@@ -1090,21 +1100,11 @@ int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
 
   // Before "lower" (the first instance of pass_lower_cf): the body is still structured, so a
   // GIMPLE_TRY_FINALLY becomes both the normal-exit and the exception cleanup.
-  register_pass_info pass;
-  pass.pass = new InstrumentPass(g);
-  pass.reference_pass_name = "lower";
-  pass.ref_pass_instance_number = 1;
-  pass.pos_op = PASS_POS_INSERT_BEFORE;
-  register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &pass);
+  insert_pass_before(info->base_name, new InstrumentPass(g), "lower");
   if (opts.stage == Options::Stage::kEarly && gate_after_inlining()) {
     // The first pass after the IPA passes have applied their decisions (inlining, cloning,
     // splitting) to the body: the stand-ins become gated probes before any later pass sees them.
-    register_pass_info gate;
-    gate.pass = new GatePass(g);
-    gate.reference_pass_name = "ehdisp";
-    gate.ref_pass_instance_number = 1;
-    gate.pos_op = PASS_POS_INSERT_BEFORE;
-    register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &gate);
+    insert_pass_before(info->base_name, new GatePass(g), "ehdisp");
   }
   if (opts.stage == Options::Stage::kLate) {
     if (flag_generate_lto || in_lto_p) {
@@ -1116,12 +1116,7 @@ int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
     // Right before "optimized" (pass_cleanup_cfg_post_optimizing), which runs at every -O level:
     // after IPA inlining, function splitting and cloning, tail-recursion elimination and tail-call
     // marking. Its dump (-fdump-tree-optimized) shows the probes.
-    register_pass_info late;
-    late.pass = new LatePass(g);
-    late.reference_pass_name = "optimized";
-    late.ref_pass_instance_number = 1;
-    late.pos_op = PASS_POS_INSERT_BEFORE;
-    register_callback(info->base_name, PLUGIN_PASS_MANAGER_SETUP, nullptr, &late);
+    insert_pass_before(info->base_name, new LatePass(g), "optimized");
   }
   register_callback(info->base_name, PLUGIN_FINISH, finish, nullptr);
   return 0;

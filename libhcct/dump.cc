@@ -340,10 +340,11 @@ HCCT_NOINST bool describe(const dl_phdr_info *info, Module *m) {
   return true;
 }
 
-HCCT_NOINST bool append_module(ByteBuffer &out, const Module &m) {
+// `tag`: the module's retired tag, or 0 to list it where it was loaded.
+HCCT_NOINST bool append_module(ByteBuffer &out, const Module &m, uintptr_t tag = 0) {
   size_t len = strlen(m.path);
   // A retired module where its retired addresses are: (a | tag) - (bias + tag) = a - bias.
-  return out.append_u64(m.bias + m.tag) && out.append_u64(m.lo | m.tag) && out.append_u64(m.hi | m.tag) &&
+  return out.append_u64(m.bias + tag) && out.append_u64(m.lo | tag) && out.append_u64(m.hi | tag) &&
          out.append_u16(uint16_t(len)) && out.append(m.path, len) &&
          out.append_u8(m.build_id_size) && out.append(m.build_id, m.build_id_size);
 }
@@ -416,9 +417,9 @@ HCCT_NOINST bool write_modules(DumpFile &file, uint32_t retired_seen) {
   for (size_t i = 0; i < g_unloaded_count; ++i) {
     // A module retired after the tree was last moved (the thread was caught up, then another
     // thread's dlclose retired it while this file was being written) is where the tree has it.
-    Module m = g_unloaded[i];
-    if (m.tag && (m.tag >> kTagShift) > retired_seen) m.tag = 0;
-    if ((m.tag || !is_loaded(m)) && append_module(out, m)) ++walk.count;
+    const Module &m = g_unloaded[i];
+    uintptr_t tag = (m.tag >> kTagShift) <= retired_seen ? m.tag : 0;
+    if ((tag || !is_loaded(m)) && append_module(out, m, tag)) ++walk.count;
   }
   release(&g_unloaded_lock);
   if (!out.ok()) return false;

@@ -63,9 +63,6 @@ HCCT_NOINST Token shown(Token t, char *buf, size_t cap) {
 
 namespace spec = runtime_options;
 
-// "key='value' is not one of a, b" or "key='value' must be <what the table says>".
-HCCT_NOINST bool fail_value(char *error, size_t size, const spec::Option &option, Token key, Token value);
-
 HCCT_NOINST bool fail(char *error, size_t size, const char *fmt, Token key, Token value) {
   char key_buf[256], value_buf[512];
   key = shown(key, key_buf, sizeof key_buf);
@@ -74,6 +71,7 @@ HCCT_NOINST bool fail(char *error, size_t size, const char *fmt, Token key, Toke
   return false;
 }
 
+// "key='value' is not one of a, b" or "key='value' must be <what the table says>".
 HCCT_NOINST bool fail_value(char *error, size_t size, const spec::Option &option, Token key, Token value) {
   char fmt[256];
   snprintf(fmt, sizeof fmt, "%%.*s='%%.*s' %s %s", option.choice ? "is not one of" : "must be", option.values);
@@ -85,7 +83,7 @@ HCCT_NOINST bool fail_unknown(char *error, size_t size, Token key) {
   char known[512];
   size_t n = 0;
   for (const spec::Option *o : spec::kAll)
-    n += size_t(snprintf(known + n, n < sizeof known ? sizeof known - n : 0, "%s%s", n ? ", " : "", o->name));
+    if (n < sizeof known) n += size_t(snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", o->name));
   char fmt[640];
   snprintf(fmt, sizeof fmt, "unknown option '%%.*s'%%.*s (known: %s)", known);
   return fail(error, size, fmt, key, Token{"", 0});
