@@ -173,6 +173,15 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   return node;
 }
 
+HCCT_NOINST bool ThreadProfile::enter_wide(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  Frame *top = top_;
+  Node *parent = top->node;
+  if (!parent->indexed() || sp - stack_lo_ >= stack_size_ || top->sp < sp || top + 1 == frames_end_)
+    return false;
+  Node *node = index_.lookup(parent, fn, site & site_mask_);
+  return node && push_counted(top, node, sp);
+}
+
 // Linear scan with move-to-front: the thesis measured 2-3 siblings scanned on average, and moving
 // the hit to the front makes the next call from the same loop a first-child hit. A list found longer
 // than kIndexAfter at a miss gets indexed: from then on lookups and unlinks under that node cost
@@ -692,17 +701,6 @@ HCCT_NOINST bool ThreadProfile::index_consistent() const {
 
 namespace {
 constexpr size_t kMinIndexEntries = 4096 / sizeof(ChildIndex::Entry);
-}
-
-// Low bits: the home slot; bits 48-63: the tag kept in the entry.
-HCCT_NOINST inline uint64_t ChildIndex::hash(const Node *parent, uintptr_t fn, uintptr_t site) {
-  uint64_t h = reinterpret_cast<uintptr_t>(parent) * 0x9e3779b97f4a7c15ull;
-  h ^= fn * 0xc2b2ae3d27d4eb4full;
-  h ^= site * 0x165667b19e3779f9ull;
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 32;
-  return h;
 }
 
 HCCT_NOINST ChildIndex::Entry *ChildIndex::find(const Node *parent, uintptr_t fn, uintptr_t site,

@@ -81,6 +81,19 @@ class ChildIndex {
   Entry *find(const Node *child, uint64_t &steps) const {
     return find(child->parent(), child->routine, child->call_site, steps);
   }
+  // find() for the probes' fast path: inline, and it counts no steps (the fast path's sibling scan
+  // counts none either).
+  [[gnu::always_inline]] HCCT_NOINST Node *lookup(const Node *parent, uintptr_t fn, uintptr_t site) const {
+    uint64_t h = hash(parent, fn, site);
+    uintptr_t tag = h & ~kNodeBits;
+    for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_) {
+      uintptr_t tagged = entries_[i].tagged_node;
+      if (!tagged) return nullptr;
+      if ((tagged & ~kNodeBits) != tag) continue;
+      Node *n = reinterpret_cast<Node *>(tagged & kNodeBits);
+      if (n->routine == fn && n->call_site == site && n->parent() == parent) return n;
+    }
+  }
   // Makes room for `more` entries (load factor at most 1/2). False if the budget or kernel refuses.
   bool reserve(size_t more);
   // After reserve(); the child must not be in the index.
@@ -91,7 +104,16 @@ class ChildIndex {
   size_t bytes() const { return entries_ ? (mask_ + 1) * sizeof(Entry) : 0; }
 
  private:
-  static uint64_t hash(const Node *parent, uintptr_t fn, uintptr_t site);
+  // Low bits: the home slot; bits 48-63: the tag kept in the entry.
+  HCCT_NOINST static uint64_t hash(const Node *parent, uintptr_t fn, uintptr_t site) {
+    uint64_t h = reinterpret_cast<uintptr_t>(parent) * 0x9e3779b97f4a7c15ull;
+    h ^= fn * 0xc2b2ae3d27d4eb4full;
+    h ^= site * 0x165667b19e3779f9ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return h;
+  }
 
   Entry *entries_ = nullptr;
   size_t mask_ = 0;  // capacity - 1 (a power of two)
@@ -149,31 +171,43 @@ class ThreadProfile {
 
   // The common case, inlined into the probes: a call into a context already among the first
   // kFastSiblings children of the current one, whose counter counts directly, with no stale frame
-  // to pop. The scan does not reorder: a loop that calls a few functions in turn keeps them where
-  // they are (move-to-front on every call would make them swap places on every call). Deeper hits
-  // go through enter(), which moves them to the front. False means: call enter().
-  static constexpr int kFastSiblings = 4;
-  HCCT_NOINST bool enter_fast(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  // to pop. kFastSiblings covers every narrow list but the rare one of kIndexAfter + 1 (an
+  // interpreter's dispatch loop calls a dozen functions from one context: scanning only 4 sent 31%
+  // of Lua's calls to enter()). The children of a wide node are in no useful order: its calls go to
+  // enter_wide(). The scan does not reorder: a loop that calls a few functions in turn keeps them
+  // where they are (move-to-front on every call would make them swap places on every call). False
+  // means: call enter_wide() at a wide node, then enter().
+  static constexpr int kFastSiblings = 8;
+  [[gnu::always_inline]] HCCT_NOINST bool enter_fast(uintptr_t fn, uintptr_t site, uintptr_t sp) {
     Frame *top = top_;
     if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top + 1 == frames_end_))
       return false;
     site &= site_mask_;
     Node *node = top->node->first_child;
-    for (int i = 0; i < kFastSiblings && node; ++i, node = node->next_sibling) {
-      if (node->routine == fn && node->call_site == site) {
-        if (HCCT_UNLIKELY(!(node->parent_bits & kCountsDirectly))) return false;
-        ++node->count;
-        top[1].node = node;
-        top[1].sp = sp;
-        top_ = top + 1;
-        return true;
-      }
-    }
+    for (int i = 0; i < kFastSiblings && node; ++i, node = node->next_sibling)
+      if (node->routine == fn && node->call_site == site) return push_counted(top, node, sp);
     return false;
   }
 
+  // The fast path under a wide node, out of line (its hash would cost the probes' fast path six
+  // register saves): the child from the index, else false.
+  [[gnu::always_inline]] HCCT_NOINST bool at_wide_node() const { return top_->node->indexed(); }
+  bool enter_wide(uintptr_t fn, uintptr_t site, uintptr_t sp);
+
   // Every enter event (the fast path's fallback).
   void enter(uintptr_t fn, uintptr_t site, uintptr_t sp);
+
+ private:
+  [[gnu::always_inline]] HCCT_NOINST bool push_counted(Frame *top, Node *node, uintptr_t sp) {
+    if (HCCT_UNLIKELY(!(node->parent_bits & kCountsDirectly))) return false;
+    ++node->count;
+    top[1].node = node;
+    top[1].sp = sp;
+    top_ = top + 1;
+    return true;
+  }
+
+ public:
 
   // The common exit: the top frame is the function's own, it counts directly (so nothing can need
   // pruning), and nothing stale lies below. False means: call exit().

@@ -772,6 +772,22 @@ __attribute__((always_inline)) inline bool burst_live() {
   exit_full(s, fn, sp, torn_down);
 }
 
+// An enter under a wide node that the inline fast path left: its child from the index, else the
+// general path.
+[[gnu::noinline]] HCCT_NOINST void enter_wide(ThreadState *s, uintptr_t fn, uintptr_t site,
+                                              uintptr_t sp) {
+  if (s->profile.enter_wide(fn, site, sp)) return event_end(s);
+  enter_other(s, fn, site, sp);
+}
+
+// An enter that the inline fast path left though the thread may take it. Out of line, so that the
+// choice costs the probes' hit path nothing (not even a register copy).
+[[gnu::noinline]] HCCT_NOINST void enter_missed(ThreadState *s, uintptr_t fn, uintptr_t site,
+                                                uintptr_t sp) {
+  if (s->profile.at_wide_node()) return enter_wide(s, fn, site, sp);
+  enter_other(s, fn, site, sp);
+}
+
 // The gate a probe family tests: the plugin's probes __hcct_gate, the -finstrument-functions hooks
 // g_hook_gate (open between bursts too when they keep a shadow stack).
 template <bool kPlugin>
@@ -793,9 +809,9 @@ __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site
   set_busy(s);
   compiler_fence();
   // Re-read after `busy` is set: the final dump closes the gate and then waits for busy threads.
-  if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s) ||
-                    !s->profile.enter_fast(fn, site, sp)))
+  if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s)))
     return enter_other(s, fn, site, sp);
+  if (HCCT_UNLIKELY(!s->profile.enter_fast(fn, site, sp))) return enter_missed(s, fn, site, sp);
   compiler_fence();
   clear_busy(s);
 }
