@@ -5,7 +5,7 @@
 One session, interleaved rounds: the masked convolution's baseline loop; the specialised 8-wide
 loop from the first pixel (the bound); switching at the guided threshold by the plugin's OSR point
 and the example's handler (guided build, mode osr); switching by the oracle (mode oracle, the
-threshold from the guidance through HCCT_ORACLE_GUIDE); the guided build with its handler
+threshold from `hcct guide --thresholds` through HCCT_ORACLE_GUIDE); the guided build with its handler
 declining (mode base: what the OSR points cost); OSR points with no handler and no libhcct.
 Baseline: the native build's baseline loop. Every configuration prints the same checksum
 (tests/guide/test_osr.cc checks it).
@@ -16,14 +16,14 @@ import os
 def suite_osr(build, small=False):
     ex = os.path.join(build, "examples", "osr")
     args = ["600", "800", "2"] if small else ["1500", "2000", "8"]
-    guide = os.path.join(ex, "masked_conv_osr.guide.json")
+    thresholds = os.path.join(ex, "masked_conv_osr.thresholds")
     off = {"HCCT_OPTIONS": "mode=off"}
     configs = [
         Config("baseline", [os.path.join(ex, "masked_conv_osr"), "base", *args], env=off),  # noqa: F821
         Config("specialised always", [os.path.join(ex, "masked_conv_osr"), "spec", *args], env=off),  # noqa: F821
         Config("guided OSR switch", [os.path.join(ex, "masked_conv_osr_guided"), "osr", *args], env=off),  # noqa: F821
         Config("oracle switch", [os.path.join(ex, "masked_conv_osr"), "oracle", *args],  # noqa: F821
-               env={**off, "HCCT_ORACLE_GUIDE": guide}),
+               env={**off, "HCCT_ORACLE_GUIDE": thresholds}),
         Config("OSR points, handler declines", [os.path.join(ex, "masked_conv_osr_guided"), "base", *args],  # noqa: F821
                env=off),
         Config("OSR points, no handler", [os.path.join(ex, "masked_conv_osr_nohandler"), "base", *args]),  # noqa: F821

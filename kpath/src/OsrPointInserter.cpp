@@ -9,6 +9,7 @@
 
 #include "KPathPass.h"
 #include "PluginError.h"
+#include "hcct/guide_format.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Analysis/CFG.h"
 #include "llvm/IR/CFG.h"
@@ -226,11 +227,12 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
     return false;
   }
   const json::Object *root = doc->getAsObject();
-  if (!root || root->getString("format") != StringRef("hcct-guide")) {
+  if (!root || root->getString("format") != StringRef(hcct::guide_format::kGuideFormat)) {
     *error = "not a guidance file (no \"format\": \"hcct-guide\"; write one with `hcct guide`)";
     return false;
   }
-  if (integer_in(root->get("version"), 1, 1) != uint64_t(1)) {
+  constexpr uint64_t kVersion = hcct::guide_format::kGuideVersion;
+  if (integer_in(root->get("version"), kVersion, kVersion) != kVersion) {
     *error = "unsupported guidance version (this plugin reads version 1)";
     return false;
   }

@@ -1,13 +1,13 @@
 // Fuzz harness: the oracle's threshold list, HCCT_ORACLE / hcct_oracle_configure ("key=T,key=T";
-// libhcct/oracle.cc, hcct/oracle.h). Compiles oracle.cc into itself (see fuzz_oracle_guide.cc) to
-// read the thresholds back through the runtime's own lookup.
+// libhcct/oracle_input.cc, hcct/oracle.h). Compiles oracle_input.cc into itself and links the rest
+// of the oracle, to read the thresholds back through the runtime's own lookup.
 //
 // Invariants beyond "no crash": hcct_oracle_configure accepts exactly the specs of the documented
 // grammar (non-empty keys without ',' or '=', decimal thresholds up to 2^64-1, no trailing ',', one
 // threshold per key, under 8 KiB), checked against an independent reading here; it returns the
 // number of entries; a rejected spec leaves the thresholds as they were; after an accepted one,
 // every key's threshold is the one the spec gives it.
-#include "../../libhcct/oracle.cc"
+#include "../../libhcct/oracle_input.cc"
 
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "fuzz_util.h"
 
 using hcct::fuzz::require;
+using namespace hcct::rt::oracle;
 
 namespace {
 

@@ -18,7 +18,7 @@ for f in "$runtime" "$plugin" "$hcct" "$build/examples/calls" "$build/examples/s
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for d in dump kpath_profile kpath_metadata options oracle_guide oracle_spec osr_guidance; do
+for d in dump kpath_profile kpath_metadata options oracle_thresholds oracle_spec osr_guidance; do
   mkdir -p "$corpus/$d"
   rm -f "$corpus/$d"/seed-*
 done
@@ -84,15 +84,17 @@ kpath_run diamonds-ksf k=3:forest=ksf:path_trace=1 "$tmp/diamonds" 5 x
 kpath_run lexer-k2 k=2 "$tmp/lexer" 40 1
 kpath_run masked-k5 k=5 "$tmp/masked_conv" 6 8 1
 
-# ---- guidance files: `hcct guide` on a kpath profile, for both JSON readers
+# ---- guidance files: `hcct guide` on a kpath profile: its JSON for the kpath plugin's reader, its
+# thresholds file for the oracle's
 guide() {  # NAME OPTIONS PROGRAM ARGS...
   local name=$1 options=$2
   shift 2
   rm -rf "$tmp/out"
   HCCT_OPTIONS="$options:out=$tmp/out" "$@" >/dev/null
-  (cd "$tmp" && "$hcct" guide out --min-share 0.05 --top 1 -o "$tmp/guide.json" >/dev/null)
+  (cd "$tmp" && "$hcct" guide out --min-share 0.05 --top 1 -o "$tmp/guide.json" \
+     --thresholds "$corpus/oracle_thresholds/seed-$name.txt" >/dev/null)
   # A few KB: the first loops and paths only, and no local directory in the file names.
-  python3 - "$tmp/guide.json" "$corpus/oracle_guide/seed-$name.json" "$root/" <<'PY'
+  python3 - "$tmp/guide.json" "$corpus/osr_guidance/seed-$name.json" "$root/" <<'PY'
 import json, sys
 g = json.load(open(sys.argv[1]))
 g['loops'] = g['loops'][:3]
@@ -105,8 +107,10 @@ PY
 guide masked_conv k=6 "$tmp/masked_conv" 30 40 1
 guide collatz k=4 "$tmp/collatz" 200
 printf '{"format": "hcct-guide", "version": 1, "loops": [{"key": "a\\u00e9\\ud83d\\ude00.c:5", "threshold": 18446744073709551615}, {"key": "b.c:7", "threshold": null}, {"key": "c.c:9", "threshold": 0, "x": [1, -2.5e3, true, {"y": "\\n"}]}]}' \
-  >"$corpus/oracle_guide/seed-escapes.json"
-cp "$corpus/oracle_guide"/seed-*.json "$corpus/osr_guidance/"
+  >"$corpus/osr_guidance/seed-escapes.json"
+cp "$corpus/osr_guidance/seed-escapes.json" "$corpus/oracle_thresholds/seed-json-guidance.json"  # the wrong file given
+printf '# hcct-thresholds 1\n# a comment\n\nx,y=z.c:5=12\na\xc3\xa9.c:5=18446744073709551615\nb.c:7=0\n# end\n' \
+  >"$corpus/oracle_thresholds/seed-keys.txt"
 
 # ---- HCCT_OPTIONS and HCCT_ORACLE: the documented syntax
 opt=$corpus/options

@@ -32,10 +32,20 @@ json guide(const std::string &source, const std::string &flags, const std::strin
   fs::path data = exe.string() + ".data";
   fs::remove_all(data);
   run("HCCT_OPTIONS='k=" + std::to_string(k) + ":out=" + data.string() + "' " + exe.string() + " " + args + " >/dev/null 2>&1");
-  fs::path out = exe.string() + ".guide.json";
-  run(std::string(HCCT_TOOL) + " guide " + data.string() + " " + options + " -o " + out.string() + " >/dev/null");
+  fs::path out = exe.string() + ".guide.json", thresholds = exe.string() + ".thresholds";
+  run(std::string(HCCT_TOOL) + " guide " + data.string() + " " + options + " -o " + out.string() + " --thresholds " +
+      thresholds.string() + " >/dev/null");
   std::ifstream in(out);
-  return json::parse(in);
+  json g = json::parse(in);
+  // The oracle's thresholds file holds every loop of the guidance that has a threshold, in order.
+  std::string expected = "# hcct-thresholds 1\n";
+  for (const json &l : g["loops"])
+    if (!l["threshold"].is_null())
+      expected += l["key"].get<std::string>() + "=" + std::to_string(l["threshold"].get<uint64_t>()) + "\n";
+  expected += "# end\n";
+  std::ifstream t(thresholds);
+  CHECK(std::string(std::istreambuf_iterator<char>(t), {}) == expected);
+  return g;
 }
 
 const json *loop_at(const json &g, const std::string &function, uint32_t line) {

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // One directory per test process: ctest -j runs this program's test cases at once, and they write
-// files of the same names (stderr, good.json, ...).
+// files of the same names (stderr, good.thresholds, ...).
 fs::path work() {
   static const fs::path dir = hcct::test::work_directory("tests/guide/work/oracle_input/" + std::to_string(getpid()));
   return dir;
@@ -92,9 +92,8 @@ fs::path guide_file(const std::string &name, const std::string &text) {
   return p;
 }
 
-std::string guide_text(const std::string &loops) {
-  return "{\"format\": \"hcct-guide\", \"version\": 1, \"k\": 4, \"loops\": [" + loops + "]}";
-}
+// A thresholds file (hcct/guide_format.h) holding `lines` between its header and its end.
+std::string thresholds_text(const std::string &lines) { return "# hcct-thresholds 1\n" + lines + "# end\n"; }
 
 }  // namespace
 
@@ -141,31 +140,35 @@ TEST_CASE("oracle input: HCCT_ORACLE that is malformed, huge, overflowing or amb
   CHECK(r.err.size() < 300);
 }
 
-TEST_CASE("oracle input: guidance files that are missing, not regular, truncated, nested or mistyped are ignored with one line") {
-  // The guide the hostile ones derive from: accepted, with escapes decoded and keys with ',' '='.
-  std::string good = guide_text(
-      "{\"rank\": 1, \"key\": \"a.c:1\", \"threshold\": 7, \"paths\": [{\"id\": 1, \"lines\": \"^1^\"}]},"
-      "{\"rank\": 2, \"key\": \"a.c:2\", \"threshold\": null},"
-      "{\"rank\": 3, \"key\": \"q\\\"u\\\\o\\/te\\u00e9\\ud83d\\ude00:4\", \"threshold\": 11},"
-      "{\"rank\": 4, \"key\": \"x,y=z.c:5\", \"threshold\": 12, \"nested\": {\"a\": [1, 2.5e3, -1, true, false, null, \"}]\"]}}");
-  fs::path g = guide_file("good.json", good);
-  Run r = keys("HCCT_ORACLE_GUIDE=" + quote(g.string()), {"a.c:1", "a.c:2", "q\"u\\o/te\xc3\xa9\xf0\x9f\x98\x80:4", "x,y=z.c:5", "q\"u\\o/te:4"});
+TEST_CASE("oracle input: thresholds files that are missing, not regular, cut, mistyped or too large are ignored with one line") {
+  // The file the hostile ones derive from: accepted, keys with ',' '=' and any bytes but NUL and
+  // newline, comments and empty lines skipped.
+  std::string good = thresholds_text(
+      "a.c:1=7\n"
+      "# a comment\n"
+      "\n"
+      "q\"u\\o/te\xc3\xa9\xf0\x9f\x98\x80:4=11\n"
+      "x,y=z.c:5=12\n"
+      "b.c:3=18446744073709551615\n");
+  fs::path g = guide_file("good.thresholds", good);
+  Run r = keys("HCCT_ORACLE_GUIDE=" + quote(g.string()),
+               {"a.c:1", "a.c:2", "q\"u\\o/te\xc3\xa9\xf0\x9f\x98\x80:4", "x,y=z.c:5", "x,y", "b.c:3"});
   CHECK(r.err.empty());
-  CHECK(r.out == "a.c:1 7\na.c:2 1000\nq\"u\\o/te\xc3\xa9\xf0\x9f\x98\x80:4 11\nx,y=z.c:5 12\nq\"u\\o/te:4 1000\n");
+  CHECK(r.out == "a.c:1 7\na.c:2 1000\nq\"u\\o/te\xc3\xa9\xf0\x9f\x98\x80:4 11\nx,y=z.c:5 12\nx,y 1000\nb.c:3 18446744073709551615\n");
   // HCCT_ORACLE still wins.
   r = keys("HCCT_ORACLE=a.c:1=3 HCCT_ORACLE_GUIDE=" + quote(g.string()), {"a.c:1"});
   CHECK(r.out == "a.c:1 3\n");
 
-  // Every proper prefix of the good guide is truncated JSON.
-  for (size_t n = 0; n < good.size(); n += (n < 40 || good.size() - n < 40) ? 1 : 7) {
-    fs::path t = guide_file("truncated.json", good.substr(0, n));
-    rejected_guide(t, n == 0 ? "empty file" : n < good.size() ? "at byte" : "");
+  // Every proper prefix of the good file is a cut file: refused, never half read.
+  for (size_t n = 0; n < good.size(); ++n) {
+    fs::path t = guide_file("cut.thresholds", good.substr(0, n));
+    rejected_guide(t, n == 0 ? "empty file" : "at byte");
   }
 
-  rejected_guide(work() / "does-not-exist.json", "cannot open the file: No such file or directory");
+  rejected_guide(work() / "does-not-exist.thresholds", "cannot open the file: No such file or directory");
   rejected_guide(work(), "not a regular file");
-  rejected_guide(work() / "stderr" / "x.json", "cannot open the file: Not a directory");
-  fs::path fifo = work() / "fifo.json";
+  rejected_guide(work() / "stderr" / "x.thresholds", "cannot open the file: Not a directory");
+  fs::path fifo = work() / "fifo.thresholds";
   fs::remove(fifo);
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   rejected_guide(fifo, "not a regular file");  // and no hang waiting for a writer
@@ -175,95 +178,44 @@ TEST_CASE("oracle input: guidance files that are missing, not regular, truncated
     const char *name;
     std::string text, problem;
   };
-  std::string deep(100000, '[');
+  std::string many;  // 5000 thresholds of 21-byte keys: over the 64 KiB the oracle keeps
+  for (int i = 0; i < 5000; ++i) many += "many.c:" + std::to_string(1000000 + i) + "-loop=5\n";
   std::vector<Case> cases{
-      {"spaces", "  \n\t ", "not a JSON object at byte 5"},
-      {"array", "[1, 2]", "not a JSON object at byte 0"},
-      {"garbage", std::string("\x7f" "ELF\x02\x01\x01\0\0\0{\"format\"", 18), "not a JSON object"},
-      {"no-format", "{\"version\": 1, \"loops\": []}", "no \"format\": \"hcct-guide\""},
-      {"other-format", "{\"format\": \"hcct-guidance\", \"version\": 1}", "\"format\" is not \"hcct-guide\""},
-      {"format-number", "{\"format\": 5}", "\"format\" is not a string"},
-      {"no-version", "{\"format\": \"hcct-guide\", \"loops\": []}", "no \"version\": 1"},
-      {"version-2", "{\"format\": \"hcct-guide\", \"version\": 2, \"loops\": []}", "unsupported \"version\""},
-      {"version-string", "{\"format\": \"hcct-guide\", \"version\": \"1\"}", "unsupported \"version\""},
-      {"loops-object", guide_text("").replace(guide_text("").find('['), 2, "{}"), "\"loops\" is not an array"},
-      {"loop-number", guide_text("5"), "a loop is not an object"},
-      {"threshold-string", guide_text("{\"key\": \"a.c:1\", \"threshold\": \"5\"}"), "\"threshold\" is not a non-negative integer or null"},
-      {"threshold-float", guide_text("{\"key\": \"a.c:1\", \"threshold\": 5.0}"), "\"threshold\" is not a non-negative integer or null"},
-      {"threshold-exp", guide_text("{\"key\": \"a.c:1\", \"threshold\": 5e2}"), "\"threshold\" is not a non-negative integer or null"},
-      {"threshold-negative", guide_text("{\"key\": \"a.c:1\", \"threshold\": -5}"), "\"threshold\" is not a non-negative integer or null"},
-      {"threshold-true", guide_text("{\"key\": \"a.c:1\", \"threshold\": true}"), "\"threshold\" is not a non-negative integer or null"},
-      {"threshold-2^64", guide_text("{\"key\": \"a.c:1\", \"threshold\": 18446744073709551616}"), "\"threshold\" is above 2^64-1"},
-      {"threshold-huge", guide_text("{\"key\": \"a.c:1\", \"threshold\": 1" + std::string(400, '0') + "}"), "above 2^64-1"},
-      {"key-number", guide_text("{\"key\": 5, \"threshold\": 5}"), "a loop's \"key\" is not a string"},
-      {"key-nul", guide_text("{\"key\": \"a.c:1\\u0000x\", \"threshold\": 5}"), "contains \\u0000"},
-      {"key-long", guide_text("{\"key\": \"" + std::string(5000, 'k') + "\", \"threshold\": 5}"), "longer than 4095 bytes"},
-      {"key-bad-escape", guide_text("{\"key\": \"a\\qb\", \"threshold\": 5}"), "\"key\" is not a string"},
-      {"key-lone-surrogate", guide_text("{\"key\": \"a\\udc00\", \"threshold\": 5}"), "\"key\" is not a string"},
-      {"key-raw-newline", guide_text("{\"key\": \"a\nb\", \"threshold\": 5}"), "\"key\" is not a string"},
-      {"unterminated-string", "{\"format\": \"hcct-guide\", \"version\": 1, \"x\": \"abc\\\"}", "malformed JSON"},
-      {"deep", "{\"format\": \"hcct-guide\", \"version\": 1, \"x\": " + deep, "nested deeper than 64"},
-      {"deep-in-loop", guide_text("{\"key\": \"a.c:1\", \"threshold\": 5, \"x\": " + deep + "}"), "nested deeper than 64"},
-      {"nul-in-number", std::string("{\"format\": \"hcct-guide\", \"version\": 1, \"x\": 1") + std::string(2, '\0') + "}", "malformed JSON"},
-      {"trailing", guide_text("") + " {}", "data after the JSON object"},
-      {"missing-comma", "{\"format\": \"hcct-guide\" \"version\": 1}", "malformed JSON"},
-      {"loop-missing-brace", guide_text("{\"key\": \"a.c:1\", \"threshold\": 5"), "malformed loop object"},
+      {"json", R"({"format": "hcct-guide", "version": 1, "loops": []})", "JSON, not a thresholds file"},
+      {"spaces", "  \n\t ", "not a thresholds file (its first line is not '# hcct-thresholds 1'"},
+      {"garbage", std::string("\x7f" "ELF\x02\x01\x01", 7), "not a thresholds file"},
+      {"version-2", "# hcct-thresholds 2\n# end\n", "unsupported thresholds file version (this reader knows 1) at byte 18"},
+      {"header-crlf", "# hcct-thresholds 1\r\n# end\n", "not a thresholds file"},
+      {"nul", thresholds_text(std::string("a.c:1=5\0x\n", 10)), "a NUL byte at byte 27"},
+      {"no-equals", thresholds_text("a.c:1\n"), "a line without =T at byte 25"},
+      {"empty-key", thresholds_text("=5\n"), "an empty key at byte 20"},
+      {"empty-threshold", thresholds_text("a.c:1=\n"), "a threshold that is not a decimal integer at byte 26"},
+      {"negative", thresholds_text("a.c:1=-1\n"), "not a decimal integer at byte 26"},
+      {"float", thresholds_text("a.c:1=1.5\n"), "not a decimal integer at byte 27"},
+      {"space", thresholds_text("a.c:1= 5\n"), "not a decimal integer at byte 26"},
+      {"trailing-space", thresholds_text("a.c:1=5 \n"), "not a decimal integer at byte 27"},
+      {"crlf", thresholds_text("a.c:1=5\r\n"), "not a decimal integer at byte 27"},
+      {"2^64", thresholds_text("a.c:1=18446744073709551616\n"), "a threshold above 2^64-1"},
+      {"huge", thresholds_text("a.c:1=1" + std::string(400, '0') + "\n"), "a threshold above 2^64-1"},
+      {"key-long", thresholds_text(std::string(4096, 'k') + "=5\n"), "a key longer than 4095 bytes"},
+      {"no-end", "# hcct-thresholds 1\na.c:1=5\n", "no '# end' line (a cut file?) at byte 28"},
+      {"no-newline", "# hcct-thresholds 1\na.c:1=5\n# end", "a last line without a newline (a cut file?) at byte 28"},
+      {"after-end", thresholds_text("a.c:1=5\n") + "b.c:3=6\n", "data after '# end' at byte 34"},
+      {"two-ends", thresholds_text("a.c:1=5\n") + "# end\n", "data after '# end'"},
+      {"too-many", thresholds_text(many), "too many thresholds (64 KiB of them)"},
   };
-  // 64 KiB of thresholds: too many loops, rejected as a whole (not a silent prefix).
-  std::string many;
-  for (int i = 0; i < 5000; ++i) many += (i ? "," : "") + std::string("{\"key\": \"many.c:") + std::to_string(i) + "\", \"threshold\": 5}";
-  cases.push_back({"too-many", guide_text(many), "too many loops"});
-  for (const Case &c : cases) rejected_guide(guide_file(std::string(c.name) + ".json", c.text), c.problem);
+  for (const Case &c : cases) rejected_guide(guide_file(std::string(c.name) + ".thresholds", c.text), c.problem);
 
   // One key, two thresholds: the first applies, and it is said once.
-  fs::path dup = guide_file("dup.json", guide_text("{\"key\": \"a.c:1\", \"threshold\": 7}, {\"key\": \"b.c:3\", \"threshold\": 9},"
-                                                   "{\"key\": \"a.c:1\", \"threshold\": 70}, {\"key\": \"b.c:3\", \"threshold\": 9}"));
+  fs::path dup = guide_file("dup.thresholds", thresholds_text("a.c:1=7\nb.c:3=9\na.c:1=70\nb.c:3=9\n"));
   r = keys("HCCT_ORACLE_GUIDE=" + quote(dup.string()), kKeys);
   CHECK(r.out == "a.c:1 7\na.c:2 1000\nb.c:3 9\n");
   CHECK(r.err == "hcct oracle: HCCT_ORACLE_GUIDE gives loop key 'a.c:1' several thresholds; the first, 7, applies\n");
   // A path with a newline is shown escaped: still one line.
-  fs::path odd = work() / "odd\nname.json";
+  fs::path odd = work() / "odd\nname.thresholds";
   write(odd, "{");
   r = keys("HCCT_ORACLE_GUIDE=" + quote(odd.string()), kKeys);
   CHECK(r.out == kDefaults);
   CHECK(lines(r.err) == 1);
-  CHECK(r.err.find("odd\\x0aname.json: malformed JSON at byte 1") != std::string::npos);
-}
-
-// Found by tests/fuzz/fuzz_oracle_guide (corpus: oracle_guide/regress-*), which compares what the
-// oracle takes from a guidance file with what nlohmann::json reads in it: text that is not JSON was
-// accepted (a value "+", a number "01"), a member name or "format" with \u0000 in it was read as the
-// name before the NUL, and a second "loops" array added its loops to the first one's where a JSON
-// reader keeps only the last.
-TEST_CASE("oracle input: guidance files that are not JSON or are ambiguous are ignored with one line") {
-  struct Case {
-    const char *name;
-    std::string text, problem;
-  };
-  const std::string head = "{\"format\": \"hcct-guide\", \"version\": 1, \"x\": ";
-  std::vector<Case> cases{
-      {"number-plus", head + "+}", "malformed JSON"},
-      {"number-minus-minus", head + "--1}", "malformed JSON"},
-      {"number-e", head + "e}", "malformed JSON"},
-      {"number-inner-minus", head + "1-2}", "malformed JSON"},
-      {"number-leading-zero", head + "01}", "malformed JSON"},
-      {"number-dot", head + ".5}", "malformed JSON"},
-      {"number-trailing-dot", head + "1.}", "malformed JSON"},
-      {"number-bare-exponent", head + "1e}", "malformed JSON"},
-      {"number-in-loop", guide_text("{\"key\": \"a.c:1\", \"threshold\": 5, \"x\": [1, +]}"), "malformed JSON in a loop"},
-      {"version-leading-zero", "{\"format\": \"hcct-guide\", \"version\": 01}", "unsupported \"version\""},
-      {"threshold-leading-zero", guide_text("{\"key\": \"a.c:1\", \"threshold\": 07}"), "\"threshold\" is not a non-negative integer or null"},
-      {"format-nul", "{\"format\": \"hcct-guide\\u0000x\", \"version\": 1}", "\"format\" is not \"hcct-guide\""},
-      {"two-loops", "{\"format\": \"hcct-guide\", \"version\": 1, \"loops\": [{\"key\": \"a.c:1\", \"threshold\": 5}], \"loops\": []}",
-       "a second \"loops\""},
-  };
-  for (const Case &c : cases) rejected_guide(guide_file(std::string(c.name) + ".json", c.text), c.problem);
-
-  // A member whose name is "key" or "threshold" up to a \u0000 is another member: no threshold.
-  fs::path g = guide_file("nul-name.json", guide_text("{\"key\\u0000x\": \"a.c:1\", \"threshold\": 5},"
-                                                      "{\"key\": \"a.c:2\", \"threshold\\u0000\": 6},"
-                                                      "{\"key\": \"b.c:3\", \"threshold\": 7}"));
-  Run r = keys("HCCT_ORACLE_GUIDE=" + quote(g.string()), kKeys);
-  CHECK(r.err.empty());
-  CHECK(r.out == "a.c:1 1000\na.c:2 1000\nb.c:3 7\n");
+  CHECK(r.err.find("odd\\x0aname.thresholds: JSON, not a thresholds file") != std::string::npos);
 }

@@ -177,19 +177,16 @@ TEST_CASE("OSR points: a guidance that does not match warns") {
   CHECK(err.find("hcct osr: cannot read the guidance file") != std::string::npos);
 }
 
-TEST_CASE("oracle through libhcct: thresholds from HCCT_ORACLE and the guidance file, profiler off or on") {
+TEST_CASE("oracle through libhcct: thresholds from HCCT_ORACLE and the thresholds file, profiler off or on") {
   fs::path exe = work() / "oracle_prog";
   run(std::string(HCCT_CLANG) + " -g -O2 -I" + HCCT_SOURCE_DIR + "/libhcct/include " + programs() + "oracle_prog.c -o " +
       exe.string() + " " + runtime_link());
-  fs::path g = work() / "oracle.guide.json";
-  std::ofstream(g) << R"({"format": "hcct-guide", "version": 1, "loops": [
-    {"key": "prog.c:1", "threshold": 40, "paths": [{"id": 1, "lines": "^1^"}]},
-    {"key": "prog.c:2", "threshold": null},
-    {"key": "prog.c:3", "threshold": 7}]})";
+  fs::path g = work() / "oracle.thresholds";
+  std::ofstream(g) << "# hcct-thresholds 1\nprog.c:1=40\nprog.c:3=7\n# end\n";
   for (std::string options : {std::string("mode=off"), "mode=hcct:out=" + (work() / "oracle_prog.data").string()}) {
     INFO(options);
     fs::path log = exe.string() + ".log";
-    // HCCT_ORACLE wins over the guidance file, which wins over the default (1000).
+    // HCCT_ORACLE wins over the thresholds file, which wins over the default (1000).
     std::string out = run("HCCT_OPTIONS=" + options + " HCCT_ORACLE=prog.c:3=1500 HCCT_ORACLE_GUIDE=" + g.string() +
                           " HCCT_ORACLE_REPORT=1 " + exe.string() + " 2>" + log.string());
     CHECK(out == "fired prog.c:1 40\nfired prog.c:1 40\nfired prog.c:1 40\nfired prog.c:3 1500\n");
@@ -198,13 +195,13 @@ TEST_CASE("oracle through libhcct: thresholds from HCCT_ORACLE and the guidance 
     CHECK(report.find("hcct oracle: prog.c:2  1000  1  50  0\n") != std::string::npos);
     CHECK(report.find("hcct oracle: prog.c:3  1500  1  2000  1\n") != std::string::npos);
   }
-  // A malformed HCCT_ORACLE is ignored with a message; the guidance file still applies.
+  // A malformed HCCT_ORACLE is ignored with a message; the thresholds file still applies.
   std::string err = run("HCCT_OPTIONS=mode=off HCCT_ORACLE='prog.c:1' HCCT_ORACLE_GUIDE=" + g.string() + " " +
                         exe.string() + " 2>&1");
   CHECK(err.find("hcct oracle: HCCT_ORACLE='prog.c:1' is not key=T") != std::string::npos);
   CHECK(err.find("fired prog.c:3 7") != std::string::npos);
-  err = run("HCCT_OPTIONS=mode=off HCCT_ORACLE_GUIDE=/nonexistent.json " + exe.string() + " 2>&1");
-  CHECK(err.find("hcct oracle: HCCT_ORACLE_GUIDE=/nonexistent.json: cannot open the file") != std::string::npos);
+  err = run("HCCT_OPTIONS=mode=off HCCT_ORACLE_GUIDE=/nonexistent.thresholds " + exe.string() + " 2>&1");
+  CHECK(err.find("hcct oracle: HCCT_ORACLE_GUIDE=/nonexistent.thresholds: cannot open the file") != std::string::npos);
 }
 
 TEST_CASE("worked example: identical output in every mode, the guided build switches") {
@@ -228,8 +225,11 @@ TEST_CASE("worked example: identical output in every mode, the guided build swit
     CHECK(read(log) == std::string("masked_conv_osr: ") + (mode == "osr" ? "3" : "0") + " OSR switches\n");
   }
   CHECK(run((dir / "masked_conv_osr_nohandler").string() + " base" + args) == want);
-  // The oracle switches once per pass at its threshold.
-  std::string report = run("HCCT_OPTIONS=mode=off HCCT_ORACLE_REPORT=1 " + (dir / "masked_conv_osr").string() + " oracle" +
-                           args + " 2>&1 >/dev/null");
+  // The oracle switches once per pass at its threshold, the one of `hcct guide --thresholds`'s file
+  // (read without a word).
+  std::string report = run("HCCT_OPTIONS=mode=off HCCT_ORACLE_REPORT=1 HCCT_ORACLE_GUIDE=" +
+                           (dir / "masked_conv_osr.thresholds").string() + " " + (dir / "masked_conv_osr").string() +
+                           " oracle" + args + " 2>&1 >/dev/null");
+  CHECK(report.rfind("hcct oracle: loop  threshold  entries  iterations  fired\n", 0) == 0);
   CHECK(report.find("hcct oracle: masked_conv_osr.c:73  1000  3  360000  3\n") != std::string::npos);
 }

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "common.h"
+#include "hcct/guide_format.h"
 #include "hcct/analysis/kpath_guide.h"
 #include "hcct/analysis/kpath_metadata.h"
 #include "hcct/analysis/kpath_profile.h"
@@ -25,6 +26,7 @@ struct GuideOptions {
   size_t top = 10;
   double min_share = 0.001;  // fraction of all loop iterations
   bool json = false;
+  std::string thresholds;  // the oracle's thresholds file to write, if any
 };
 
 const char *kind_name(an::LoopPath::Kind k) {
@@ -90,11 +92,31 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
                {"recommendations", std::move(recs)}};
     loops.push_back(std::move(jl));
   }
-  return {{"format", "hcct-guide"}, {"version", 1}, {"k", g.k}, {"profiles", dirs}, {"loop_iterations", g.loop_iterations},
+  return {{"format", guide_format::kGuideFormat}, {"version", guide_format::kGuideVersion}, {"k", g.k}, {"profiles", dirs}, {"loop_iterations", g.loop_iterations},
           {"loops", std::move(loops)}};
 }
 
-void print_report(const an::Guide &g, size_t top, const std::string &output) {
+// The online oracle's thresholds file (hcct/guide_format.h): every loop with a threshold, in rank
+// order. A key the format cannot hold (a newline, a leading '#') is left out and named.
+void write_thresholds(const an::Guide &g, const std::string &path) {
+  using namespace guide_format;
+  OutputFile out(path);
+  out.stream() << kThresholdsHeader << "\n";
+  for (const an::LoopGuide &l : g.loops) {
+    if (!l.threshold) continue;
+    std::string key = osr_key(l);
+    if (!key_fits_thresholds_file(key.data(), key.size())) {
+      warn_always("loop key '" + key + "' cannot be written to a thresholds file (a newline, a leading '#' or over " +
+                  std::to_string(kMaxKeyBytes) + " bytes); left out of " + path);
+      continue;
+    }
+    out.stream() << key << "=" << *l.threshold << "\n";
+  }
+  out.stream() << kThresholdsEnd << "\n";
+  out.commit();
+}
+
+void print_report(const an::Guide &g, size_t top, const std::string &output, const std::string &thresholds) {
   std::cout << "hot loops (k = " << g.k << ", " << with_commas(g.loop_iterations) << " loop iterations in all)\n";
   std::string oracle;
   for (const an::LoopGuide &l : g.loops) {
@@ -135,6 +157,7 @@ void print_report(const an::Guide &g, size_t top, const std::string &output) {
   std::cout << "\nguidance written to " << output << "\n";
   std::cout << "  OSR points: HCCT_GUIDE=" << output << " clang -fpass-plugin=kpath.so ... (HCCT_KPATH_PROFILE=0: no path probes)\n";
   if (!oracle.empty()) std::cout << "  oracle thresholds: HCCT_ORACLE=" << oracle << "\n";
+  if (!thresholds.empty()) std::cout << "  oracle thresholds of every loop: HCCT_ORACLE_GUIDE=" << thresholds << "\n";
 }
 
 int run_guide(const GuideOptions &o) {
@@ -194,8 +217,9 @@ int run_guide(const GuideOptions &o) {
   OutputFile out(o.output);
   out.stream() << j.dump(1) << "\n";
   out.commit();
+  if (!o.thresholds.empty()) write_thresholds(g, o.thresholds);
   if (o.json) std::cout << j.dump(1) << "\n";
-  else print_report(g, o.top, o.output);
+  else print_report(g, o.top, o.output, o.thresholds);
   return 0;
 }
 
@@ -216,6 +240,9 @@ void add_guide_command(CLI::App &app, Action &action) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   sub->add_flag("--json", o->json, "print the guidance (JSON) instead of the report");
+  sub->add_option("--thresholds", o->thresholds,
+                  "also write the online oracle's thresholds file (key=T lines, read at run time through "
+                  "HCCT_ORACLE_GUIDE=FILE)");
   sub->footer(std::string("\n") + R"(Reads profiles of a program built with clang -fpass-plugin=kpath.so (linked with libhcct) and run
 with HCCT_OPTIONS=k=K; K >= 16 lets every unroll factor be checked (docs/GUIDE.md). The report, per
 loop, hottest first (loops that qualify for an OSR point before the others):
@@ -227,7 +254,8 @@ loop, hottest first (loops that qualify for an OSR point before the others):
     calls (line L): CALLEE > ...  COUNT               contexts reached from the body (with a CCT)
   => RECOMMENDATION                                   osr-point, no-osr-point, unroll, specialise
        (EVIDENCE)
-and the environment that applies the guidance: HCCT_GUIDE for the plugin, HCCT_ORACLE thresholds.
+and the environment that applies the guidance: HCCT_GUIDE for the plugin, HCCT_ORACLE thresholds
+(the shown loops'; --thresholds FILE writes every loop's, for HCCT_ORACLE_GUIDE=FILE).
 
 Examples:
   HCCT_OPTIONS=k=16 ./prog                          record (into hcct.data/)
@@ -235,6 +263,7 @@ Examples:
   hcct guide run1.data run2.data -o prog.guide.json   two runs summed
   hcct guide --min-share 0 --top 50                 every loop
   hcct guide --json | jq '.loops[0].recommendations'
+  hcct guide --thresholds prog.thresholds; HCCT_ORACLE_GUIDE=prog.thresholds ./prog   the oracle's thresholds
   HCCT_GUIDE=hcct-guide.json clang -O2 -fpass-plugin=kpath.so prog.c ...   OSR points where advised
 )");
   sub->callback([o, &action] { action = [o] { return run_guide(*o); }; });
