@@ -72,6 +72,33 @@ if [ "${HCCT_EXPECT_GCC_PLUGIN:-0}" = 1 ]; then
   check_recorded cmake-gcc "$work/cmake-gcc/app"
 fi
 
+# hcct_instrument refuses what cannot work, at configure time, with one message naming the target,
+# the argument and what to do instead.
+expect_refused() {  # NAME MESSAGE CMAKE-ARGS...
+  local name=$1 message=$2
+  shift 2
+  if cmake -S "$work/cmake_project" -B "$work/refused-$name" "$@" >"$work/logs/refused-$name.log" 2>&1; then
+    fail "hcct_instrument accepted $name: $*"
+  fi
+  grep -qF -- "$message" "$work/logs/refused-$name.log" ||
+    { cat "$work/logs/refused-$name.log" >&2; fail "hcct_instrument refused $name without saying '$message'"; }
+  echo "ok: refused $name"
+}
+expect_refused stage "hcct_instrument(app): STAGE 'middle' is not 'early' or 'late'" -DAPP_STAGE=middle
+expect_refused plugin "hcct_instrument(app): PLUGIN 'llvm' is not 'gcc' or 'kpath'" -DAPP_PLUGIN=llvm
+expect_refused late-with-gcc "hcct_instrument(app): STAGE late without a plugin needs clang" \
+  -DAPP_STAGE=late -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+if command -v clang >/dev/null && command -v clang++ >/dev/null; then
+  if [ "${HCCT_EXPECT_GCC_PLUGIN:-0}" = 1 ]; then
+    expect_refused gcc-plugin-with-clang "hcct_instrument(app): PLUGIN gcc needs gcc" \
+      -DAPP_PLUGIN=gcc -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+  fi
+fi
+if [ "${HCCT_EXPECT_KPATH:-0}" = 1 ]; then
+  expect_refused kpath-with-gcc "hcct_instrument(app): PLUGIN kpath needs clang" \
+    -DAPP_PLUGIN=kpath -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+fi
+
 # pkg-config: cflags, libs and the plugin variable.
 step make-plain make -C "$work/make_project" app CC=gcc
 check_recorded make-plain "$work/make_project/app"

@@ -21,7 +21,7 @@ fi
 
 # What the install must hold.
 expected=(bin/hcct lib/libhcct.so lib/libhcct.a lib/libhcct_analysis.a include/hcct/hcct.h
-  include/hcct/oracle.h include/hcct/format.h include/hcct/analysis/reader.h include/hcct/kpath/metadata.h
+  include/hcct/oracle.h include/hcct/format.h include/hcct/guide_format.h include/hcct/analysis/reader.h include/hcct/kpath/metadata.h
   lib/cmake/hcct/hcctConfig.cmake lib/cmake/hcct/hcctConfigVersion.cmake lib/cmake/hcct/hcctTargets.cmake
   lib/cmake/hcct/hcctInstrument.cmake lib/pkgconfig/hcct.pc share/doc/hcct/help/hcct-record.txt
   share/doc/hcct/INSTALL.md)
