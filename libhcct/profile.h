@@ -184,6 +184,8 @@ class ThreadProfile {
       return false;
     site &= site_mask_;
     Node *node = top->node->first_child;
+    // Unrolled: no loop counter to keep and test on the way.
+#pragma GCC unroll 8
     for (int i = 0; i < kFastSiblings && node; ++i, node = node->next_sibling)
       if (node->routine == fn && node->call_site == site) return push_counted(top, node, sp);
     return false;
