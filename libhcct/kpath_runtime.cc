@@ -78,17 +78,7 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
   uint64_t next_index = 0;
   for (size_t i = 0; i < roots.capacity(); ++i) {
     const RootTable::Slot &slot = roots.slots()[i];
-    if (slot.value == 0) continue;
-    if (p.k() == 1) {  // BLPP: the value is the counter
-      uint64_t count = __atomic_load_n(&slot.value, __ATOMIC_RELAXED);
-      body.append_varint(0);
-      body.append_u64(slot.function);
-      body.append_varint(slot.path);
-      body.append_varint(count);
-      total += count;
-      ++next_index;
-      continue;
-    }
+    if (slot.value == 0) continue;  // (k = 1: roots only, their counts are the BLPP counters)
     const auto *root = reinterpret_cast<const KsfNode *>(slot.value);
     uint64_t count = __atomic_load_n(&root->count, __ATOMIC_RELAXED);
     body.append_varint(0);
