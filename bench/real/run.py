@@ -2,7 +2,7 @@
 """Real workloads under every way of profiling them, in one session: time, CPU, memory, ratios.
 
   bench/real/run.py [--rounds 5] [--only lua,sqlite] [--configs REGEX] [--size full|short]
-                    [--build DIR] [--timeout S] [--json FILE]
+                    [--build DIR] [--timeout S] [--json FILE] [--paths]
 
 Workloads (Debian source packages, fetched once with scripts/debian-source.sh; a workload whose
 source or tools cannot be had is skipped with one line saying why):
@@ -37,6 +37,15 @@ for zstd is the compressed stream) must be identical in every configuration: a d
 loudly and the row marked OUTPUT DIFFERS. At the end, the targets of issue 15 are checked.
 
 Profiles go to a temporary directory per run (HCCT_OPTIONS out=...), removed after each run.
+
+--paths runs the path-profiling suite instead (issue 24; docs/BENCHMARKS.md, "Path profiling on
+real programs"), with clang -O2 -g builds: native; instr-gen (-fprofile-instr-generate, clang's
+edge counters, the baseline of the targets); the kpath pass at its early stage (one binary, linked
+with libhcct) under k=1 (BLPP), k=8 and k=16 with each forest (forest=kwf, forest=ksf); the late
+stage at k=8. Columns add the profile's size, the build's compile CPU time (kept with each cached
+build: measured under the load of the session that built it) and, from the runtime's verbose=1
+lines, the items, the share that called the runtime and the forest's nodes. At the end, issue 24's
+targets are checked against instr-gen (CPU) and native (RSS, compile time).
 """
 import argparse
 import hashlib
