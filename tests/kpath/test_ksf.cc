@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "analysis/testutil.h"
 #include "hcct/analysis/kpath_ipf.h"
@@ -437,4 +438,24 @@ TEST_CASE("k-IPF: a forest not in preorder is refused and never converted wrongl
   CHECK_THROWS_AS(hcct::analysis::make_k_ipf(f, 2), std::invalid_argument);
   f.nodes = {node(0, hcct::analysis::kNoParent), node(2, 0), node(1, hcct::analysis::kNoParent)};
   CHECK(hcct::analysis::make_k_ipf(f, 2).nodes().size() == 4);  // [0], [0 2], [2], [1]
+}
+
+TEST_CASE("root cache: a function's path IDs take consecutive entries and never evict each other") {
+  // ABI v3 (hcct/kpath_abi.h): root_slot(F, id) = (root_base(F) + id) mod 256, so one-item
+  // activations of up to 256 paths of one function all stay on the inline fast path.
+  for (uint64_t function : {uint64_t(1), uint64_t(0x9e3779b97f4a7c15ull), uint64_t(0xdeadbeefcafef00dull)}) {
+    std::set<size_t> slots;
+    for (uint64_t id = 0; id < rt::kRootCacheSize; ++id) slots.insert(rt::root_slot(function, id));
+    CHECK(slots.size() == rt::kRootCacheSize);
+  }
+  // And through the fast path's twin: 256 one-item activations of one function cycling over 256
+  // paths, after the first round, never call the runtime.
+  Result r = check(2, [](StreamDriver &d) {
+    for (int i = 0; i < 4 * 256; ++i) {
+      d.call(77);
+      d.emit(uint64_t(i % 256));
+      d.ret();
+    }
+  });
+  CHECK(r.fast == 3 * 256);
 }
