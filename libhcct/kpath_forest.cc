@@ -88,7 +88,7 @@ KsfNode g_path_end = {kEndPath, 0, {&g_path_end, &g_path_end}, &g_path_end, {&g_
 HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, uint64_t token, KsfNode **root_cache, Forest forest) {
   k_ = k < 1 ? 1 : k;
   forest_ = forest;
-  root_cache_ = k_ >= 2 ? root_cache : nullptr;
+  root_cache_ = root_cache;
   tracing_ = trace;
   token_ = token;
   return roots_.init(1024);
@@ -106,10 +106,6 @@ HCCT_NOINST uint64_t PathProfiler::paths() const {
   for (size_t i = 0; i < roots_.capacity(); ++i) {
     const RootTable::Slot &s = roots_.slots()[i];
     if (s.value == 0) continue;
-    if (k_ == 1) {
-      sum += s.value;
-      continue;
-    }
     // Depth first; each level holds at most one pending sibling, and trees are at most 2k − 2
     // levels deep (k-SF; kWF: k).
     const KsfNode *stack[2 * 256 + 4];

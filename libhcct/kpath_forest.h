@@ -1,6 +1,7 @@
 // The path profiler's per-thread data (docs/KPATH.md, "Runtime"): a forest built from the stream
 // of Ball-Larus path IDs — the thesis's k-slab forest (k-SF, Algorithm 4) or the k-window forest
-// (kWF) — or one counter per (function, path ID) for k = 1 (BLPP). Deterministic and free of TLS
+// (kWF) — or, for k = 1 (BLPP), one root per (function, path ID) whose count is the counter, reached
+// inline from the previous item's root like a forest's child. Deterministic and free of TLS
 // and system calls other than mmap, like profile.h, so unit tests drive it directly.
 //
 // The stream is per activation: the pass gives every activation of an instrumented function a
@@ -89,7 +90,7 @@ extern KsfNode g_path_end;
 
 // struct hcct_path_frame of the ABI: one activation's window, as handed to the runtime. The
 // instrumented code keeps both words in registers and stores them only around a slow call.
-// The per-thread root cache (__hcct_path_roots_v2 in the ABI): a direct-mapped table of roots, so that
+// The per-thread root cache (__hcct_path_roots_v3 in the ABI): a direct-mapped table of roots, so that
 // an activation's first item needs no call either. A root r sits at root_slot(F, r->path); an
 // entry is used only if both its path and root_function match.
 using abi::kRootCacheSize;
@@ -110,7 +111,7 @@ static_assert(offsetof(PathFrame, owner) == abi::kFrameOwnerWord * 8);
 // reordering, no allocation; the first check is the well-predicted branch, the second is out of
 // line. False if the runtime must be called: no fast path (`fast` false, the pass's
 // -kpath-fast-path=0), another owner, no such root cached, or neither guess is `id`. `token` and
-// `roots` are the calling thread's __hcct_path_token and __hcct_path_roots_v2.
+// `roots` are the calling thread's __hcct_path_token and __hcct_path_roots_v3.
 HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode *const *roots, uint64_t function,
                                        uint64_t id, unsigned slot, bool fast = true) {
   if (!fast) return false;
@@ -252,10 +253,12 @@ class PathProfiler {
       if (HCCT_UNLIKELY(tracing_)) trace_.add(0, frame, function, 0);
     }
     if (HCCT_UNLIKELY(tracing_)) trace_.add(1, frame, function, id);
-    if (k_ == 1) return count_blpp(function, id);
     KsfNode *w = frame->node;
-    KsfNode *next = w ? (forest_ == Forest::kSlab ? slab_child(w, function, id) : child(w, function, id))
-                      : root(function, id);
+    // k = 1 (BLPP): every item is a root, its count the path's counter; the window is the previous
+    // item's root, whose guesses hold the roots that followed it, so the inline fast path counts
+    // BLPP items like forest items (one load and compare from the previous root, no hash).
+    KsfNode *next = !w || k_ == 1 ? root(function, id)
+                                  : forest_ == Forest::kSlab ? slab_child(w, function, id) : child(w, function, id);
     if (HCCT_LIKELY(next) && w) set_guess(w, next, slot);
     if (HCCT_UNLIKELY(!next)) return lose(frame);
     if (!w && root_cache_ && !tracing_) root_cache_[root_slot(function, id)] = next;
@@ -284,15 +287,6 @@ class PathProfiler {
   uint64_t lookups() const { return lookups_; }
 
  private:
-  HCCT_NOINST void count_blpp(uint64_t function, uint64_t id) {
-    uint64_t *count = roots_.find_or_insert(function, id);
-    if (HCCT_UNLIKELY(!count)) {
-      ++lost_;
-      return;
-    }
-    if (*count == 0) ++nodes_;
-    ++*count;
-  }
   HCCT_NOINST KsfNode *root(uint64_t function, uint64_t id) {
     uint64_t *slot = roots_.find_or_insert(function, id);
     if (HCCT_UNLIKELY(!slot)) return nullptr;

@@ -20,8 +20,8 @@ using namespace hcct::rt;
 extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread uint64_t __hcct_path_token;
 __thread uint64_t __hcct_path_token = 0;
 // The thread's root cache (kpath_forest.h): all null until its profiler exists, cleared with it.
-extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread KsfNode *__hcct_path_roots_v2[kRootCacheSize];
-__thread KsfNode *__hcct_path_roots_v2[kRootCacheSize];
+extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread KsfNode *__hcct_path_roots_v3[kRootCacheSize];
+__thread KsfNode *__hcct_path_roots_v3[kRootCacheSize];
 
 
 namespace hcct::rt {
@@ -43,7 +43,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   uint64_t token = __atomic_add_fetch(&g_last_token, 2, __ATOMIC_RELAXED);
   const Options &o = runtime_options();
   PathForest forest = o.path_forest;
-  if (!k->profiler.init(o.path_k, o.path_trace, token, __hcct_path_roots_v2, forest)) {
+  if (!k->profiler.init(o.path_k, o.path_trace, token, __hcct_path_roots_v3, forest)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
     report_memory_exhausted();
@@ -78,17 +78,7 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
   uint64_t next_index = 0;
   for (size_t i = 0; i < roots.capacity(); ++i) {
     const RootTable::Slot &slot = roots.slots()[i];
-    if (slot.value == 0) continue;
-    if (p.k() == 1) {  // BLPP: the value is the counter
-      uint64_t count = __atomic_load_n(&slot.value, __ATOMIC_RELAXED);
-      body.append_varint(0);
-      body.append_u64(slot.function);
-      body.append_varint(slot.path);
-      body.append_varint(count);
-      total += count;
-      ++next_index;
-      continue;
-    }
+    if (slot.value == 0) continue;  // (k = 1: roots only, their counts are the BLPP counters)
     const auto *root = reinterpret_cast<const KsfNode *>(slot.value);
     uint64_t count = __atomic_load_n(&root->count, __ATOMIC_RELAXED);
     body.append_varint(0);
@@ -191,7 +181,7 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
   // memory about to be unmapped. (After this, new items reach the runtime and are ignored.)
   if (__hcct_path_token == k->profiler.token()) {
     __hcct_path_token = 0;
-    for (KsfNode *&r : __hcct_path_roots_v2) r = nullptr;
+    for (KsfNode *&r : __hcct_path_roots_v3) r = nullptr;
   }
   k->profiler.destroy();
   unmap_pages(k, sizeof(KpathThreadState));

@@ -2,7 +2,7 @@
 """Real workloads under every way of profiling them, in one session: time, CPU, memory, ratios.
 
   bench/real/run.py [--rounds 5] [--only lua,sqlite] [--configs REGEX] [--size full|short]
-                    [--build DIR] [--timeout S] [--json FILE]
+                    [--build DIR] [--timeout S] [--json FILE] [--paths]
 
 Workloads (Debian source packages, fetched once with scripts/debian-source.sh; a workload whose
 source or tools cannot be had is skipped with one line saying why):
@@ -37,6 +37,15 @@ for zstd is the compressed stream) must be identical in every configuration: a d
 loudly and the row marked OUTPUT DIFFERS. At the end, the targets of issue 15 are checked.
 
 Profiles go to a temporary directory per run (HCCT_OPTIONS out=...), removed after each run.
+
+--paths runs the path-profiling suite instead (issue 24; docs/BENCHMARKS.md, "Path profiling on
+real programs"), with clang -O2 -g builds: native; instr-gen (-fprofile-instr-generate, clang's
+edge counters, the baseline of the targets); the kpath pass at its early stage (one binary, linked
+with libhcct) under k=1 (BLPP), k=8 and k=16 with each forest (forest=kwf, forest=ksf); the late
+stage at k=8. Columns add the profile's size, the build's compile CPU time (kept with each cached
+build: measured under the load of the session that built it) and, from the runtime's verbose=1
+lines, the items, the share that called the runtime and the forest's nodes. At the end, issue 24's
+targets are checked against instr-gen (CPU) and native (RSS, compile time).
 """
 import argparse
 import hashlib
@@ -60,11 +69,17 @@ BURST = "burst=1"  # the runtime's defaults: a 2 ms burst every 20 ms (docs/BURS
 class Config:
     """One way to run a workload: which build, which runtime options, which wrapper."""
 
-    def __init__(self, label, flavour, hcct=None, wrapper=None):
+    def __init__(self, label, flavour, hcct=None, wrapper=None, preload=True, profile_env=None):
         self.label = label
         self.flavour = flavour
-        self.hcct = hcct        # HCCT_OPTIONS without out=, or None: no runtime preloaded
+        self.hcct = hcct        # HCCT_OPTIONS without out=, or None: no runtime options
         self.wrapper = wrapper  # "uftrace" or None
+        self.preload = preload  # LD_PRELOAD libhcct.so with HCCT_OPTIONS (kpath builds link it)
+        self.profile_env = profile_env  # an environment variable naming the profile's file, or None
+        self.compile_s = None   # CPU seconds of the build (--paths)
+        self.profile_bytes = None
+        self.path_counts = None  # kpath verbose=1 figures of the first timed run, summed over threads
+        self.path_suite = False
         self.binary = None
         self.wall, self.cpu, self.rss_kb = [], [], []
         self.profile = None
@@ -89,6 +104,20 @@ def all_configs():
     return c
 
 
+# The path-profiling suite (--paths, issue 24): clang -O2 -g builds; the same kpath binary runs
+# every k and forest (HCCT_OPTIONS), verbose=1 for the runtime's counts of items and slow items.
+def path_configs():
+    c = [Config("native", "clang-native"),
+         Config("instr-gen", "clang-instr-gen", profile_env="LLVM_PROFILE_FILE")]
+    for k, forests in ((1, (None,)), (8, ("kwf", "ksf")), (16, ("kwf", "ksf"))):
+        for forest in forests:
+            label = f"kpath k={k}" + (f" {forest}" if forest else " (BLPP)")
+            options = f"k={k}" + (f":forest={forest}" if forest else "") + ":verbose=1"
+            c.append(Config(label, "kpath-early", options, preload=False))
+    c.append(Config("kpath late k=8", "kpath-late", "k=8:verbose=1", preload=False))
+    return c
+
+
 def clean_env():
     return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "HCCT_OPTIONS")}
 
@@ -99,8 +128,11 @@ def run_once(cfg, workload, size, tools, timeout, max_data_gb):
     argv, stdin_path = workload.argv(cfg.binary, size)
     env = clean_env()
     if cfg.hcct is not None:
-        env["LD_PRELOAD"] = tools["runtime"]
+        if cfg.preload:
+            env["LD_PRELOAD"] = tools["runtime"]
         env["HCCT_OPTIONS"] = cfg.hcct + ":out=" + os.path.join(tmp, "profile")
+    if cfg.profile_env:
+        env[cfg.profile_env] = os.path.join(tmp, "profile", "default.profraw")
     if cfg.wrapper == "uftrace":
         argv = ["uftrace", "record", "--no-libcall", "-d", os.path.join(tmp, "uftrace.data")] + argv
     out_path = os.path.join(tmp, "stdout")
@@ -124,7 +156,8 @@ def run_once(cfg, workload, size, tools, timeout, max_data_gb):
         stderr = f.read().decode(errors="replace")
     return {"status": int(status), "wall": float(wall), "cpu": float(user) + float(system),
             "rss_kb": int(maxrss), "digest": workloads.file_digest(out_path), "stderr": stderr,
-            "profile": os.path.join(tmp, "profile") if cfg.hcct else None, "tmp": tmp}
+            "profile": os.path.join(tmp, "profile") if cfg.hcct else None,
+            "profile_bytes": directory_bytes(os.path.join(tmp, "profile")), "tmp": tmp}
 
 
 def wait_with_timeout(pid, timeout, watch_dir=None, max_bytes=None):
@@ -186,6 +219,18 @@ def profile_summary(hcct_tool, out_dir):
     return summary
 
 
+KPATH_VERBOSE = re.compile(r"hcct kpath: thread \d+: .*?paths=(\d+) slow=(\d+) .*?nodes=(\d+)")
+
+
+def kpath_counts(stderr):
+    """Items, items that called the runtime and forest nodes, summed over the threads that the
+    runtime's verbose=1 lines report (None without such lines)."""
+    found = KPATH_VERBOSE.findall(stderr)
+    if not found:
+        return None
+    return {key: sum(int(f[i]) for f in found) for i, key in enumerate(("paths", "slow", "nodes"))}
+
+
 def record(cfg, result, reference, tools, keep):
     """Fold one run's result into its configuration; mark the row on any problem."""
     try:
@@ -206,18 +251,24 @@ def record(cfg, result, reference, tools, keep):
             cfg.wall.append(result["wall"])
             cfg.cpu.append(result["cpu"])
             cfg.rss_kb.append(result["rss_kb"])
-            if cfg.profile is None and result["profile"]:
+            if cfg.profile is None and result["profile"] and not cfg.path_suite:
                 cfg.profile = profile_summary(tools["hcct"], result["profile"])
+            if cfg.profile_bytes is None:
+                cfg.profile_bytes = result["profile_bytes"]
+                cfg.path_counts = kpath_counts(result["stderr"])
     finally:
         shutil.rmtree(result["tmp"], ignore_errors=True)
 
 
 def bench_workload(workload, configs, args, tools):
     flav = workloads.flavours(tools["plugin"])
+    flav.update(workloads.path_flavours(tools["kpath"], os.path.dirname(tools["runtime"])))
     usable = []
     for cfg in configs:
         try:
             cfg.binary = workload.build(flav[cfg.flavour])
+            cfg.compile_s = workload.compile_seconds(flav[cfg.flavour])
+            cfg.path_suite = args.paths
             usable.append(cfg)
         except workloads.Unavailable as e:
             print(f"{workload.name}: {cfg.label}: skipped: {e}", file=sys.stderr)
@@ -250,7 +301,8 @@ def bench_workload(workload, configs, args, tools):
     return {"workload": workload.name, "description": workload.description,
             "command": command_line(workload, native.binary, args.size),
             "rounds": args.rounds, "load_before": [round(x, 2) for x in load_before],
-            "load_after": [round(x, 2) for x in os.getloadavg()], "rows": rows_of(usable)}
+            "load_after": [round(x, 2) for x in os.getloadavg()], "rows": rows_of(usable),
+            "suite": "paths" if args.paths else "calls"}
 
 
 def command_line(workload, binary, size):
@@ -273,7 +325,22 @@ def rows_of(configs):
                     row["cpu_x_" + base.replace(" ", "_")] = round(med[c.label] / med[base], 3)
         if c.profile:
             row.update(c.profile)
+        if c.compile_s is not None:
+            row["compile_cpu_s"] = round(c.compile_s, 2)
+        if c.profile_bytes is not None:
+            row["profile_mb"] = round(c.profile_bytes / 1e6, 2)
+        if c.path_counts:
+            row.update(c.path_counts)
         rows.append(row)
+    # The path suite's second baseline: clang's edge counters on the same source.
+    base = {r["config"]: r for r in rows}
+    for row in rows:
+        if med.get("instr-gen") and med.get(row["config"]):
+            row["cpu_x_instr-gen"] = round(med[row["config"]] / med["instr-gen"], 3)
+        for name in ("native", "instr-gen"):
+            b = base.get(name)
+            if b and b.get("compile_cpu_s") and row.get("compile_cpu_s") is not None:
+                row["compile_x_" + name] = round(row["compile_cpu_s"] / b["compile_cpu_s"], 3)
     return rows
 
 
@@ -303,7 +370,53 @@ def print_table(result):
     sys.stdout.flush()
 
 
+def print_path_table(result):
+    print(f"\n### {result['workload']}: {result['description']}")
+    print(f"`{result['command']}` — {result['rounds']} interleaved rounds, medians; load average "
+          f"{result['load_before'][0]} before, {result['load_after'][0]} after")
+    cols = ["config", "wall s", "CPU s", "CPU × native", "CPU × instr-gen", "peak RSS MB",
+            "profile MB", "compile CPU s", "compile × native", "items", "slow %", "nodes", "note"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in result["rows"]:
+        slow = f"{100 * r['slow'] / r['paths']:.2f}" if r.get("paths") else ""
+        cells = [r["config"], r.get("wall_s", ""), r.get("cpu_s", ""), r.get("cpu_x_native", ""),
+                 r.get("cpu_x_instr-gen", ""), r.get("peak_rss_mb", ""), r.get("profile_mb", ""),
+                 r.get("compile_cpu_s", ""), r.get("compile_x_native", ""),
+                 f"{r['paths']:,}" if "paths" in r else "", slow,
+                 f"{r['nodes']:,}" if "nodes" in r else "", note(r)]
+        print("| " + " | ".join(str(x) for x in cells) + " |")
+    sys.stdout.flush()
+
+
+def check_path_targets(result):
+    """Issue 24's targets on one workload's rows: (target, figure, met) triples."""
+    rows = {r["config"]: r for r in result["rows"] if "cpu_s" in r and not r["problem"]}
+    out = []
+    gen = rows.get("instr-gen")
+    if gen:
+        for label, bound in (("kpath k=1 (BLPP)", 1.3), ("kpath k=8 kwf", 1.5), ("kpath k=16 kwf", 2.0),
+                             ("kpath k=16 ksf", 2.0)):
+            if label in rows:
+                x = rows[label]["cpu_x_instr-gen"]
+                out.append((f"{label} ≤ {bound}× instr-gen CPU", f"{x:.2f}×", x <= bound))
+    native = rows.get("native")
+    if native and "kpath k=8 kwf" in rows:
+        d = rows["kpath k=8 kwf"]["peak_rss_mb"] - native["peak_rss_mb"]
+        out.append(("kpath k=8 peak RSS within 32 MB of native", f"{d:+.1f} MB", d <= 32))
+    if "kpath k=8 kwf" in rows and rows["kpath k=8 kwf"].get("compile_x_native") is not None:
+        x = rows["kpath k=8 kwf"]["compile_x_native"]
+        out.append(("kpath compile ≤ 1.4× native compile (CPU)", f"{x:.2f}×", x <= 1.4))
+    return out
+
+
 def print_result(result):
+    if result.get("suite") == "paths":
+        print_path_table(result)
+        for target, figure, met in check_path_targets(result):
+            print(f"- {target}: {figure} — {'met' if met else 'MISSED'}")
+        sys.stdout.flush()
+        return
     print_table(result)
     for target, figure, met in check_targets(result):
         print(f"- {target}: {figure} — {'met' if met else 'MISSED'}")
@@ -346,7 +459,8 @@ def check_targets(result):
 def find_tools(build):
     tools = {"runtime": os.path.join(build, "libhcct", "libhcct.so"),
              "hcct": os.path.join(build, "tools", "hcct", "hcct"),
-             "plugin": os.path.join(build, "gcc-plugin", "hcct_plugin.so")}
+             "plugin": os.path.join(build, "gcc-plugin", "hcct_plugin.so"),
+             "kpath": os.path.join(build, "kpath", "kpath.so")}
     for key in ("runtime", "hcct"):
         if not os.path.exists(tools[key]):
             sys.exit(f"run.py: {tools[key]} not found: build it first "
@@ -373,6 +487,9 @@ def main():
     ap.add_argument("--slow-ratio", type=float, default=10,
                     help="a configuration whose warm-up run takes more than this many times native's "
                     "CPU is timed by that one run, not --rounds runs; its row says so (default 10)")
+    ap.add_argument("--paths", action="store_true",
+                    help="the path-profiling suite instead (issue 24): clang native, "
+                    "-fprofile-instr-generate, kpath k=1, k=8 and k=16 with each forest, late k=8")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     ap.add_argument("--from-json", metavar="FILE", nargs="+",
                     help="run nothing: print the tables and targets of results saved with --json")
@@ -396,7 +513,7 @@ def main():
     results = []
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()} at start")
     for name in names:
-        configs = [c for c in all_configs()
+        configs = [c for c in (path_configs() if args.paths else all_configs())
                    if c.label == "native" or (re.search(args.configs, c.label) if args.configs else True)]
         configs = [c for c in configs if c.wrapper != "uftrace" or has_uftrace]
         try:

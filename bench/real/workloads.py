@@ -11,6 +11,7 @@ builds and inputs are cached in $HCCT_REAL_CACHE (default ~/.cache/hcct/real).
 import hashlib
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -76,8 +77,8 @@ class Flavour:
             h.update(part.encode() + b"\0")
         if self.plugin:
             if not os.path.exists(self.plugin):
-                raise Unavailable(f"gcc plugin {self.plugin} not built "
-                                  "(cmake --build BUILD --target hcct_plugin)")
+                raise Unavailable(f"plugin {self.plugin} not built "
+                                  "(cmake --build BUILD --target hcct_plugin hcct_kpath_plugin)")
             h.update(file_digest(self.plugin).encode())
         return f"{self.name}-{h.hexdigest()[:12]}"
 
@@ -96,6 +97,28 @@ def flavours(plugin):
         "clang-after-inlining": Flavour("clang-after-inlining", "clang",
                                         ["-finstrument-functions-after-inlining"]),
     }
+
+
+def path_flavours(kpath_plugin, runtime_dir):
+    """The builds of the path-profiling suite (run.py --paths): clang -O2 -g, as docs/KPATH.md's
+    recipe. kpath builds link libhcct (the pass's probes call it); `late` selects the pass's
+    OptimizerLast stage (-mllvm needs the plugin loaded with -Xclang -load as well)."""
+    link = ["-L" + runtime_dir, "-lhcct", "-Wl,-rpath," + runtime_dir]
+    early = ["-fpass-plugin=" + kpath_plugin]
+    late = early + ["-Xclang", "-load", "-Xclang", kpath_plugin, "-mllvm", "-kpath-stage=late"]
+    return {
+        "clang-native": Flavour("clang-native", "clang", []),
+        "clang-instr-gen": Flavour("clang-instr-gen", "clang", ["-fprofile-instr-generate"],
+                                   ["-fprofile-instr-generate"]),
+        "kpath-early": Flavour("kpath-early", "clang", early, link, plugin=kpath_plugin),
+        "kpath-late": Flavour("kpath-late", "clang", late, link, plugin=kpath_plugin),
+    }
+
+
+def children_cpu_seconds():
+    """User + system CPU of every waited-for descendant so far (the compilers a build ran)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def run_logged(cmd, log, cwd=None, env=None):
@@ -127,7 +150,12 @@ class Workload:
         if not quiet:
             print(f"  building {self.name} [{flavour.name}] (log {out}/build.log)", file=sys.stderr)
         try:
+            cpu_before = children_cpu_seconds()
             self.compile(src, tmp, flavour, log)
+            # The build's CPU time (compilers and linker), kept with the build: run.py --paths
+            # compares compile times from it (measured under the load of the session that built).
+            with open(os.path.join(tmp, "compile-cpu-seconds"), "w") as f:
+                f.write(f"{children_cpu_seconds() - cpu_before:.3f}\n")
             os.rename(tmp, out)
         except OSError:
             if not os.path.exists(binary):  # not another session's complete build
@@ -139,6 +167,15 @@ class Workload:
 
     def prepare_source(self):
         return fetch_source(self.package)
+
+    def compile_seconds(self, flavour):
+        """CPU seconds the cached build of `flavour` took, or None (built before this was kept)."""
+        path = os.path.join(CACHE, self.name, "builds", flavour.key(self), "compile-cpu-seconds")
+        try:
+            with open(path) as f:
+                return float(f.read())
+        except (OSError, ValueError):
+            return None
 
     def key_extra(self):
         """More of the build's identity than its flags (e.g. a driver source of ours)."""

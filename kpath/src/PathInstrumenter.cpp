@@ -23,7 +23,7 @@ namespace {
 // The inline fast path (libhcct/kpath_forest.h, path_fast_step, is its C++ twin). The window `w`
 // and the frame's `owner` live in the caller's registers (allocas promoted after inlining):
 //   if (!w) {                                             (the activation's first item)
-//     r = __hcct_path_roots_v2[root_slot(F, id)];               (hcct/kpath_abi.h)
+//     r = __hcct_path_roots_v3[root_slot(F, id)];  (hcct/kpath_abi.h: (root_base(F) + id) & 255)
 //     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
 //   }
 //   if (owner != __hcct_path_token) goto slow;
@@ -92,9 +92,9 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
 
     // The activation's first item: the root cache entry for (F, id), if it is that root.
     IRBuilder<> fb(first);
-    Value *h = fb.CreateMul(fb.CreateXor(fn, fb.CreateMul(id, ConstantInt::get(i64, abi::kRootHashIdMultiplier))),
-                            ConstantInt::get(i64, abi::kRootHashMultiplier));
-    Value *slot = fb.CreateLShr(h, 64 - abi::kRootCacheBits, "kpath.slot");
+    // root_slot(F, id): F is each site's constant, so the base folds when the step is inlined.
+    Value *base = fb.CreateLShr(fb.CreateMul(fn, ConstantInt::get(i64, abi::kRootHashMultiplier)), 64 - abi::kRootCacheBits);
+    Value *slot = fb.CreateAnd(fb.CreateAdd(base, id), ConstantInt::get(i64, abi::kRootCacheSize - 1), "kpath.slot");
     Value *entry_ptr = fb.CreateInBoundsGEP(roots->getValueType(), roots, {fb.getInt64(0), slot});
     Value *root = fb.CreateLoad(i64p, fb.CreateBitCast(entry_ptr, i64p->getPointerTo()), "kpath.root");
     BasicBlock *root_label = BasicBlock::Create(c, "root.label", f, hit);
@@ -238,9 +238,11 @@ void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add, uint64_t start) {
   Value *r = b.CreateLoad(i64, reg_, "kpath.r");
   Value *id = add ? b.CreateAdd(r, b.getInt64(add), "kpath.id") : r;
   Value *body = start ? b.CreateSub(r, b.getInt64(start), "kpath.body") : r;
-  Value *folded = b.CreateAnd(b.CreateXor(body, b.CreateLShr(body, 8)), b.getInt64(0xff));
-  Function *ctpop = Intrinsic::getDeclaration(f_.getParent(), Intrinsic::ctpop, {i64});
-  Value *slot = b.CreateAnd(b.CreateCall(ctpop, {folded}), b.getInt64(1), "kpath.guess.slot");
+  // The parity of an i8 (x86-64: test + setnp); on an i64 masked to 8 bits LLVM 14 sometimes
+  // emits a whole software popcount.
+  Value *folded = b.CreateTrunc(b.CreateXor(body, b.CreateLShr(body, 8)), b.getInt8Ty());
+  Function *ctpop = Intrinsic::getDeclaration(f_.getParent(), Intrinsic::ctpop, {b.getInt8Ty()});
+  Value *slot = b.CreateZExt(b.CreateAnd(b.CreateCall(ctpop, {folded}), b.getInt8(1)), i64, "kpath.guess.slot");
   steps_.push_back(b.CreateCall(api_.step, {frame_ptr_, w_, owner_, b.getInt64(function_id_), id, slot}));
 }
 

@@ -24,19 +24,23 @@ inline constexpr unsigned kFrameNodeWord = 0;
 inline constexpr unsigned kFrameOwnerWord = 1;
 
 // The per-thread root cache: a direct-mapped table of kRootCacheSize roots, root r at
-// root_slot(F, r's path ID).
+// root_slot(F, r's path ID) = (root_base(F) + id) mod kRootCacheSize. The base is a constant of the
+// function that the pass computes at compile time, so an activation's first item pays an add and a
+// mask, not a hash of the ID (the two multiplies of version 2: docs/BENCHMARKS.md, "Path profiling
+// on real programs"); a function's paths take consecutive entries, so up to kRootCacheSize of
+// them never collide with each other.
 inline constexpr unsigned kRootCacheBits = 8;
 inline constexpr size_t kRootCacheSize = size_t(1) << kRootCacheBits;
-inline constexpr uint64_t kRootHashIdMultiplier = 0x9e3779b97f4a7c15ull;
 inline constexpr uint64_t kRootHashMultiplier = 0xd6e8feb86659fd93ull;
+constexpr uint64_t root_base(uint64_t function) { return (function * kRootHashMultiplier) >> (64 - kRootCacheBits); }
 constexpr size_t root_slot(uint64_t function, uint64_t id) {
-  return size_t(((function ^ (id * kRootHashIdMultiplier)) * kRootHashMultiplier) >> (64 - kRootCacheBits));
+  return size_t((root_base(function) + id) & (kRootCacheSize - 1));
 }
 
 // The runtime's symbols. The token and the root cache are initial-exec TLS.
 inline constexpr char kSlowSymbol[] = "__hcct_path_slow";       // void (PathFrame *, fn, id, slot)
 inline constexpr char kTokenSymbol[] = "__hcct_path_token";     // __thread uint64_t
-inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v2";  // __thread KsfNode *[kRootCacheSize]
+inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v3";  // __thread KsfNode *[kRootCacheSize]
 
 }  // namespace hcct::kpath_abi
 
