@@ -63,11 +63,17 @@ class ChildTable {
   }
 
  private:
+  // splitmix64's finalizer over each part: sequential parents and 16-byte-aligned addresses must
+  // still spread over the low bits the table indexes by.
+  static uint64_t mix(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  }
   static size_t hash(uint32_t parent, uint64_t routine, uint64_t call_site) {
-    uint64_t h = parent * 0x9e3779b97f4a7c15ull ^ routine ^ (call_site * 0xff51afd7ed558ccdull);
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    return size_t(h ^ (h >> 32));
+    return size_t(mix(mix(mix(parent) ^ routine) ^ call_site));
   }
   void place(uint32_t id) {
     const ViewNode &n = nodes_[id];
@@ -92,7 +98,8 @@ struct Frame {
   uint64_t routine = 0;
   uint32_t depth = 0;
   uint32_t view = kNone;   // view node, or kNone outside the view (ignored, or outside a focus)
-  size_t previous = SIZE_MAX;  // the frame that held `routine` in the fold map before this one
+  uint32_t routine_id = 0;     // dense id of `routine` (fold_recursion only)
+  size_t previous = SIZE_MAX;  // the frame that was nearest for `routine` before this one
   bool registered = false;     // this frame is in the fold map
   bool ignored = false;        // it or a caller matches ViewOptions::ignore
   int64_t focus = -1;          // a focus match: index into ContextView::callers
@@ -132,7 +139,15 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
   v.nodes.reserve(std::min<uint64_t>(source.node_count(), uint64_t(1) << 20));
   v.nodes.emplace_back();  // the root
   ChildTable children(v.nodes);
-  std::unordered_map<uint64_t, size_t> fold_map;  // routine -> the nearest in-view frame running it
+  // Routine -> the nearest in-view frame running it (SIZE_MAX: none). Routines get dense ids once,
+  // so that entering and leaving a frame costs no allocation (10^7 frames).
+  std::unordered_map<uint64_t, uint32_t> routine_id;
+  std::vector<size_t> nearest;
+  auto dense = [&](uint64_t routine) {
+    auto [it, added] = routine_id.try_emplace(routine, uint32_t(nearest.size()));
+    if (added) nearest.push_back(SIZE_MAX);
+    return it->second;
+  };
   std::unordered_map<uint32_t, size_t> focus_slot;  // focused view node -> index in v.callers
   std::vector<std::map<std::vector<uint64_t>, size_t>> chain_index;  // per focused function
   std::vector<Frame> stack;
@@ -140,8 +155,7 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
   auto pop = [&] {
     Frame &f = stack.back();
     if (f.registered) {
-      if (f.previous == SIZE_MAX) fold_map.erase(f.routine);
-      else fold_map[f.routine] = f.previous;
+      nearest[f.routine_id] = f.previous;
     }
     if (f.focus >= 0) v.callers[f.focus].chains[f.chain].total += f.value + f.below;
     else if (stack.size() > 1 && f.view != kNone) stack[stack.size() - 2].below += f.value + f.below;
@@ -155,6 +169,7 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
     if (index == 0) {
       Frame root;
       root.view = o.focus ? kNone : kViewRoot;  // with a focus, only matches enter the view
+      if (!o.focus && !o.left_out.empty()) v.nodes[kViewRoot].left_out = o.left_out[0];
       stack.push_back(root);
       ++index;
       continue;
@@ -178,10 +193,12 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
       continue;
     }
     f.value = value;
+    const uint64_t missing = index < o.left_out.size() ? o.left_out[index] : 0;
+    f.below += missing;
     uint32_t id = kNone;
-    auto folded = o.fold_recursion ? fold_map.find(n.routine) : fold_map.end();
-    if (folded != fold_map.end()) {
-      id = stack[folded->second].view;
+    if (o.fold_recursion) f.routine_id = dense(n.routine);
+    if (o.fold_recursion && nearest[f.routine_id] != SIZE_MAX) {
+      id = stack[nearest[f.routine_id]].view;
       ++v.folded;
     } else {
       uint32_t parent_view = focus_match ? kViewRoot : parent.view;
@@ -215,6 +232,7 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
     }
     ViewNode &vn = v.nodes[id];
     vn.self += value;
+    vn.left_out += missing;
     vn.calls += metric_value(meta, n, Metric::calls);
     vn.known |= metric_known(meta, n, o.metric);
     vn.min_depth = std::min(vn.min_depth, f.depth);
@@ -226,11 +244,8 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
     }
     f.view = id;
     if (o.fold_recursion) {
-      auto [slot, added] = fold_map.try_emplace(n.routine, stack.size());
-      if (!added) {
-        f.previous = slot->second;
-        slot->second = stack.size();
-      }
+      f.previous = nearest[f.routine_id];
+      nearest[f.routine_id] = stack.size();
       f.registered = true;
     }
     stack.push_back(f);
@@ -244,7 +259,7 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
     std::stable_sort(fc.chains.begin(), fc.chains.end(),
                      [](const CallerChain &a, const CallerChain &b) { return a.total > b.total; });
   // Totals bottom-up: every parent precedes its children.
-  for (ViewNode &n : v.nodes) n.total = n.self;
+  for (ViewNode &n : v.nodes) n.total = n.self + n.left_out;
   for (size_t i = v.nodes.size(); i-- > 1;) v.nodes[v.nodes[i].parent].total += v.nodes[i].total;
   return v;
 }

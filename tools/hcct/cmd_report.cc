@@ -396,15 +396,47 @@ std::string text_report(TreeInput &t, const ReportOptions &o, bool color, size_t
     focus_matched = focus_matched || !flat.empty();
     return wrap_comments(out + print_flat(ft, flat), width) + "\n";
   }
-  analysis::ContextView v = analysis::build_view(*t.nodes, vo, t.progress);
+  // One streaming pass keeps what the tree can show: the hot contexts, the contexts whose subtree
+  // reaches the threshold (what is shown when nothing is hot), and their ancestors; every node's
+  // subtree sum comes along, so totals stay those of the whole tree. The view folds that.
+  analysis::TreeFilter keep = filter;
+  // Totals of at least 1/(4k) of N (k: the contexts shown when nothing is hot): at most 4k per
+  // level of the tree, and enough to find the k largest.
+  keep.keep_total_share = std::min(o.phi, 1.0 / double(4 * kFallbackContexts));
+  // With --focus every context under a match is kept: a function that runs rarely is still found.
+  if (filter.focus) keep.min_share = 0;
+  analysis::ThreadProfile kept;
+  kept.meta = m;
+  std::vector<uint64_t> subtree;
+  analysis::walk_tree(
+      *t.nodes, keep,
+      [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
+        if (kept.nodes.size() <= w.id) {
+          kept.nodes.resize(w.id + 1);
+          subtree.resize(w.id + 1);
+        }
+        analysis::Node n = w.node;
+        n.parent = path.empty() ? 0 : w.parent;
+        kept.nodes[w.id] = n;
+        subtree[w.id] = w.subtree;
+      },
+      t.progress);
+  // What each kept node's subtree holds beyond itself and its kept children: left out.
+  std::vector<uint64_t> left_out(subtree);
+  for (size_t i = kept.nodes.size(); i-- > 1;) {
+    left_out[i] -= analysis::metric_value(m, kept.nodes[i], o.metric);
+    left_out[kept.nodes[i].parent] -= subtree[i];
+  }
+  vo.left_out = left_out;
+  analysis::MemorySource pruned(kept);
+  analysis::ContextView v = analysis::build_view(pruned, vo);
   std::string out = report_header(t, o, v.threshold);
-  out += "# " + with_commas(v.hot) + " hot contexts of " + with_commas(t.node_count - 1) + " nodes; columns: total (the context and everything it called) and self (its own count), with their shares of " +
+  out += "# " + with_commas(v.hot) + " hot contexts of " + with_commas(t.node_count > 0 ? t.node_count - 1 : 0) + " nodes; columns: total (the context and everything it called) and self (its own count), with their shares of " +
          (m.lost ? std::string("all calls") : std::string("N")) + "\n";
   if (!o.filter.focus.empty())
     out += "# focus: re-rooted at the functions matching /" + escape_text(o.filter.focus) + "/: their callers above, callees below\n";
   if (!o.filter.ignore.empty())
-    out += "# ignored: contexts through functions matching /" + escape_text(o.filter.ignore) + "/ (" + with_commas(v.ignored) +
-           " contexts, " + with_commas(v.ignored_value) + " calls)\n";
+    out += "# ignored: contexts through functions matching /" + escape_text(o.filter.ignore) + "/ (not in the totals)\n";
   out = wrap_comments(out, width);
   if (m.mode == Mode::empty) return out + "(mode empty: the runtime recorded no calling contexts)\n\n";
   if (!o.filter.focus.empty() && v.callers.empty()) return out + "(no function matches --focus in this thread)\n\n";

@@ -62,9 +62,37 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
                          std::shared_ptr<analysis::DebugInfoCache> cache) {
   ThreadProfile p = load_merged(input, o);
   Names names(p.modules, !o.no_symbols, cache);
-  analysis::MemorySource source(p);
+  // First the contexts that can be drawn: those whose subtree holds at least 1/(4·max_nodes) of
+  // the calls (at most 4·max_nodes per level of the tree) and their callers, with what their
+  // subtrees hold; then the folded view of those, with the rest's share kept in the totals.
+  analysis::TreeFilter drawable;
+  drawable.min_share = 1;
+  drawable.keep_total_share = 1.0 / (4.0 * double(o.max_nodes));
+  ThreadProfile candidates;
+  candidates.meta = p.meta;
+  std::vector<uint64_t> subtree;
+  {
+    analysis::MemorySource source(p);
+    analysis::walk_tree(source, drawable, [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
+      if (candidates.nodes.size() <= w.id) {
+        candidates.nodes.resize(w.id + 1);
+        subtree.resize(w.id + 1);
+      }
+      analysis::Node n = w.node;
+      n.parent = path.empty() ? 0 : w.parent;
+      candidates.nodes[w.id] = n;
+      subtree[w.id] = w.subtree;
+    });
+  }
   analysis::ViewOptions vo;
-  analysis::ContextView v = analysis::build_view(source, vo);
+  std::vector<uint64_t> left_out(subtree);
+  for (size_t i = candidates.nodes.size(); i-- > 1;) {
+    left_out[i] -= analysis::metric_value(p.meta, candidates.nodes[i], vo.metric);
+    left_out[candidates.nodes[i].parent] -= subtree[i];
+  }
+  vo.left_out = left_out;
+  analysis::MemorySource pruned(candidates);
+  analysis::ContextView v = analysis::build_view(pruned, vo);
   PageProfile page;
   page.whole = v.whole;
   page.label = input;
@@ -148,7 +176,6 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
                   {"unmatched_exits", m.unmatched_exits},
                   {"error_bound", bound},
                   {"contexts", p.nodes.size() - 1},
-                  {"view_nodes", n - 1},
                   {"shown", keep - 1},
                   {"pruned_self", v.nodes[analysis::kViewRoot].total - kept_self},
                   {"folded", v.folded},
@@ -405,9 +432,9 @@ function build() {
       ", " + fmtInt(s.contexts) + " contexts";
     if (s.mode === "hcct") text += "; counts are estimates, each at most " + fmtInt(s.error_bound) + " above the true count";
     if (s.folded) text += "; recursion folded (" + fmtInt(s.folded) + " contexts into their callers)";
-    if (s.shown < s.view_nodes)
-      text += "; the " + fmtInt(s.shown) + " contexts with the largest totals are drawn, " + fmtInt(s.view_nodes - s.shown) +
-        " smaller ones (" + pct(s.pruned_self / Math.max(s.whole, 1)) + " of the calls) are left inside their callers' frames";
+    if (s.pruned_self > 0)
+      text += "; the " + fmtInt(s.shown) + " frames with the largest totals are drawn: the calls of the smaller contexts (" +
+        pct(s.pruned_self / Math.max(s.whole, 1)) + " of the calls) are inside their callers' frames";
     section.appendChild(el("div", {class: "note"}, text));
     for (const w of s.warnings) section.appendChild(el("div", {class: "note"}, "warning: " + w));
     if (s.hottest)

@@ -39,7 +39,8 @@ struct ViewNode {
   uint64_t routine = 0;
   uint64_t call_site = 0;   // of the first instance folded here
   uint64_t self = 0;        // the metric summed over the instances folded here
-  uint64_t total = 0;       // self plus the children's totals (with recursion folded: what is drawn
+  uint64_t left_out = 0;    // value of descendants missing from a pruned source (ViewOptions::left_out)
+  uint64_t total = 0;       // self, left_out and the children's totals (with recursion folded: what is drawn
                             // below it; callees of a mutual recursion's inner calls are under its first call)
   uint32_t parent = 0;      // < own index; 0 for the root and its children
   uint32_t min_depth = 0;   // depth of the shallowest and deepest instance in the source tree
@@ -65,6 +66,9 @@ struct ViewOptions {
   // its outermost contexts merged, by function alone), its callees below merged by (function, call
   // site); contexts outside a match are left out. ContextView::callers holds who called them.
   std::function<bool(uint64_t routine)> focus;
+  // When the source is a pruned tree (walk_tree's kept nodes): per source node, the value of its
+  // descendants that were left out, so that totals stay those of the whole tree. Empty: none.
+  std::span<const uint64_t> left_out;
 };
 
 // A chain of callers of a focused function (outermost first, folded like the view), with the
