@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "hcct/analysis/reader.h"
 #include "hcct/analysis/view.h"
 
 using namespace clitest;
@@ -101,7 +102,7 @@ TEST_CASE("report: a million-deep recursion is a few lines", "[cli][report][view
     if (!line.empty() && line[0] != '#') tree.push_back(line);
   INFO(r.out);
   REQUIRE(tree.size() == 2);  // main, and f once
-  CHECK_THAT(tree[1], Catch::Contains("[recursion folded: 1,000,000 contexts, depth 2..1,000,001]"));
+  CHECK_THAT(tree[1], Catch::Contains(" ↻1,000,000 (recursion folded: 1,000,000 contexts, depth 2..1,000,001)"));
   CHECK_THAT(tree[1], Catch::StartsWith("1,000,000  100.00%  1,000,000  100.00%    "));  // total, self
   CHECK(r.out.size() < 4096);
   CHECK_THAT(r.out, Catch::Contains("999,999 contexts folded"));
@@ -400,4 +401,28 @@ TEST_CASE("view: 10^5 contexts are pruned to --max-nodes, the loss stated", "[cl
   }
   CHECK(frames == 301);
   CHECK(doc["profiles"][0]["tree"]["v"] == rp.profile.meta.calls);
+}
+
+TEST_CASE("info on a kpath-only profile describes its path profile", "[cli][info]") {
+  // A real collatz run built with the kpath plugin only (tests/fuzz/corpus: one selector byte, then
+  // the file): no calling context, a k-window forest of k = 4.
+  std::string bytes = hcct::test::read_text(fs::path(HCCT_SOURCE_DIR) / "tests/fuzz/corpus/kpath_profile/seed-collatz-k4-0.bin");
+  REQUIRE(bytes.size() > 1);
+  bytes.erase(0, 1);
+  ThreadProfile meta = parse_profile(std::span(reinterpret_cast<const unsigned char *>(bytes.data()), bytes.size()), "seed");
+  REQUIRE(meta.nodes.size() == 1);
+  TempDir dir;
+  std::ofstream(dir / profile_file_name(meta.meta.pid, meta.meta.thread_seq), std::ios::binary) << bytes;
+  Result r = hcct_cmd({"info", dir.path().string()});
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("calls (N) 0") == std::string::npos);
+  CHECK_THAT(r.out, Catch::Contains("path profile (kpath): kWF, k = 4: 36 paths in 7 activations, 50 forest nodes"));
+  CHECK_THAT(r.out, Catch::Contains("built for path profiling only"));
+  Result j = hcct_cmd({"info", dir.path().string(), "--json"});
+  REQUIRE(j.status == 0);
+  json paths = json::parse(j.out)["processes"][0]["threads"][0]["paths"];
+  CHECK(paths["forest"] == "kWF");
+  CHECK(paths["k"] == 4);
+  CHECK(paths["paths"] == 36);
 }

@@ -446,6 +446,7 @@ void add_diff_command(CLI::App &app, Action &action) {
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--templates", o->names.templates, "keep C++ template arguments (default: elided to <…>)");
   sub->add_flag("--inline", o->names.inline_chains, "show a call site's whole inline chain");
+  sub->add_flag("--full-paths", o->names.full_paths, "source files with their paths (default: file names only)");
   sub->add_option("--color", o->color, "red for a gain, green for a loss: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();

@@ -184,24 +184,30 @@ struct TextView {
     return total + "  " + self + "  ";
   }
 
+  // A folded recursion: "name ↻K" (K contexts folded), short enough to survive fitting; its depth
+  // range goes with the definition, which is the first thing a narrow line drops.
   std::string function_text(const analysis::ViewNode &n) const {
     std::string f = display_function(t.names->routine(n.routine), o.names);
-    if (n.instances > 1)
-      f += " [recursion folded: " + with_commas(n.instances) + " contexts, depth " + with_commas(n.min_depth) + ".." +
-           with_commas(n.max_depth) + "]";
+    if (n.instances > 1) f += " ↻" + with_commas(n.instances);
     return f;
+  }
+  std::string definition_text(const analysis::ViewNode &n) const {
+    std::string def = display_definition(t.names->routine(n.routine), o.names);
+    if (n.instances > 1)
+      def += std::string(def.empty() ? "" : "; ") + "recursion folded: " + with_commas(n.instances) + " contexts, depth " +
+             with_commas(n.min_depth) + ".." + with_commas(n.max_depth);
+    return def;
   }
 
   std::string line(uint32_t id, uint32_t depth, bool hot, bool cut) const {
     const analysis::ViewNode &n = v.nodes[id];
-    const analysis::Symbol &routine = t.names->routine(n.routine);
     std::string site = n.call_site ? display_call_site(t.names->call_site(n.call_site), o.names) : std::string();
     // A subtree cut by --depth ends in "  ...", kept whatever the width.
     const std::string cut_mark = cut ? "  ..." : "";
     const size_t room = width == 0 ? 0 : width > cut_mark.size() ? width - cut_mark.size() : 1;
     std::string plain = columns(n, false);
     std::string text = view_line(plain, color && hot ? columns(n, true) : plain, indentation(depth), function_text(n),
-                                 display_definition(routine), site, room);
+                                 definition_text(n), site, room);
     text += cut_mark;
     if (color && !hot) text = "\033[2m" + text + "\033[0m";
     return text;
@@ -328,7 +334,7 @@ std::string print_flat(const FlatText &tv, const std::vector<analysis::FlatEntry
                        std::string(w > calls.size() ? w - calls.size() : 0, ' ') + calls + " " +
                        std::string(contexts.size() < 9 ? 9 - contexts.size() : 0, ' ') + contexts + "  ";
     const analysis::Symbol &s = tv.t.names->routine(e.routine);
-    out += view_line(cols, cols, "", display_function(s, tv.o.names), display_definition(s), "", tv.width) + "\n";
+    out += view_line(cols, cols, "", display_function(s, tv.o.names), display_definition(s, tv.o.names), "", tv.width) + "\n";
   }
   if (hidden)
     out += "# " + with_commas(hidden) + " functions with a total below the threshold not shown (their self: " +
@@ -624,6 +630,7 @@ void add_report_command(CLI::App &app, Action &action) {
   sub->add_flag("--templates", o->names.templates, "keep C++ template arguments (default: elided to <…>)");
   sub->add_flag("--inline", o->names.inline_chains,
                 "show a call site's whole inline chain (default: its innermost frame, marked [inlined])");
+  sub->add_flag("--full-paths", o->names.full_paths, "source files with their paths (default: file names only)");
   sub->add_option("--color", o->color, "colour shares and dim cold ancestors: auto (terminal and no NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();

@@ -140,7 +140,7 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
       const analysis::Symbol &s = names.routine(vn.routine);
       std::string name = display_function(s, o.names);
       j["n"] = name;
-      std::string def = display_definition(s);
+      std::string def = display_definition(s, o.names);
       if (!def.empty()) j["f"] = def;
       if (vn.call_site) j["cs"] = display_call_site(names.call_site(vn.call_site), o.names);
       if (vn.instances > 1) j["r"] = {vn.instances, vn.min_depth, vn.max_depth};
@@ -186,7 +186,7 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
   analysis::MemorySource again(p);
   for (const analysis::FlatEntry &e : analysis::flat_profile(again, vo)) {
     const analysis::Symbol &s = names.routine(e.routine);
-    page.flat.push_back({display_function(s, o.names), display_definition(s), e.self, e.total, e.calls, e.contexts});
+    page.flat.push_back({display_function(s, o.names), display_definition(s, o.names), e.self, e.total, e.calls, e.contexts});
   }
   return page;
 }
@@ -517,6 +517,7 @@ void add_view_command(CLI::App &app, Action &action) {
   sub->add_flag("--no-symbols", o->no_symbols, "no symbolization: addresses as module+0xoffset");
   sub->add_flag("--templates", o->names.templates, "keep C++ template arguments (default: elided to <…>)");
   sub->add_flag("--inline", o->names.inline_chains, "show a call site's whole inline chain");
+  sub->add_flag("--full-paths", o->names.full_paths, "source files with their paths (default: file names only)");
   sub->footer(std::string("\n") +
       "Writes one self-contained HTML file (d3 and d3-flame-graph inlined: no network when it is opened).\n"
       "Every selected thread of an input is merged into one tree (as hcct merge does); recursion is folded.\n"

@@ -16,15 +16,30 @@ std::string display_function(const analysis::Symbol &s, const NameStyle &style) 
   return escape_text(name);
 }
 
-std::string display_definition(const analysis::Symbol &s) {
-  if (s.file.empty()) return {};
-  return escape_text(short_path(s.file) + (s.line ? ":" + std::to_string(s.line) : ""));
+namespace {
+std::string source_file(const std::string &path, const NameStyle &style) {
+  if (style.full_paths) return short_path(path);
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+std::string source_location(const std::string &file, uint32_t line, const NameStyle &style) {
+  if (file.empty()) return {};
+  return source_file(file, style) + (line ? ":" + std::to_string(line) : "");
+}
+}  // namespace
+
+std::string display_definition(const analysis::Symbol &s, const NameStyle &style) {
+  return escape_text(source_location(s.file, s.line, style));
 }
 
 std::string display_call_site(const analysis::Symbol &s, const NameStyle &style) {
-  if (style.inline_chains || s.stale || s.frames.size() < 2 || s.file.empty()) return escape_text(describe_call_site(s));
-  const analysis::SourceFrame &f = s.frames[0];
-  return escape_text(short_path(f.file) + (f.line ? ":" + std::to_string(f.line) : "") + " [inlined]");
+  if (s.stale || s.frames.empty() || s.file.empty()) return escape_text(describe_call_site(s));
+  std::string out = source_location(s.frames[0].file, s.frames[0].line, style);
+  if (s.frames.size() < 2) return escape_text(out);
+  if (!style.inline_chains) return escape_text(out + " [inlined]");
+  for (size_t k = 0; k + 1 < s.frames.size(); ++k)
+    out += " in " + s.frames[k].function + ", inlined at " + source_location(s.frames[k + 1].file, s.frames[k + 1].line, style);
+  return escape_text(out);
 }
 
 size_t display_width(std::string_view text) {

@@ -13,14 +13,16 @@ namespace hcct::cli {
 struct NameStyle {
   bool templates = false;     // keep template arguments
   bool inline_chains = false; // a call site inside inlined code: every frame, not only the innermost
+  bool full_paths = false;    // source files as recorded (default: their names only)
 };
 // The function's name for a view: demangled, shortened as `style` says, escaped (escape_text).
 std::string display_function(const analysis::Symbol &s, const NameStyle &style);
 // "prog.c:40", or with inline chains "prog.c:22 in helper, inlined at prog.c:40"; the innermost
-// frame alone marks that it was inlined ("prog.c:22 [inlined]"). Escaped.
+// frame alone marks that it was inlined ("prog.c:22 [inlined]"). File names only unless
+// style.full_paths (then relative to the working directory when below it). Escaped.
 std::string display_call_site(const analysis::Symbol &s, const NameStyle &style);
 // "prog.c:12" where the function is defined, or empty. Escaped.
-std::string display_definition(const analysis::Symbol &s);
+std::string display_definition(const analysis::Symbol &s, const NameStyle &style);
 
 // Columns `text` takes on a terminal: its code points (escape_text output is printable; wide
 // characters are counted as one column).
