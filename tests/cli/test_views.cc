@@ -176,7 +176,7 @@ TEST_CASE("report --flat: per function, self adds up to N", "[cli][report][flat]
   CHECK_THAT(t.out, Catch::Contains("self adds up to " + with_commas(rp.profile.meta.calls)));
 }
 
-TEST_CASE("report --focus: re-rooted; a pattern matching nothing is an error naming it", "[cli][report][focus]") {
+TEST_CASE("report --focus: re-rooted, and a pattern matching nothing is an error naming it", "[cli][report][focus]") {
   ProfileDir pd;
   Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0", "--focus", "Widget", "--width", "0"});
   INFO(r.out << r.err);
@@ -311,7 +311,7 @@ std::vector<std::string> console_errors(const std::string &stderr_text) {
 
 }  // namespace
 
-TEST_CASE("view: one self-contained page; in Chromium it loads cleanly, shows the hottest context, search highlights",
+TEST_CASE("view: one self-contained page that loads cleanly in Chromium, shows the hottest context, search highlights",
           "[cli][view]") {
   ProfileDir pd;
   const fs::path page = artifacts() / "view.html";
