@@ -16,6 +16,7 @@ packages=(
   uftrace                                             # the independent oracle of tests/real (Lua exact CCT)
   python3-jsonschema                                  # validates hcct export -f json against docs/*.schema.json
   help2man dpkg-dev                                   # man pages from --help; cpack -G DEB (dpkg-shlibdeps)
+  npm chromium                                        # hcct view: d3-flame-graph vendored at configure time; its browser test
 )
 missing=()
 for p in "${packages[@]}"; do

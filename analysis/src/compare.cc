@@ -310,4 +310,62 @@ Metrics compare_trees(const ThreadProfile &test, const ThreadProfile &ref, const
   return m;
 }
 
+namespace {
+// Per node: count (0 unless countable) and subtree sum, as shares of all calls.
+void shares(const ThreadProfile &p, std::vector<double> &self, std::vector<double> &total) {
+  const size_t n = p.nodes.size();
+  std::vector<uint64_t> sum(n, 0);
+  for (size_t i = n; i-- > 1;) {
+    if (p.countable(uint32_t(i))) sum[i] += p.nodes[i].count;
+    sum[p.nodes[i].parent] += sum[i];
+  }
+  const double whole = double(std::max<uint64_t>(p.meta.all_calls(), 1));
+  self.assign(n, 0);
+  total.assign(n, 0);
+  for (size_t i = 1; i < n; ++i) {
+    self[i] = p.countable(uint32_t(i)) ? double(p.nodes[i].count) / whole : 0;
+    total[i] = double(sum[i]) / whole;
+  }
+}
+}  // namespace
+
+std::vector<ContextChange> diff_trees(const ThreadProfile &a, const ThreadProfile &b, const Alignment &al,
+                                      double min_change) {
+  if (al.ref_of.size() != a.nodes.size() || al.test_of.size() != b.nodes.size())
+    throw std::invalid_argument("diff_trees: the alignment is of other trees");
+  std::vector<double> self_a, total_a, self_b, total_b;
+  shares(a, self_a, total_a);
+  shares(b, self_b, total_b);
+  std::vector<ContextChange> out;
+  auto consider = [&](ContextChange c) {
+    if (std::abs(c.self_change()) > min_change || std::abs(c.total_change()) > min_change) out.push_back(c);
+  };
+  for (uint32_t i = 1; i < a.nodes.size(); ++i) {
+    ContextChange c;
+    c.a = i;
+    c.b = al.ref_of[i];
+    c.self_a = self_a[i];
+    c.total_a = total_a[i];
+    if (c.b != kNoMatch) {
+      c.self_b = self_b[c.b];
+      c.total_b = total_b[c.b];
+    }
+    consider(c);
+  }
+  for (uint32_t j = 1; j < b.nodes.size(); ++j) {
+    if (al.test_of[j] != kNoMatch) continue;
+    ContextChange c;
+    c.b = j;
+    c.self_b = self_b[j];
+    c.total_b = total_b[j];
+    consider(c);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const ContextChange &x, const ContextChange &y) {
+    double sx = std::abs(x.self_change()), sy = std::abs(y.self_change());
+    if (sx != sy) return sx > sy;
+    return std::abs(x.total_change()) > std::abs(y.total_change());
+  });
+  return out;
+}
+
 }  // namespace hcct::analysis

@@ -28,6 +28,9 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
   stats.threshold = hot_threshold(filter.min_share, meta.all_calls());  // shares are of every call, lost ones too
   const bool hcct = meta.mode == Mode::hcct;
   const uint32_t cut = filter.max_depth;
+  const bool keep_totals = filter.keep_total_share >= 0;
+  if (keep_totals && !(filter.keep_total_share <= 1)) throw std::invalid_argument("keep_total_share must be in [0, 1]");
+  const uint64_t total_threshold = keep_totals ? hot_threshold(filter.keep_total_share, meta.all_calls()) : 0;
 
   std::vector<WalkNode> stack;  // the current root path
   std::vector<FrameState> state;
@@ -48,6 +51,7 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
     const size_t k = stack.size() - 1;
     WalkNode &w = stack[k];
     FrameState &st = state[k];
+    if (k > 0) stack[k - 1].subtree += w.subtree;
     if (k > 0 && cut && w.depth > cut) {
       if (w.selected) {
         WalkNode &top = stack[cut];
@@ -57,7 +61,7 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
         state[cut].kept = true;
         ++stats.selected;
       }
-    } else if (k == 0 || w.selected || st.kept) {
+    } else if (k == 0 || w.selected || st.kept || (keep_totals && w.subtree >= total_threshold)) {
       if (!st.has_id) assign_ids(k);
       if (k > 0) {
         ++stats.kept;
@@ -111,6 +115,7 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
     }
     w.count = w.selected ? n.count : 0;
     w.total = w.count;
+    w.subtree = !fs.ignored && countable ? n.count : 0;
     stack.push_back(w);
     state.push_back(fs);
     ++index;

@@ -87,43 +87,50 @@ TEST_CASE("input errors name the file", "[cli]") {
 
 TEST_CASE("report: symbolized hot tree in text", "[cli][report]") {
   ProfileDir pd;
-  Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0.1"});
+  Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0.1", "--width", "0"});
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
   CHECK(r.err.empty());
   CHECK_THAT(r.out, Catch::Contains("pid 4242, thread 0"));
   CHECK_THAT(r.out, Catch::Contains("mode cct, key site: N = 705 calls; phi = 0.1, threshold floor(phi*N) = 70"));
-  CHECK_THAT(r.out, Catch::Contains("2 hot contexts, 1 cold ancestors, of 5 nodes"));
+  CHECK_THAT(r.out, Catch::Contains("# 2 hot contexts of 5 nodes"));
   CHECK_THAT(r.out, Catch::Contains("arg with space"));
 
-  // Tree lines: main (cold), then its hot children by count: leaf (500) before Widget (200). The
-  // 3-count leaf and the 1-count leaf below Widget are pruned.
+  // Tree lines: main (cold: total 705, self 1), then its hot children by total: leaf (500) before
+  // Widget (201 with the leaf below it). The 3-count leaf and the 1-count leaf below Widget are
+  // not hot.
   std::vector<std::string> tree;
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);)
     if (!line.empty() && line[0] != '#') tree.push_back(line);
   REQUIRE(tree.size() == 3);
-  CHECK_THAT(tree[0], Catch::Contains("main ("));
-  CHECK_THAT(tree[0], Catch::EndsWith("(cold)"));
-  CHECK_THAT(tree[1], Catch::StartsWith("         500   70.92%    fixture_leaf ("));
+  CHECK_THAT(tree[0], Catch::StartsWith("    705  100.00%        1    0.14%  main ("));
+  CHECK_THAT(tree[1], Catch::StartsWith("    500   70.92%      500   70.92%    fixture_leaf ("));
   std::string leaf_def = "prog.c:" + std::to_string(marker_line(kSymtestDir / "prog.c", "MARK:leaf_def"));
   std::string call = "prog.c:" + std::to_string(marker_line(kSymtestDir / "prog.c", "MARK:main_calls_leaf"));
   CHECK_THAT(tree[1], Catch::Contains(leaf_def + ")  @ "));
   CHECK_THAT(tree[1], Catch::EndsWith(call));
   CHECK_THAT(tree[2], Catch::Contains("symtest::Widget::compute(int) ("));
   CHECK_THAT(tree[2], Catch::Contains("lib.cc:" + std::to_string(marker_line(kSymtestDir / "lib.cc", "MARK:widget_def"))));
-  CHECK_THAT(tree[2], Catch::Contains("28.37%"));
+  CHECK_THAT(tree[2], Catch::StartsWith("    201   28.51%      200   28.37%    symtest::Widget"));
 }
 
 TEST_CASE("report: lower phi, inline chains, depth", "[cli][report]") {
   ProfileDir pd;
-  Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0"});
+  Result r = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0", "--inline", "--width", "0"});
   REQUIRE(r.status == 0);
-  CHECK_THAT(r.out, Catch::Contains("5 hot contexts, 0 cold ancestors"));
+  CHECK_THAT(r.out, Catch::Contains("# 5 hot contexts of 5 nodes"));
   std::string chain = "prog.c:" + std::to_string(marker_line(kSymtestDir / "prog.c", "MARK:helper_calls_leaf")) +
                       " in fixture_helper, inlined at ";
   CHECK(lines_with(r.out, chain).size() == 1);
+  REQUIRE(lines_with(r.out, "inlined at").size() == 1);
   CHECK(lines_with(r.out, "inlined at")[0].find("main_calls_helper") == std::string::npos);
+  // Without --inline: the innermost frame only, marked.
+  Result folded = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0", "--width", "0"});
+  REQUIRE(folded.status == 0);
+  CHECK(lines_with(folded.out, "inlined at").empty());
+  std::string innermost = "prog.c:" + std::to_string(marker_line(kSymtestDir / "prog.c", "MARK:helper_calls_leaf")) + " [inlined]";
+  CHECK(lines_with(folded.out, innermost).size() == 1);
 
   Result d = hcct_cmd({"report", pd.path(), "--pid", "4242", "--thread", "0", "--phi", "0", "--depth", "1"});
   REQUIRE(d.status == 0);
@@ -134,14 +141,14 @@ TEST_CASE("report: lower phi, inline chains, depth", "[cli][report]") {
 
 TEST_CASE("report: hcct mode header and unmonitored counts", "[cli][report]") {
   ProfileDir pd;
-  Result r = hcct_cmd({"report", pd.path(), "--pid", "5000", "--phi", "0.1"});
+  Result r = hcct_cmd({"report", pd.path(), "--pid", "5000", "--phi", "0.1", "--width", "0"});
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("mode hcct"));
   CHECK_THAT(r.out, Catch::Contains("epsilon = 0.2 (5 counters)"));
-  // main is an unmonitored cold ancestor: no count, no share.
+  // main is an unmonitored cold ancestor: no count of its own, a total of the estimates below it.
   auto main_line = lines_with(r.out, "main (");
   REQUIRE(main_line.size() == 1);
-  CHECK_THAT(main_line[0], Catch::StartsWith("           -        -  main ("));
+  CHECK_THAT(main_line[0], Catch::StartsWith("    704   99.86%        -        -  main ("));
 }
 
 TEST_CASE("report --json", "[cli][report]") {

@@ -50,10 +50,13 @@ check_recorded() {
   [ "$(realpath "$linked")" = "$runtime" ] || fail "$name: links '$linked', not $runtime"
   step "$name-record" "$hcct" record --mode cct --key routine -o "$work/$name.data" -- "$exe" 1000
   grep -q "^total 10496500$" "$work/logs/$name-record.log" || fail "$name: wrong program output"
-  step "$name-report" "$hcct" report "$work/$name.data" --phi 0 --color never
+  step "$name-report" "$hcct" report "$work/$name.data" --phi 0 --color never --width 0
   local report="$work/logs/$name-report.log"
-  grep -Eq "^ *7,000 .*  hcct_install_leaf " "$report" || { cat "$report" >&2; fail "$name: no hcct_install_leaf with 7000 calls"; }
-  grep -Eq "^ *7 .*  hcct_install_middle " "$report" || { cat "$report" >&2; fail "$name: no hcct_install_middle with 7 calls"; }
+  # Columns: total, its share, self (the context's own calls), its share.
+  grep -Eq "^ *7,000 +[0-9.]+% +7,000 +[0-9.]+%  +hcct_install_leaf " "$report" ||
+    { cat "$report" >&2; fail "$name: no hcct_install_leaf with 7000 calls"; }
+  grep -Eq "^ *7,007 +[0-9.]+% +7 +[0-9.]+%  +hcct_install_middle " "$report" ||
+    { cat "$report" >&2; fail "$name: no hcct_install_middle with 7 calls"; }
   echo "ok: $name"
 }
 

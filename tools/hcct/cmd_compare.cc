@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common.h"
+#include "text_layout.h"
 #include "hcct/analysis/compare.h"
 #include "hcct/analysis/hot.h"
 #include "hcct/analysis/merge.h"
@@ -224,9 +225,10 @@ json metrics_json(const ThreadProfile &test, const ThreadProfile &ref, const ana
       {"epsilon_n", m.error_bound ? json(m.epsilon_n) : json()}};
 }
 
-int run_compare(const CompareOptions &o) {
-  for (double t : o.taus)
-    if (!(t >= 0 && t <= 1)) throw UserError("--tau: " + num(t) + " is not in [0, 1]");
+// The pairs of threads to compare: processes pair by pid when both sides hold the same pids (HCCT
+// and exact CCT of one run), else by position in pid order (two runs); threads by thread_seq.
+using PairFn = std::function<void(const ThreadProfile &test, const ThreadProfile &ref)>;
+void for_each_pair(const CompareOptions &o, const PairFn &fn) {
   Side test = load(o.test, o), ref = load(o.ref, o);
   // Processes pair by pid when both sides hold the same pids (HCCT and exact CCT of one run), else
   // by position in pid order (two runs).
@@ -236,11 +238,6 @@ int run_compare(const CompareOptions &o) {
   if (!same_pids && test.processes.size() != ref.processes.size())
     throw UserError("compare: " + o.test + " holds " + std::to_string(test.processes.size()) + " processes, " + o.ref +
                     " holds " + std::to_string(ref.processes.size()) + "; compare one process each (files, or --thread)");
-  auto cache = std::make_shared<analysis::DebugInfoCache>();
-  analysis::CompareOptions co;
-  co.phi = o.phi;
-  co.taus = o.taus;
-  json results = json::array();
   size_t pairs = 0;
   for (size_t i = 0; i < test.processes.size(); ++i) {
     auto &tp = test.processes[i].second;
@@ -257,18 +254,146 @@ int run_compare(const CompareOptions &o) {
       }
       if (t.meta.key != r->meta.key)
         throw UserError("compare: " + t.source + " and " + r->source + " use different node keys");
-      Names tn(t.modules, !o.no_symbols, cache), rn(r->modules, !o.no_symbols, cache);
-      auto tk = node_keys(t, tn, !o.no_symbols);
-      auto rk = node_keys(*r, rn, !o.no_symbols);
-      analysis::Alignment a = analysis::align_trees(t, tk, *r, rk);
-      analysis::Metrics m = analysis::compare_trees(t, *r, a, co);
-      if (o.json) results.push_back(metrics_json(t, *r, a, m));
-      else print_text(t, *r, a, m);
+      fn(t, *r);
       ++pairs;
     }
   }
   if (!pairs) throw UserError("compare: no pair of threads to compare");
+}
+
+int run_compare(const CompareOptions &o) {
+  for (double t : o.taus)
+    if (!(t >= 0 && t <= 1)) throw UserError("--tau: " + num(t) + " is not in [0, 1]");
+  auto cache = std::make_shared<analysis::DebugInfoCache>();
+  analysis::CompareOptions co;
+  co.phi = o.phi;
+  co.taus = o.taus;
+  json results = json::array();
+  for_each_pair(o, [&](const ThreadProfile &t, const ThreadProfile &r) {
+    Names tn(t.modules, !o.no_symbols, cache), rn(r.modules, !o.no_symbols, cache);
+    auto tk = node_keys(t, tn, !o.no_symbols);
+    auto rk = node_keys(r, rn, !o.no_symbols);
+    analysis::Alignment a = analysis::align_trees(t, tk, r, rk);
+    analysis::Metrics m = analysis::compare_trees(t, r, a, co);
+    if (o.json) results.push_back(metrics_json(t, r, a, m));
+    else print_text(t, r, a, m);
+  });
   if (o.json) print_json({{"schema", "hcct-compare/1"}, {"phi", o.phi}, {"comparisons", std::move(results)}});
+  return 0;
+}
+
+// ---- hcct diff A B: what changed between two runs.
+
+struct DiffOptions {
+  CompareOptions in;  // A = in.test, B = in.ref; phi and taus unused
+  double min_change = 0.001;
+  size_t top = 30;
+  long width = -1;
+  NameStyle names;
+  std::string color = "auto";
+};
+
+// The calling context of `node` as "a > b > c", the innermost kPathFrames functions.
+constexpr size_t kPathFrames = 8;
+std::vector<uint64_t> context_path(const ThreadProfile &p, uint32_t node, bool &cut) {
+  std::vector<uint64_t> routines;
+  for (uint32_t i = node; i != analysis::kRoot && routines.size() < kPathFrames; i = p.nodes[i].parent)
+    routines.push_back(p.nodes[i].routine);
+  uint32_t top = node;
+  for (size_t k = 1; k < routines.size(); ++k) top = p.nodes[top].parent;
+  cut = p.nodes[top].parent != analysis::kRoot;
+  std::reverse(routines.begin(), routines.end());
+  return routines;
+}
+
+std::string signed_points(double change) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.2f%%", 100.0 * change);
+  return buf;
+}
+
+int run_diff(const DiffOptions &o) {
+  if (!(o.min_change >= 0 && o.min_change <= 1)) throw UserError("--min-change: " + num(o.min_change) + " is not in [0, 1]");
+  auto cache = std::make_shared<analysis::DebugInfoCache>();
+  const size_t width = output_width(o.width);
+  const bool color = !o.in.json && use_color(o.color);
+  json results = json::array();
+  for_each_pair(o.in, [&](const ThreadProfile &a, const ThreadProfile &b) {
+    Names an(a.modules, !o.in.no_symbols, cache), bn(b.modules, !o.in.no_symbols, cache);
+    auto ak = node_keys(a, an, !o.in.no_symbols);
+    auto bk = node_keys(b, bn, !o.in.no_symbols);
+    analysis::Alignment al = analysis::align_trees(a, ak, b, bk);
+    std::vector<analysis::ContextChange> changes = analysis::diff_trees(a, b, al, o.min_change);
+    const size_t shown = std::min(changes.size(), o.top);
+    auto describe = [&](const analysis::ContextChange &c, bool &cut) {
+      const ThreadProfile &p = c.a != analysis::kNoMatch ? a : b;
+      Names &names = c.a != analysis::kNoMatch ? an : bn;
+      uint32_t node = c.a != analysis::kNoMatch ? c.a : c.b;
+      std::vector<std::string> frames;
+      for (uint64_t r : context_path(p, node, cut)) frames.push_back(display_function(names.routine(r), o.names));
+      return std::make_pair(frames, p.nodes[node].call_site ? &names.call_site(p.nodes[node].call_site) : nullptr);
+    };
+    if (o.in.json) {
+      json list = json::array();
+      for (size_t k = 0; k < shown; ++k) {
+        const analysis::ContextChange &c = changes[k];
+        bool cut = false;
+        auto [frames, site] = describe(c, cut);
+        list.push_back({{"path", frames},
+                        {"path_cut", cut},
+                        {"call", site ? symbol_json(*site, true) : json()},
+                        {"in_a", c.a != analysis::kNoMatch},
+                        {"in_b", c.b != analysis::kNoMatch},
+                        {"self_a", c.self_a},
+                        {"self_b", c.self_b},
+                        {"total_a", c.total_a},
+                        {"total_b", c.total_b}});
+      }
+      results.push_back({{"a", {{"file", a.source}, {"calls", a.meta.calls}, {"lost", a.meta.lost}}},
+                         {"b", {{"file", b.source}, {"calls", b.meta.calls}, {"lost", b.meta.lost}}},
+                         {"changed", changes.size()},
+                         {"changes", std::move(list)}});
+      return;
+    }
+    std::string out = "# A: " + label(a) + "\n# B: " + label(b) + "\n";
+    for (const ThreadProfile *t : {&a, &b})
+      for (const std::string &w : loss_warnings(t->meta)) out += "# warning: " + std::string(t == &a ? "A" : "B") + ": " + w + "\n";
+    out += "# aligned " + with_commas(a.nodes.size() - 1 - al.unmatched_test) + " of " + with_commas(a.nodes.size() - 1) +
+           " contexts of A (" + with_commas(al.by_exact) + " by module offset, " + with_commas(al.by_symbol) + " by symbol, " +
+           with_commas(al.by_similarity) + " by subtree similarity); " + with_commas(al.unmatched_ref) +
+           " contexts of B are new\n";
+    if (changes.empty()) {
+      out += "(no context's share changed by more than " + pct(o.min_change) + " of the calls)\n\n";
+      std::cout << out;
+      return;
+    }
+    out += "# " + with_commas(changes.size()) + " contexts changed share by more than " + pct(o.min_change) +
+           "; ranked by the change of their own share (self), then of their total";
+    if (shown < changes.size()) out += "; the first " + with_commas(shown) + " (--top)";
+    out += "\n#  self A   self B   change  total A  total B   change  calling context\n";
+    for (size_t k = 0; k < shown; ++k) {
+      const analysis::ContextChange &c = changes[k];
+      bool cut = false;
+      auto [frames, site] = describe(c, cut);
+      char cols[128];
+      std::snprintf(cols, sizeof cols, "%8s %8s %8s %8s %8s %8s  ", pct(c.self_a).c_str(), pct(c.self_b).c_str(),
+                    signed_points(c.self_change()).c_str(), pct(c.total_a).c_str(), pct(c.total_b).c_str(),
+                    signed_points(c.total_change()).c_str());
+      std::string path = cut ? "... > " : "";
+      for (size_t f = 0; f < frames.size(); ++f) path += (f ? " > " : "") + frames[f];
+      if (c.a == analysis::kNoMatch) path += " (new in B)";
+      if (c.b == analysis::kNoMatch) path += " (gone in B)";
+      std::string at = site ? display_call_site(*site, o.names) : std::string();
+      std::string line = std::string(cols);
+      std::string context = fit_context(path, "", at, width ? (width > line.size() ? width - line.size() : 0) : 0);
+      if (width && line.size() >= width) line = fit(line, width);
+      else line += context;
+      if (color) line = (c.self_change() > 0 ? "\033[31m" : "\033[32m") + line + "\033[0m";
+      out += line + "\n";
+    }
+    std::cout << out << "\n";
+  });
+  if (o.in.json) print_json({{"schema", "hcct-diff/1"}, {"min_change", o.min_change}, {"comparisons", std::move(results)}});
   return 0;
 }
 
@@ -301,6 +426,42 @@ Examples:
   hcct compare run1 run2 --tau 0.01,0.1 --json
 )");
   sub->callback([o, &action] { action = [o] { return run_compare(*o); }; });
+}
+
+void add_diff_command(CLI::App &app, Action &action) {
+  auto o = std::make_shared<DiffOptions>();
+  CLI::App *sub = app.add_subcommand("diff", "What changed between two runs: contexts ranked by their change of share");
+  sub->add_option("A", o->in.test, "the first run (before): directory or .hcct file")->required();
+  sub->add_option("B", o->in.ref, "the second run (after): directory or .hcct file")->required();
+  sub->add_option("--min-change", o->min_change,
+                  "leave out contexts whose shares moved by at most this fraction of the calls (0.001: 0.1 points)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--top", o->top, "show at most this many contexts")->capture_default_str();
+  CLI::Option *thread = sub->add_option("--thread", o->in.thread, "only this thread (thread_seq) of each process");
+  sub->add_flag("--merge-threads", o->in.merge, "merge the threads of each process on both sides first")->excludes(thread);
+  sub->add_flag("--no-symbols", o->in.no_symbols, "align by module offsets only; do not read binaries");
+  sub->add_flag("--json", o->in.json, "machine-readable output on stdout (hcct-diff/1, docs/CLI.md)");
+  sub->add_option("--width", o->width, "fit lines into this many columns (0: no limit; default: the terminal's)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--templates", o->names.templates, "keep C++ template arguments (default: elided to <…>)");
+  sub->add_flag("--inline", o->names.inline_chains, "show a call site's whole inline chain");
+  sub->add_flag("--full-paths", o->names.full_paths, "source files with their paths (default: file names only)");
+  sub->add_option("--color", o->color, "red for a gain, green for a loss: auto, always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  sub->footer(std::string("\n") +
+      "Lines up the contexts of A and B as 'hcct compare' does (module offset, then symbol, then subtree\n"
+      "similarity) and lists those whose share of the calls changed: self (the context's own count) and\n"
+      "total (with everything it called), in A, in B, and the change in percentage points. A context on\n"
+      "one side only has share 0 on the other. Ranked by the change of self, largest first; a run against\n"
+      "itself shows nothing." + "\n" + R"(
+Examples:
+  hcct diff before.data after.data
+  hcct diff run1 run2 --merge-threads --min-change 0.01 --top 10
+  hcct diff run1 run2 --json | jq '.comparisons[0].changes[0]'
+)");
+  sub->callback([o, &action] { action = [o] { return run_diff(*o); }; });
 }
 
 }  // namespace hcct::cli

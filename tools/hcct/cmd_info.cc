@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "common.h"
+#include "hcct/analysis/kpath_profile.h"
 #include "hcct/analysis/reader.h"
 
 namespace hcct::cli {
@@ -24,6 +25,9 @@ struct Stats {
   size_t nodes = 0;      // root excluded
   size_t monitored = 0;
   size_t depth = 0;      // deepest node of the tree as written
+  // A file with no calling context may hold a kpath path profile (a program built for path
+  // profiling only): what it holds, so that info does not describe it as an empty run.
+  std::optional<analysis::KsfForest> paths;
 };
 
 // Node statistics, gathered while each file is streamed (run_info): the trees are not kept.
@@ -53,7 +57,25 @@ ThreadProfile read_summary(const analysis::ProfileFile &f, Stats &s) {
   t.source = stream->source();
   t.meta = stream->meta();
   t.modules = stream->modules();
+  if (s.nodes == 0 && t.meta.calls == 0) {
+    // Small by construction (no tree): read whole for its KPTH section.
+    std::ifstream in(f.path, std::ios::binary);
+    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (std::optional<analysis::ThreadPaths> tp = analysis::parse_thread_paths(bytes, t.source)) {
+      tp->forest.nodes.shrink_to_fit();
+      s.paths = std::move(tp->forest);
+    }
+  }
   return t;
+}
+
+// "k-SF, k = 4: 1,234 paths in 56 activations, 78 forest nodes" (lost ones stated).
+std::string describe_paths(const analysis::KsfForest &f) {
+  std::string out = std::string(analysis::forest_kind_name(f.kind)) + ", k = " + std::to_string(f.k) + ": " +
+                    with_commas(f.paths) + " paths in " + with_commas(f.enters) + " activations, " +
+                    with_commas(f.nodes.size()) + " forest nodes";
+  if (f.lost) out += ", " + with_commas(f.lost) + " paths lost";
+  return out;
 }
 
 std::string build_id_hex(const std::vector<uint8_t> &id) {
@@ -99,6 +121,14 @@ json thread_json(const ThreadProfile &t) {
             {"nodes_peak", m.nodes_peak},
             {"start_ns", m.start_ns},
             {"end_ns", m.end_ns}};
+  // A path profile of a kpath-only run (no calling context): what it holds; null otherwise.
+  j["paths"] = s.paths ? json{{"forest", analysis::forest_kind_name(s.paths->kind)},
+                              {"k", s.paths->k},
+                              {"paths", s.paths->paths},
+                              {"activations", s.paths->enters},
+                              {"forest_nodes", s.paths->nodes.size()},
+                              {"lost", s.paths->lost}}
+                       : json();
   json extra = json::object();
   for (const auto &[k, v] : m.extra) extra[k] = v;
   j["extra"] = std::move(extra);
@@ -157,6 +187,13 @@ void print_text(const Selection &s, const InfoOptions &o) {
              with_commas(m.min_count) + ")";
     }
     out += "\n";
+    if (st.paths) {
+      out += "    path profile (kpath): " + describe_paths(*st.paths) + "\n";
+      out += "    no calling contexts: the program was built for path profiling only (see hcct paths, hcct guide)\n";
+      out += "    memory: tree " + human_bytes(m.tree_bytes) + " at peak\n";
+      for (const auto &[k, v] : m.extra) out += "    " + escape_text(k) + " = " + escape_text(v) + "\n";
+      continue;
+    }
     out += "    calls (N) " + with_commas(m.calls) + ", lost " + with_commas(m.lost) + ", dropped " +
            with_commas(m.dropped) + ", unmatched exits " + with_commas(m.unmatched_exits) + "\n";
     for (const std::string &w : loss_warnings(m)) out += "    warning: " + w + "\n";

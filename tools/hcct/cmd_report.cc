@@ -9,7 +9,9 @@
 #include <iostream>
 
 #include "common.h"
+#include "text_layout.h"
 #include "hcct/analysis/hot.h"
+#include "hcct/analysis/view.h"
 #include "hcct/analysis/merge.h"
 #include "hcct/analysis/reader.h"
 
@@ -29,6 +31,11 @@ struct ReportOptions {
   bool merge = false;
   unsigned depth = 0;  // 0: unlimited
   std::string color = "auto";
+  long width = -1;     // -1: the terminal's (output_width)
+  bool no_fold = false;
+  bool flat = false;
+  NameStyle names;
+  analysis::Metric metric = analysis::Metric::calls;
 };
 
 // One output line: a node of the pruned tree at its place in the display order.
@@ -90,8 +97,9 @@ std::string format_double(double d) {
   return buf;
 }
 
-void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, const PrunedTree &pt,
-                const std::vector<Row> &rows, Names &names, bool color) {
+// The lines every text view of a tree starts with: where it comes from, what N and the threshold
+// are, and what the counts can be trusted for.
+std::string report_header(const TreeInput &t, const ReportOptions &o, uint64_t threshold) {
   const analysis::ThreadMeta &m = *t.meta;
   std::string out;
   ThreadProfile label_of;
@@ -109,7 +117,7 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
   }
   out += "# mode " + std::string(analysis::to_string(m.mode)) + ", key " + std::string(analysis::to_string(m.key)) +
          ": " + calls_summary(m) + "; phi = " + format_double(o.phi) +
-         ", threshold floor(phi*" + std::string(m.lost ? "all calls" : "N") + ") = " + with_commas(h.threshold) + "\n";
+         ", threshold floor(phi*" + std::string(m.lost ? "all calls" : "N") + ") = " + with_commas(threshold) + "\n";
   if (m.mode == Mode::hcct) {
     out += "# epsilon = " + format_double(m.epsilon) + " (" + with_commas(m.counters) +
            " counters): counts are estimates, each at most " + with_commas(m.min_count) +
@@ -131,39 +139,318 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
   }
   for (const std::string &w : loss_warnings(m)) out += "# warning: " + w + "\n";
   if (m.dropped) out += "# note: " + with_commas(m.dropped) + " events were dropped (arrived while the runtime was busy)\n";
-  out += "# " + with_commas(h.hot) + " hot contexts, " + with_commas(h.cold_ancestors) + " cold ancestors, of " +
-         with_commas(t.node_count - 1) + " nodes\n";
-  if (!o.filter.focus.empty()) out += "# focus: contexts through functions matching /" + escape_text(o.filter.focus) + "/\n";
-  if (!o.filter.ignore.empty()) out += "# ignored: contexts through functions matching /" + escape_text(o.filter.ignore) + "/\n";
-  std::cout << out;
-  if (m.mode == Mode::empty) {
-    std::cout << "(mode empty: the runtime recorded no calling contexts)\n\n";
-    return;
+  return out;
+}
+
+// The share columns of a view: "12,345   1.23%" with the count right-aligned in `width`.
+std::string count_and_share(uint64_t value, bool known, uint64_t whole, size_t width) {
+  std::string count = known ? with_commas(value) : "-", share = known ? percent(value, whole) : "-";
+  return std::string(width > count.size() ? width - count.size() : 0, ' ') + count + " " +
+         std::string(share.size() < 8 ? 8 - share.size() : 0, ' ') + share;
+}
+
+// A share coloured by size on a terminal: >= 10% red, >= 1% yellow.
+std::string colour_share(const std::string &text, uint64_t value, uint64_t whole, bool color) {
+  if (!color || !whole) return text;
+  double share = double(value) / double(whole);
+  if (share >= 0.1) return "\033[31m" + text + "\033[0m";
+  if (share >= 0.01) return "\033[33m" + text + "\033[0m";
+  return text;
+}
+
+// One line of a text view: the columns (plain and coloured), indentation, the context fitted into
+// what is left of `width`. A line never exceeds `width` columns (0: unlimited).
+std::string view_line(const std::string &columns, const std::string &coloured_columns, const std::string &indent,
+                      const std::string &function, const std::string &definition, const std::string &site,
+                      size_t width) {
+  size_t used = display_width(columns) + display_width(indent);
+  if (width && used >= width) return fit(columns + indent, width);
+  std::string context = fit_context(function, definition, site, width ? width - used : 0);
+  return coloured_columns + indent + context;
+}
+
+struct TextView {
+  const TreeInput &t;
+  const ReportOptions &o;
+  const analysis::ContextView &v;
+  size_t width;
+  bool color;
+  size_t count_width;
+
+  std::string columns(const analysis::ViewNode &n, bool coloured) const {
+    std::string total = count_and_share(n.total, true, v.whole, count_width);
+    std::string self = count_and_share(n.self, n.known, v.whole, count_width);
+    if (coloured) self = colour_share(self, n.self, v.whole, color);
+    return total + "  " + self + "  ";
   }
-  if (rows.empty()) {
-    std::cout << "(no context reaches the threshold; try a smaller --phi)\n\n";
-    return;
+
+  // A folded recursion: "name ↻K" (K contexts folded), short enough to survive fitting; its depth
+  // range goes with the definition, which is the first thing a narrow line drops.
+  std::string function_text(const analysis::ViewNode &n) const {
+    std::string f = display_function(t.names->routine(n.routine), o.names);
+    if (n.instances > 1) f += " ↻" + with_commas(n.instances);
+    return f;
   }
-  std::cout << "#      count    share  calling context\n";
-  const char *dim = color ? "\033[2m" : "", *reset = color ? "\033[0m" : "";
-  for (const Row &r : rows) {
-    const analysis::Node &n = pt.nodes[r.node];
-    bool hot = pt.cls[r.node] == NodeClass::hot;
-    bool known = count_known(m, n);
-    char head[64];
-    std::snprintf(head, sizeof head, "%12s %8s  ", known ? with_commas(n.count).c_str() : "-",
-                  known ? percent(n.count, m.all_calls()).c_str() : "-");
-    std::string line = head;
-    line += indentation(r.depth);
-    std::string context = describe_routine(names.routine(n.routine));
-    if (n.call_site) context += "  @ " + describe_call_site(names.call_site(n.call_site));
-    line += escape_text(context);
-    if (!hot) line += "  (cold)";
-    if (r.cut) line += "  ...";
-    if (!hot) line = dim + line + reset;
-    std::cout << line << "\n";
+  std::string definition_text(const analysis::ViewNode &n) const {
+    std::string def = display_definition(t.names->routine(n.routine), o.names);
+    if (n.instances > 1)
+      def += std::string(def.empty() ? "" : "; ") + "recursion folded: " + with_commas(n.instances) + " contexts, depth " +
+             with_commas(n.min_depth) + ".." + with_commas(n.max_depth);
+    return def;
   }
-  std::cout << "\n";
+
+  std::string line(uint32_t id, uint32_t depth, bool hot, bool cut) const {
+    const analysis::ViewNode &n = v.nodes[id];
+    std::string site = n.call_site ? display_call_site(t.names->call_site(n.call_site), o.names) : std::string();
+    // A subtree cut by --depth ends in "  ...", kept whatever the width.
+    const std::string cut_mark = cut ? "  ..." : "";
+    const size_t room = width == 0 ? 0 : width > cut_mark.size() ? width - cut_mark.size() : 1;
+    std::string plain = columns(n, false);
+    std::string text = view_line(plain, color && hot ? columns(n, true) : plain, indentation(depth), function_text(n),
+                                 definition_text(n), site, room);
+    text += cut_mark;
+    if (color && !hot) text = "\033[2m" + text + "\033[0m";
+    return text;
+  }
+};
+
+// The width of the count columns: the largest count shown, at least "count".
+size_t count_column_width(const analysis::ContextView &v) {
+  return std::max<size_t>(7, with_commas(std::max(v.whole, v.nodes[analysis::kViewRoot].total)).size());
+}
+
+// What the tree view shows: hot contexts (own count >= threshold) and their ancestors; with
+// nothing hot, the contexts with the largest totals (calls spread thin), and why.
+constexpr size_t kFallbackContexts = 30;
+std::vector<char> shown_contexts(const analysis::ContextView &v, std::string &why) {
+  const size_t n = v.nodes.size();
+  std::vector<char> shown(n, 0);
+  bool any = false;
+  for (size_t i = 1; i < n; ++i)
+    if (v.nodes[i].hot_instances) shown[i] = any = true;
+  if (!any && n > 1) {
+    std::vector<uint32_t> order(n - 1);
+    for (size_t i = 1; i < n; ++i) order[i - 1] = uint32_t(i);
+    size_t k = std::min(kFallbackContexts, order.size());
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](uint32_t a, uint32_t b) { return v.nodes[a].total > v.nodes[b].total; });
+    for (size_t i = 0; i < k; ++i) shown[order[i]] = true;
+    why = "no context reaches the threshold on its own (its calls are spread over " + with_commas(n - 1) +
+          " contexts): showing the " + std::to_string(k) + " contexts with the largest totals; a smaller --phi shows the hot ones";
+  }
+  for (size_t i = n; i-- > 1;)
+    if (shown[i]) shown[v.nodes[i].parent] = true;
+  // A focused function is always shown: it is what was asked for.
+  for (const auto &fc : v.callers) shown[fc.node] = true;
+  return shown;
+}
+
+std::string print_tree(const TextView &tv) {
+  const analysis::ContextView &v = tv.v;
+  std::string why;
+  std::vector<char> shown = shown_contexts(v, why);
+  std::string out;
+  if (!why.empty()) out += "# note: " + why + "\n";
+  if (v.folded)
+    out += "# recursion: " + with_commas(v.folded) + " contexts folded into the caller running the same function (--no-fold expands)\n";
+  if (!tv.o.filter.focus.empty()) {
+    for (const auto &fc : v.callers) {
+      const analysis::ViewNode &f = v.nodes[fc.node];
+      out += "# callers of " + tv.function_text(f) + " (total " + with_commas(f.total) + ", " + percent(f.total, v.whole) + "):\n";
+      constexpr size_t kChains = 10;
+      uint64_t rest = 0;
+      for (size_t k = 0; k < fc.chains.size(); ++k) {
+        const analysis::CallerChain &c = fc.chains[k];
+        if (k >= kChains) {
+          rest += c.total;
+          continue;
+        }
+        std::string chain = c.cut ? "... > " : "";
+        for (uint64_t r : c.routines) chain += display_function(tv.t.names->routine(r), tv.o.names) + " > ";
+        chain += display_function(tv.t.names->routine(f.routine), tv.o.names);
+        if (c.routines.empty()) chain += " (thread start)";
+        std::string cols = "#" + count_and_share(c.total, true, v.whole, tv.count_width) + "  ";
+        out += cols + fit(chain, tv.width ? (tv.width > cols.size() ? tv.width - cols.size() : 0) : SIZE_MAX, true) + "\n";
+      }
+      if (fc.chains.size() > kChains)
+        out += "# ... " + with_commas(fc.chains.size() - kChains) + " more caller chains, total " + with_commas(rest) + "\n";
+    }
+  }
+  std::string head = std::string(tv.count_width > 5 ? tv.count_width - 5 : 0, ' ') + "total    share  " +
+                     std::string(tv.count_width > 4 ? tv.count_width - 4 : 0, ' ') + "self    share  calling context";
+  out += "#" + fit(head.substr(1), tv.width ? tv.width - 1 : SIZE_MAX) + "\n";
+  analysis::ChildIndex kids = analysis::view_children(v);
+  struct Item {
+    uint32_t node, depth;
+  };
+  std::vector<Item> stack;
+  auto push_children = [&](uint32_t id, uint32_t depth) {
+    auto c = kids.of(id);
+    for (auto it = c.rbegin(); it != c.rend(); ++it)
+      if (shown[*it]) stack.push_back({*it, depth + 1});
+  };
+  push_children(analysis::kViewRoot, 0);
+  while (!stack.empty()) {
+    Item it = stack.back();
+    stack.pop_back();
+    bool has_kids = false;
+    for (uint32_t c : kids.of(it.node)) has_kids |= bool(shown[c]);
+    bool cut = tv.o.depth && it.depth >= tv.o.depth && has_kids;
+    out += tv.line(it.node, it.depth, v.nodes[it.node].hot_instances > 0, cut) + "\n";
+    if (!cut) push_children(it.node, it.depth);
+  }
+  return out;
+}
+
+struct FlatText {
+  const TreeInput &t;
+  const ReportOptions &o;
+  analysis::Metric metric;
+  uint64_t whole, threshold;
+  size_t width;
+};
+
+std::string print_flat(const FlatText &tv, const std::vector<analysis::FlatEntry> &flat) {
+  uint64_t self_sum = 0;
+  for (const analysis::FlatEntry &e : flat) self_sum += e.self;
+  std::string out;
+  out += "# flat profile: per function, self = its own " + std::string(analysis::to_string(tv.metric)) +
+         ", total = with everything it called (a recursion counted once); self adds up to " + with_commas(self_sum) + "\n";
+  const size_t w = std::max<size_t>(5, with_commas(std::max(tv.whole, self_sum)).size());
+  std::string head = std::string(w > 4 ? w - 4 : 0, ' ') + "self    share  " + std::string(w > 5 ? w - 5 : 0, ' ') +
+                     "total    share  " + std::string(w > 5 ? w - 5 : 0, ' ') + "calls  contexts  function";
+  out += "#" + fit(head.substr(1), tv.width ? tv.width - 1 : SIZE_MAX) + "\n";
+  size_t hidden = 0;
+  uint64_t hidden_self = 0;
+  for (const analysis::FlatEntry &e : flat) {
+    if (e.total < tv.threshold) {
+      ++hidden;
+      hidden_self += e.self;
+      continue;
+    }
+    std::string contexts = with_commas(e.contexts);
+    std::string calls = with_commas(e.calls);
+    std::string cols = count_and_share(e.self, true, tv.whole, w) + "  " + count_and_share(e.total, true, tv.whole, w) + "  " +
+                       std::string(w > calls.size() ? w - calls.size() : 0, ' ') + calls + " " +
+                       std::string(contexts.size() < 9 ? 9 - contexts.size() : 0, ' ') + contexts + "  ";
+    const analysis::Symbol &s = tv.t.names->routine(e.routine);
+    out += view_line(cols, cols, "", display_function(s, tv.o.names), display_definition(s, tv.o.names), "", tv.width) + "\n";
+  }
+  if (hidden)
+    out += "# " + with_commas(hidden) + " functions with a total below the threshold not shown (their self: " +
+           with_commas(hidden_self) + "; --phi 0 shows them)\n";
+  return out;
+}
+
+// Comment lines ("# ...") longer than `width` wrapped at spaces, continued with "#   "; a word that
+// does not fit is cut. The view's own lines are already fitted.
+std::string wrap_comments(const std::string &text, size_t width) {
+  if (!width) return text;
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] != '#' || display_width(line) <= width) {
+      out.append(line);
+      out += '\n';
+      continue;
+    }
+    std::string current;
+    size_t pos = 0;
+    while (pos < line.size()) {
+      size_t space = line.find(' ', pos + 1);
+      if (space == std::string_view::npos) space = line.size();
+      std::string_view word = line.substr(pos, space - pos);  // with its leading space, if any
+      if (!current.empty() && display_width(current) + display_width(word) > width) {
+        out += fit(current, width) + "\n";
+        current = "#  ";
+      }
+      current += word;
+      pos = space;
+    }
+    out += fit(current, width) + "\n";
+  }
+  return out;
+}
+
+// The text report of one tree: header, then the tree (or the flat profile).
+std::string text_report(TreeInput &t, const ReportOptions &o, bool color, size_t width, bool &focus_matched) {
+  const analysis::ThreadMeta &m = *t.meta;
+  analysis::ViewOptions vo;
+  vo.metric = o.metric;
+  vo.fold_recursion = !o.no_fold;
+  vo.phi = o.phi;
+  FilterOptions predicates = o.filter;
+  predicates.depth = 0;
+  analysis::TreeFilter filter = make_tree_filter(predicates, *t.names, o.phi);
+  vo.focus = filter.focus;
+  vo.ignore = filter.ignore;
+  if (o.flat) {
+    // One pass, memory for the path and one entry per function.
+    std::vector<analysis::FlatEntry> flat = analysis::flat_profile(*t.nodes, vo, t.progress);
+    FlatText ft{t, o, o.metric, analysis::metric_whole(m, o.metric), analysis::hot_threshold(o.phi, m.all_calls()), width};
+    std::string out = report_header(t, o, ft.threshold);
+    if (!o.filter.focus.empty())
+      out += "# focus: functions called (directly or not) from the functions matching /" + escape_text(o.filter.focus) + "/\n";
+    if (!o.filter.ignore.empty())
+      out += "# ignored: contexts through functions matching /" + escape_text(o.filter.ignore) + "/\n";
+    if (m.mode == Mode::empty) return wrap_comments(out, width) + "(mode empty: the runtime recorded no calling contexts)\n\n";
+    if (!o.filter.focus.empty() && flat.empty()) return wrap_comments(out, width) + "(no function matches --focus in this thread)\n\n";
+    focus_matched = focus_matched || !flat.empty();
+    return wrap_comments(out + print_flat(ft, flat), width) + "\n";
+  }
+  // One streaming pass keeps what the tree can show: the hot contexts, the contexts whose subtree
+  // reaches the threshold (what is shown when nothing is hot), and their ancestors; every node's
+  // subtree sum comes along, so totals stay those of the whole tree. The view folds that.
+  analysis::TreeFilter keep = filter;
+  // Totals of at least 1/(4k) of N (k: the contexts shown when nothing is hot): at most 4k per
+  // level of the tree, and enough to find the k largest.
+  keep.keep_total_share = std::min(o.phi, 1.0 / double(4 * kFallbackContexts));
+  // With --focus every context under a match is kept: a function that runs rarely is still found.
+  if (filter.focus) keep.min_share = 0;
+  analysis::ThreadProfile kept;
+  kept.meta = m;
+  std::vector<uint64_t> subtree;
+  analysis::walk_tree(
+      *t.nodes, keep,
+      [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
+        if (kept.nodes.size() <= w.id) {
+          kept.nodes.resize(w.id + 1);
+          subtree.resize(w.id + 1);
+        }
+        analysis::Node n = w.node;
+        n.parent = path.empty() ? 0 : w.parent;
+        kept.nodes[w.id] = n;
+        subtree[w.id] = w.subtree;
+      },
+      t.progress);
+  // What each kept node's subtree holds beyond itself and its kept children: left out.
+  std::vector<uint64_t> left_out(subtree);
+  for (size_t i = kept.nodes.size(); i-- > 1;) {
+    left_out[i] -= analysis::metric_value(m, kept.nodes[i], o.metric);
+    left_out[kept.nodes[i].parent] -= subtree[i];
+  }
+  vo.left_out = left_out;
+  analysis::MemorySource pruned(kept);
+  analysis::ContextView v = analysis::build_view(pruned, vo);
+  std::string out = report_header(t, o, v.threshold);
+  out += "# " + with_commas(v.hot) + " hot contexts of " + with_commas(t.node_count > 0 ? t.node_count - 1 : 0) + " nodes; columns: total (the context and everything it called) and self (its own count), with their shares of " +
+         (m.lost ? std::string("all calls") : std::string("N")) + "\n";
+  if (!o.filter.focus.empty())
+    out += "# focus: re-rooted at the functions matching /" + escape_text(o.filter.focus) + "/: their callers above, callees below\n";
+  if (!o.filter.ignore.empty())
+    out += "# ignored: contexts through functions matching /" + escape_text(o.filter.ignore) + "/ (not in the totals)\n";
+  out = wrap_comments(out, width);
+  if (m.mode == Mode::empty) return out + "(mode empty: the runtime recorded no calling contexts)\n\n";
+  if (!o.filter.focus.empty() && v.callers.empty()) return out + "(no function matches --focus in this thread)\n\n";
+  focus_matched = focus_matched || !v.callers.empty();
+  if (v.nodes.size() == 1) return out + "(no calling contexts)\n\n";
+  TextView tv{t, o, v, width, color, count_column_width(v)};
+  out += print_tree(tv);
+  return wrap_comments(out, width) + "\n";
 }
 
 json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, const PrunedTree &pt,
@@ -237,22 +524,44 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
   return j;
 }
 
-bool use_color(const std::string &mode) {
-  if (mode == "always") return true;
-  if (mode == "never") return false;
-  const char *no_color = std::getenv("NO_COLOR");
-  return isatty(STDOUT_FILENO) && !(no_color && *no_color);
-}
-
-int run_report(const ReportOptions &o) {
-  const bool color = !o.in.json && use_color(o.color);
+// --json: the (phi,epsilon)-HCCT itself, unfolded (hcct-report/1, docs/CLI.md); with --flat the
+// flat profile (hcct-flat/1).
+int run_json_report(const ReportOptions &o) {
   json reports = json::array();
   for_each_tree(o.in, o.merge, [&](TreeInput &t) {
-    // One streaming pass keeps the (phi,eps)-HCCT (after --focus/--ignore): memory for the kept
-    // nodes and the current path only. --depth is applied when printing.
     FilterOptions display_only = o.filter;
     display_only.depth = 0;
     analysis::TreeFilter filter = make_tree_filter(display_only, *t.names, o.phi);
+    if (o.flat) {
+      analysis::ViewOptions vo;
+      vo.metric = o.metric;
+      vo.phi = o.phi;
+      vo.ignore = filter.ignore;
+      vo.focus = filter.focus;
+      json functions = json::array();
+      for (const analysis::FlatEntry &e : analysis::flat_profile(*t.nodes, vo, t.progress)) {
+        functions.push_back({{"function", symbol_json(t.names->routine(e.routine), false)},
+                             {"routine", hex(e.routine)},
+                             {"self", e.self},
+                             {"total", e.total},
+                             {"calls", e.calls},
+                             {"contexts", e.contexts}});
+      }
+      const analysis::ThreadMeta &m = *t.meta;
+      reports.push_back({{"file", t.source.empty() ? json() : json(t.source)},
+                         {"pid", m.pid},
+                         {"threads", t.threads},
+                         {"mode", analysis::to_string(m.mode)},
+                         {"metric", analysis::to_string(o.metric)},
+                         {"calls", m.calls},
+                         {"lost", m.lost},
+                         {"whole", analysis::metric_whole(m, o.metric)},
+                         {"error_bound", m.mode == Mode::hcct ? json(m.min_count) : (m.mode == Mode::cct ? json(0) : json())},
+                         {"functions", std::move(functions)}});
+      return;
+    }
+    // One streaming pass keeps the (phi,eps)-HCCT (after --focus/--ignore): memory for the kept
+    // nodes and the current path only. --depth is applied when printing.
     PrunedTree pt;
     analysis::WalkStats st = analysis::walk_tree(
         *t.nodes, filter,
@@ -274,14 +583,23 @@ int run_report(const ReportOptions &o) {
     h.threshold = st.threshold;
     h.hot = st.selected;
     h.cold_ancestors = st.kept - st.selected;
-    std::vector<Row> rows = display_order(pt, o.depth);
-    if (o.in.json) {
-      reports.push_back(json_report(t, o, h, pt, rows, *t.names));
-    } else {
-      print_text(t, o, h, pt, rows, *t.names, color);
-    }
+    reports.push_back(json_report(t, o, h, pt, display_order(pt, o.depth), *t.names));
   });
-  if (o.in.json) print_json({{"schema", "hcct-report/1"}, {"phi", o.phi}, {"reports", std::move(reports)}});
+  print_json({{"schema", o.flat ? "hcct-flat/1" : "hcct-report/1"}, {"phi", o.phi}, {"reports", std::move(reports)}});
+  return 0;
+}
+
+int run_report(const ReportOptions &o) {
+  if (o.in.json) return run_json_report(o);
+  const bool color = use_color(o.color);
+  const size_t width = output_width(o.width);
+  bool focus_matched = false;
+  // Held until every tree is read: a --focus that matches nowhere is an error, not a report.
+  std::string out;
+  for_each_tree(o.in, o.merge, [&](TreeInput &t) { out += text_report(t, o, color, width, focus_matched); });
+  if (!o.filter.focus.empty() && !focus_matched)
+    throw UserError("--focus '" + o.filter.focus + "' matches no function of the selected threads");
+  std::cout << out;
   return 0;
 }
 
@@ -299,23 +617,41 @@ void add_report_command(CLI::App &app, Action &action) {
       ->excludes(thread);
   sub->add_option("--depth", o->depth, "show at most this many levels (0: all)")->capture_default_str();
   sub->add_option("--min-share", o->phi, "the same as --phi (the name the exports use)")->check(CLI::Range(0.0, 1.0));
-  add_filter_options(sub, o->filter, false);
-  sub->add_option("--color", o->color, "dim cold ancestors: auto (terminal and no NO_COLOR), always, never")
+  sub->add_option("--focus", o->filter.focus,
+                  "re-root at the functions matching this regex (ECMAScript, searched in the demangled name): their "
+                  "callers above, callees below; an error if nothing matches (--json: only contexts through them)");
+  sub->add_option("--ignore", o->filter.ignore, "drop contexts through a function matching this regex");
+  sub->add_flag("--flat", o->flat, "per function: self, total, calls and contexts (like gprof's flat profile)");
+  sub->add_flag("--no-fold", o->no_fold,
+                "show a recursion level by level (default: a recursive chain is folded into its first call)");
+  sub->add_option("--width", o->width, "fit lines into this many columns (0: no limit; default: the terminal's, or "
+                                       "$COLUMNS, or " + std::to_string(kDefaultWidth) + ")")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--templates", o->names.templates, "keep C++ template arguments (default: elided to <…>)");
+  sub->add_flag("--inline", o->names.inline_chains,
+                "show a call site's whole inline chain (default: its innermost frame, marked [inlined])");
+  sub->add_flag("--full-paths", o->names.full_paths, "source files with their paths (default: file names only)");
+  sub->add_option("--color", o->color, "colour shares and dim cold ancestors: auto (terminal and no NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   sub->footer(std::string("\n") +
-      "Shows every calling context whose count reaches floor(phi*N) (N = calls of the thread), together with\n"
-      "the contexts on the way from the thread's start to it (marked '(cold)'), as an indented tree.\n"
-      "Children are sorted by count, hottest first. In hcct mode counts are Space-Saving estimates that\n"
-      "overcount by at most min_count (printed in the header); a cold context's '-' means 'not monitored'.\n"
-      "Each line: count, share of N, function (definition file:line), '@' call site (file:line of the call)." + "\n" + R"(
+      "Shows every calling context whose own count reaches floor(phi*N) (N = calls of the thread), with the\n"
+      "contexts on the way from the thread's start to it (dimmed on a terminal), as an indented tree. Each\n"
+      "line: total (the context and everything it called) and self (its own count), each with its share of N,\n"
+      "then the function (definition file:line) and '@' the call site (file:line of the call). Children are\n"
+      "ranked by total. A recursion is folded into its first call and shown once with its depth range. When\n"
+      "no context reaches the threshold on its own, the contexts with the largest totals are shown instead.\n"
+      "In hcct mode counts are Space-Saving estimates that overcount by at most min_count (printed in the\n"
+      "header); '-' means 'not monitored'." + "\n" + R"(
 Examples:
   hcct report                          hcct.data/, every thread, phi = 1e-4
   hcct report out.dir --phi 0.01       only contexts with at least 1% of the calls
+  hcct report --flat                   per function: self, total, calls, contexts
   hcct report --merge-threads --pid 4242
   hcct report --thread 0 --depth 5     main thread, five levels
+  hcct report --focus 'Parser::parse'  who calls Parser::parse, and what it calls
+  hcct report --width 0 --templates --inline    full names and call sites, lines as long as they are
   hcct report --json | jq '.reports[0].nodes[0]'
-  hcct report --focus 'Parser::' --ignore '^std::'    only contexts through Parser, none through std
 )");
   sub->callback([o, &action] { action = [o] { return run_report(*o); }; });
 }

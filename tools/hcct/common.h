@@ -43,7 +43,9 @@ void add_paths_command(CLI::App &app, Action &action);  // cmd_paths.cc (kpath)
 void add_guide_command(CLI::App &app, Action &action);  // cmd_guide.cc (kpath: OSR guidance)
 void add_export_command(CLI::App &app, Action &action);
 void add_compare_command(CLI::App &app, Action &action);
+void add_diff_command(CLI::App &app, Action &action);   // cmd_compare.cc: what changed between runs
 void add_merge_command(CLI::App &app, Action &action);
+void add_view_command(CLI::App &app, Action &action);   // cmd_view.cc: the HTML flame graph page
 
 // An error the user can fix (bad input, missing file): main prints "hcct: <what>" and exits 1.
 class UserError : public std::runtime_error {

@@ -17,7 +17,9 @@ constexpr hcct::cli::Registrar kCommands[] = {
     hcct::cli::add_guide_command,
     hcct::cli::add_export_command,
     hcct::cli::add_compare_command,
+    hcct::cli::add_diff_command,
     hcct::cli::add_merge_command,
+    hcct::cli::add_view_command,
 };
 
 const char kFooter[] = R"(
@@ -29,6 +31,8 @@ Typical session:
   hcct dump --no-symbols            every node of every tree
   hcct export --format folded | flamegraph.pl > flame.svg
   hcct compare hcct.data hcct.data/exact     accuracy of the HCCT against the exact CCT
+  hcct diff before.data after.data          what changed between two runs
+  hcct view -o report.html                  flame graph, flat profile (and diff) in one HTML page
   hcct merge run1 run2 -o merged            threads, processes and runs into one profile
 
 The program must be instrumented: compiled with -finstrument-functions or with the hcct GCC plugin.

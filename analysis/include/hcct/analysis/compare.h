@@ -109,4 +109,21 @@ struct Metrics {
 Metrics compare_trees(const ThreadProfile &test, const ThreadProfile &ref, const Alignment &a,
                       const CompareOptions &o);
 
+// ---- What changed between two runs (`hcct diff A B`): per aligned context its share of each run's
+// calls, own (self) and with everything below it (total). A context on one side only has share 0
+// on the other.
+struct ContextChange {
+  uint32_t a = kNoMatch, b = kNoMatch;  // the node in each tree (kNoMatch: absent there)
+  double self_a = 0, self_b = 0;        // count / all calls
+  double total_a = 0, total_b = 0;      // subtree sum / all calls
+  double self_change() const { return self_b - self_a; }
+  double total_change() const { return total_b - total_a; }
+};
+
+// Every context whose self or total share moved by more than `min_change` (a fraction: 0.001 is
+// 0.1 percentage points), ranked by |self change|, then |total change|, largest first. A tree
+// against itself gives nothing. In hcct mode unmonitored counts are 0 (they estimate nothing).
+std::vector<ContextChange> diff_trees(const ThreadProfile &a, const ThreadProfile &b, const Alignment &al,
+                                      double min_change);
+
 }  // namespace hcct::analysis

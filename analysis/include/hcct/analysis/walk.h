@@ -67,6 +67,9 @@ class MemorySource : public NodeSource {
 // up to the counts of the selected nodes.
 struct TreeFilter {
   double min_share = 0;
+  // Also keep (unselected) every node whose subtree sum (WalkNode::subtree) is at least
+  // ⌊keep_total_share·N⌋, with its ancestors; negative: off. At most depth/share such nodes exist.
+  double keep_total_share = -1;
   uint32_t max_depth = 0;  // 0: unlimited
   std::function<bool(uint64_t routine)> focus;   // empty: everything is in focus
   std::function<bool(uint64_t routine)> ignore;  // empty: nothing is ignored
@@ -82,6 +85,9 @@ struct WalkNode {
   bool truncated = false; // deeper selected nodes were charged to it
   uint64_t count = 0;    // node.count if selected, else 0; plus the counts charged to it
   uint64_t total = 0;    // count plus the totals of its kept children
+  // The counts of every countable node of its subtree that no --ignore left out, kept or not
+  // (what `hcct report` ranks by).
+  uint64_t subtree = 0;
 };
 
 struct WalkStats {
