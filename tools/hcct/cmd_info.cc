@@ -98,7 +98,12 @@ json thread_json(const ThreadProfile &t) {
             {"tree_bytes", m.tree_bytes},
             {"nodes_peak", m.nodes_peak},
             {"start_ns", m.start_ns},
-            {"end_ns", m.end_ns}};
+            {"end_ns", m.end_ns},
+            {"time", m.timed() ? json(m.time) : json()},
+            {"sample_period_ns", m.timed() ? json(m.sample_period_ns) : json()},
+            {"samples", m.timed() ? json(m.samples) : json()},
+            {"samples_lost", m.timed() ? json(m.samples_lost) : json()},
+            {"time_min_count", m.timed() && m.mode == analysis::Mode::hcct ? json(m.time_min_count) : json()}};
   json extra = json::object();
   for (const auto &[k, v] : m.extra) extra[k] = v;
   j["extra"] = std::move(extra);
@@ -106,6 +111,21 @@ json thread_json(const ThreadProfile &t) {
   for (const Module &mod : t.modules) mods.push_back(module_json(mod));
   j["modules"] = std::move(mods);
   return j;
+}
+
+// "time cpu at 1000 Hz: 2,013 samples (2.013 s), lost 0 (0.00%)" (+ hcct's error bound).
+std::string time_summary(const analysis::ThreadMeta &m) {
+  char buf[160];
+  double hz = 1e9 / double(m.sample_period_ns);
+  uint64_t all = m.samples + m.samples_lost;
+  std::snprintf(buf, sizeof buf, "time %s at %.0f Hz: ", m.time.c_str(), hz);
+  std::string out = escape_text(buf) + with_commas(m.samples) + " samples";
+  std::snprintf(buf, sizeof buf, " (%.3f s), lost ", double(m.samples) * double(m.sample_period_ns) / 1e9);
+  out += buf + with_commas(m.samples_lost);
+  std::snprintf(buf, sizeof buf, " (%.2f%%)", all ? 100.0 * double(m.samples_lost) / double(all) : 0.0);
+  out += buf;
+  if (m.mode == analysis::Mode::hcct) out += ", time min_count " + with_commas(m.time_min_count);
+  return out;
 }
 
 std::string seconds(uint64_t start_ns, uint64_t end_ns) {
@@ -159,6 +179,7 @@ void print_text(const Selection &s, const InfoOptions &o) {
     out += "\n";
     out += "    calls (N) " + with_commas(m.calls) + ", lost " + with_commas(m.lost) + ", dropped " +
            with_commas(m.dropped) + ", unmatched exits " + with_commas(m.unmatched_exits) + "\n";
+    if (m.timed()) out += "    " + time_summary(m) + "\n";
     for (const std::string &w : loss_warnings(m)) out += "    warning: " + w + "\n";
     out += "    nodes " + with_commas(st.nodes);
     if (m.mode == analysis::Mode::hcct) out += " (" + with_commas(st.monitored) + " monitored)";
