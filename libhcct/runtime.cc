@@ -264,7 +264,8 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
   meta.sample_period_ns = sample_period_ns();
   // Samples still pending were taken inside an event that never ended (the thread is written while
   // stopped in it): no context was charged.
-  meta.samples_lost = s->samples_lost + __atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED);
+  meta.samples_lost = s->samples_lost + __atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED) +
+                     s->samples_undelivered + sampler_undelivered(s);
   BurstMeta burst;
   if (g_bursting) {
     burst.kind = burst_kind_name();
@@ -318,6 +319,7 @@ HCCT_NOINST void on_thread_exit(void *arg) {
   auto *s = static_cast<ThreadState *>(arg);
   if (++s->exit_rounds < kProfiledExitRounds && pthread_setspecific(g_thread_key, s) == 0) return;
   t_state = &g_inert;  // a sample from now on is not this state's
+  s->samples_undelivered += sampler_undelivered(s);
   sampler_detach(s);
   if (!claim(s)) return;  // the final dump has it
   __atomic_add_fetch(&g_dumps_in_flight, 1, __ATOMIC_ACQ_REL);
@@ -449,7 +451,7 @@ HCCT_NOINST void on_fork_child() {
     self->tid = current_tid();
     self->start_ns = wall_clock_ns();
     self->dropped = 0;
-    self->samples_lost = 0;
+    self->samples_lost = self->samples_undelivered = 0;
     __atomic_store_n(&self->samples_pending, 0, __ATOMIC_RELAXED);
     sampler_attach(self);
     self->burst.skipped = 0;

@@ -26,6 +26,12 @@ void sampler_detach(ThreadState *s);
 // one. `others` have none in the child and must not be deleted there.
 void sampler_forget_timer(ThreadState *s);
 
+// Expiries of the thread's timer that its CPU time made due but no signal delivered: the kernel
+// checks CPU-time timers at its tick, so a thread that ends between ticks (short threads) loses
+// the expiries since the last one. Counted as lost samples, so that samples + lost covers the
+// thread's CPU time. Any thread may ask (the thread's CPU clock is read by its tid).
+uint64_t sampler_undelivered(const ThreadState *s);
+
 // exec: the timers of `threads` are disarmed and a pending sample signal discarded, so that the new
 // image never receives one (its disposition is the default there); the signal's disposition is the
 // one the program had. If exec fails, sampler_resume re-arms them.

@@ -60,6 +60,12 @@ struct ThreadState {
   uint64_t samples_lost = 0;
   void *sample_timer = nullptr;  // a timer_t; null while none is armed
   bool has_sample_timer = false;
+  // For the samples due but never delivered (sampler_undelivered): the thread's CPU clock when its
+  // timer was armed, the first expiry's offset, and the expiries delivered (overruns included).
+  uint64_t sample_cpu_start_ns = 0;
+  uint64_t sample_first_ns = 0;
+  uint64_t samples_delivered = 0;
+  uint64_t samples_undelivered = 0;  // counted when the timer was deleted (thread exit)
   ThreadState *next = nullptr;
 };
 
