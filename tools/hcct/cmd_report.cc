@@ -29,6 +29,14 @@ struct ReportOptions {
   bool merge = false;
   unsigned depth = 0;  // 0: unlimited
   std::string color = "auto";
+  std::string sort = "calls";  // --sort: the metric that ranks and --phi filters (calls or time)
+};
+
+// Self and total (inclusive) time samples of each node of the pruned tree, by its id; empty when
+// the profile has no time metric (issue 17).
+struct TimeColumns {
+  std::vector<uint64_t> self, total;
+  bool on() const { return !self.empty(); }
 };
 
 // One output line: a node of the pruned tree at its place in the display order.
@@ -42,11 +50,12 @@ struct Row {
 // Preorder with children sorted by count, descending. A cold ancestor has no count of its own that
 // ranks it, so it sorts by the largest hot count below it: the branch holding the hottest context
 // comes first.
-std::vector<Row> display_order(const PrunedTree &t, unsigned max_depth) {
+// `rank`: each node's value of the metric chosen by --sort (null: its count).
+std::vector<Row> display_order(const PrunedTree &t, unsigned max_depth, const std::vector<uint64_t> *rank) {
   const size_t n = t.nodes.size();
   std::vector<uint64_t> key(n, 0);
   for (size_t i = 0; i < n; ++i)
-    if (t.cls[i] == NodeClass::hot) key[i] = t.nodes[i].count;
+    if (t.cls[i] == NodeClass::hot) key[i] = rank ? (*rank)[i] : t.nodes[i].count;
   for (size_t i = n; i-- > 1;) {
     uint32_t p = t.nodes[i].parent;
     if (t.cls[p] != NodeClass::hot) key[p] = std::max(key[p], key[i]);
@@ -90,8 +99,17 @@ std::string format_double(double d) {
   return buf;
 }
 
+// "1.234s 12.5%", or "-" where hcct mode holds no time counter for the context.
+std::string time_cell(const analysis::ThreadMeta &m, uint64_t samples, bool known) {
+  if (!known) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3fs %s", double(samples) * double(m.sample_period_ns) / 1e9,
+                percent(samples, m.samples + m.samples_lost).c_str());
+  return buf;
+}
+
 void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, const PrunedTree &pt,
-                const std::vector<Row> &rows, Names &names, bool color) {
+                const std::vector<Row> &rows, Names &names, bool color, const TimeColumns &time) {
   const analysis::ThreadMeta &m = *t.meta;
   std::string out;
   ThreadProfile label_of;
@@ -144,7 +162,19 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
     std::cout << "(no context reaches the threshold; try a smaller --phi)\n\n";
     return;
   }
-  std::cout << "#      count    share  calling context\n";
+  if (time.on()) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "# time: %s at %.0f Hz, %s samples, %s lost; time shares are of samples + lost",
+                  m.time.c_str(), 1e9 / double(m.sample_period_ns), with_commas(m.samples).c_str(),
+                  with_commas(m.samples_lost).c_str());
+    std::cout << escape_text(buf);
+    if (m.mode == Mode::hcct)
+      std::cout << "; self times overcount by at most " << with_commas(m.time_min_count) << " samples ('-': no time counter)";
+    std::cout << "\n# sorted by " << o.sort << (o.sort == "time" ? " (self samples; --phi applies to them)" : "") << "\n";
+    std::cout << "#      count    share        self time       total time  calling context\n";
+  } else {
+    std::cout << "#      count    share  calling context\n";
+  }
   const char *dim = color ? "\033[2m" : "", *reset = color ? "\033[0m" : "";
   for (const Row &r : rows) {
     const analysis::Node &n = pt.nodes[r.node];
@@ -154,6 +184,13 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
     std::snprintf(head, sizeof head, "%12s %8s  ", known ? with_commas(n.count).c_str() : "-",
                   known ? percent(n.count, m.all_calls()).c_str() : "-");
     std::string line = head;
+    if (time.on()) {
+      char cells[96];
+      uint64_t self = time.self[r.node];
+      std::snprintf(cells, sizeof cells, "%16s %16s  ", time_cell(m, self, m.mode != Mode::hcct || self).c_str(),
+                    time_cell(m, time.total[r.node], true).c_str());
+      line += cells;
+    }
     line += indentation(r.depth);
     std::string context = describe_routine(names.routine(n.routine));
     if (n.call_site) context += "  @ " + describe_call_site(names.call_site(n.call_site));
@@ -167,7 +204,7 @@ void print_text(const TreeInput &t, const ReportOptions &o, const HotSet &h, con
 }
 
 json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, const PrunedTree &pt,
-                           const std::vector<Row> &rows, Names &names) {
+                           const std::vector<Row> &rows, Names &names, const TimeColumns &time) {
   const analysis::ThreadMeta &m = *t.meta;
   json j;
   j["file"] = t.source.empty() ? json() : json(t.source);
@@ -210,6 +247,14 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
     j["sampled_fraction"] = fraction;
     j["scale"] = fraction > 0 ? json(1 / fraction) : json();
   }
+  j["sort"] = o.sort;
+  if (time.on()) {
+    j["time"] = m.time;
+    j["sample_period_ns"] = m.sample_period_ns;
+    j["samples"] = m.samples;
+    j["samples_lost"] = m.samples_lost;
+    j["time_error_bound"] = m.mode == Mode::hcct ? json(m.time_min_count) : json(0);
+  }
   j["hot"] = h.hot;
   j["cold_ancestors"] = h.cold_ancestors;
   j["total_nodes"] = t.node_count - 1;
@@ -226,6 +271,10 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
     node["count"] = known ? json(n.count) : json();
     node["share"] = known && m.all_calls() ? json(double(n.count) / double(m.all_calls())) : json();
     if (m.mode == Mode::hcct) node["monitored"] = n.monitored();
+    if (time.on()) {
+      node["self_samples"] = m.mode != Mode::hcct || time.self[r.node] ? json(time.self[r.node]) : json();
+      node["total_samples"] = time.total[r.node];
+    }
     node["routine"] = hex(n.routine);
     node["call_site"] = n.call_site ? json(hex(n.call_site)) : json();
     node["function"] = symbol_json(names.routine(n.routine), false);
@@ -253,7 +302,9 @@ int run_report(const ReportOptions &o) {
     FilterOptions display_only = o.filter;
     display_only.depth = 0;
     analysis::TreeFilter filter = make_tree_filter(display_only, *t.names, o.phi);
+    if (o.sort == "time") filter.metric = analysis::Metric::time;
     PrunedTree pt;
+    TimeColumns time;
     analysis::WalkStats st = analysis::walk_tree(
         *t.nodes, filter,
         [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
@@ -267,6 +318,12 @@ int run_report(const ReportOptions &o) {
           pt.nodes[w.id] = n;
           pt.origin[w.id] = uint32_t(w.index);
           pt.cls[w.id] = path.empty() || !w.selected ? NodeClass::cold_ancestor : NodeClass::hot;
+          if (t.meta->timed()) {
+            time.self.resize(pt.nodes.size());
+            time.total.resize(pt.nodes.size());
+            time.self[w.id] = w.samples;
+            time.total[w.id] = w.total_samples;
+          }
         },
         t.progress);
     HotSet h;
@@ -274,11 +331,11 @@ int run_report(const ReportOptions &o) {
     h.threshold = st.threshold;
     h.hot = st.selected;
     h.cold_ancestors = st.kept - st.selected;
-    std::vector<Row> rows = display_order(pt, o.depth);
+    std::vector<Row> rows = display_order(pt, o.depth, time.on() && o.sort == "time" ? &time.self : nullptr);
     if (o.in.json) {
-      reports.push_back(json_report(t, o, h, pt, rows, *t.names));
+      reports.push_back(json_report(t, o, h, pt, rows, *t.names, time));
     } else {
-      print_text(t, o, h, pt, rows, *t.names, color);
+      print_text(t, o, h, pt, rows, *t.names, color, time);
     }
   });
   if (o.in.json) print_json({{"schema", "hcct-report/1"}, {"phi", o.phi}, {"reports", std::move(reports)}});
@@ -300,6 +357,9 @@ void add_report_command(CLI::App &app, Action &action) {
   sub->add_option("--depth", o->depth, "show at most this many levels (0: all)")->capture_default_str();
   sub->add_option("--min-share", o->phi, "the same as --phi (the name the exports use)")->check(CLI::Range(0.0, 1.0));
   add_filter_options(sub, o->filter, false);
+  sub->add_option("--sort", o->sort, "rank and filter (--phi) by calls, or by time (self samples; profiles with a time metric)")
+      ->check(CLI::IsMember({"calls", "time"}))
+      ->capture_default_str();
   sub->add_option("--color", o->color, "dim cold ancestors: auto (terminal and no NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -308,12 +368,15 @@ void add_report_command(CLI::App &app, Action &action) {
       "the contexts on the way from the thread's start to it (marked '(cold)'), as an indented tree.\n"
       "Children are sorted by count, hottest first. In hcct mode counts are Space-Saving estimates that\n"
       "overcount by at most min_count (printed in the header); a cold context's '-' means 'not monitored'.\n"
-      "Each line: count, share of N, function (definition file:line), '@' call site (file:line of the call)." + "\n" + R"(
+      "Each line: count, share of N, function (definition file:line), '@' call site (file:line of the call).\n"
+      "With a time metric (time=cpu, the default) also self and total (inclusive) time with their shares of\n"
+      "samples + lost; --sort time ranks and filters by self time instead of calls." + "\n" + R"(
 Examples:
   hcct report                          hcct.data/, every thread, phi = 1e-4
   hcct report out.dir --phi 0.01       only contexts with at least 1% of the calls
   hcct report --merge-threads --pid 4242
   hcct report --thread 0 --depth 5     main thread, five levels
+  hcct report --sort time --phi 0.01   contexts with at least 1% of the CPU time samples
   hcct report --json | jq '.reports[0].nodes[0]'
   hcct report --focus 'Parser::' --ignore '^std::'    only contexts through Parser, none through std
 )");
