@@ -497,7 +497,7 @@ TEST_CASE("compare: runs of a rebuilt binary line up by symbol", "[cli][compare]
 
 // Time per calling context (issue 17) in the CLI, on a profile whose self samples are known:
 // contexts 1 (10 samples), 3 (5), 4 (80), 5 (5) of small_profile; 100 in all.
-TEST_CASE("time: report --sort time, folded --metric time, info", "[cli][time]") {
+TEST_CASE("time: report --sort time and folded --metric time and info", "[cli][time]") {
   TempDir dir;
   ThreadProfile p = hcct::test::small_profile(Mode::cct);
   p.meta.time = "cpu";

@@ -102,13 +102,13 @@ void check_known_split(const std::string &options, const std::vector<std::string
 
 }  // namespace
 
-TEST_CASE("time: a known CPU time split, cct mode, at the default rate", "[time][e2e]") {
+TEST_CASE("time: a known CPU time split in cct mode at the default rate", "[time][e2e]") {
   check_known_split("mode=cct", {});
 }
 
 // 100 counters for 300 busy contexts: every phase's call counter (each was called once) is evicted
 // by the busy contexts; their time counters keep them, with their shares.
-TEST_CASE("time: a known CPU time split, hcct mode with few counters", "[time][e2e]") {
+TEST_CASE("time: a known CPU time split in hcct mode with few counters", "[time][e2e]") {
   check_known_split("mode=hcct:epsilon=0.01", {"spread"});
 }
 
@@ -181,7 +181,7 @@ TEST_CASE("time: exec — no sample signal reaches the new image", "[time][e2e][
   }
 }
 
-TEST_CASE("time: 1,000 short threads", "[time][e2e][robust]") {
+TEST_CASE("time: 1000 short threads", "[time][e2e][robust]") {
   e2e::Profiled run = e2e::run_profiled({kRobust, "threads"}, "mode=hcct");
   INFO(run.result.err);
   REQUIRE(run.result.status == 0);

@@ -153,7 +153,7 @@ TEST_CASE("time: hcct sample summary against the exact samples after every step"
   }
 }
 
-TEST_CASE("time: hcct sample summary on long runs, (phi, epsilon) query", "[time][mcct]") {
+TEST_CASE("time: hcct sample summary on long runs and the (phi epsilon) query", "[time][mcct]") {
   for (uint64_t seed = 21; seed <= 23; ++seed) {
     std::mt19937_64 rng(seed);
     TimeChecker check(rt::Mode::kHcct, 0.004);
