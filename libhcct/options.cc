@@ -102,6 +102,10 @@ const char *burst_sync_name(BurstSync s) {
 
 const char *time_metric_name(TimeMetric t) { return t == TimeMetric::kCpu ? "cpu" : "off"; }
 
+bool samples_time(const Options &o) {
+  return o.time == TimeMetric::kCpu && (o.mode == Mode::kHcct || (o.mode == Mode::kCct && o.time_given));
+}
+
 const char *mode_name(Mode m) {
   switch (m) {
     case Mode::kOff: return "off";
@@ -193,6 +197,7 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       if (value.is("off")) o->time = TimeMetric::kOff;
       else if (value.is("cpu")) o->time = TimeMetric::kCpu;
       else return fail_value(error, error_size, spec::kTime, key, value);
+      o->time_given = true;
     } else if (key.is(spec::kSampleHz.name)) {
       uint64_t hz = 0;
       if (!parse_u64(value, &hz) || hz < 1 || hz > 10000)

@@ -648,7 +648,7 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   }
   // Time sampling (docs/RUNTIME.md, "Time"); not with static bursting, whose contexts between
   // bursts are not kept current (docs/BURSTING.md).
-  if (g_options.time == TimeMetric::kCpu && !g_bursting) sampler_start(g_options);
+  if (samples_time(g_options) && !g_bursting) sampler_start(g_options);
   __atomic_store_n(&g_profiling, true, __ATOMIC_RELEASE);
   __atomic_store_n(&g_hook_gate, hook_gate, __ATOMIC_RELEASE);
   __atomic_store_n(&__hcct_gate_local, gate, __ATOMIC_RELEASE);

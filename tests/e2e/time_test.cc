@@ -103,7 +103,7 @@ void check_known_split(const std::string &options, const std::vector<std::string
 }  // namespace
 
 TEST_CASE("time: a known CPU time split in cct mode at the default rate", "[time][e2e]") {
-  check_known_split("mode=cct", {});
+  check_known_split("mode=cct:time=cpu", {});
 }
 
 // 100 counters for 300 busy contexts: every phase's call counter (each was called once) is evicted
@@ -113,7 +113,7 @@ TEST_CASE("time: a known CPU time split in hcct mode with few counters", "[time]
 }
 
 TEST_CASE("time: time=off writes no time metric (format version 2 without TIME)", "[time][e2e]") {
-  e2e::Profiled run = e2e::run_profiled({kSplit, "0.01"}, "mode=cct:time=off");
+  e2e::Profiled run = e2e::run_profiled({kSplit, "0.01"}, "mode=hcct:time=off");
   REQUIRE(run.result.status == 0);
   ha::ProfileSet set = ha::read_profiles(run.dir);
   for (const ha::ThreadProfile &t : set.processes.at(0).threads) {
@@ -123,7 +123,7 @@ TEST_CASE("time: time=off writes no time metric (format version 2 without TIME)"
 }
 
 TEST_CASE("time: a program with its own SIGPROF timer keeps it", "[time][e2e][robust]") {
-  e2e::Profiled run = e2e::run_profiled({kRobust, "sigprof"}, "mode=cct");
+  e2e::Profiled run = e2e::run_profiled({kRobust, "sigprof"}, "mode=cct:time=cpu");
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.status == 0);
   ha::ProfileSet set = ha::read_profiles(run.dir);
@@ -147,7 +147,7 @@ TEST_CASE("time: a thread that blocks every signal", "[time][e2e][robust]") {
 TEST_CASE("time: reads on a pipe never see EINTR", "[time][e2e][robust]") {
   // TIME_TEST_SIGNAL: the sampler's default signal, sent into read() as a timer expiry would land.
   e2e::Result r = e2e::run({kRobust, "pipe"}, {std::string("LD_PRELOAD=") + HCCT_RUNTIME,
-                                                "HCCT_OPTIONS=mode=cct:out=" + e2e::fresh_dir("pipe").string(),
+                                                "HCCT_OPTIONS=mode=cct:time=cpu:out=" + e2e::fresh_dir("pipe").string(),
                                                 "TIME_TEST_SIGNAL=61"});
   INFO(r.out << r.err);
   CHECK(r.status == 0);
@@ -155,7 +155,7 @@ TEST_CASE("time: reads on a pipe never see EINTR", "[time][e2e][robust]") {
 }
 
 TEST_CASE("time: fork — the child is sampled in its own context", "[time][e2e][robust]") {
-  e2e::Profiled run = e2e::run_profiled({kRobust, "fork"}, "mode=cct");
+  e2e::Profiled run = e2e::run_profiled({kRobust, "fork"}, "mode=cct:time=cpu");
   INFO(run.result.out << run.result.err);
   REQUIRE(run.result.status == 0);
   ha::ProfileSet set = ha::read_profiles(run.dir);
@@ -171,7 +171,7 @@ TEST_CASE("time: fork — the child is sampled in its own context", "[time][e2e]
 
 TEST_CASE("time: exec — no sample signal reaches the new image", "[time][e2e][robust]") {
   for (int i = 0; i < 5; ++i) {
-    e2e::Profiled run = e2e::run_profiled({kRobust, "exec"}, "mode=cct");
+    e2e::Profiled run = e2e::run_profiled({kRobust, "exec"}, "mode=hcct");
     INFO(run.result.out << run.result.err);
     REQUIRE(run.result.status == 0);
     REQUIRE(run.result.out.find("exec child done") != std::string::npos);
@@ -195,4 +195,15 @@ TEST_CASE("time: 1000 short threads", "[time][e2e][robust]") {
   // its tick, so most are never delivered: those are stated as lost, not hidden.
   CHECK(samples > 250);
   CHECK(samples < 1000);
+}
+
+// The default: time sampled in hcct mode, not in cct mode unless asked (docs/RUNTIME.md, "Time").
+TEST_CASE("time: sampled by default in hcct mode and on request in cct mode", "[time][e2e]") {
+  for (auto [options, timed] : {std::pair{"mode=hcct", true}, {"mode=cct", false}, {"mode=cct:time=cpu", true}}) {
+    e2e::Profiled run = e2e::run_profiled({kSplit, "0.01"}, options);
+    REQUIRE(run.result.status == 0);
+    ha::ProfileSet set = ha::read_profiles(run.dir);
+    INFO(options);
+    CHECK(set.processes.at(0).threads.at(0).meta.timed() == timed);
+  }
 }

@@ -45,8 +45,8 @@ inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.
 inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "auto",
                                    "how a burst recovers the current context (shadow stack or machine stack)"};
 inline constexpr Option kTime{"time", true, "off, cpu", "cpu",
-                              "cct, hcct: sample each thread's CPU time and charge it to the current context "
-                              "(docs/RUNTIME.md, \"Time\")"};
+                              "sample each thread's CPU time and charge it to the current context (docs/RUNTIME.md, "
+                              "\"Time\"); the default applies in hcct mode, cct mode needs `time=cpu`"};
 inline constexpr Option kSampleHz{"sample_hz", false, "a whole number in [1, 10000]", "1000",
                                   "time samples per second of each thread's CPU time"};
 inline constexpr Option kSampleSignal{"sample_signal", false,
