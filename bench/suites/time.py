@@ -3,11 +3,11 @@
     python3 bench/bench.py --rounds 5 time
     python3 bench/bench.py --instructions time
 
-Each program runs in cct and hcct mode with time=off and with time=cpu (the default, 1,000 samples
-per second of each thread's CPU time), interleaved in one session. The sampler's cost is the ratio
+Each program runs in cct and hcct mode with time=off and with time=cpu (the default in hcct mode,
+1,000 samples per second of each thread's CPU time), interleaved in one session. The sampler's cost is the ratio
 of time=cpu to time=off in the same mode; the table also gives each run's CPU time (user + system,
 median), which the machine's load does not inflate as it does wall time. Programs: examples/calls.c (call
-intensive: ~10^8 calls) and bench/programs/compute.c (compute bound, 80 calls).
+intensive: ~10^8 calls) and bench/programs/compute.c (compute bound, 81 calls).
 Config is injected by bench.py.
 """
 import os
