@@ -264,7 +264,8 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
   meta.sample_period_ns = sample_period_ns();
   // Samples still pending were taken inside an event that never ended (the thread is written while
   // stopped in it): no context was charged.
-  meta.samples_lost = s->samples_lost + __atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED) +
+  meta.samples_lost = __atomic_load_n(&s->samples_lost, __ATOMIC_RELAXED) +
+                     __atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED) +
                      s->samples_undelivered + sampler_undelivered(s);
   BurstMeta burst;
   if (g_bursting) {
@@ -319,9 +320,10 @@ HCCT_NOINST void on_thread_exit(void *arg) {
   auto *s = static_cast<ThreadState *>(arg);
   if (++s->exit_rounds < kProfiledExitRounds && pthread_setspecific(g_thread_key, s) == 0) return;
   t_state = &g_inert;  // a sample from now on is not this state's
+  // The final dump has it (the process is ending: its timer goes with the process).
+  if (!claim(s)) return;
   s->samples_undelivered += sampler_undelivered(s);
   sampler_detach(s);
-  if (!claim(s)) return;  // the final dump has it
   __atomic_add_fetch(&g_dumps_in_flight, 1, __ATOMIC_ACQ_REL);
   write_thread(s, /*live_at_exit=*/false, /*interrupted=*/false);
   lock_registry();

@@ -81,7 +81,8 @@ HCCT_NOINST void take_sample(ThreadState *s, uint64_t weight) {
     compiler_fence();
   }
   if (probe_gate_value() != kGateProfiling) {
-    s->samples_lost += weight;  // profiling has stopped (a dump is being written)
+    // Profiling has stopped (a dump is being written, maybe by another thread that reads this).
+    __atomic_add_fetch(&s->samples_lost, weight, __ATOMIC_RELAXED);
   } else {
     uint64_t n = weight + __atomic_exchange_n(&s->samples_pending, 0, __ATOMIC_RELAXED);
     if (s->profile.charge_samples(n, !was_busy)) {
@@ -102,9 +103,11 @@ HCCT_NOINST void on_sample(int, siginfo_t *info, void *) {
   // Only this thread's own timer: a signal sent by kill() or left from another state is not a sample.
   if (s && s != &g_inert && info->si_code == SI_TIMER && info->si_value.sival_ptr == s) {
     uint64_t weight = 1 + uint64_t(info->si_overrun > 0 ? info->si_overrun : 0);
-    s->samples_delivered += weight;
+    // Atomic: a live thread keeps receiving samples while the final dump, in another thread, reads
+    // these counters (its gate is closed by then, so the tree is not touched).
+    __atomic_add_fetch(&s->samples_delivered, weight, __ATOMIC_RELAXED);
     if (weight > g_max_weight) {
-      s->samples_lost += weight - g_max_weight;
+      __atomic_add_fetch(&s->samples_lost, weight - g_max_weight, __ATOMIC_RELAXED);
       weight = g_max_weight;
     }
     take_sample(s, weight);
@@ -176,7 +179,8 @@ HCCT_NOINST uint64_t sampler_undelivered(const ThreadState *s) {
   uint64_t now = thread_cpu_ns(s->tid);
   if (now < s->sample_cpu_start_ns + s->sample_first_ns) return 0;
   uint64_t due = 1 + (now - s->sample_cpu_start_ns - s->sample_first_ns) / g_period_ns;
-  return due > s->samples_delivered ? due - s->samples_delivered : 0;
+  uint64_t delivered = __atomic_load_n(&s->samples_delivered, __ATOMIC_RELAXED);
+  return due > delivered ? due - delivered : 0;
 }
 
 HCCT_NOINST void sampler_forget_timer(ThreadState *s) { s->has_sample_timer = false; }
