@@ -16,12 +16,12 @@ namespace {
 bool g_running = false;
 int g_signal = 0;
 uint64_t g_period_ns = 0;
-// The most samples one delivery may charge: a timer's overrun count says how many periods passed
-// while the signal was pending. The kernel checks CPU-time timers at its tick, and only when the
-// thread runs at that tick, so a few periods per delivery are normal (at HZ=250 and 1 kHz: four)
-// and on a loaded machine tens (a cap of 50 ms lost 3-5 % of the samples with three programs on two
-// CPUs). More than a second means the thread blocked the signal, and where that time went is
-// unknown: the excess is counted as lost.
+// The most samples one delivery may charge, all to the context current at the delivery: a timer's
+// overrun count says how many periods passed while the signal was pending. The kernel checks
+// CPU-time timers at its tick, so a few periods per delivery are normal (at HZ=250 and 1 kHz:
+// four); far more means the signal was blocked or the delivery delayed, and where that time went
+// is unknown: the excess is counted as lost rather than charged to a context that may not have
+// spent it (with a cap of 1 s, a heavily loaded machine charged 70 ms of one phase to the next).
 uint64_t g_max_weight = 1;
 struct sigaction g_program_action;  // the disposition before ours (restored around exec)
 
@@ -129,7 +129,7 @@ HCCT_NOINST bool install_handler() {
 HCCT_NOINST bool sampler_start(const Options &options) {
   g_signal = options.sample_signal;
   g_period_ns = 1000000000u / options.sample_hz;
-  g_max_weight = 1000000000u / g_period_ns;  // 1 s of CPU time
+  g_max_weight = 50000000u / g_period_ns;  // 50 ms of CPU time
   if (g_max_weight < 1) g_max_weight = 1;
   if (sigaction(g_signal, nullptr, &g_program_action) != 0) {
     say("hcct: sample_signal=%d is not a signal here; time sampling is off for this run\n", g_signal);

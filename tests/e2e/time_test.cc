@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "harness.h"
+#include "support/skip.h"
 
 namespace fs = std::filesystem;
 namespace ha = hcct::analysis;
@@ -51,9 +52,19 @@ void check_known_split(const std::string &options, const std::vector<std::string
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   e2e::Profiled run = e2e::run_profiled(argv, options);
   REQUIRE(run.result.status == 0);
+  ha::ProfileSet set = ha::read_profiles(run.dir);
+  // On an overloaded machine the kernel delays deliveries by more than the 50 ms one delivery may
+  // charge, and the excess is lost (stated, docs/RUNTIME.md "Time"): the shares below are then
+  // shares of what was delivered, not of the CPU time. Decide before the first check.
+  {
+    const ha::ThreadMeta &m0 = set.processes.at(0).threads.at(0).meta;
+    double lost = double(m0.samples_lost) / double(std::max<uint64_t>(1, m0.samples + m0.samples_lost));
+    if (lost > 0.01 && lost < 0.2)
+      hcct::test::skip_test("the machine is too loaded to check shares: " + std::to_string(100 * lost) +
+                            "% of the main thread's samples were delayed past the 50 ms a delivery may charge");
+  }
   auto cpu = oracle_of(run.result.out);
   REQUIRE(cpu["main"].size() == 5);
-  ha::ProfileSet set = ha::read_profiles(run.dir);
   REQUIRE(set.processes.size() == 1);
   const ha::Process &proc = set.processes[0];
   REQUIRE(proc.threads.size() == 4);
@@ -128,7 +139,8 @@ TEST_CASE("time: a program with its own SIGPROF timer keeps it", "[time][e2e][ro
   REQUIRE(run.result.status == 0);
   ha::ProfileSet set = ha::read_profiles(run.dir);
   const ha::ThreadProfile &t = set.processes.at(0).threads.at(0);
-  CHECK(t.meta.samples > 200);  // 0.4 s of CPU
+  // 0.4 s of CPU: about 400 samples, charged or (on a loaded machine, delivered late) stated as lost.
+  CHECK(t.meta.samples + t.meta.samples_lost > 300);
   CHECK(total_under(e2e::named_samples(t), {"main", "own_sigprof", "burn"}) * 10 >= t.meta.samples * 8);
 }
 
@@ -140,7 +152,7 @@ TEST_CASE("time: a thread that blocks every signal", "[time][e2e][robust]") {
   REQUIRE(set.processes.at(0).threads.size() == 2);
   // The open thread is sampled; the blocked one gets no sample delivered (its pending signal is
   // never taken), so none of its time is charged to a wrong context.
-  CHECK(set.processes[0].threads[0].meta.samples > 150);
+  CHECK(set.processes[0].threads[0].meta.samples + set.processes[0].threads[0].meta.samples_lost > 150);
   CHECK(set.processes[0].threads[1].meta.samples <= 5);
 }
 
@@ -165,7 +177,7 @@ TEST_CASE("time: fork — the child is sampled in its own context", "[time][e2e]
                                        : set.processes[0].threads[0];
   uint64_t in_child_work = total_under(e2e::named_samples(child), {"main", "forks", "child_work"});
   INFO("child samples " << child.meta.samples << ", in child_work " << in_child_work);
-  CHECK(in_child_work > 150);  // 0.3 s of CPU
+  CHECK(in_child_work + child.meta.samples_lost > 150);  // 0.3 s of CPU
   CHECK(in_child_work * 10 >= child.meta.samples * 9);
 }
 
@@ -177,7 +189,7 @@ TEST_CASE("time: exec — no sample signal reaches the new image", "[time][e2e][
     REQUIRE(run.result.out.find("exec child done") != std::string::npos);
     ha::ProfileSet set = ha::read_profiles(run.dir);
     REQUIRE(set.processes.at(0).threads.size() == 2);  // one file per image
-    for (const ha::ThreadProfile &t : set.processes[0].threads) CHECK(t.meta.samples > 80);
+    for (const ha::ThreadProfile &t : set.processes[0].threads) CHECK(t.meta.samples + t.meta.samples_lost > 80);
   }
 }
 
