@@ -38,6 +38,7 @@ class Config:
         self.env = env or {}
         self.hcct_options = hcct_options  # None: not run under libhcct
         self.times = []
+        self.cpu = []  # user + system CPU seconds of each run: a cost the machine's load does not inflate
         self.rss_kb = []
         self.profile = None
 
@@ -89,6 +90,7 @@ def run_once(cfg, build):
     if status != 0:
         sys.exit(f"bench: {cfg.label}: {' '.join(cfg.argv)} failed (status {status}): {err}")
     cfg.times.append(elapsed)
+    cfg.cpu.append(usage.ru_utime + usage.ru_stime)
     cfg.rss_kb.append(usage.ru_maxrss)
     if out_dir:
         if cfg.profile is None:
@@ -116,20 +118,25 @@ def run_suite(name, configs, baselines, build, rounds):
     for cfg in configs:  # warm-up: page cache, dynamic loader
         run_once(cfg, build)
         cfg.times.clear()
+        cfg.cpu.clear()
         cfg.rss_kb.clear()
     for _ in range(rounds):
         for cfg in configs:
             run_once(cfg, build)
     rows = []
     med = {c.label: statistics.median(c.times) for c in configs}
+    cpu = {c.label: statistics.median(c.cpu) for c in configs}
     for cfg in configs:
         row = {
             "config": cfg.label,
             "median_s": round(med[cfg.label], 4),
+            "median_cpu_s": round(cpu[cfg.label], 4),
             "peak_rss_mb": round(max(cfg.rss_kb) / 1024, 1),
         }
         for b in baselines:
             row["x_" + b] = round(med[cfg.label] / med[b], 3)
+        for b in baselines:
+            row["cpu_x_" + b] = round(cpu[cfg.label] / cpu[b], 3) if cpu[b] else None
         if cfg.profile:
             row.update(cfg.profile)
         rows.append(row)
@@ -142,8 +149,8 @@ def print_table(result):
         cols = ["config", "instructions"] + [k for k in rows[0] if k.startswith("x_")]
         print(f"\n## {result['suite']}  (callgrind, one run each): {result['command']}")
     else:
-        cols = ["config", "median_s"] + [k for k in rows[0] if k.startswith("x_")] + \
-            ["peak_rss_mb", "calls", "nodes", "nodes_peak", "tree_bytes"]
+        cols = ["config", "median_s"] + [k for k in rows[0] if k.startswith("x_")] + ["median_cpu_s"] + \
+            [k for k in rows[0] if k.startswith("cpu_x_")] + ["peak_rss_mb", "calls", "nodes", "nodes_peak", "tree_bytes"]
         print(f"\n## {result['suite']}  ({result['rounds']} interleaved rounds, median wall time): "
               f"{result['command']}")
     print("| " + " | ".join(cols) + " |")

@@ -530,6 +530,43 @@ HCCT_NOINST bool write_tree(DumpFile &file, const ThreadProfile &profile, bool i
   return true;
 }
 
+// The TIME section: (preorder index delta, samples) of every node with samples, in the order of
+// write_tree's walk (the same walk, so the indexes are the CCT section's).
+template <typename Visit>
+HCCT_NOINST void walk_samples(const ThreadProfile &profile, Visit &&visit) {
+  const Node *root = profile.root();
+  const Node *node = root;
+  uint64_t index = 0;
+  if (uint64_t n = ThreadProfile::samples_of(root)) visit(index, n);
+  for (;;) {
+    if (node->first_child) {
+      node = node->first_child;
+    } else {
+      while (node != root && !node->next_sibling) node = node->parent();
+      if (node == root) return;
+      node = node->next_sibling;
+    }
+    ++index;
+    if (uint64_t n = ThreadProfile::samples_of(node)) visit(index, n);
+  }
+}
+
+HCCT_NOINST bool write_time(DumpFile &file, const ThreadProfile &profile) {
+  ByteBuffer &out = file.body();
+  file.begin_section(fmt::kTagTime);
+  uint64_t entries = 0;
+  walk_samples(profile, [&](uint64_t, uint64_t) { ++entries; });
+  out.append_varint(entries);
+  uint64_t previous = 0;
+  walk_samples(profile, [&](uint64_t index, uint64_t n) {
+    out.append_varint(index - previous);
+    out.append_varint(n);
+    previous = index;
+  });
+  file.end_section();
+  return out.ok();
+}
+
 // The command line as it was at start-up (a program may rewrite its argv, setproctitle-style).
 char g_command[8192];
 
@@ -602,7 +639,8 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
                                         const ThreadMeta &meta, const BurstMeta *burst) {
   uint64_t nodes = 0, max_depth = 0;
   mark_path(profile, true);
-  bool tree_ok = write_tree(file, profile, meta.interrupted, &nodes, &max_depth);
+  bool tree_ok = write_tree(file, profile, meta.interrupted, &nodes, &max_depth) &&
+                 (!profile.timed() || write_time(file, profile));
   mark_path(profile, false);
   if (!tree_ok) return false;
 
@@ -635,6 +673,13 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
   append_cmdline(out);
   out.append_pair(meta::kStartNs.name, meta.start_ns);
   out.append_pair(meta::kEndNs.name, wall_clock_ns());
+  if (profile.timed()) {
+    out.append_pair(meta::kTime.name, "cpu");
+    out.append_pair(meta::kSamplePeriodNs.name, meta.sample_period_ns);
+    out.append_pair(meta::kSamples.name, profile.samples());
+    out.append_pair(meta::kSamplesLost.name, meta.samples_lost + profile.samples_in_sink());
+    if (profile.mode() == Mode::kHcct) out.append_pair(meta::kTimeMinCount.name, profile.min_samples());
+  }
   if (burst) {
     // The profile saw the events of bursts only; sampled_fraction = calls / events (or, when not
     // every event reached the runtime, the fraction of time in bursts). Readers scale counts by

@@ -60,6 +60,10 @@ struct ThreadMeta {
   // lists those modules at their retired addresses, any retired since at the addresses the tree
   // still holds.
   uint32_t retired_seen;
+  // Time (docs/RUNTIME.md, "Time"), for a profile that samples it: the period and the samples no
+  // context was charged with (besides those that found memory exhausted, which the profile knows).
+  uint64_t sample_period_ns = 0;
+  uint64_t samples_lost = 0;
 };
 
 // Static bursting's META keys (docs/FORMAT.md, docs/BURSTING.md).

@@ -100,6 +100,12 @@ const char *burst_sync_name(BurstSync s) {
   return "?";
 }
 
+const char *time_metric_name(TimeMetric t) { return t == TimeMetric::kCpu ? "cpu" : "off"; }
+
+bool samples_time(const Options &o) {
+  return o.time == TimeMetric::kCpu && (o.mode == Mode::kHcct || (o.mode == Mode::kCct && o.time_given));
+}
+
 const char *mode_name(Mode m) {
   switch (m) {
     case Mode::kOff: return "off";
@@ -187,6 +193,23 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       else if (value.is("shadow")) o->burst_sync = BurstSync::kShadow;
       else if (value.is("unwind")) o->burst_sync = BurstSync::kUnwind;
       else return fail_value(error, error_size, spec::kBurstSync, key, value);
+    } else if (key.is(spec::kTime.name)) {
+      if (value.is("off")) o->time = TimeMetric::kOff;
+      else if (value.is("cpu")) o->time = TimeMetric::kCpu;
+      else return fail_value(error, error_size, spec::kTime, key, value);
+      o->time_given = true;
+    } else if (key.is(spec::kSampleHz.name)) {
+      uint64_t hz = 0;
+      if (!parse_u64(value, &hz) || hz < 1 || hz > 10000)
+        return fail_value(error, error_size, spec::kSampleHz, key, value);
+      o->sample_hz = uint32_t(hz);
+    } else if (key.is(spec::kSampleSignal.name)) {
+      // Signals whose default action or meaning the program relies on are refused; SIGPROF and
+      // SIGVTALRM are accepted for programs that never use them (gprof's and setitimer's signals).
+      uint64_t sig = 0;
+      if (!parse_u64(value, &sig) || !(sig == 26 || sig == 27 || (sig >= 34 && sig <= 64)))
+        return fail_value(error, error_size, spec::kSampleSignal, key, value);
+      o->sample_signal = int(sig);
     } else if (key.is(spec::kOut.name)) {
       if (value.size == 0 || value.size >= kMaxPath)
         return fail_value(error, error_size, spec::kOut, key, value);

@@ -15,9 +15,11 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
   key_ = config.key;
   site_mask_ = key_ == KeyBy::kRoutine ? 0 : ~uintptr_t(0);
   epsilon_ = config.epsilon;
+  timed_ = config.timed;
+  node_bytes_ = timed_ ? sizeof(TimedNode) : sizeof(Node);
   stack_lo_ = config.stack_lo + 1;
   stack_size_ = config.stack_size;
-  root_ = Node{};
+  root_ = TimedNode{};
   frames_ = static_cast<Frame *>(map_pages(kInitialFrames * sizeof(Frame)));
   if (!frames_) return false;
   frames_end_ = frames_ + kInitialFrames;
@@ -38,6 +40,18 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
       destroy();
       return false;
     }
+    if (timed_) {
+      if (!charge_tree_memory(capacity_ * sizeof(Node *))) {
+        destroy();
+        return false;
+      }
+      time_slots_ = static_cast<Node **>(map_pages(capacity_ * sizeof(Node *)));
+      if (!time_slots_) {
+        refund_tree_memory(capacity_ * sizeof(Node *));
+        destroy();
+        return false;
+      }
+    }
   }
   return true;
 }
@@ -51,6 +65,10 @@ HCCT_NOINST void ThreadProfile::destroy() {
   if (frames_) unmap_pages(frames_, size_t(frames_end_ - frames_) * sizeof(Frame));
   if (slots_) {
     unmap_pages(slots_, capacity_ * sizeof(Node *));
+    refund_tree_memory(capacity_ * sizeof(Node *));
+  }
+  if (time_slots_) {
+    unmap_pages(time_slots_, capacity_ * sizeof(Node *));
     refund_tree_memory(capacity_ * sizeof(Node *));
   }
   arena_.release();
@@ -149,7 +167,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   if (node) {
     free_nodes_ = node->next_sibling;
   } else {
-    node = static_cast<Node *>(arena_.allocate(sizeof(Node)));
+    node = static_cast<Node *>(arena_.allocate(node_bytes_));
     if (HCCT_UNLIKELY(!node)) {
       report_memory_exhausted();
       return &sink_;
@@ -157,6 +175,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   }
   node->routine = fn;
   node->call_site = site;
+  if (timed_) samples_ref(node) = 0;
   node->parent_bits = reinterpret_cast<uintptr_t>(parent) | (mode_ == Mode::kCct ? kCountsDirectly : 0);
   node->first_child = nullptr;
   node->count = 0;
@@ -286,14 +305,85 @@ HCCT_NOINST uint64_t ThreadProfile::min_count() const {
   return m;
 }
 
+// The time summary's find-min: Algorithm 2 as above. Weighted updates (a victim's replacement
+// gets min + n) never decrease a counter either, so the same lazy scan is exact.
+HCCT_NOINST uint32_t ThreadProfile::find_time_min() {
+  uint32_t i = time_min_idx_;
+  while (i < time_size_ && samples_of(time_slots_[i]) != time_min_) ++i;
+  if (HCCT_UNLIKELY(i == time_size_)) {
+    uint64_t m = samples_of(time_slots_[0]);
+    i = 0;
+    for (uint32_t j = 1; j < time_size_; ++j) {
+      if (samples_of(time_slots_[j]) < m) {
+        m = samples_of(time_slots_[j]);
+        i = j;
+      }
+    }
+    time_min_ = m;
+  }
+  time_min_idx_ = i;
+  return i;
+}
+
+HCCT_NOINST bool ThreadProfile::charge_samples(uint64_t n, bool may_prune) {
+  Node *node = top_->node;
+  if (node == &sink_) {  // memory ran out: no context to charge (stated as lost)
+    samples_in_sink_ += n;
+    return true;
+  }
+  if (may_prune && deferred_count_) prune_deferred();
+  if (mode_ != Mode::kHcct || samples_of(node)) {
+    samples_ref(node) += n;
+    samples_ += n;
+    return true;
+  }
+  // Space-Saving over samples: a free counter, else the minimum one's.
+  if (time_size_ < capacity_) {
+    time_slots_[time_size_++] = node;
+    samples_ref(node) = n;
+    samples_ += n;
+    return true;
+  }
+  if (!may_prune && deferred_count_ == kDeferredPrunes) return false;
+  uint32_t i = find_time_min();
+  Node *victim = time_slots_[i];
+  time_slots_[i] = node;
+  samples_ref(node) = time_min_ + n;
+  samples_ref(victim) = 0;
+  samples_ += n;
+  if (may_prune) prune(victim, node);
+  else deferred_[deferred_count_++] = victim;
+  return true;
+}
+
+// A node leaves the queue when it is freed, so the queue only ever holds live nodes.
+HCCT_NOINST void ThreadProfile::forget_deferred(const Node *node) {
+  for (uint32_t i = 0; i < deferred_count_; ++i)
+    if (deferred_[i] == node) deferred_[i--] = deferred_[--deferred_count_];
+}
+
+HCCT_NOINST void ThreadProfile::prune_deferred() {
+  // A queued node may have gained a counter or children since; prune() keeps it then.
+  while (deferred_count_) prune(deferred_[--deferred_count_], top_->node);
+}
+
+HCCT_NOINST uint64_t ThreadProfile::min_samples() const {
+  if (mode_ != Mode::kHcct || time_size_ < capacity_ || time_size_ == 0) return 0;
+  uint64_t m = samples_of(time_slots_[0]);
+  for (uint32_t j = 1; j < time_size_; ++j)
+    if (samples_of(time_slots_[j]) < m) m = samples_of(time_slots_[j]);
+  return m;
+}
+
 // Thesis Algorithm 1, and the same walk when the cursor leaves a context: remove an unmonitored
 // leaf and then every unmonitored ancestor it leaves childless, never the cursor or the root. This
 // keeps the MCCT exactly the minimal subtree spanning M and the current calling path.
 HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
-  while (node != cursor && node != &root_ && !node->first_child && !node->monitored() &&
+  while (node != cursor && node != &root_ && !node->first_child && !keeps(node) &&
          !(node->parent_bits & kPinned)) {
     Node *parent = node->parent();
     unlink(node);
+    if (HCCT_UNLIKELY(deferred_count_)) forget_deferred(node);
     node->next_sibling = free_nodes_;
     free_nodes_ = node;
     --live_nodes_;
@@ -379,6 +469,13 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   min_idx_ = 0;
   unmatched_exits_ = 0;
   sink_.count = 0;
+  // Time: the fresh tree has no samples (new nodes start at 0; so does the root).
+  root_.samples = 0;
+  samples_ = samples_in_sink_ = 0;
+  time_size_ = 0;
+  time_min_ = 0;
+  time_min_idx_ = 0;
+  deferred_count_ = 0;
   // Every machine stack's path, the suspended ones too (the child may resume them).
   if (stacks_) {
     stacks_[current_stack_] = StackState{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};

@@ -40,6 +40,14 @@ struct alignas(16) Node {
   }
 };
 
+// A node with its time samples (docs/RUNTIME.md, "Time"): the layout of every node of a profile
+// that samples time (the arena then hands out 64 bytes a node); without sampling nodes stay 48
+// bytes and `samples` does not exist. In hcct mode a nonzero `samples` means the node holds one of
+// the time summary's counters (Space-Saving over samples), which keeps it from being pruned.
+struct alignas(16) TimedNode : Node {
+  uint64_t samples;
+};
+
 // A shadow-stack frame: the context entered and the stack pointer (the probe's CFA) at entry, which
 // tells at any later event whether the machine frame still exists.
 struct Frame {
@@ -158,6 +166,7 @@ struct ProfileConfig {
   Mode mode = Mode::kCct;
   KeyBy key = KeyBy::kSite;
   double epsilon = 2e-5;
+  bool timed = false;  // nodes carry time samples (option time=cpu)
   // The thread's stack: frames whose sp lies outside [stack_lo, stack_lo + stack_size) are foreign.
   uintptr_t stack_lo = 0;
   uintptr_t stack_size = ~uintptr_t(0);
@@ -205,6 +214,9 @@ class ThreadProfile {
     ++node->count;
     top[1].node = node;
     top[1].sp = sp;
+    // The time sampler's signal handler reads top_->node on this thread: the frame is written
+    // before it is published (no instruction; only the compiler's order).
+    compiler_fence();
     top_ = top + 1;
     return true;
   }
@@ -298,6 +310,29 @@ class ThreadProfile {
   // profile starts over from the current context (used after fork).
   void restart_from_current_path();
 
+  // Time samples (docs/RUNTIME.md, "Time"). Charges `n` samples to the current context (the top of
+  // the shadow stack). Called by the sampler's signal handler on this thread, only while the tree
+  // is consistent: outside events, or inside an inline fast path (which changes no structure).
+  // `may_prune`: the handler did not interrupt an event, so a context that loses its time counter
+  // may be pruned now; otherwise it is queued for prune_deferred(). False if the samples could not
+  // be charged now (the queue is full): the caller keeps them pending.
+  bool charge_samples(uint64_t n, bool may_prune);
+  // Prunes the contexts that lost their time counter inside an event (the tree must be consistent
+  // and the caller not inside an event of this profile).
+  void prune_deferred();
+  bool timed() const { return timed_; }
+  static uint64_t samples_of(const Node *n) { return static_cast<const TimedNode *>(n)->samples; }
+  uint64_t node_samples(const Node *n) const { return timed_ ? samples_of(n) : 0; }
+  // S: the samples charged into the tree (in hcct mode, the sum of the time counters).
+  uint64_t samples() const { return samples_; }
+  // Samples that found the thread in the memory-exhaustion sink (no context to charge).
+  uint64_t samples_in_sink() const { return samples_in_sink_; }
+  // hcct mode: the smallest time counter, the error bound of every time estimate (0 until every
+  // counter is used), and how many counters are in use.
+  uint64_t min_samples() const;
+  uint32_t time_monitored_count() const { return time_size_; }
+  Node *const *time_slots() const { return time_slots_; }
+
   // Accessors for the dump writer and tests.
   const Node *root() const { return &root_; }
   Node *cursor() const { return top_->node; }
@@ -345,6 +380,10 @@ class ThreadProfile {
   void monitor(Node *node);
   uint32_t find_min();
   uint32_t rescan_min();
+  uint32_t find_time_min();
+  void forget_deferred(const Node *node);
+  static uint64_t &samples_ref(Node *n) { return static_cast<TimedNode *>(n)->samples; }
+  bool keeps(const Node *n) const { return n->monitored() || (timed_ && samples_of(n)); }
   void prune(Node *node, Node *cursor);
   void unlink(Node *node);
   Frame *grow_frames(Frame *top);
@@ -358,11 +397,12 @@ class ThreadProfile {
   void unpin(Node *node);
   Node *rebuild_node_path(const Node *old_leaf);
 
-  Node root_{};
+  // TimedNode: with time sampling they carry samples like every node (unused bytes otherwise).
+  TimedNode root_{};
   // Absorbs every call made while tree memory is exhausted, so that later calls are not attributed
   // to a wrong context; its frames pop on any exit. Never in the tree; flagged monitored so that
   // Space-Saving only counts it.
-  Node sink_{0, 0, 1, nullptr, nullptr, 0};
+  TimedNode sink_{{0, 0, 1, nullptr, nullptr, 0}, 0};
   Frame *frames_ = nullptr;
   Frame *top_ = nullptr;
   Frame *frames_end_ = nullptr;
@@ -393,6 +433,22 @@ class ThreadProfile {
 
   uint64_t unmatched_exits_ = 0;
   uint64_t sibling_steps_ = 0;
+
+  // Time (option time=cpu). Nodes are TimedNodes, node_bytes_ long. In hcct mode a second lazy
+  // Space-Saving summary over samples, ⌈1/ε⌉ counters in the nodes' `samples`, as for calls.
+  bool timed_ = false;
+  size_t node_bytes_ = sizeof(Node);
+  uint64_t samples_ = 0;
+  uint64_t samples_in_sink_ = 0;
+  Node **time_slots_ = nullptr;
+  uint32_t time_size_ = 0;
+  uint64_t time_min_ = 0;
+  uint32_t time_min_idx_ = 0;
+  // Contexts that lost their time counter while the handler interrupted an inline fast path (no
+  // pruning there): pruned at the next charge outside an event, or by prune_deferred().
+  static constexpr uint32_t kDeferredPrunes = 32;
+  Node *deferred_[kDeferredPrunes] = {};
+  uint32_t deferred_count_ = 0;
 
   // Machine stacks (null until the first switch): [current_stack_] is the running one, whose state
   // lives in frames_/top_/frames_end_/stack_lo_/stack_size_ above; [0] is the thread's own.

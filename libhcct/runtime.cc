@@ -24,6 +24,7 @@
 #include "lifecycle.h"
 #include "messages.h"
 #include "profile.h"
+#include "sampler.h"
 #include "spin_lock.h"
 #include "stacks.h"
 #include "thread.h"
@@ -166,6 +167,7 @@ HCCT_NOINST ThreadState *attach_thread() {
   config.mode = g_options.mode;
   config.key = g_options.key;
   config.epsilon = g_options.epsilon;
+  config.timed = sampler_running();
   own_stack(&config.stack_lo, &config.stack_size);
   ProfileConfig exact_config = config;
   exact_config.mode = Mode::kCct;
@@ -192,6 +194,7 @@ HCCT_NOINST ThreadState *attach_thread() {
   unlock_registry();
   pthread_setspecific(g_thread_key, s);  // its destructor writes the file at thread exit
   t_state = s;
+  sampler_attach(s);  // after t_state: its first sample finds the thread registered
   return s;
 }
 
@@ -258,6 +261,12 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
   if (s->retired_seen != retired_count()) catch_up_retired(s);
   ThreadMeta meta{g_process.pid, g_process.ppid, s->tid,       s->seq,
                   live_at_exit,  s->dropped,     s->start_ns, interrupted, s->retired_seen};
+  meta.sample_period_ns = sample_period_ns();
+  // Samples still pending were taken inside an event that never ended (the thread is written while
+  // stopped in it): no context was charged.
+  meta.samples_lost = __atomic_load_n(&s->samples_lost, __ATOMIC_RELAXED) +
+                     __atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED) +
+                     s->samples_undelivered + sampler_undelivered(s);
   BurstMeta burst;
   if (g_bursting) {
     burst.kind = burst_kind_name();
@@ -291,6 +300,7 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
 }
 
 HCCT_NOINST void free_thread(ThreadState *s) {
+  sampler_detach(s);
   if (hcct_kpath_release) hcct_kpath_release(*s);
   s->profile.destroy();
   s->exact.destroy();
@@ -309,8 +319,11 @@ constexpr unsigned kProfiledExitRounds = PTHREAD_DESTRUCTOR_ITERATIONS > 2 ? PTH
 HCCT_NOINST void on_thread_exit(void *arg) {
   auto *s = static_cast<ThreadState *>(arg);
   if (++s->exit_rounds < kProfiledExitRounds && pthread_setspecific(g_thread_key, s) == 0) return;
-  t_state = &g_inert;
-  if (!claim(s)) return;  // the final dump has it
+  t_state = &g_inert;  // a sample from now on is not this state's
+  // The final dump has it (the process is ending: its timer goes with the process).
+  if (!claim(s)) return;
+  s->samples_undelivered += sampler_undelivered(s);
+  sampler_detach(s);
   __atomic_add_fetch(&g_dumps_in_flight, 1, __ATOMIC_ACQ_REL);
   write_thread(s, /*live_at_exit=*/false, /*interrupted=*/false);
   lock_registry();
@@ -426,6 +439,7 @@ HCCT_NOINST void on_fork_child() {
   ThreadState *self = t_state;
   for (ThreadState *s = g_threads; s;) {
     ThreadState *next = s->next;
+    sampler_forget_timer(s);  // timers are not inherited
     if (s != self) free_thread(s);
     s = next;
   }
@@ -439,6 +453,9 @@ HCCT_NOINST void on_fork_child() {
     self->tid = current_tid();
     self->start_ns = wall_clock_ns();
     self->dropped = 0;
+    self->samples_lost = self->samples_undelivered = 0;
+    __atomic_store_n(&self->samples_pending, 0, __ATOMIC_RELAXED);
+    sampler_attach(self);
     self->burst.skipped = 0;
     self->burst.bursts = 0;
     self->claimed = 0;
@@ -536,6 +553,7 @@ HCCT_NOINST bool snapshot_before_exec(ExecSnapshot *snap) {
   stop_all_threads();
   ClaimedThreads claimed = claim_all_threads();
   write_claimed(claimed);
+  sampler_pause(claimed.list, claimed.count);
   snap->threads = claimed.list;
   snap->count = claimed.count;
   snap->bytes = claimed.bytes;
@@ -544,6 +562,7 @@ HCCT_NOINST bool snapshot_before_exec(ExecSnapshot *snap) {
 
 HCCT_NOINST void resume_after_exec(ExecSnapshot *snap) {
   auto **list = static_cast<ThreadState **>(snap->threads);
+  sampler_resume(list, snap->count);
   for (size_t i = 0; i < snap->count; ++i) unclaim(list[i]);
   unmap_pages(list, snap->bytes);
   if (__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE)) return;
@@ -629,6 +648,9 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
       return;
     }
   }
+  // Time sampling (docs/RUNTIME.md, "Time"); not with static bursting, whose contexts between
+  // bursts are not kept current (docs/BURSTING.md).
+  if (samples_time(g_options) && !g_bursting) sampler_start(g_options);
   __atomic_store_n(&g_profiling, true, __ATOMIC_RELEASE);
   __atomic_store_n(&g_hook_gate, hook_gate, __ATOMIC_RELEASE);
   __atomic_store_n(&__hcct_gate_local, gate, __ATOMIC_RELEASE);
@@ -740,6 +762,7 @@ __attribute__((always_inline)) inline bool burst_live() {
   }
   set_busy(s);
   compiler_fence();
+  enter_slow(s);
   enter_full(s, fn, site, sp);
 }
 
@@ -759,6 +782,7 @@ __attribute__((always_inline)) inline bool burst_live() {
 // instruction more for every event in mode=empty).
 [[gnu::noinline]] HCCT_NOINST void enter_other(uintptr_t fn, uintptr_t site, uintptr_t sp,
                                                ThreadState *s) {
+  enter_slow(s);
   if (read_shared(s->between_epoch) == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
       s->burst.shadow.enter_fast(fn, site, sp)) {
     ++s->burst.skipped;
@@ -769,6 +793,7 @@ __attribute__((always_inline)) inline bool burst_live() {
 
 [[gnu::noinline]] HCCT_NOINST void exit_other(uintptr_t fn, uintptr_t sp, bool torn_down,
                                               ThreadState *s) {
+  enter_slow(s);
   if (read_shared(s->between_epoch) == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
       s->burst.shadow.exit_fast(fn, sp, torn_down))
     return event_end(s);
@@ -842,6 +867,7 @@ HCCT_NOINST void hcct_unwind_current_thread(uintptr_t sp) {
   if (!s || is_busy(s)) return;
   set_busy(s);
   compiler_fence();
+  enter_slow(s);
   if (probe_gate_value() == kGateProfiling || read_shared(g_burst_between)) {
     // Whichever holds the current path: the shadow stack kept between bursts, or the profile.
     if (s->burst.shadow_current) s->burst.shadow.unwind_to(sp);
@@ -859,6 +885,7 @@ HCCT_NOINST void hcct_switch_current_thread_stack(uintptr_t sp, uintptr_t lo, ui
   if (!s || s->busy) return;
   s->busy = 1;
   compiler_fence();
+  enter_slow(s);
   if (__hcct_gate_local == kGateProfiling || g_burst_between) {
     if (s->profile.switch_stack(sp, lo, size, from_sp)) s->profile.unwind_to(sp);
     if (g_exact && s->exact.switch_stack(sp, lo, size, from_sp)) s->exact.unwind_to(sp);

@@ -46,10 +46,26 @@ struct ThreadState {
   // Thread-exit destructor rounds seen (on_thread_exit re-arms itself so that the program's own
   // key destructors, which may call instrumented code, run before the thread's profile is written).
   unsigned char exit_rounds = 0;
+  // Set (after `busy`) while the thread is in the runtime's out-of-line paths, which may change the
+  // tree's structure: the time sampler's handler then only counts its samples in
+  // `samples_pending`, charged when the event ends (sampler.h). The inline fast paths never set it
+  // (they get no new instruction); the handler may charge the current context during them.
+  volatile unsigned char in_slow = 0;
   uint32_t seq = 0;
   int tid = 0;
   uint64_t start_ns = 0;
   uint64_t dropped = 0;
+  // Time sampling (sampler.h): samples waiting to be charged, and those that could not be.
+  uint64_t samples_pending = 0;
+  uint64_t samples_lost = 0;
+  void *sample_timer = nullptr;  // a timer_t; null while none is armed
+  bool has_sample_timer = false;
+  // For the samples due but never delivered (sampler_undelivered): the thread's CPU clock when its
+  // timer was armed, the first expiry's offset, and the expiries delivered (overruns included).
+  uint64_t sample_cpu_start_ns = 0;
+  uint64_t sample_first_ns = 0;
+  uint64_t samples_delivered = 0;
+  uint64_t samples_undelivered = 0;  // counted when the timer was deleted (thread exit)
   ThreadState *next = nullptr;
 };
 
@@ -95,6 +111,12 @@ extern __thread ThreadState *t_state __attribute__((tls_model("initial-exec")));
 // Registers the calling thread (slow path of its first event); null if it cannot be profiled.
 ThreadState *attach_thread();
 
+// Marks the thread as inside the runtime's out-of-line paths (busy already set): see in_slow.
+__attribute__((always_inline, no_instrument_function)) inline void enter_slow(ThreadState *s) {
+  s->in_slow = 1;
+  compiler_fence();
+}
+
 // Starts an event: null if the event must be ignored (gate closed, thread not profiled, or this
 // thread already inside the runtime — e.g. a signal handler that interrupted it). A non-null
 // result must be passed to event_end.
@@ -117,10 +139,20 @@ __attribute__((always_inline, no_instrument_function)) inline ThreadState *event
     clear_busy(s);
     return nullptr;
   }
+  enter_slow(s);
   return s;
 }
 
+// Charges the samples that arrived during an out-of-line event (sampler.cc).
+void settle_samples(ThreadState *s);
+
+// Ends an out-of-line event: samples that arrived during it are charged to the context current
+// now (the one entered, or the one returned to), then `busy` is cleared.
 __attribute__((always_inline, no_instrument_function)) inline void event_end(ThreadState *s) {
+  compiler_fence();
+  if (HCCT_UNLIKELY(__atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED))) settle_samples(s);
+  compiler_fence();
+  s->in_slow = 0;
   compiler_fence();
   clear_busy(s);
 }

@@ -216,6 +216,15 @@ ThreadMeta merge_meta(std::span<const ThreadProfile *const> threads, bool across
   m.calls = m.dropped = m.lost = m.unmatched_exits = m.tree_bytes = m.nodes_peak = m.max_depth = m.min_count =
       m.counters = 0;
   m.epsilon = 0;
+  // Time: kept when every input has it, at one rate (samples of different periods do not add);
+  // samples, samples_lost and time_min_count add up (docs/ANALYSIS.md).
+  const bool all_timed = std::all_of(threads.begin(), threads.end(), [](const ThreadProfile *tp) { return tp->meta.timed(); });
+  for (const ThreadProfile *tp : threads)
+    if (all_timed && (tp->meta.time != first.time || tp->meta.sample_period_ns != first.sample_period_ns))
+      throw std::invalid_argument("merge: " + tp->source + " sampled time at another rate or metric than " +
+                                  threads[0]->source);
+  if (!all_timed) m.time.clear();
+  m.samples = m.samples_lost = m.time_min_count = 0;
   m.start_ns = UINT64_MAX;
   m.end_ns = 0;
   uint64_t busy_ns = 0;
@@ -245,6 +254,11 @@ ThreadMeta merge_meta(std::span<const ThreadProfile *const> threads, bool across
     m.tree_bytes = checked_add(m.tree_bytes, tm.tree_bytes, "tree_bytes");
     m.nodes_peak = checked_add(m.nodes_peak, tm.nodes_peak, "nodes_peak");
     m.counters = checked_add(m.counters, tm.counters, "counters");
+    if (all_timed) {
+      m.samples = checked_add(m.samples, tm.samples, "samples");
+      m.samples_lost = checked_add(m.samples_lost, tm.samples_lost, "samples_lost");
+      m.time_min_count = checked_add(m.time_min_count, tm.time_min_count, "time_min_count");
+    }
     m.max_depth = std::max(m.max_depth, tm.max_depth);
     m.epsilon = std::max(m.epsilon, tm.epsilon);
     m.start_ns = std::min(m.start_ns, tm.start_ns);
@@ -399,6 +413,9 @@ ThreadProfile merge_impl(std::span<const ThreadProfile *const> threads, bool acr
   // Union of the trees, nodes numbered in creation order (a parent is always created before its
   // children, but the order is not preorder once a later thread adds children to earlier nodes).
   std::vector<Node> merged(1);  // the root
+  std::vector<uint64_t> merged_samples(out.meta.timed() ? 1 : 0);
+  if (out.meta.timed())
+    for (const ThreadProfile *tp : threads) merged_samples[kRoot] = checked_add(merged_samples[kRoot], tp->self_samples(kRoot), "samples");
   std::unordered_map<ChildKey, uint32_t, ChildKeyHash> index;
   index.reserve(std::min<size_t>(total_nodes, size_t(1) << 26));
   std::vector<uint32_t> to_merged;
@@ -420,7 +437,10 @@ ThreadProfile merge_impl(std::span<const ThreadProfile *const> threads, bool acr
         fresh.count = 0;
         fresh.flags = 0;
         merged.push_back(fresh);
+        if (out.meta.timed()) merged_samples.push_back(0);
       }
+      if (out.meta.timed())
+        merged_samples[it->second] = checked_add(merged_samples[it->second], t.self_samples(i), "samples");
       Node &dst = merged[it->second];
       dst.count = checked_add(dst.count, scaled(n.count, scale[ti]), "a node count");
       dst.flags |= n.flags;
@@ -432,6 +452,7 @@ ThreadProfile merge_impl(std::span<const ThreadProfile *const> threads, bool acr
   // Renumber into preorder with an explicit stack (trees can be deeper than the C++ stack).
   ChildIndex children = child_index(merged);
   out.nodes.reserve(merged.size());
+  if (out.meta.timed()) out.samples.reserve(merged.size());
   std::vector<uint32_t> new_index(merged.size());
   std::vector<uint32_t> stack{kRoot};
   while (!stack.empty()) {
@@ -441,6 +462,7 @@ ThreadProfile merge_impl(std::span<const ThreadProfile *const> threads, bool acr
     new_index[v] = uint32_t(out.nodes.size());
     if (v != kRoot) n.parent = new_index[n.parent];
     out.nodes.push_back(n);
+    if (out.meta.timed()) out.samples.push_back(merged_samples[v]);
     auto kids = children.of(v);
     for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
   }

@@ -133,6 +133,15 @@ class MetaReader {
     }
     m.start_ns = number(meta::kStartNs);
     m.end_ns = number(meta::kEndNs);
+    if (entries_.count(meta::kTime.name)) {
+      m.time = text(meta::kTime);
+      if (m.time != "cpu") bad(meta::kTime.name, m.time);
+      m.sample_period_ns = number(meta::kSamplePeriodNs);
+      if (m.sample_period_ns == 0) bad(meta::kSamplePeriodNs.name, "0");
+      m.samples = number(meta::kSamples);
+      m.samples_lost = number(meta::kSamplesLost);
+      if (m.mode == Mode::hcct) m.time_min_count = number(meta::kTimeMinCount);
+    }
 
     // What is left is unknown to this reader: keep it, in file order, for tools and the writer.
     std::vector<std::pair<size_t, std::pair<std::string, std::string>>> rest;
@@ -335,6 +344,7 @@ std::vector<unsigned char> slurp(const std::filesystem::path &path) {
 namespace {
 
 struct HeaderInfo {
+  uint32_t version;
   uint32_t nsections;
   uint64_t payload_size;
   uint64_t hash;
@@ -346,10 +356,11 @@ HeaderInfo check_header(std::span<const unsigned char> header, uint64_t file_siz
   auto magic = h.bytes(8, "magic");
   if (!std::equal(magic.begin(), magic.end(), format::kMagic)) fail(name, "not an hcct dump (bad magic)");
   uint32_t version = h.fixed<uint32_t>("version");
-  if (version != format::kVersion)
+  if (version < format::kOldestVersion || version > format::kVersion)
     fail(name, "unsupported format version " + std::to_string(version) + " (this reader knows " +
-                   std::to_string(format::kVersion) + ")");
+                   std::to_string(format::kOldestVersion) + " to " + std::to_string(format::kVersion) + ")");
   HeaderInfo info;
+  info.version = version;
   info.nsections = h.fixed<uint32_t>("section count");
   info.payload_size = h.fixed<uint64_t>("payload size");
   info.hash = h.fixed<uint64_t>("hash");
@@ -363,6 +374,8 @@ HeaderInfo check_header(std::span<const unsigned char> header, uint64_t file_siz
 // Where the known sections' bodies lie, as offsets into the payload.
 struct Layout {
   uint64_t meta_off = 0, meta_len = 0, mods_off = 0, mods_len = 0, tree_off = 0, tree_len = 0;
+  bool have_time = false;
+  uint64_t time_off = 0, time_len = 0;
 };
 
 // Walks the section headers. `read_header(offset, out16)` copies the 16 header bytes at a payload
@@ -395,6 +408,7 @@ Layout walk_sections(const HeaderInfo &info, const std::string &name, ReadHeader
     if (tag == format::kTagMeta) take(have_meta, l.meta_off, l.meta_len);
     else if (tag == format::kTagModules) take(have_mods, l.mods_off, l.mods_len);
     else if (tag == format::kTagTree) take(have_tree, l.tree_off, l.tree_len);
+    else if (tag == format::kTagTime && info.version >= 2) take(l.have_time, l.time_off, l.time_len);
     // Other tags are later additions that do not change the known sections: skipped.
     pos += len;
   }
@@ -405,6 +419,37 @@ Layout walk_sections(const HeaderInfo &info, const std::string &name, ReadHeader
   if (!have_mods) fail(name, "missing MODS section");
   if (!have_tree) fail(name, "missing 'CCT ' section");
   return l;
+}
+
+// The TIME section (docs/FORMAT.md): (index delta, samples) pairs, indexes strictly increasing
+// below the node count, every value at least 1, their sum META `samples`.
+std::vector<std::pair<uint32_t, uint64_t>> read_time(const std::string &name, bool have,
+                                                     std::span<const unsigned char> body, const ThreadMeta &m,
+                                                     uint64_t node_count) {
+  if (!have) fail(name, "META has a time metric but there is no TIME section");
+  if (!m.timed()) fail(name, "TIME section without META 'time'");
+  ByteCursor c(body, name, "TIME");
+  uint64_t entries = c.varint("entry count");
+  if (entries > node_count) c.fail("entry count " + std::to_string(entries) + " exceeds the node count");
+  if (entries > body.size() / 2) c.fail("entry count " + std::to_string(entries) + " exceeds what the section can hold");
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  out.reserve(size_t(entries));
+  uint64_t index = 0, sum = 0;
+  for (uint64_t e = 0; e < entries; ++e) {
+    uint64_t delta = c.varint("index delta");
+    if (e > 0 && delta == 0) c.fail("entry " + std::to_string(e) + ": index does not increase");
+    if (delta >= node_count - index) c.fail("entry " + std::to_string(e) + ": node index out of range");
+    index += delta;
+    uint64_t n = c.varint("samples");
+    if (n == 0) c.fail("entry " + std::to_string(e) + ": zero samples");
+    if (sum + n < sum) c.fail("samples overflow");
+    sum += n;
+    out.emplace_back(uint32_t(index), n);
+  }
+  if (c.remaining() != 0) c.fail("bytes after the last entry");
+  if (sum != m.samples)
+    c.fail("samples sum to " + std::to_string(sum) + ", META 'samples' says " + std::to_string(m.samples));
+  return out;
 }
 
 }  // namespace
@@ -425,6 +470,12 @@ ThreadProfile parse_profile(std::span<const unsigned char> bytes, const std::str
   p.meta = MetaReader(name, payload.subspan(l.meta_off, l.meta_len)).take();
   p.modules = read_modules(name, payload.subspan(l.mods_off, l.mods_len));
   p.nodes = read_tree(name, payload.subspan(l.tree_off, l.tree_len), p.meta);
+  if (p.meta.timed() || l.have_time) {
+    p.samples.assign(p.nodes.size(), 0);
+    for (const auto &[index, n] : read_time(name, l.have_time, payload.subspan(l.time_off, l.time_len), p.meta,
+                                            p.nodes.size()))
+      p.samples[index] = n;
+  }
   return p;
 }
 
@@ -443,6 +494,7 @@ struct ProfileStream::Impl {
   Layout layout;
   ThreadMeta meta;
   std::vector<Module> modules;
+  std::vector<std::pair<uint32_t, uint64_t>> time;
   std::unique_ptr<NodeChecker> checker;
   format::Fnv1a64 fnv;
   // Sequential read of the payload: every byte is hashed exactly once, when it enters the buffer.
@@ -559,6 +611,13 @@ ProfileStream::ProfileStream(const std::filesystem::path &file, size_t buffer_by
   d.pread_exact(d.layout.mods_off, mods.data(), mods.size());
   d.meta = MetaReader(d.name, meta).take();
   d.modules = read_modules(d.name, mods);
+  if (d.meta.timed() || d.layout.have_time) {
+    // Small (one entry per sampled context): read before the nodes, like META. The node count is
+    // not known yet; indexes are checked against it once it is.
+    std::vector<unsigned char> time(d.layout.time_len);
+    d.pread_exact(d.layout.time_off, time.data(), time.size());
+    d.time = read_time(d.name, d.layout.have_time, time, d.meta, UINT32_MAX);
+  }
   d.checker = std::make_unique<NodeChecker>(d.meta);
 
   d.buf.resize(std::max<size_t>(buffer_bytes, 4 * format::kMaxVarintBytes + 1));
@@ -576,6 +635,8 @@ ProfileStream::ProfileStream(const std::filesystem::path &file, size_t buffer_by
     d.tree_fail("node count " + std::to_string(d.count) + " exceeds what the section's " +
                 std::to_string(d.body_left) + " bytes can hold");
   if (d.count > UINT32_MAX) d.tree_fail("node count " + std::to_string(d.count) + " exceeds 2^32-1");
+  if (!d.time.empty() && d.time.back().first >= d.count)
+    fail(d.name, "TIME: node index " + std::to_string(d.time.back().first) + " out of range");
 }
 
 ProfileStream::~ProfileStream() = default;
@@ -584,6 +645,7 @@ const std::string &ProfileStream::source() const { return d_->name; }
 const ThreadMeta &ProfileStream::meta() const { return d_->meta; }
 const std::vector<Module> &ProfileStream::modules() const { return d_->modules; }
 uint64_t ProfileStream::node_count() const { return d_->count; }
+const std::vector<std::pair<uint32_t, uint64_t>> &ProfileStream::time_samples() const { return d_->time; }
 uint64_t ProfileStream::nodes_read() const { return d_->index; }
 uint64_t ProfileStream::file_size() const { return d_->file_size; }
 uint64_t ProfileStream::bytes_read() const { return format::kHeaderSize + d_->read_off; }

@@ -9,33 +9,18 @@
 
 namespace hcct::analysis {
 
-std::string_view to_string(Metric m) {
-  switch (m) {
-    case Metric::calls:
-      return "calls";
-  }
-  return "?";
+bool metric_known(const ThreadMeta &meta, const Node &node, uint64_t samples, Metric metric) {
+  if (meta.mode != Mode::hcct) return true;
+  return metric == Metric::time ? samples > 0 : node.monitored();
 }
 
-bool metric_known(const ThreadMeta &meta, const Node &node, Metric) {
-  return meta.mode != Mode::hcct || node.monitored();
-}
-
-uint64_t metric_value(const ThreadMeta &meta, const Node &node, Metric metric) {
-  if (!metric_known(meta, node, metric)) return 0;
-  switch (metric) {
-    case Metric::calls:
-      return node.count;
-  }
-  return 0;
+uint64_t metric_value(const ThreadMeta &meta, const Node &node, uint64_t samples, Metric metric) {
+  if (!metric_known(meta, node, samples, metric)) return 0;
+  return metric == Metric::time ? samples : node.count;
 }
 
 uint64_t metric_whole(const ThreadMeta &meta, Metric metric) {
-  switch (metric) {
-    case Metric::calls:
-      return meta.all_calls();
-  }
-  return 0;
+  return metric == Metric::time ? meta.samples + meta.samples_lost : meta.all_calls();
 }
 
 namespace {
@@ -135,7 +120,7 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
   ContextView v;
   v.metric = o.metric;
   v.whole = metric_whole(meta, o.metric);
-  v.threshold = hot_threshold(o.phi, meta.all_calls());
+  v.threshold = hot_threshold(o.phi, metric_whole(meta, o.metric));
   v.nodes.reserve(std::min<uint64_t>(source.node_count(), uint64_t(1) << 20));
   v.nodes.emplace_back();  // the root
   ChildTable children(v.nodes);
@@ -181,7 +166,7 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
     f.index = index;
     f.routine = n.routine;
     f.depth = parent.depth + 1;
-    const uint64_t value = metric_value(meta, n, o.metric);
+    const uint64_t value = metric_value(meta, n, source.samples(), o.metric);
     f.ignored = parent.ignored || (o.ignore && o.ignore(n.routine));
     // Outside the view so far (focus given): a match re-roots.
     const bool focus_match = !f.ignored && parent.view == kNone && o.focus && o.focus(n.routine);
@@ -233,12 +218,12 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
     ViewNode &vn = v.nodes[id];
     vn.self += value;
     vn.left_out += missing;
-    vn.calls += metric_value(meta, n, Metric::calls);
-    vn.known |= metric_known(meta, n, o.metric);
+    vn.calls += metric_value(meta, n, 0, Metric::calls);
+    vn.known |= metric_known(meta, n, source.samples(), o.metric);
     vn.min_depth = std::min(vn.min_depth, f.depth);
     vn.max_depth = std::max(vn.max_depth, f.depth);
     ++vn.instances;
-    if (metric_known(meta, n, Metric::calls) && n.count >= v.threshold) {
+    if (metric_known(meta, n, source.samples(), o.metric) && value >= v.threshold) {
       ++vn.hot_instances;
       ++v.hot;
     }
@@ -354,12 +339,12 @@ std::vector<FlatEntry> flat_profile(NodeSource &source, const ViewOptions &o,
     f.ignored = parent.ignored || (o.ignore && o.ignore(n.routine));
     f.in_view = !f.ignored && (parent.in_view || (o.focus && o.focus(n.routine)));
     if (f.in_view) {
-      f.subtree = metric_value(meta, n, o.metric);
+      f.subtree = metric_value(meta, n, source.samples(), o.metric);
       auto [s, added] = slot.try_emplace(n.routine, out.size());
       if (added) out.push_back({n.routine});
       FlatEntry &e = out[s->second];
       e.self += f.subtree;
-      e.calls += metric_value(meta, n, Metric::calls);
+      e.calls += metric_value(meta, n, 0, Metric::calls);
       ++e.contexts;
       ++running[n.routine];
     }

@@ -10,7 +10,28 @@ namespace hcct::analysis {
 const ThreadMeta &StreamSource::meta() const { return s_.meta(); }
 const std::vector<Module> &StreamSource::modules() const { return s_.modules(); }
 uint64_t StreamSource::node_count() const { return s_.node_count(); }
-bool StreamSource::next(Node &node) { return s_.next(node); }
+bool StreamSource::next(Node &node) {
+  if (!s_.next(node)) return false;
+  const auto &time = s_.time_samples();
+  samples_ = time_at_ < time.size() && time[time_at_].first == index_ ? time[time_at_++].second : 0;
+  ++index_;
+  return true;
+}
+
+std::string_view to_string(Metric m) { return m == Metric::time ? "time" : "calls"; }
+
+std::optional<Metric> metric_named(std::string_view name) {
+  if (name == "calls") return Metric::calls;
+  if (name == "time") return Metric::time;
+  return std::nullopt;
+}
+
+std::vector<uint64_t> total_samples(const ThreadProfile &p) {
+  if (p.samples.empty()) return {};
+  std::vector<uint64_t> total = p.samples;
+  for (size_t i = total.size(); i-- > 1;) total[p.nodes[i].parent] += total[i];
+  return total;
+}
 
 namespace {
 struct FrameState {
@@ -25,12 +46,18 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
                     const std::function<void(uint64_t)> &progress) {
   const ThreadMeta &meta = source.meta();
   WalkStats stats;
-  stats.threshold = hot_threshold(filter.min_share, meta.all_calls());  // shares are of every call, lost ones too
+  const bool time = filter.metric == Metric::time;
+  if (time && !meta.timed())
+    throw std::invalid_argument("the profile has no time metric (recorded with time=off, with bursting, or by a "
+                                "runtime before format version 2)");
+  // Shares are of every call (or sample), lost ones too.
+  stats.threshold = hot_threshold(filter.min_share, time ? meta.samples + meta.samples_lost : meta.all_calls());
   const bool hcct = meta.mode == Mode::hcct;
   const uint32_t cut = filter.max_depth;
   const bool keep_totals = filter.keep_total_share >= 0;
   if (keep_totals && !(filter.keep_total_share <= 1)) throw std::invalid_argument("keep_total_share must be in [0, 1]");
-  const uint64_t total_threshold = keep_totals ? hot_threshold(filter.keep_total_share, meta.all_calls()) : 0;
+  const uint64_t total_threshold =
+      keep_totals ? hot_threshold(filter.keep_total_share, time ? meta.samples + meta.samples_lost : meta.all_calls()) : 0;
 
   std::vector<WalkNode> stack;  // the current root path
   std::vector<FrameState> state;
@@ -51,7 +78,10 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
     const size_t k = stack.size() - 1;
     WalkNode &w = stack[k];
     FrameState &st = state[k];
-    if (k > 0) stack[k - 1].subtree += w.subtree;
+    if (k > 0) {
+      stack[k - 1].subtree += w.subtree;
+      stack[k - 1].total_samples += w.total_samples;  // every node, kept or not
+    }
     if (k > 0 && cut && w.depth > cut) {
       if (w.selected) {
         WalkNode &top = stack[cut];
@@ -86,6 +116,7 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
     if (index == 0) {
       WalkNode root;
       root.node = n;
+      root.samples = root.total_samples = source.samples();
       stack.push_back(root);
       FrameState fs;
       fs.has_id = true;
@@ -107,15 +138,17 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
     FrameState fs;
     fs.ignored = pst.ignored || (filter.ignore && filter.ignore(n.routine));
     fs.in_focus = pst.in_focus || (filter.focus && filter.focus(n.routine));
-    const bool countable = !hcct || n.monitored();
-    w.selected = !fs.ignored && fs.in_focus && countable && n.count >= stats.threshold;
+    w.samples = w.total_samples = source.samples();
+    const uint64_t value = time ? w.samples : n.count;
+    const bool countable = time ? (!hcct || value) : (!hcct || n.monitored());
+    w.selected = !fs.ignored && fs.in_focus && countable && value >= stats.threshold;
     if (!fs.ignored && fs.in_focus && countable && !w.selected) {
       ++stats.below_threshold;
-      stats.below_threshold_count += n.count;
+      stats.below_threshold_count += value;
     }
-    w.count = w.selected ? n.count : 0;
+    w.count = w.selected ? value : 0;
     w.total = w.count;
-    w.subtree = !fs.ignored && countable ? n.count : 0;
+    w.subtree = !fs.ignored && countable ? value : 0;
     stack.push_back(w);
     state.push_back(fs);
     ++index;

@@ -41,9 +41,9 @@ std::string shortest(double d) {
 
 }  // namespace
 
-Bytes encode_file(std::span<const Section> sections) {
+Bytes encode_file(std::span<const Section> sections, uint32_t version) {
   Bytes out(format::kMagic, format::kMagic + 8);
-  put<uint32_t>(out, format::kVersion);
+  put<uint32_t>(out, version);
   put<uint32_t>(out, uint32_t(sections.size()));
   put<uint64_t>(out, 0);  // payload size, patched below
   put<uint64_t>(out, 0);  // hash, patched by reseal
@@ -108,6 +108,13 @@ std::vector<std::pair<std::string, std::string>> meta_entries(const ThreadMeta &
   e.emplace_back(meta::kCmdline.name, cmd);
   num(meta::kStartNs, m.start_ns);
   num(meta::kEndNs, m.end_ns);
+  if (m.timed()) {
+    e.emplace_back(meta::kTime.name, m.time);
+    num(meta::kSamplePeriodNs, m.sample_period_ns);
+    num(meta::kSamples, m.samples);
+    num(meta::kSamplesLost, m.samples_lost);
+    if (m.mode == Mode::hcct) num(meta::kTimeMinCount, m.time_min_count);
+  }
   e.insert(e.end(), m.extra.begin(), m.extra.end());
   return e;
 }
@@ -150,13 +157,33 @@ Bytes encode_tree(std::span<const Node> nodes) {
   return out;
 }
 
+Bytes encode_time(std::span<const uint64_t> samples) {
+  Bytes out;
+  uint64_t entries = 0;
+  for (uint64_t n : samples) entries += n != 0;
+  put_varint(out, entries);
+  uint64_t previous = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (!samples[i]) continue;
+    put_varint(out, i - previous);
+    put_varint(out, samples[i]);
+    previous = i;
+  }
+  return out;
+}
+
 Bytes encode_profile(const ThreadProfile &p) {
   auto entries = meta_entries(p.meta);
-  Section sections[3] = {
+  std::vector<Section> sections = {
       {format::kTagMeta, 0, encode_meta(entries)},
       {format::kTagModules, 0, encode_modules(p.modules)},
       {format::kTagTree, 0, encode_tree(p.nodes)},
   };
+  if (p.meta.timed()) {
+    if (p.samples.size() != p.nodes.size())
+      throw std::invalid_argument("a timed profile needs one samples value per node");
+    sections.push_back({format::kTagTime, 0, encode_time(p.samples)});
+  }
   return encode_file(sections);
 }
 

@@ -60,6 +60,10 @@ TEST_CASE("META keys: docs/FORMAT.md lists exactly the keys of hcct/meta_keys.h"
           return k.presence == meta::Presence::kAlways || k.presence == meta::Presence::kHcctMode ||
                  k.presence == meta::Presence::kOptional;
         }));
+  auto time = first_column_names(section(format, "## Time keys"));
+  CHECK(time == keys_where([](const meta::Key &k) {
+          return k.presence == meta::Presence::kTimed || k.presence == meta::Presence::kTimedHcct;
+        }));
   auto burst = first_column_names(section(format, "## Static bursting keys"));
   CHECK(burst == keys_where([](const meta::Key &k) {
           return k.presence == meta::Presence::kBursting || k.presence == meta::Presence::kBurstEvents;

@@ -192,8 +192,15 @@ TEST_CASE("header problems", "[format][hostile]") {
   }
   SECTION("future version") {
     Bytes b = good;
-    b[8] = 2;
-    CHECK_THAT(rejection(b), Catch::Contains("version 2"));
+    b[8] = 3;
+    reseal(b);
+    CHECK_THAT(rejection(b), Catch::Contains("version 3"));
+  }
+  SECTION("version 0") {
+    Bytes b = good;
+    b[8] = 0;
+    reseal(b);
+    CHECK_THAT(rejection(b), Catch::Contains("version 0"));
   }
   SECTION("payload size mismatch") {
     Bytes b = good;
@@ -585,4 +592,125 @@ TEST_CASE("ten million nodes load in seconds", "[.perf]") {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   WARN("read " << q.nodes.size() << " nodes (" << std::filesystem::file_size(dir / "1.0.hcct") << " bytes) in " << s << " s");
   CHECK(s < 10);
+}
+
+// ---- Time (format version 2, issue 17)
+
+namespace {
+
+ThreadProfile timed_profile() {
+  ThreadProfile p = hcct::test::small_profile(Mode::cct);
+  p.meta.time = "cpu";
+  p.meta.sample_period_ns = 1000000;
+  p.meta.samples_lost = 3;
+  p.samples.assign(p.nodes.size(), 0);
+  p.samples[0] = 2;  // the root: time outside any instrumented function
+  p.samples.back() = 40;
+  if (p.nodes.size() > 2) p.samples[1] = 7;
+  p.meta.samples = 0;
+  for (uint64_t n : p.samples) p.meta.samples += n;
+  return p;
+}
+
+Bytes with_time_section(const ThreadProfile &p, const Bytes &time, uint32_t version = format::kVersion) {
+  Parts parts = parts_of(p);
+  Section s[4] = {{format::kTagMeta, 0, parts.meta}, {format::kTagModules, 0, parts.mods},
+                  {format::kTagTree, 0, parts.tree}, {format::kTagTime, 0, time}};
+  return encode_file(s, version);
+}
+
+}  // namespace
+
+TEST_CASE("time: timed profiles round-trip in memory and streamed", "[format][time]") {
+  ThreadProfile p = timed_profile();
+  ThreadProfile back = parse_profile(encode_profile(p), kName);
+  CHECK(back.meta.time == "cpu");
+  CHECK(back.meta.sample_period_ns == 1000000);
+  CHECK(back.meta.samples == p.meta.samples);
+  CHECK(back.meta.samples_lost == 3);
+  CHECK(back.samples == p.samples);
+  CHECK(back.meta.extra == p.meta.extra);  // the time keys are parsed, not kept as unknown
+  TempDir dir;
+  write_profile(dir.path() / "4242.0.hcct", p);
+  ProfileStream stream(dir.path() / "4242.0.hcct");
+  std::vector<std::pair<uint32_t, uint64_t>> expected;
+  for (uint32_t i = 0; i < p.samples.size(); ++i)
+    if (p.samples[i]) expected.emplace_back(i, p.samples[i]);
+  CHECK(stream.time_samples() == expected);
+  Node n;
+  while (stream.next(n)) {
+  }
+}
+
+// Files of runtimes before the time metric (format version 1) still read, as they were.
+TEST_CASE("time: a version 1 file reads as a profile without time", "[format][time]") {
+  ThreadProfile p = hcct::test::small_profile();
+  Parts parts = parts_of(p);
+  Section s[3] = {{format::kTagMeta, 0, parts.meta}, {format::kTagModules, 0, parts.mods}, {format::kTagTree, 0, parts.tree}};
+  Bytes v1 = encode_file(s, 1);
+  REQUIRE(v1[8] == 1);
+  ThreadProfile back = parse_profile(v1, kName);
+  CHECK(back.nodes == p.nodes);
+  CHECK(!back.meta.timed());
+  CHECK(back.samples.empty());
+  // A TIME tag in a version 1 file is an unknown section there: skipped.
+  ThreadProfile t = timed_profile();
+  t.meta.time.clear();
+  Bytes v1_with_tag = with_time_section(t, encode_time(timed_profile().samples), 1);
+  CHECK(parse_profile(v1_with_tag, kName).samples.empty());
+}
+
+TEST_CASE("time: TIME section problems", "[format][time][hostile]") {
+  ThreadProfile p = timed_profile();
+  auto entries = [&](std::vector<std::pair<uint64_t, uint64_t>> e) {
+    Bytes b = varint(e.size());
+    for (auto [delta, n] : e) {
+      append(b, varint(delta));
+      append(b, varint(n));
+    }
+    return b;
+  };
+  SECTION("META time without TIME") {
+    Parts parts = parts_of(p);
+    CHECK_THAT(rejection(assemble(parts)), Catch::Contains("no TIME section"));
+  }
+  SECTION("TIME without META time") {
+    ThreadProfile q = p;
+    q.meta.time.clear();
+    CHECK_THAT(rejection(with_time_section(q, encode_time(p.samples))), Catch::Contains("without META 'time'"));
+  }
+  SECTION("sum differs from META samples") {
+    ThreadProfile q = p;
+    q.meta.samples += 1;
+    CHECK_THAT(rejection(with_time_section(q, encode_time(p.samples))), Catch::Contains("META 'samples' says"));
+  }
+  SECTION("index out of range") {
+    CHECK_THAT(rejection(with_time_section(p, entries({{p.nodes.size(), 1}}))), Catch::Contains("out of range"));
+  }
+  SECTION("index not increasing") {
+    CHECK_THAT(rejection(with_time_section(p, entries({{1, 1}, {0, 1}}))), Catch::Contains("does not increase"));
+  }
+  SECTION("zero samples") {
+    CHECK_THAT(rejection(with_time_section(p, entries({{1, 0}}))), Catch::Contains("zero samples"));
+  }
+  SECTION("entry count beyond the nodes") {
+    Bytes b = varint(p.nodes.size() + 1);
+    CHECK_THAT(rejection(with_time_section(p, b)), Catch::Contains("exceeds"));
+  }
+  SECTION("trailing bytes") {
+    Bytes b = encode_time(p.samples);
+    b.push_back(0);
+    CHECK_THAT(rejection(with_time_section(p, b)), Catch::Contains("after the last entry"));
+  }
+  SECTION("truncated") {
+    Bytes b = encode_time(p.samples);
+    b.pop_back();
+    rejection(with_time_section(p, b));
+  }
+  SECTION("bad time metric") {
+    Parts parts = parts_of(p);
+    ThreadProfile q = p;
+    q.meta.time = "wall-ish";
+    CHECK_THAT(rejection(with_time_section(q, encode_time(p.samples))), Catch::Contains("for key 'time'"));
+  }
 }

@@ -380,3 +380,68 @@ TEST_CASE("merged bursting threads are scaled each by its own sampled fraction",
     CHECK(same.meta.find_extra("burst_scaled") == nullptr);
   }
 }
+
+// Time (issue 17): each context's self samples add like its counts; META samples, samples_lost and
+// time_min_count add; inputs sampled at different rates are refused; without time everywhere, the
+// merge has none.
+TEST_CASE("merge adds self time samples path by path", "[merge][time]") {
+  std::mt19937_64 rng(77);
+  for (int round = 0; round < 20; ++round) {
+    Mode mode = round % 2 ? Mode::hcct : Mode::cct;
+    std::vector<ThreadProfile> threads;
+    for (size_t t = 0; t < 1 + rng() % 4; ++t) {
+      ThreadProfile p = hcct::test::make_profile(hcct::test::random_tree(rng, 1 + rng() % 300, 6, 2), mode, rng, 9, t);
+      p.meta.time = "cpu";
+      p.meta.sample_period_ns = 1000000;
+      p.meta.samples_lost = t;
+      p.meta.time_min_count = mode == Mode::hcct ? 2 : 0;
+      p.samples.assign(p.nodes.size(), 0);
+      for (auto &s : p.samples) s = rng() % 3 == 0 ? rng() % 50 : 0;
+      p.meta.samples = 0;
+      for (uint64_t s : p.samples) p.meta.samples += s;
+      threads.push_back(std::move(p));
+    }
+    ThreadProfile m = merge_threads(threads);
+    std::map<Path, uint64_t> want, got;
+    uint64_t samples = 0, lost = 0, root = 0;
+    for (const ThreadProfile &t : threads) {
+      std::vector<Path> paths(t.nodes.size());
+      for (uint32_t i = 1; i < t.nodes.size(); ++i) {
+        paths[i] = paths[t.nodes[i].parent];
+        paths[i].push_back({t.nodes[i].routine, t.nodes[i].call_site});
+        want[paths[i]] += t.samples[i];
+      }
+      root += t.samples[0];
+      samples += t.meta.samples;
+      lost += t.meta.samples_lost;
+    }
+    REQUIRE(m.meta.timed());
+    REQUIRE(m.samples.size() == m.nodes.size());
+    std::vector<Path> paths(m.nodes.size());
+    for (uint32_t i = 1; i < m.nodes.size(); ++i) {
+      paths[i] = paths[m.nodes[i].parent];
+      paths[i].push_back({m.nodes[i].routine, m.nodes[i].call_site});
+      got[paths[i]] += m.samples[i];
+    }
+    CHECK(got == want);
+    CHECK(m.samples[0] == root);
+    CHECK(m.meta.samples == samples);
+    CHECK(m.meta.samples_lost == lost);
+    CHECK(m.meta.time_min_count == (mode == Mode::hcct ? 2 * threads.size() : 0));
+    ThreadProfile back = parse_profile(encode_profile(m), "merged");
+    CHECK(back.samples == m.samples);
+  }
+  auto a = hcct::test::small_profile(Mode::cct);
+  a.meta.time = "cpu";
+  a.meta.sample_period_ns = 1000000;
+  a.samples.assign(a.nodes.size(), 0);
+  auto b = a;
+  b.meta.sample_period_ns = 500000;
+  std::vector<ThreadProfile> rates{a, b};
+  CHECK_THROWS_WITH(merge_threads(rates), Catch::Contains("another rate"));
+  auto c = hcct::test::small_profile(Mode::cct);
+  std::vector<ThreadProfile> mixed{a, c};
+  ThreadProfile m = merge_threads(mixed);
+  CHECK(!m.meta.timed());
+  CHECK(m.samples.empty());
+}

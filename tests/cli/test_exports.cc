@@ -494,3 +494,67 @@ TEST_CASE("compare: runs of a rebuilt binary line up by symbol", "[cli][compare]
 }
 
 #endif
+
+// Time per calling context (issue 17) in the CLI, on a profile whose self samples are known:
+// contexts 1 (10 samples), 3 (5), 4 (80), 5 (5) of small_profile; 100 in all.
+TEST_CASE("time: report --sort time and folded --metric time and info", "[cli][time]") {
+  TempDir dir;
+  ThreadProfile p = hcct::test::small_profile(Mode::cct);
+  p.meta.time = "cpu";
+  p.meta.sample_period_ns = 1000000;
+  p.samples = {0, 10, 0, 5, 80, 5};
+  p.meta.samples = 100;
+  write_profile(dir / profile_file_name(p.meta.pid, 0), p);
+  const std::string d = dir.path().string();
+
+  // By time, phi 0.5: only context 4 (80 samples), with its ancestor 1; by calls: only context 3.
+  Result by_time = hcct_cmd({"report", d, "--sort", "time", "--phi", "0.5", "--json", "--no-symbols"});
+  INFO(by_time.err);
+  REQUIRE(by_time.status == 0);
+  json j = json::parse(by_time.out)["reports"][0];
+  CHECK(j["sort"] == "time");
+  CHECK(j["samples"] == 100);
+  REQUIRE(j["nodes"].size() == 2);
+  CHECK(j["nodes"][0]["routine"] == "0x401000");
+  CHECK(j["nodes"][0]["total_samples"] == 100);
+  CHECK(j["nodes"][0]["self_samples"] == 10);
+  CHECK(j["nodes"][0]["hot"] == false);
+  CHECK(j["nodes"][1]["routine"] == "0x401300");
+  CHECK(j["nodes"][1]["self_samples"] == 80);
+  CHECK(j["nodes"][1]["total_samples"] == 85);
+  CHECK(j["nodes"][1]["hot"] == true);
+  Result by_calls = hcct_cmd({"report", d, "--phi", "0.5", "--json", "--no-symbols"});
+  REQUIRE(by_calls.status == 0);
+  json c = json::parse(by_calls.out)["reports"][0];
+  REQUIRE(c["nodes"].size() == 3);
+  CHECK(c["nodes"][2]["routine"] == "0x401200");
+  // The text report by time: total and self samples with their shares of all samples (context 4:
+  // 80 of its own, 85 with its callee).
+  Result text = hcct_cmd({"report", d, "--sort", "time", "--phi", "0", "--no-symbols", "--width", "0"});
+  REQUIRE(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("self (its own samples), with their shares of all samples (S + lost)"));
+  CHECK_THAT(text.out, Catch::Contains("threshold floor(phi*all samples) = 0"));
+  CHECK_THAT(text.out, Catch::Matches("[\\s\\S]*\n +85 +85\\.00% +80 +80\\.00% +prog\\+0x401300[\\s\\S]*"));
+
+  // Folded by time: the self samples, adding up to S.
+  Result folded = hcct_cmd({"export", d, "-f", "folded", "--metric", "time", "--min-share", "0", "--no-symbols"});
+  INFO(folded.err);
+  REQUIRE(folded.status == 0);
+  CHECK(folded_total(folded.out) == 100);
+  CHECK(count_lines(folded.out) == 4);
+  // Formats that do not carry time yet say so.
+  Result pprof = hcct_cmd({"export", d, "-f", "callgrind", "--metric", "time"});
+  CHECK(pprof.status != 0);
+  CHECK_THAT(pprof.err, Catch::Contains("--metric time"));
+
+  Result info = hcct_cmd({"info", d});
+  REQUIRE(info.status == 0);
+  CHECK_THAT(info.out, Catch::Contains("time cpu at 1000 Hz: 100 samples (0.100 s), lost 0 (0.00%)"));
+
+  // A profile without a time metric cannot be sorted by time: one clear message.
+  TempDir plain;
+  write_profile(plain / profile_file_name(77, 0), hcct::test::small_profile(Mode::cct));
+  Result untimed = hcct_cmd({"report", plain.path().string(), "--sort", "time"});
+  CHECK(untimed.status != 0);
+  CHECK_THAT(untimed.err, Catch::Contains("no time metric"));
+}

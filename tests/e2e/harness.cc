@@ -136,6 +136,20 @@ std::map<NamePath, uint64_t> projected_counts(const ha::ThreadProfile &profile,
   return out;
 }
 
+std::map<NamePath, uint64_t> named_samples(const ha::ThreadProfile &profile) {
+  std::unordered_map<uint64_t, std::string> by_address;
+  const auto names = node_names(profile, by_address);
+  std::vector<NamePath> paths(profile.nodes.size());
+  std::map<NamePath, uint64_t> out;
+  if (profile.self_samples(ha::kRoot)) out[{}] += profile.self_samples(ha::kRoot);
+  for (uint32_t i = 1; i < profile.nodes.size(); ++i) {
+    paths[i] = paths[profile.nodes[i].parent];
+    paths[i].push_back(*names[i]);
+    if (uint64_t n = profile.self_samples(i)) out[paths[i]] += n;
+  }
+  return out;
+}
+
 std::string frame_run(const std::string &name, uint64_t run) {
   return run > 1 ? name + "*" + std::to_string(run) : name;
 }

@@ -55,6 +55,9 @@ std::string frame_run(const std::string &name, uint64_t run);
 
 std::string short_name(const std::string &demangled);
 
+// Self time samples of every context of a timed profile by function names (the root: {}).
+std::map<NamePath, uint64_t> named_samples(const hcct::analysis::ThreadProfile &profile);
+
 }  // namespace e2e
 
 #endif

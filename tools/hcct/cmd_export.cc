@@ -22,12 +22,16 @@ struct ExportOptions {
   std::string format;
   std::string out;
   bool merge = false;
+  std::string metric = "calls";  // --metric: what the folded stacks add up (calls or time samples)
 };
 
 int run_export(const ExportOptions &o) {
   if (o.out.empty() && export_is_binary(o.format) && isatty(STDOUT_FILENO))
     throw UserError("export: " + o.format + " output is binary; write it to a file with -o FILE");
   // Written under a temporary name and renamed when complete: an input error half-way leaves nothing.
+  const bool by_time = o.metric == "time";
+  if (by_time && o.format != "folded")
+    throw UserError("export: --metric time is implemented for --format folded only (the other formats export calls)");
   OutputFile output(o.out);
   std::ostream &out = output.stream();
   std::unique_ptr<Exporter> exporter = make_exporter(o.format, out);
@@ -43,6 +47,7 @@ int run_export(const ExportOptions &o) {
   const double min_share = *filters.min_share;
   for_each_tree(o.in, o.merge, [&](TreeInput &t) {
     analysis::TreeFilter filter = make_tree_filter(filters, *t.names, min_share);
+    if (by_time) filter.metric = analysis::Metric::time;
     TreeInfo info;
     info.source = t.source;
     info.meta = t.meta;
@@ -53,7 +58,7 @@ int run_export(const ExportOptions &o) {
     info.names = t.names;
     info.symbolized = !o.in.no_symbols;
     info.min_share = min_share;
-    info.threshold = analysis::hot_threshold(min_share, t.meta->all_calls());
+    info.threshold = analysis::hot_threshold(min_share, by_time ? t.meta->samples + t.meta->samples_lost : t.meta->all_calls());
     exporter->begin_tree(info);
     uint64_t charged = 0;  // counts of contexts deeper than the cap, charged to an ancestor
     analysis::WalkStats stats = analysis::walk_tree(
@@ -92,6 +97,10 @@ void add_export_command(CLI::App &app, Action &action) {
       ->required()
       ->check(CLI::IsMember(kExportFormats));
   sub->add_option("-o,--out", o->out, "output file (default: stdout)");
+  sub->add_option("--metric", o->metric,
+                  "folded: stack values are calls (entries), or time (self CPU-time samples; profiles with a time metric)")
+      ->check(CLI::IsMember({"calls", "time"}))
+      ->capture_default_str();
   sub->add_option("--pid", o->in.pid, "only the process with this pid");
   CLI::Option *thread = sub->add_option("--thread", o->in.thread, "only this thread (thread_seq; 0 = main thread)");
   sub->add_flag("--merge-threads", o->merge, "merge the threads of each process first")->excludes(thread);
@@ -103,6 +112,7 @@ void add_export_command(CLI::App &app, Action &action) {
       "up to N, the number of calls. Formats and their consumers are described in docs/EXPORTS.md." + "\n" + R"(
 Examples:
   hcct export -f folded | flamegraph.pl > flame.svg         (or inferno-flamegraph, speedscope)
+  hcct export -f folded --metric time | flamegraph.pl > cpu.svg     (a CPU-time flame graph)
   hcct export -f callgrind -o callgrind.out && kcachegrind callgrind.out
   hcct export -f pprof -o prof.pb && pprof -top prof.pb
   hcct export -f json --min-share 0.001 | jq '.trees[0].nodes | length'

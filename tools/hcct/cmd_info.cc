@@ -120,7 +120,12 @@ json thread_json(const ThreadProfile &t) {
             {"tree_bytes", m.tree_bytes},
             {"nodes_peak", m.nodes_peak},
             {"start_ns", m.start_ns},
-            {"end_ns", m.end_ns}};
+            {"end_ns", m.end_ns},
+            {"time", m.timed() ? json(m.time) : json()},
+            {"sample_period_ns", m.timed() ? json(m.sample_period_ns) : json()},
+            {"samples", m.timed() ? json(m.samples) : json()},
+            {"samples_lost", m.timed() ? json(m.samples_lost) : json()},
+            {"time_min_count", m.timed() && m.mode == analysis::Mode::hcct ? json(m.time_min_count) : json()}};
   // A path profile of a kpath-only run (no calling context): what it holds; null otherwise.
   j["paths"] = s.paths ? json{{"forest", analysis::forest_kind_name(s.paths->kind)},
                               {"k", s.paths->k},
@@ -137,6 +142,7 @@ json thread_json(const ThreadProfile &t) {
   j["modules"] = std::move(mods);
   return j;
 }
+
 
 std::string seconds(uint64_t start_ns, uint64_t end_ns) {
   if (end_ns < start_ns) return "?";
@@ -196,6 +202,7 @@ void print_text(const Selection &s, const InfoOptions &o) {
     }
     out += "    calls (N) " + with_commas(m.calls) + ", lost " + with_commas(m.lost) + ", dropped " +
            with_commas(m.dropped) + ", unmatched exits " + with_commas(m.unmatched_exits) + "\n";
+    if (m.timed()) out += "    " + time_summary(m) + "\n";
     for (const std::string &w : loss_warnings(m)) out += "    warning: " + w + "\n";
     out += "    nodes " + with_commas(st.nodes);
     if (m.mode == analysis::Mode::hcct) out += " (" + with_commas(st.monitored) + " monitored)";

@@ -36,6 +36,7 @@ struct ReportOptions {
   bool flat = false;
   NameStyle names;
   analysis::Metric metric = analysis::Metric::calls;
+  std::string metric_name = "calls";  // --sort
 };
 
 // One output line: a node of the pruned tree at its place in the display order.
@@ -115,9 +116,10 @@ std::string report_header(const TreeInput &t, const ReportOptions &o, uint64_t t
              " other commands: merged_commands in hcct info)";
     out += "\n";
   }
+  const char *whole = o.metric == analysis::Metric::time ? "all samples" : m.lost ? "all calls" : "N";
   out += "# mode " + std::string(analysis::to_string(m.mode)) + ", key " + std::string(analysis::to_string(m.key)) +
-         ": " + calls_summary(m) + "; phi = " + format_double(o.phi) +
-         ", threshold floor(phi*" + std::string(m.lost ? "all calls" : "N") + ") = " + with_commas(threshold) + "\n";
+         ": " + calls_summary(m) + "; phi = " + format_double(o.phi) + ", threshold floor(phi*" + whole +
+         ") = " + with_commas(threshold) + "\n";
   if (m.mode == Mode::hcct) {
     out += "# epsilon = " + format_double(m.epsilon) + " (" + with_commas(m.counters) +
            " counters): counts are estimates, each at most " + with_commas(m.min_count) +
@@ -136,6 +138,15 @@ std::string report_header(const TreeInput &t, const ReportOptions &o, uint64_t t
     out += "# sampled (static bursting): counts are of the calls made during bursts, a fraction " + format_double(fraction) +
            " of all calls (" + (basis && *basis == "events" ? std::string("counted") : std::string("estimated from time; an upper bound")) +
            "); scale by " + format_double(fraction > 0 ? 1 / fraction : 0) + " for whole-run counts\n";
+  }
+  if (m.timed()) out += "# " + time_summary(m) + "\n";
+  if (o.metric == analysis::Metric::time) {
+    out += "# sorted by time: self and total are CPU-time samples (total: the context and everything it called), "
+           "phi applies to self samples";
+    if (m.mode == Mode::hcct)
+      out += "; in hcct mode each self figure overcounts by at most " + with_commas(m.time_min_count) +
+             " samples, and '-' marks a context that holds no time counter";
+    out += "\n";
   }
   for (const std::string &w : loss_warnings(m)) out += "# warning: " + w + "\n";
   if (m.dropped) out += "# note: " + with_commas(m.dropped) + " events were dropped (arrived while the runtime was busy)\n";
@@ -386,12 +397,18 @@ std::string text_report(TreeInput &t, const ReportOptions &o, bool color, size_t
   FilterOptions predicates = o.filter;
   predicates.depth = 0;
   analysis::TreeFilter filter = make_tree_filter(predicates, *t.names, o.phi);
+  filter.metric = o.metric;
+  if (o.metric == analysis::Metric::time && !m.timed())
+    throw UserError((t.source.empty() ? std::string("(merged)") : t.source) +
+                    ": no time metric (recorded with time=off, with bursting, or by a runtime before format version 2); "
+                    "report it with --sort calls");
   vo.focus = filter.focus;
   vo.ignore = filter.ignore;
   if (o.flat) {
     // One pass, memory for the path and one entry per function.
     std::vector<analysis::FlatEntry> flat = analysis::flat_profile(*t.nodes, vo, t.progress);
-    FlatText ft{t, o, o.metric, analysis::metric_whole(m, o.metric), analysis::hot_threshold(o.phi, m.all_calls()), width};
+    FlatText ft{t, o, o.metric, analysis::metric_whole(m, o.metric),
+                analysis::hot_threshold(o.phi, analysis::metric_whole(m, o.metric)), width};
     std::string out = report_header(t, o, ft.threshold);
     if (!o.filter.focus.empty())
       out += "# focus: functions called (directly or not) from the functions matching /" + escape_text(o.filter.focus) + "/\n";
@@ -414,31 +431,37 @@ std::string text_report(TreeInput &t, const ReportOptions &o, bool color, size_t
   analysis::ThreadProfile kept;
   kept.meta = m;
   std::vector<uint64_t> subtree;
+  const bool timed = m.timed();
   analysis::walk_tree(
       *t.nodes, keep,
       [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
         if (kept.nodes.size() <= w.id) {
           kept.nodes.resize(w.id + 1);
           subtree.resize(w.id + 1);
+          if (timed) kept.samples.resize(w.id + 1);
         }
         analysis::Node n = w.node;
         n.parent = path.empty() ? 0 : w.parent;
         kept.nodes[w.id] = n;
+        if (timed) kept.samples[w.id] = w.samples;
         subtree[w.id] = w.subtree;
       },
       t.progress);
   // What each kept node's subtree holds beyond itself and its kept children: left out.
   std::vector<uint64_t> left_out(subtree);
   for (size_t i = kept.nodes.size(); i-- > 1;) {
-    left_out[i] -= analysis::metric_value(m, kept.nodes[i], o.metric);
+    left_out[i] -= analysis::metric_value(m, kept.nodes[i], kept.self_samples(uint32_t(i)), o.metric);
     left_out[kept.nodes[i].parent] -= subtree[i];
   }
   vo.left_out = left_out;
   analysis::MemorySource pruned(kept);
   analysis::ContextView v = analysis::build_view(pruned, vo);
   std::string out = report_header(t, o, v.threshold);
-  out += "# " + with_commas(v.hot) + " hot contexts of " + with_commas(t.node_count > 0 ? t.node_count - 1 : 0) + " nodes; columns: total (the context and everything it called) and self (its own count), with their shares of " +
-         (m.lost ? std::string("all calls") : std::string("N")) + "\n";
+  const bool by_time = o.metric == analysis::Metric::time;
+  out += "# " + with_commas(v.hot) + " hot contexts of " + with_commas(t.node_count > 0 ? t.node_count - 1 : 0) +
+         " nodes; columns: total (the context and everything it called) and self (its own " +
+         (by_time ? "samples" : "count") + "), with their shares of " +
+         (by_time ? std::string("all samples (S + lost)") : m.lost ? std::string("all calls") : std::string("N")) + "\n";
   if (!o.filter.focus.empty())
     out += "# focus: re-rooted at the functions matching /" + escape_text(o.filter.focus) + "/: their callers above, callees below\n";
   if (!o.filter.ignore.empty())
@@ -453,8 +476,15 @@ std::string text_report(TreeInput &t, const ReportOptions &o, bool color, size_t
   return wrap_comments(out, width) + "\n";
 }
 
+// Self and total (inclusive) time samples of each node of the pruned tree, by its id; empty when
+// the profile has no time metric (issue 17).
+struct TimeColumns {
+  std::vector<uint64_t> self, total;
+  bool on() const { return !self.empty(); }
+};
+
 json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, const PrunedTree &pt,
-                           const std::vector<Row> &rows, Names &names) {
+                 const std::vector<Row> &rows, Names &names, const TimeColumns &time) {
   const analysis::ThreadMeta &m = *t.meta;
   json j;
   j["file"] = t.source.empty() ? json() : json(t.source);
@@ -497,6 +527,14 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
     j["sampled_fraction"] = fraction;
     j["scale"] = fraction > 0 ? json(1 / fraction) : json();
   }
+  j["sort"] = analysis::to_string(o.metric);
+  if (time.on()) {
+    j["time"] = m.time;
+    j["sample_period_ns"] = m.sample_period_ns;
+    j["samples"] = m.samples;
+    j["samples_lost"] = m.samples_lost;
+    j["time_error_bound"] = m.mode == Mode::hcct ? json(m.time_min_count) : json(0);
+  }
   j["hot"] = h.hot;
   j["cold_ancestors"] = h.cold_ancestors;
   j["total_nodes"] = t.node_count - 1;
@@ -513,6 +551,10 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
     node["count"] = known ? json(n.count) : json();
     node["share"] = known && m.all_calls() ? json(double(n.count) / double(m.all_calls())) : json();
     if (m.mode == Mode::hcct) node["monitored"] = n.monitored();
+    if (time.on()) {
+      node["self_samples"] = m.mode != Mode::hcct || time.self[r.node] ? json(time.self[r.node]) : json();
+      node["total_samples"] = time.total[r.node];
+    }
     node["routine"] = hex(n.routine);
     node["call_site"] = n.call_site ? json(hex(n.call_site)) : json();
     node["function"] = symbol_json(names.routine(n.routine), false);
@@ -562,7 +604,13 @@ int run_json_report(const ReportOptions &o) {
     }
     // One streaming pass keeps the (phi,eps)-HCCT (after --focus/--ignore): memory for the kept
     // nodes and the current path only. --depth is applied when printing.
+    filter.metric = o.metric;
+    if (o.metric == analysis::Metric::time && !t.meta->timed())
+      throw UserError((t.source.empty() ? std::string("(merged)") : t.source) +
+                      ": no time metric (recorded with time=off, with bursting, or by a runtime before format version "
+                      "2); report it with --sort calls");
     PrunedTree pt;
+    TimeColumns time;
     analysis::WalkStats st = analysis::walk_tree(
         *t.nodes, filter,
         [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
@@ -570,6 +618,12 @@ int run_json_report(const ReportOptions &o) {
             pt.nodes.resize(w.id + 1);
             pt.origin.resize(w.id + 1);
             pt.cls.resize(w.id + 1);
+          }
+          if (t.meta->timed()) {
+            time.self.resize(pt.nodes.size());
+            time.total.resize(pt.nodes.size());
+            time.self[w.id] = w.samples;
+            time.total[w.id] = w.total_samples;
           }
           analysis::Node n = w.node;
           n.parent = path.empty() ? 0 : w.parent;
@@ -583,7 +637,7 @@ int run_json_report(const ReportOptions &o) {
     h.threshold = st.threshold;
     h.hot = st.selected;
     h.cold_ancestors = st.kept - st.selected;
-    reports.push_back(json_report(t, o, h, pt, display_order(pt, o.depth), *t.names));
+    reports.push_back(json_report(t, o, h, pt, display_order(pt, o.depth), *t.names, time));
   });
   print_json({{"schema", o.flat ? "hcct-flat/1" : "hcct-report/1"}, {"phi", o.phi}, {"reports", std::move(reports)}});
   return 0;
@@ -621,6 +675,11 @@ void add_report_command(CLI::App &app, Action &action) {
                   "re-root at the functions matching this regex (ECMAScript, searched in the demangled name): their "
                   "callers above, callees below; an error if nothing matches (--json: only contexts through them)");
   sub->add_option("--ignore", o->filter.ignore, "drop contexts through a function matching this regex");
+  sub->add_option("--sort", o->metric_name,
+                  "the metric shown, ranked and filtered by --phi: calls, or time (self CPU-time samples; "
+                  "profiles recorded with time=cpu)")
+      ->check(CLI::IsMember({"calls", "time"}))
+      ->capture_default_str();
   sub->add_flag("--flat", o->flat, "per function: self, total, calls and contexts (like gprof's flat profile)");
   sub->add_flag("--no-fold", o->no_fold,
                 "show a recursion level by level (default: a recursive chain is folded into its first call)");
@@ -653,7 +712,10 @@ Examples:
   hcct report --width 0 --templates --inline    full names and call sites, lines as long as they are
   hcct report --json | jq '.reports[0].nodes[0]'
 )");
-  sub->callback([o, &action] { action = [o] { return run_report(*o); }; });
+  sub->callback([o, &action] {
+    o->metric = *analysis::metric_named(o->metric_name);
+    action = [o] { return run_report(*o); };
+  });
 }
 
 }  // namespace hcct::cli

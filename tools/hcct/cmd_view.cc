@@ -87,7 +87,7 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
   analysis::ViewOptions vo;
   std::vector<uint64_t> left_out(subtree);
   for (size_t i = candidates.nodes.size(); i-- > 1;) {
-    left_out[i] -= analysis::metric_value(p.meta, candidates.nodes[i], vo.metric);
+    left_out[i] -= analysis::metric_value(p.meta, candidates.nodes[i], 0, vo.metric);
     left_out[candidates.nodes[i].parent] -= subtree[i];
   }
   vo.left_out = left_out;

@@ -509,4 +509,19 @@ void OutputFile::commit() {
   tmp_.clear();
 }
 
+// "time cpu at 1000 Hz: 2,013 samples (2.013 s), lost 0 (0.00%)" (+ hcct's error bound).
+std::string time_summary(const analysis::ThreadMeta &m) {
+  char buf[160];
+  double hz = 1e9 / double(m.sample_period_ns);
+  uint64_t all = m.samples + m.samples_lost;
+  std::snprintf(buf, sizeof buf, "time %s at %.0f Hz: ", m.time.c_str(), hz);
+  std::string out = escape_text(buf) + with_commas(m.samples) + " samples";
+  std::snprintf(buf, sizeof buf, " (%.3f s), lost ", double(m.samples) * double(m.sample_period_ns) / 1e9);
+  out += buf + with_commas(m.samples_lost);
+  std::snprintf(buf, sizeof buf, " (%.2f%%)", all ? 100.0 * double(m.samples_lost) / double(all) : 0.0);
+  out += buf;
+  if (m.mode == analysis::Mode::hcct) out += ", time min_count " + with_commas(m.time_min_count);
+  return out;
+}
+
 }  // namespace hcct::cli

@@ -75,6 +75,9 @@ void note(std::string_view msg);
 std::vector<std::string> loss_warnings(const analysis::ThreadMeta &m);
 // "N = 1,000 calls" or, with lost calls, "N = 1,000 calls counted + 20 lost = 1,020 calls".
 std::string calls_summary(const analysis::ThreadMeta &m);
+// "time cpu at 1000 Hz: 2,013 samples (2.013 s), lost 0 (0.00%)" (+ hcct's error bound), for a
+// profile with a time metric.
+std::string time_summary(const analysis::ThreadMeta &m);
 
 // `hcct record`'s summary: one warning each for lost calls and unmatched exits over the files a
 // run wrote (their META only; files that cannot be read are left to the other subcommands).

@@ -10,7 +10,10 @@
 namespace hcct::format {
 
 inline constexpr char kMagic[8] = {'H', 'C', 'C', 'T', 'D', 'U', 'M', 'P'};
-inline constexpr uint32_t kVersion = 1;
+// Version 2 adds the TIME section (per-node time samples) and the time META keys; readers take
+// version 1 files as they were (no time metric).
+inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kOldestVersion = 1;
 inline constexpr size_t kHeaderSize = 32;
 inline constexpr size_t kMaxVarintBytes = 10;
 inline constexpr const char *kFileSuffix = ".hcct";
@@ -22,6 +25,8 @@ constexpr uint32_t tag(char a, char b, char c, char d) {
 inline constexpr uint32_t kTagMeta = tag('M', 'E', 'T', 'A');
 inline constexpr uint32_t kTagModules = tag('M', 'O', 'D', 'S');
 inline constexpr uint32_t kTagTree = tag('C', 'C', 'T', ' ');
+// Per-node time samples (version 2; docs/FORMAT.md, "TIME"): only with META `time`.
+inline constexpr uint32_t kTagTime = tag('T', 'I', 'M', 'E');
 // kpath (docs/FORMAT.md, "KPTH", "KTRC"): the path profile and, with path_trace=1, the raw stream.
 inline constexpr uint32_t kTagPaths = tag('K', 'P', 'T', 'H');
 inline constexpr uint32_t kTagPathTrace = tag('K', 'T', 'R', 'C');

@@ -20,6 +20,8 @@ enum class Presence : unsigned char {
   kAlways,       // every file
   kHcctMode,     // files of mode=hcct
   kOptional,     // every file of current runtimes; absent in older ones, read as 0
+  kTimed,        // profiles with a time metric (option time=cpu; format version 2)
+  kTimedHcct,    // timed profiles of mode=hcct
   kBursting,     // sampled profiles of burst=1 / burst=manual
   kBurstEvents,  // sampled profiles whose every event reached the runtime
   kMerged,       // written by hcct merge
@@ -65,6 +67,13 @@ inline constexpr Key kExe{"exe", Type::kText, Presence::kAlways, Merge::kFirst};
 inline constexpr Key kCmdline{"cmdline", Type::kText, Presence::kAlways, Merge::kFirst};
 inline constexpr Key kStartNs{"start_ns", Type::kCount, Presence::kAlways, Merge::kMin};
 inline constexpr Key kEndNs{"end_ns", Type::kCount, Presence::kAlways, Merge::kMax};
+// Time (docs/RUNTIME.md, "Time"): the metric, the sampling period, the samples charged into the
+// tree (S, the sum of the TIME section) and those no context could be given.
+inline constexpr Key kTime{"time", Type::kText, Presence::kTimed, Merge::kSame};
+inline constexpr Key kSamplePeriodNs{"sample_period_ns", Type::kCount, Presence::kTimed, Merge::kSame};
+inline constexpr Key kSamples{"samples", Type::kCount, Presence::kTimed, Merge::kSum};
+inline constexpr Key kSamplesLost{"samples_lost", Type::kCount, Presence::kTimed, Merge::kSum};
+inline constexpr Key kTimeMinCount{"time_min_count", Type::kCount, Presence::kTimedHcct, Merge::kSum};
 // Static bursting (docs/BURSTING.md).
 inline constexpr Key kBurst{"burst", Type::kText, Presence::kBursting, Merge::kSame};
 inline constexpr Key kBurstSync{"burst_sync", Type::kText, Presence::kBursting, Merge::kSame};
@@ -87,7 +96,8 @@ inline constexpr Key kMergedDroppedKeys{"merged_dropped_keys", Type::kText, Pres
 inline constexpr const Key *kAll[] = {
     &kRuntime, &kPid, &kPpid, &kThreadSeq, &kTid, &kStatus, &kMode, &kKey, &kEpsilon, &kCounters,
     &kMinCount, &kCalls, &kDropped, &kLost, &kUnmatchedExits, &kMaxDepth, &kTreeBytes, &kNodesPeak,
-    &kExe, &kCmdline, &kStartNs, &kEndNs, &kBurst, &kBurstSync, &kBurstIntervalNs, &kBurstLengthNs,
+    &kExe, &kCmdline, &kStartNs, &kEndNs, &kTime, &kSamplePeriodNs, &kSamples, &kSamplesLost,
+    &kTimeMinCount, &kBurst, &kBurstSync, &kBurstIntervalNs, &kBurstLengthNs,
     &kBursts, &kBurstTimeFraction, &kEvents, &kSampledFraction, &kSampledFractionBasis,
     &kMergedThreads, &kMergedFrom, &kThreadTimeNs, &kMergedCommands, &kBurstScaled,
     &kMergedDroppedKeys};

@@ -44,6 +44,15 @@ inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.
                                      "each burst lasts `burst_length` (at most the interval)"};
 inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "auto",
                                    "how a burst recovers the current context (shadow stack or machine stack)"};
+inline constexpr Option kTime{"time", true, "off, cpu", "cpu",
+                              "sample each thread's CPU time and charge it to the current context (docs/RUNTIME.md, "
+                              "\"Time\"); the default applies in hcct mode, cct mode needs `time=cpu`"};
+inline constexpr Option kSampleHz{"sample_hz", false, "a whole number in [1, 10000]", "1000",
+                                  "time samples per second of each thread's CPU time"};
+inline constexpr Option kSampleSignal{"sample_signal", false,
+                                      "a signal number: 26 (SIGVTALRM), 27 (SIGPROF) or 34 to 64 (real-time)", "61",
+                                      "the signal of the time sampler's timers (61 is SIGRTMAX-3: a program's "
+                                      "SIGPROF/setitimer stay its own)"};
 inline constexpr Option kK{"k", false, "a whole number in [1, 256]", "8",
                            "kpath builds: the k of the k-iteration path profile (1: Ball-Larus counters)"};
 inline constexpr Option kForest{"forest", true, "ksf, kwf", "kwf",
@@ -54,7 +63,8 @@ inline constexpr Option kPathTrace{"path_trace", true, "0, 1", "0",
 // In the order the docs list them.
 inline constexpr const Option *kAll[] = {&kMode,  &kEpsilon, &kKey,   &kOut,           &kMaxMb,
                                          &kExact, &kVerbose, &kLog,   &kFollow,        &kBurst,
-                                         &kBurstInterval, &kBurstLength, &kBurstSync, &kK, &kForest,
+                                         &kBurstInterval, &kBurstLength, &kBurstSync, &kTime,
+                                         &kSampleHz, &kSampleSignal, &kK, &kForest,
                                          &kPathTrace};
 
 }  // namespace hcct::runtime_options

@@ -86,6 +86,13 @@ struct ThreadMeta {
   // memory (max_mb) ran out — not part of `calls`, so N + lost is every call made —, and exits
   // that matched no live frame.
   uint64_t lost = 0, unmatched_exits = 0;
+  // Time (format version 2, docs/FORMAT.md "Time keys"): `time` is the metric ("cpu"), empty when
+  // the profile has none (and the other time fields are 0). `samples` is S, the samples charged to
+  // contexts (the sum of the per-node samples); `samples_lost` those no context was charged with;
+  // hcct mode: `time_min_count`, the smallest time counter, bounds every estimate's error.
+  std::string time;
+  uint64_t sample_period_ns = 0, samples = 0, samples_lost = 0, time_min_count = 0;
+  bool timed() const { return !time.empty(); }
   std::string exe;
   std::vector<std::string> cmdline;
   uint64_t start_ns = 0, end_ns = 0;
@@ -109,7 +116,12 @@ struct ThreadProfile {
   ThreadMeta meta;
   std::vector<Module> modules;
   std::vector<Node> nodes;
+  // Self time samples per node, parallel to `nodes` (the TIME section); empty when the profile has
+  // no time metric. In hcct mode a nonzero value is a Space-Saving estimate (it overcounts by at
+  // most meta.time_min_count); zero means the context holds no time counter.
+  std::vector<uint64_t> samples;
 
+  uint64_t self_samples(uint32_t i) const { return samples.empty() ? 0 : samples[i]; }
   size_t monitored_nodes() const;
   // Whether node `i` can be a hot context: hcct mode counts only monitored nodes (an unmonitored
   // node's count is not an estimate); otherwise every node but the root.

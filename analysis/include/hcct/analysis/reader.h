@@ -51,6 +51,9 @@ class ProfileStream {
   const ThreadMeta &meta() const;
   const std::vector<Module> &modules() const;
   uint64_t node_count() const;
+  // The TIME section: (node index, self samples) for every node with samples, by increasing index
+  // (empty when the profile has no time metric).
+  const std::vector<std::pair<uint32_t, uint64_t>> &time_samples() const;
   // The next node (its parent index filled in); the index of the node is nodes_read() - 1
   // afterwards. false once all nodes were read and the whole file verified.
   bool next(Node &node);

@@ -3,9 +3,9 @@
 // that what is shown is bounded by the number of distinct contexts, never by the depth of a
 // recursion.
 //
-// Every figure is of one metric, chosen by a Metric. Calls (the CCT's counts) are the only one the
-// dump format has today; a second one (time samples per context) adds an enumerator and a case in
-// metric_value(), and everything built here carries it unchanged.
+// Every figure is of one metric, chosen by a Metric: calls (the CCT's counts) or time (self time
+// samples per context, in profiles that have them); metric_value() gives a node's, and everything
+// built here carries it unchanged.
 #pragma once
 
 #include <cstdint>
@@ -20,16 +20,12 @@
 
 namespace hcct::analysis {
 
-enum class Metric : uint8_t {
-  calls,  // entries into the context (Node::count)
-};
-std::string_view to_string(Metric m);
-
-// The node's value of `metric`, and whether it is known: in hcct mode an unmonitored node's count
-// is not an estimate of anything (it counts as 0 in sums and is shown as unknown).
-uint64_t metric_value(const ThreadMeta &meta, const Node &node, Metric metric);
-bool metric_known(const ThreadMeta &meta, const Node &node, Metric metric);
-// What the shares of `metric` are of: for calls, every call (calls + lost).
+// The metrics are walk.h's (Metric). A node's value of `metric`, given its self time `samples`,
+// and whether it is known: in hcct mode an unmonitored node's count is not an estimate of anything
+// (it counts as 0 in sums and is shown as unknown), nor is a zero time counter.
+uint64_t metric_value(const ThreadMeta &meta, const Node &node, uint64_t samples, Metric metric);
+bool metric_known(const ThreadMeta &meta, const Node &node, uint64_t samples, Metric metric);
+// What the shares of `metric` are of: every call (calls + lost), or every sample (S + lost).
 uint64_t metric_whole(const ThreadMeta &meta, Metric metric);
 
 inline constexpr uint32_t kViewRoot = 0;

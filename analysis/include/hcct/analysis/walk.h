@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <span>
 #include <vector>
 
@@ -17,6 +19,15 @@
 namespace hcct::analysis {
 
 class ProfileStream;
+
+// What the walk selects and adds up (issue 17): entries into each context, or its self time
+// samples (profiles with a time metric, format version 2).
+enum class Metric : uint8_t { calls, time };
+std::string_view to_string(Metric m);
+std::optional<Metric> metric_named(std::string_view name);  // "calls" | "time"
+// Inclusive time of every node of a timed profile: its self samples plus its subtree's, in one
+// backward pass over the preorder array (empty when the profile has no time metric).
+std::vector<uint64_t> total_samples(const ThreadProfile &profile);
 
 // Where the walk reads nodes from.
 class NodeSource {
@@ -27,6 +38,8 @@ class NodeSource {
   virtual uint64_t node_count() const = 0;
   // Next node in preorder with its parent index set; false at the end.
   virtual bool next(Node &node) = 0;
+  // Self time samples of the node next() returned last (0 without a time metric).
+  virtual uint64_t samples() const { return 0; }
 };
 
 class StreamSource : public NodeSource {
@@ -36,9 +49,13 @@ class StreamSource : public NodeSource {
   const std::vector<Module> &modules() const override;
   uint64_t node_count() const override;
   bool next(Node &node) override;
+  uint64_t samples() const override { return samples_; }
 
  private:
   ProfileStream &s_;
+  uint64_t index_ = 0;     // of the next node
+  size_t time_at_ = 0;     // next entry of the stream's TIME list
+  uint64_t samples_ = 0;
 };
 
 class MemorySource : public NodeSource {
@@ -52,6 +69,7 @@ class MemorySource : public NodeSource {
     node = p_.nodes[i_++];
     return true;
   }
+  uint64_t samples() const override { return i_ ? p_.self_samples(uint32_t(i_ - 1)) : 0; }
 
  private:
   const ThreadProfile &p_;
@@ -65,7 +83,11 @@ class MemorySource : public NodeSource {
 // (φ,ε)-HCCT of `hcct report`. With max_depth = D > 0, selected nodes deeper than D are charged to
 // their ancestor at depth D (which is kept and marked truncated), so the exported counts still add
 // up to the counts of the selected nodes.
+// With metric = time, "count" means self samples throughout: a node is countable if it has self
+// samples estimated (hcct mode: it holds a time counter; cct mode: any node), the threshold is
+// ⌊min_share·(S + samples lost)⌋ and WalkNode::count/total add samples.
 struct TreeFilter {
+  Metric metric = Metric::calls;
   double min_share = 0;
   // Also keep (unselected) every node whose subtree sum (WalkNode::subtree) is at least
   // ⌊keep_total_share·N⌋, with its ancestors; negative: off. At most depth/share such nodes exist.
@@ -81,9 +103,11 @@ struct WalkNode {
   uint32_t depth = 0;    // root 0
   uint64_t index = 0;    // index of the node in the source
   Node node;             // as read (node.parent is the source's parent index)
+  uint64_t samples = 0;  // self time samples as read (0 without a time metric), whatever the metric
+  uint64_t total_samples = 0;  // samples plus those of every node below it, kept or not (inclusive time)
   bool selected = false;  // passes the filters itself (hot, in focus, not ignored)
   bool truncated = false; // deeper selected nodes were charged to it
-  uint64_t count = 0;    // node.count if selected, else 0; plus the counts charged to it
+  uint64_t count = 0;    // the metric's value (node.count or samples) if selected, else 0; plus what was charged to it
   uint64_t total = 0;    // count plus the totals of its kept children
   // The counts of every countable node of its subtree that no --ignore left out, kept or not
   // (what `hcct report` ranks by).
@@ -103,7 +127,8 @@ struct WalkStats {
 
 // Calls `emit(node, path)` for every kept node in postorder (the root last); `path` holds its kept
 // ancestors, root first. `progress(nodes_read)` is called every 2^16 nodes if given.
-// Throws std::invalid_argument for min_share outside [0, 1]; the source's exceptions pass through.
+// Throws std::invalid_argument for min_share outside [0, 1] and for metric = time on a profile
+// without a time metric; the source's exceptions pass through.
 using EmitFn = std::function<void(const WalkNode &node, std::span<const WalkNode> path)>;
 WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &emit,
                     const std::function<void(uint64_t)> &progress = nullptr);

@@ -23,7 +23,8 @@ struct Section {
 };
 
 // Header + sections, with the payload size and FNV-1a hash filled in.
-Bytes encode_file(std::span<const Section> sections);
+// `version`: the header's (an older one only to make test files of older runtimes).
+Bytes encode_file(std::span<const Section> sections, uint32_t version = format::kVersion);
 // Recomputes the header's hash over bytes[32..] (after a test edited the payload). Requires at
 // least a full header.
 void reseal(Bytes &file);
@@ -36,6 +37,8 @@ std::vector<std::pair<std::string, std::string>> meta_entries(const ThreadMeta &
 Bytes encode_modules(std::span<const Module> modules);
 // Throws std::invalid_argument unless nodes[i].parent < i for every i > 0 and nodes is non-empty.
 Bytes encode_tree(std::span<const Node> nodes);
+// The TIME section of per-node self samples (parallel to the nodes; zeros are not written).
+Bytes encode_time(std::span<const uint64_t> samples);
 
 Bytes encode_profile(const ThreadProfile &profile);
 

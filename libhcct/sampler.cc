@@ -1,0 +1,218 @@
+// The time sampler (sampler.h; docs/RUNTIME.md, "Time").
+#include "sampler.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "messages.h"
+#include "thread.h"
+
+namespace hcct::rt {
+
+namespace {
+
+bool g_running = false;
+int g_signal = 0;
+uint64_t g_period_ns = 0;
+// The most samples one delivery may charge, all to the context current at the delivery: a timer's
+// overrun count says how many periods passed while the signal was pending. The kernel checks
+// CPU-time timers at its tick, so a few periods per delivery are normal (at HZ=250 and 1 kHz:
+// four); far more means the signal was blocked or the delivery delayed, and where that time went
+// is unknown: the excess is counted as lost rather than charged to a context that may not have
+// spent it (with a cap of 1 s, a heavily loaded machine charged 70 ms of one phase to the next).
+uint64_t g_max_weight = 1;
+struct sigaction g_program_action;  // the disposition before ours (restored around exec)
+
+// The first expiry comes after a random fraction of a period: a thread that runs for less than a
+// period (short threads, by the thousand) is then sampled with probability its CPU time / period,
+// so its time is counted right on average. With the first expiry a full period away it would
+// never be sampled (1,000 threads of 0.5 ms gave 8 samples for 500 ms of CPU).
+HCCT_NOINST uint64_t random_phase(const ThreadState *s, uint64_t period_ns) {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  uint64_t x = (uint64_t(now.tv_nsec) ^ (uint64_t(s->tid) << 32) ^ reinterpret_cast<uintptr_t>(s)) *
+               0x9e3779b97f4a7c15ull;
+  x ^= x >> 29;
+  return 1 + x % period_ns;
+}
+
+// The CPU clock of thread `tid` (Linux's clock id for a thread: ~tid << 3 | per-thread | sched).
+HCCT_NOINST uint64_t thread_cpu_ns(int tid) {
+  clockid_t clock = clockid_t((~unsigned(tid) << 3) | 4 | 2);
+  timespec ts;
+  if (clock_gettime(clock, &ts) != 0) return 0;
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+HCCT_NOINST void arm(ThreadState *s, uint64_t period_ns) {
+  itimerspec spec{};
+  spec.it_interval.tv_sec = time_t(period_ns / 1000000000u);
+  spec.it_interval.tv_nsec = long(period_ns % 1000000000u);
+  uint64_t first = period_ns ? random_phase(s, period_ns) : 0;
+  if (period_ns) {
+    s->sample_cpu_start_ns = thread_cpu_ns(s->tid);
+    s->sample_first_ns = first;
+    s->samples_delivered = 0;
+  }
+  spec.it_value.tv_sec = time_t(first / 1000000000u);
+  spec.it_value.tv_nsec = long(first % 1000000000u);
+  timer_settime(static_cast<timer_t>(s->sample_timer), 0, &spec, nullptr);
+}
+
+// Charges `weight` samples for thread `s`, interrupted by the signal. Three cases:
+// - the thread is in an out-of-line event (in_slow): its tree may be mid-change, so the samples
+//   wait in `samples_pending` until the event ends (event_end charges them to the context then
+//   current: the one entered, or the one returned to);
+// - it is in an inline fast path (busy, not in_slow): the tree's structure is intact and top_
+//   names a live node, so the samples are charged now, but nothing is pruned (a context that loses
+//   its time counter is queued for pruning);
+// - it is outside the runtime: charged now, with pruning, `busy` held meanwhile so that a final
+//   dump running in another thread waits for it.
+HCCT_NOINST void take_sample(ThreadState *s, uint64_t weight) {
+  if (s->in_slow) {
+    __atomic_add_fetch(&s->samples_pending, weight, __ATOMIC_RELAXED);
+    return;
+  }
+  bool was_busy = is_busy(s);
+  if (!was_busy) {
+    set_busy(s);
+    compiler_fence();
+  }
+  if (probe_gate_value() != kGateProfiling) {
+    // Profiling has stopped (a dump is being written, maybe by another thread that reads this).
+    __atomic_add_fetch(&s->samples_lost, weight, __ATOMIC_RELAXED);
+  } else {
+    uint64_t n = weight + __atomic_exchange_n(&s->samples_pending, 0, __ATOMIC_RELAXED);
+    if (s->profile.charge_samples(n, !was_busy)) {
+      if (s->exact_on) s->exact.charge_samples(n, !was_busy);
+    } else {
+      __atomic_add_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
+    }
+  }
+  if (!was_busy) {
+    compiler_fence();
+    clear_busy(s);
+  }
+}
+
+HCCT_NOINST void on_sample(int, siginfo_t *info, void *) {
+  int saved_errno = errno;
+  ThreadState *s = t_state;
+  // Only this thread's own timer: a signal sent by kill() or left from another state is not a sample.
+  if (s && s != &g_inert && info->si_code == SI_TIMER && info->si_value.sival_ptr == s) {
+    uint64_t weight = 1 + uint64_t(info->si_overrun > 0 ? info->si_overrun : 0);
+    // Atomic: a live thread keeps receiving samples while the final dump, in another thread, reads
+    // these counters (its gate is closed by then, so the tree is not touched).
+    __atomic_add_fetch(&s->samples_delivered, weight, __ATOMIC_RELAXED);
+    if (weight > g_max_weight) {
+      __atomic_add_fetch(&s->samples_lost, weight - g_max_weight, __ATOMIC_RELAXED);
+      weight = g_max_weight;
+    }
+    take_sample(s, weight);
+  }
+  errno = saved_errno;
+}
+
+HCCT_NOINST bool install_handler() {
+  struct sigaction action{};
+  action.sa_sigaction = on_sample;
+  // SA_RESTART: a read, write or wait the signal lands in is restarted, never seen as EINTR.
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  return sigaction(g_signal, &action, nullptr) == 0;
+}
+
+}  // namespace
+
+HCCT_NOINST bool sampler_start(const Options &options) {
+  g_signal = options.sample_signal;
+  g_period_ns = 1000000000u / options.sample_hz;
+  g_max_weight = 50000000u / g_period_ns;  // 50 ms of CPU time
+  if (g_max_weight < 1) g_max_weight = 1;
+  if (sigaction(g_signal, nullptr, &g_program_action) != 0) {
+    say("hcct: sample_signal=%d is not a signal here; time sampling is off for this run\n", g_signal);
+    return false;
+  }
+  if ((g_program_action.sa_flags & SA_SIGINFO) || (g_program_action.sa_handler != SIG_DFL &&
+                                                  g_program_action.sa_handler != SIG_IGN)) {
+    say("hcct: signal %d already has a handler; time sampling is off for this run (choose another "
+        "with sample_signal=N)\n", g_signal);
+    return false;
+  }
+  if (!install_handler()) return false;
+  g_running = true;
+  return true;
+}
+
+HCCT_NOINST bool sampler_running() { return g_running; }
+HCCT_NOINST uint64_t sample_period_ns() { return g_period_ns; }
+
+HCCT_NOINST void sampler_attach(ThreadState *s) {
+  if (!g_running) return;
+  sigevent event{};
+  event.sigev_notify = SIGEV_THREAD_ID;
+  event.sigev_signo = g_signal;
+  event.sigev_value.sival_ptr = s;
+  event._sigev_un._tid = s->tid;
+  timer_t timer;
+  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &event, &timer) != 0) {
+    static bool said = false;
+    if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+      say("hcct: cannot create a CPU-time timer (%s): some threads' time is not sampled\n", strerror(errno));
+    return;
+  }
+  s->sample_timer = timer;
+  s->has_sample_timer = true;
+  arm(s, g_period_ns);
+}
+
+HCCT_NOINST void sampler_detach(ThreadState *s) {
+  if (!s->has_sample_timer) return;
+  s->has_sample_timer = false;
+  timer_delete(static_cast<timer_t>(s->sample_timer));
+}
+
+HCCT_NOINST uint64_t sampler_undelivered(const ThreadState *s) {
+  if (!g_running || !s->has_sample_timer || !g_period_ns) return 0;
+  uint64_t now = thread_cpu_ns(s->tid);
+  if (now < s->sample_cpu_start_ns + s->sample_first_ns) return 0;
+  uint64_t due = 1 + (now - s->sample_cpu_start_ns - s->sample_first_ns) / g_period_ns;
+  uint64_t delivered = __atomic_load_n(&s->samples_delivered, __ATOMIC_RELAXED);
+  return due > delivered ? due - delivered : 0;
+}
+
+HCCT_NOINST void sampler_forget_timer(ThreadState *s) { s->has_sample_timer = false; }
+
+HCCT_NOINST void sampler_pause(ThreadState *const *threads, size_t count) {
+  if (!g_running) return;
+  for (size_t i = 0; i < count; ++i)
+    if (threads[i]->has_sample_timer) arm(threads[i], 0);
+  // Ignoring a signal discards every pending instance of it (POSIX), in every thread; then the
+  // program's own disposition, which the new image inherits as exec resets handlers.
+  struct sigaction ignore{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(g_signal, &ignore, nullptr);
+  sigaction(g_signal, &g_program_action, nullptr);
+}
+
+HCCT_NOINST void sampler_resume(ThreadState *const *threads, size_t count) {
+  if (!g_running) return;
+  install_handler();
+  for (size_t i = 0; i < count; ++i)
+    if (threads[i]->has_sample_timer) arm(threads[i], g_period_ns);
+}
+
+HCCT_NOINST void settle_samples(ThreadState *s) {
+  // in_slow is still set: a signal meanwhile adds to samples_pending, charged by the loop.
+  for (;;) {
+    uint64_t n = __atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED);
+    if (!n) return;
+    if (!s->profile.charge_samples(n, /*may_prune=*/true)) return;
+    if (s->exact_on) s->exact.charge_samples(n, true);
+    __atomic_sub_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
+  }
+}
+
+}  // namespace hcct::rt

@@ -1,0 +1,221 @@
+// Time per calling context end to end (issue 17): sampled CPU time charged to the exact context, in
+// cct and hcct modes, against the program's own per-phase CPU time (clock_gettime of
+// CLOCK_THREAD_CPUTIME_ID, an independent oracle); and programs that must run as they do without
+// the sampler (their own SIGPROF timer, blocked signals, reads on a pipe, fork, exec, 1,000
+// threads). Shares are of CPU time, not wall time: the machine may be loaded. The tolerance is the
+// acceptance's, 2 percentage points; each phase is 0.25 s or more of CPU at 1,000 samples a second.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "harness.h"
+#include "support/skip.h"
+
+namespace fs = std::filesystem;
+namespace ha = hcct::analysis;
+using e2e::NamePath;
+
+namespace {
+
+const std::string kSplit = std::string(E2E_DIR) + "/e2e_time_split";
+const std::string kRobust = std::string(E2E_DIR) + "/e2e_time_robust";
+
+// "cpu <thread> <phase> <seconds>" lines of the program's output.
+std::map<std::string, std::map<std::string, double>> oracle_of(const std::string &out) {
+  std::map<std::string, std::map<std::string, double>> cpu;
+  std::istringstream lines(out);
+  std::string tag, thread, phase;
+  double seconds;
+  while (lines >> tag >> thread >> phase >> seconds)
+    if (tag == "cpu") cpu[thread][phase] = seconds;
+  return cpu;
+}
+
+// Samples of the subtree under `prefix` (the context's total time), and of the whole thread.
+uint64_t total_under(const std::map<NamePath, uint64_t> &samples, const NamePath &prefix) {
+  uint64_t n = 0;
+  for (const auto &[path, s] : samples)
+    if (path.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), path.begin())) n += s;
+  return n;
+}
+
+// The thread whose tree holds a context under `root` (e.g. {"run_light"}), else the main thread.
+const ha::ThreadProfile *thread_with(const ha::Process &p, const std::string &fn) {
+  for (const ha::ThreadProfile &t : p.threads)
+    for (const auto &[path, s] : e2e::named_samples(t))
+      if (!path.empty() && path.front() == fn) return &t;
+  return nullptr;
+}
+
+void check_known_split(const std::string &options, const std::vector<std::string> &extra_args) {
+  std::vector<std::string> argv{kSplit, "0.25"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  e2e::Profiled run = e2e::run_profiled(argv, options);
+  REQUIRE(run.result.status == 0);
+  ha::ProfileSet set = ha::read_profiles(run.dir);
+  // On an overloaded machine the kernel delays deliveries by more than the 50 ms one delivery may
+  // charge, and the excess is lost (stated, docs/RUNTIME.md "Time"): the shares below are then
+  // shares of what was delivered, not of the CPU time. Decide before the first check.
+  {
+    const ha::ThreadMeta &m0 = set.processes.at(0).threads.at(0).meta;
+    double lost = double(m0.samples_lost) / double(std::max<uint64_t>(1, m0.samples + m0.samples_lost));
+    if (lost > 0.01 && lost < 0.2)
+      hcct::test::skip_test("the machine is too loaded to check shares: " + std::to_string(100 * lost) +
+                            "% of the main thread's samples were delayed past the 50 ms a delivery may charge");
+  }
+  auto cpu = oracle_of(run.result.out);
+  REQUIRE(cpu["main"].size() == 5);
+  REQUIRE(set.processes.size() == 1);
+  const ha::Process &proc = set.processes[0];
+  REQUIRE(proc.threads.size() == 4);
+
+  // Main thread: each phase's share of the thread's CPU time.
+  const ha::ThreadProfile &main_thread = proc.threads[0];
+  REQUIRE(main_thread.meta.timed());
+  INFO("options " << options);
+  auto samples = e2e::named_samples(main_thread);
+  uint64_t s = main_thread.meta.samples;
+  REQUIRE(s > 1000);
+  // Nothing hidden: samples no context was charged with are stated, and here there are few.
+  CHECK(main_thread.meta.samples_lost * 100 <= s);
+  for (const std::string phase : {"alpha", "beta", "long_call", "many_calls"}) {
+    double truth = cpu["main"][phase] / cpu["main"]["total"];
+    double measured = double(total_under(samples, {"main", phase})) / double(s);
+    INFO(phase << ": hcct " << measured << ", oracle " << truth);
+    CHECK(std::abs(measured - truth) <= 0.02);
+  }
+  // The same function through distinct contexts: work under alpha and under beta, 3 to 1.
+  double alpha_work = double(samples[{"main", "alpha", "work"}]) / double(s);
+  double beta_work = double(samples[{"main", "beta", "work"}]) / double(s);
+  CHECK(std::abs(alpha_work - cpu["main"]["alpha"] / cpu["main"]["total"]) <= 0.02);
+  CHECK(std::abs(beta_work - cpu["main"]["beta"] / cpu["main"]["total"]) <= 0.02);
+  // One call, hot by time: its own context holds its time (hcct mode: kept by its time counter).
+  double long_work = double(samples[{"main", "long_call", "work"}]) / double(s);
+  CHECK(std::abs(long_work - cpu["main"]["long_call"] / cpu["main"]["total"]) <= 0.02);
+
+  // Threads with different loads: shares of the process's CPU time.
+  const ha::ThreadProfile *light = thread_with(proc, "run_light");
+  const ha::ThreadProfile *heavy = thread_with(proc, "run_heavy");
+  REQUIRE(light);
+  REQUIRE(heavy);
+  uint64_t all = 0;
+  for (const ha::ThreadProfile &t : proc.threads) all += t.meta.samples;
+  double process_cpu = cpu["main"]["total"] + cpu["light"]["total"] + cpu["heavy"]["total"];
+  double light_share = double(total_under(e2e::named_samples(*light), {"run_light", "light_load"})) / double(all);
+  double heavy_share = double(total_under(e2e::named_samples(*heavy), {"run_heavy", "heavy_load"})) / double(all);
+  INFO("light " << light_share << " heavy " << heavy_share);
+  CHECK(std::abs(light_share - cpu["light"]["light_load"] / process_cpu) <= 0.02);
+  CHECK(std::abs(heavy_share - cpu["heavy"]["heavy_load"] / process_cpu) <= 0.02);
+  // The sleeping thread used (almost) no CPU: CPU time puts (almost) nothing in its context.
+  const ha::ThreadProfile *sleepy = thread_with(proc, "run_sleeper");
+  if (sleepy) CHECK(double(sleepy->meta.samples) / double(all) <= 0.02);
+}
+
+}  // namespace
+
+TEST_CASE("time: a known CPU time split in cct mode at the default rate", "[time][e2e]") {
+  check_known_split("mode=cct:time=cpu", {});
+}
+
+// 100 counters for 300 busy contexts: every phase's call counter (each was called once) is evicted
+// by the busy contexts; their time counters keep them, with their shares.
+TEST_CASE("time: a known CPU time split in hcct mode with few counters", "[time][e2e]") {
+  check_known_split("mode=hcct:epsilon=0.01", {"spread"});
+}
+
+TEST_CASE("time: time=off writes no time metric (format version 2 without TIME)", "[time][e2e]") {
+  e2e::Profiled run = e2e::run_profiled({kSplit, "0.01"}, "mode=hcct:time=off");
+  REQUIRE(run.result.status == 0);
+  ha::ProfileSet set = ha::read_profiles(run.dir);
+  for (const ha::ThreadProfile &t : set.processes.at(0).threads) {
+    CHECK(!t.meta.timed());
+    CHECK(t.samples.empty());
+  }
+}
+
+TEST_CASE("time: a program with its own SIGPROF timer keeps it", "[time][e2e][robust]") {
+  e2e::Profiled run = e2e::run_profiled({kRobust, "sigprof"}, "mode=cct:time=cpu");
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.status == 0);
+  ha::ProfileSet set = ha::read_profiles(run.dir);
+  const ha::ThreadProfile &t = set.processes.at(0).threads.at(0);
+  // 0.4 s of CPU: about 400 samples, charged or (on a loaded machine, delivered late) stated as lost.
+  CHECK(t.meta.samples + t.meta.samples_lost > 300);
+  CHECK(total_under(e2e::named_samples(t), {"main", "own_sigprof", "burn"}) * 10 >= t.meta.samples * 8);
+}
+
+TEST_CASE("time: a thread that blocks every signal", "[time][e2e][robust]") {
+  e2e::Profiled run = e2e::run_profiled({kRobust, "blocked"}, "mode=hcct");
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.status == 0);
+  ha::ProfileSet set = ha::read_profiles(run.dir);
+  REQUIRE(set.processes.at(0).threads.size() == 2);
+  // The open thread is sampled; the blocked one gets no sample delivered (its pending signal is
+  // never taken), so none of its time is charged to a wrong context.
+  CHECK(set.processes[0].threads[0].meta.samples + set.processes[0].threads[0].meta.samples_lost > 150);
+  CHECK(set.processes[0].threads[1].meta.samples <= 5);
+}
+
+TEST_CASE("time: reads on a pipe never see EINTR", "[time][e2e][robust]") {
+  // TIME_TEST_SIGNAL: the sampler's default signal, sent into read() as a timer expiry would land.
+  e2e::Result r = e2e::run({kRobust, "pipe"}, {std::string("LD_PRELOAD=") + HCCT_RUNTIME,
+                                                "HCCT_OPTIONS=mode=cct:time=cpu:out=" + e2e::fresh_dir("pipe").string(),
+                                                "TIME_TEST_SIGNAL=61"});
+  INFO(r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("eintr 0") != std::string::npos);
+}
+
+TEST_CASE("time: fork — the child is sampled in its own context", "[time][e2e][robust]") {
+  e2e::Profiled run = e2e::run_profiled({kRobust, "fork"}, "mode=cct:time=cpu");
+  INFO(run.result.out << run.result.err);
+  REQUIRE(run.result.status == 0);
+  ha::ProfileSet set = ha::read_profiles(run.dir);
+  REQUIRE(set.processes.size() == 2);
+  const ha::ThreadProfile &child = set.processes[0].pid == set.processes[1].threads[0].meta.ppid
+                                       ? set.processes[1].threads[0]
+                                       : set.processes[0].threads[0];
+  uint64_t in_child_work = total_under(e2e::named_samples(child), {"main", "forks", "child_work"});
+  INFO("child samples " << child.meta.samples << ", in child_work " << in_child_work);
+  CHECK(in_child_work + child.meta.samples_lost > 150);  // 0.3 s of CPU
+  CHECK(in_child_work * 10 >= child.meta.samples * 9);
+}
+
+TEST_CASE("time: exec — no sample signal reaches the new image", "[time][e2e][robust]") {
+  for (int i = 0; i < 5; ++i) {
+    e2e::Profiled run = e2e::run_profiled({kRobust, "exec"}, "mode=hcct");
+    INFO(run.result.out << run.result.err);
+    REQUIRE(run.result.status == 0);
+    REQUIRE(run.result.out.find("exec child done") != std::string::npos);
+    ha::ProfileSet set = ha::read_profiles(run.dir);
+    REQUIRE(set.processes.at(0).threads.size() == 2);  // one file per image
+    for (const ha::ThreadProfile &t : set.processes[0].threads) CHECK(t.meta.samples + t.meta.samples_lost > 80);
+  }
+}
+
+TEST_CASE("time: 1000 short threads", "[time][e2e][robust]") {
+  e2e::Profiled run = e2e::run_profiled({kRobust, "threads"}, "mode=hcct");
+  INFO(run.result.err);
+  REQUIRE(run.result.status == 0);
+  ha::ProfileSet set = ha::read_profiles(run.dir);
+  REQUIRE(set.processes.at(0).threads.size() == 1001);
+  uint64_t samples = 0;
+  for (const ha::ThreadProfile &t : set.processes[0].threads) samples += t.meta.samples + t.meta.samples_lost;
+  // 1,000 × 0.5 ms of CPU at 1,000 Hz: each thread's first expiry is at a random phase, so a
+  // thread shorter than a period is due a sample with probability (its CPU time / period): about
+  // 500 in all (a first expiry a full period away gave 8). The kernel notices CPU-time expiries at
+  // its tick, so most are never delivered: those are stated as lost, not hidden.
+  CHECK(samples > 250);
+  CHECK(samples < 1000);
+}
+
+// The default: time sampled in hcct mode, not in cct mode unless asked (docs/RUNTIME.md, "Time").
+TEST_CASE("time: sampled by default in hcct mode and on request in cct mode", "[time][e2e]") {
+  for (auto [options, timed] : {std::pair{"mode=hcct", true}, {"mode=cct", false}, {"mode=cct:time=cpu", true}}) {
+    e2e::Profiled run = e2e::run_profiled({kSplit, "0.01"}, options);
+    REQUIRE(run.result.status == 0);
+    ha::ProfileSet set = ha::read_profiles(run.dir);
+    INFO(options);
+    CHECK(set.processes.at(0).threads.at(0).meta.timed() == timed);
+  }
+}
