@@ -12,11 +12,13 @@ enum class KeyBy : uint8_t { kSite, kRoutine };
 // Static bursting (docs/BURSTING.md): off; timer-driven bursts; or bursts switched by the program
 // through the test hook hcct_burst() (deterministic tests).
 enum class Burst : uint8_t { kOff, kTimer, kManual };
-// How a thread's calling context is recovered at the start of a burst: kAuto = from the shadow stack
-// the -finstrument-functions hooks keep between bursts, else (GCC-plugin probes, silent while the
-// gate is closed) from the machine stack; kShadow = keep the gate open between bursts so every probe
-// keeps the shadow stack; kUnwind = always from the machine stack (hooks return at once between
-// bursts).
+// How a thread's calling context is recovered at the start of a burst: kShadow (the default) = keep
+// the gate open between bursts so every probe keeps the shadow stack (with burst=1 each thread then
+// schedules its own bursts in its enter events: the event clock); kAuto = from the shadow stack the
+// -finstrument-functions hooks keep between bursts, else (GCC-plugin probes, silent while the gate
+// is closed) from the machine stack, on the process-wide time clock; kUnwind = always from the
+// machine stack (hooks return at once between bursts). The machine stack has no frame for inlined
+// instrumented functions (docs/BURSTING.md).
 enum class BurstSync : uint8_t { kAuto, kShadow, kUnwind };
 // kpath's run-time structure for k >= 2 (docs/KPATH.md, "Runtime"): the thesis's k-slab forest
 // (Algorithm 4) or the k-window forest.
@@ -39,7 +41,7 @@ struct Options {
   Burst burst = Burst::kOff;        // static bursting
   uint64_t burst_interval_ns = 20000000;  // sampling interval (a burst starts every interval)
   uint64_t burst_length_ns = 2000000;     // burst length
-  BurstSync burst_sync = BurstSync::kAuto;
+  BurstSync burst_sync = BurstSync::kShadow;  // the one right with inlined probes (issue 16)
   char out[kMaxPath] = "hcct.data";  // made absolute at start-up
   char log[kMaxPath] = "";           // messages go to this file instead of stderr (messages.h)
 };

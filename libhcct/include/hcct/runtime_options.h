@@ -42,7 +42,7 @@ inline constexpr Option kBurstInterval{"burst_interval", false, "milliseconds in
                                        "a burst starts every `burst_interval`"};
 inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.001, 86400000]", "2",
                                      "each burst lasts `burst_length` (at most the interval)"};
-inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "auto",
+inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "shadow",
                                    "how a burst recovers the current context (shadow stack or machine stack)"};
 inline constexpr Option kK{"k", false, "a whole number in [1, 256]", "8",
                            "kpath builds: the k of the k-iteration path profile (1: Ball-Larus counters)"};
