@@ -239,10 +239,10 @@ TEST_CASE("timer bursts on the examples: hot edges covered, counters within 10 %
       CHECK(a.hot >= 3);
       CHECK(a.missing * 5 <= a.hot);
       CHECK(a.min_coverage == 1.0);
-      // ≤ 10 % on the examples as run by default (key by call site). Keyed by routine, fib's levels
-      // are hot contexts of a recursive phase whose sampled fraction differs from the whole run's
-      // (the in-burst slowdown differs by phase): 4-11 % seen, inside the thesis's 6.9-17.3 %.
-      CHECK(a.avg_error <= (c.options.find("key=routine") == 0 ? 0.20 : 0.10));
+      // ≤ 10 %. Keyed by routine, fib's levels are hot contexts of a recursive phase whose in-burst
+      // slowdown differs from the rest of the run: on the time clock its sampled fraction differed
+      // from the whole run's (4-11 % seen); the event clock samples every phase alike (≈ 1.5 %).
+      CHECK(a.avg_error <= 0.10);
       WARN("accuracy " << c.argv[0] << " " << c.options << " thread " << k << ": fraction "
                        << meta(st[k], "sampled_fraction") << ", bursts " << bursts << ", hot contexts "
                        << a.hot << " (" << a.missing << " missed), avg counter error " << 100 * a.avg_error << " %, max "
@@ -263,7 +263,7 @@ TEST_CASE("timer bursts with the plugin's gate closed between bursts: contexts s
   // the closed form's (fib levels below main, work's callees), none with frames left out or added.
   // Long enough for several 20 ms intervals: at 6·10^6 calls the program (30 ms with the gate
   // closed) sometimes ended before its first burst, and wrote no profile.
-  auto p = run_profiled({exe, "29", "20000000"}, "mode=cct:key=routine:burst=1");
+  auto p = run_profiled({exe, "29", "20000000"}, "mode=cct:key=routine:burst=1:burst_sync=auto");
   REQUIRE(p.result.status == 0);
   auto set = ha::read_profiles(p.dir);
   const auto &t = set.processes.at(0).threads.at(0);
@@ -284,4 +284,82 @@ TEST_CASE("timer bursts with the plugin's gate closed between bursts: contexts s
     CHECK((fib || work));
   }
   CHECK(counts.count({"main", "work", "cube", "square"}));
+}
+
+namespace {
+
+const std::string kPrograms = BURST_PROGRAMS_DIR;
+
+// The builds of a test program: -finstrument-functions, and the GCC plugin's when it was built.
+std::vector<std::string> builds_of(const std::string &name) {
+  std::vector<std::string> out{kPrograms + "/" + name};
+  if (std::string(BURST_TOGGLE_PLUGIN).size()) out.push_back(kPrograms + "/" + name + "_plugin");
+  return out;
+}
+
+// Sum of the counts of the contexts main > `phase` > callee, from named_counts.
+double phase_calls(const std::map<NamePath, uint64_t> &counts, const std::string &phase) {
+  double sum = 0;
+  for (auto &[path, count] : counts)
+    if (path.size() == 3 && path[0] == "main" && path[1] == phase) sum += double(count);
+  return sum;
+}
+
+}  // namespace
+
+// Issue 16: with one sampled fraction for the whole run, a phase that bursts slow down more is
+// under-counted and the other over-counted (time-driven bursts sample fewer of its calls). Each
+// thread's bursts scheduled in its own calls (the event clock, the default) sample the same
+// fraction of every phase.
+TEST_CASE("timer bursts: phases with different in-burst slowdowns are each counted within 10 %",
+          "[bursting][e2e][accuracy]") {
+  const uint64_t dense = 32 * 1000000, sparse = 500000;
+  for (const std::string &exe : builds_of("two_phase")) {
+    for (const char *mode : {"mode=hcct:epsilon=2e-5", "mode=hcct:epsilon=2e-5:exact=1"}) {
+      std::string options = std::string(mode) + ":burst=1:burst_interval=0.5:burst_length=0.05";
+      INFO(exe << " " << options);
+      auto p = run_profiled({exe, std::to_string(dense), std::to_string(sparse)}, options);
+      REQUIRE(p.result.status == 0);
+      auto set = ha::read_profiles(p.dir);
+      const auto &t = set.processes.at(0).threads.at(0);
+      double f = std::stod(meta(t, "sampled_fraction"));
+      REQUIRE(f > 0);
+      auto counts = named_counts(t);
+      // The exact counts: the program's closed form, and the exact side of the same run.
+      std::map<std::string, double> want{{"dense", double(dense)}, {"sparse", double(sparse)}};
+      if (std::string(mode).find("exact=1") != std::string::npos) {
+        auto exact = named_counts(ha::read_profiles(p.dir / "exact").processes.at(0).threads.at(0));
+        for (auto &[phase, calls] : want) CHECK(phase_calls(exact, phase) == calls);
+      }
+      for (auto &[phase, calls] : want) {
+        double estimate = phase_calls(counts, phase) / f;
+        INFO(phase << ": estimate " << estimate << ", exact " << calls << ", sampled fraction " << f
+                   << " (" << meta(t, "sampled_fraction_basis") << "), bursts " << meta(t, "bursts"));
+        CHECK(std::fabs(estimate / calls - 1) <= 0.10);
+        WARN("two phases " << exe << " " << options << ": " << phase << " estimate / exact = "
+                           << estimate / calls);
+      }
+    }
+  }
+}
+
+// Issue 16: a plugin build's default burst_sync must give true contexts through instrumented
+// functions that were inlined (no machine frame; the old default unwound the machine stack).
+TEST_CASE("default burst_sync: true contexts through inlined instrumented functions", "[bursting][e2e]") {
+  for (const std::string &exe : builds_of("inlined_probe")) {
+    INFO(exe);
+    auto p = run_profiled({exe, "1000"}, "mode=cct:burst=manual");
+    REQUIRE(p.result.status == 0);
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = set.processes.at(0).threads.at(0);
+    auto counts = named_counts(t);
+    std::string all;
+    for (auto &[path, count] : counts) {
+      for (auto &n : path) all += n + ">";
+      all += " = " + std::to_string(count) + "\n";
+    }
+    INFO(all);
+    CHECK(counts[{"main", "outer", "middle", "leaf"}] == 1000);
+    CHECK(t.meta.calls == 1000);
+  }
 }
