@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "harness.h"
 #include "support/skip.h"
@@ -362,4 +363,56 @@ TEST_CASE("default burst_sync: true contexts through inlined instrumented functi
     CHECK(counts[{"main", "outer", "middle", "leaf"}] == 1000);
     CHECK(t.meta.calls == 1000);
   }
+}
+
+// Issue 16: `hcct compare` compared sampled counts with whole-run ones (87-95 % "error" on any burst
+// profile); it now scales a sampled side by 1/sampled_fraction and says so, as `hcct merge` does
+// for each thread with its own fraction; `hcct report` states the estimator's expected error.
+TEST_CASE("hcct compare, merge and report scale sampled profiles by their estimator", "[bursting][e2e][cli]") {
+  using nlohmann::json;
+  const std::string tool = HCCT_TOOL;
+  auto p = run_profiled({kExamples + "/shapes", "2", "600000"}, "mode=hcct:exact=1:epsilon=2e-5:burst=1");
+  REQUIRE(p.result.status == 0);
+  const std::string dir = p.dir.string(), exact = (p.dir / "exact").string();
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.at(0).threads.size() == 3);
+
+  Result c = run({tool, "compare", dir, exact, "--phi", "1e-4", "--json"});
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  json j = json::parse(c.out);
+  size_t busy = 0;
+  for (const json &m : j["comparisons"]) {
+    const auto &t = set.processes[0].threads.at(m["test"]["thread"].get<size_t>());
+    double f = std::stod(meta(t, "sampled_fraction"));
+    INFO("thread " << m["test"]["thread"] << ": " << m.dump());
+    CHECK(m["reference"]["count_scale"].get<double>() == 1.0);
+    if (m["reference"]["calls"].get<uint64_t>() < 100000) continue;  // the thread that only starts others
+    ++busy;
+    CHECK(m["test"]["count_scale"].get<double>() == Approx(1 / f));
+    CHECK(m["avg_error_percent"].get<double>() <= 10.0);
+    for (const json &cov : m["coverage"]) CHECK(cov["ratio"].get<double>() == 1.0);
+  }
+  CHECK(busy == 2);
+  Result text = run({tool, "compare", dir, exact, "--phi", "1e-4"});
+  CHECK_THAT(text.out, Catch::Contains("the test is sampled (static bursting): its counts are scaled by 1/sampled_fraction"));
+
+  // Merged threads: each scaled by its own fraction, then compared with the merged exact CCT.
+  const auto merged = fresh_dir("burst_merged");
+  Result mg = run({tool, "merge", dir, "-o", (merged / "m").string()});
+  INFO(mg.err);
+  REQUIRE(mg.status == 0);
+  CHECK_THAT(mg.err, Catch::Contains("sampled inputs (static bursting) were scaled by their own 1/sampled_fraction"));
+  Result mc = run({tool, "compare", (merged / "m").string(), exact, "--merge-threads", "--phi", "1e-4", "--json"});
+  INFO(mc.err);
+  REQUIRE(mc.status == 0);
+  json mj = json::parse(mc.out)["comparisons"].at(0);
+  INFO(mj.dump());
+  CHECK(mj["test"]["count_scale"].get<double>() == 1.0);  // already whole-run estimates
+  CHECK(mj["avg_error_percent"].get<double>() <= 10.0);
+  for (const json &cov : mj["coverage"]) CHECK(cov["ratio"].get<double>() == 1.0);
+
+  Result r = run({tool, "report", dir, "--thread", "1"});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("# estimator: every burst window sampled the same fraction"));
 }
