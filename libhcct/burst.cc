@@ -61,9 +61,28 @@ HCCT_NOINST void ShadowStack::enter(uintptr_t fn, uintptr_t site, uintptr_t sp) 
 HCCT_NOINST void ShadowStack::exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
   bool own_stack = sp - stack_lo_ < stack_size_;
   if (torn_down && own_stack) {
-    if (top_->sp >= sp) return;  // entered before anything was seen
-    while (top_[-1].sp < sp) --top_;
-    --top_;
+    // ThreadProfile::exit_torn_down's rules, entry for frame.
+    if (top_->sp >= sp) {
+      // A split function (its header and enter probe inlined into the caller, its `.part` rest
+      // ending in `jmp __cyg_profile_func_exit`): entered with the caller's stack pointer, this
+      // exit's. Otherwise it was entered before anything was seen.
+      if (top_->sp == sp && top_ != entries_ && (top_->fn == fn || top_->fn == 0)) --top_;
+      return;
+    }
+    // The exiting frame is the outermost one below `sp`, unless that is another function's and a
+    // deeper one is this function's (an inlined callee entered while stack arguments were pushed).
+    PathEntry *outermost = top_;
+    while (outermost[-1].sp < sp) --outermost;  // the sentinel's sp is maximal
+    PathEntry *exiting = outermost;
+    if (exiting->fn != fn && exiting->fn != 0) {
+      for (PathEntry *e = outermost + 1; e <= top_; ++e) {
+        if (e->fn == fn) {
+          exiting = e;
+          break;
+        }
+      }
+    }
+    top_ = exiting - 1;
     return;
   }
   if (own_stack) unwind_to(sp);

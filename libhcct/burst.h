@@ -76,6 +76,19 @@ struct BurstThread {
   // between bursts since the profile's last one.
   bool shadow_current = false;
 
+  // The event clock (burst=1 with burst_sync=shadow; docs/BURSTING.md, "The estimator"): the thread
+  // counts its own enter events and keeps its own schedule, a burst of `burst_events` enters then a
+  // gap of about burst_events * (interval - length) / length enters, so that every window (a burst
+  // and the gap after it) samples the same fraction of the thread's calls whatever the phase.
+  bool sampling = false;               // inside one of the thread's own bursts
+  uint64_t gap_left = ~uint64_t(0);    // enters still to skip before the next burst
+  uint64_t burst_left = 0;             // enters still to sample in the current burst
+  uint64_t burst_events = 0;           // enters per burst (0: schedule not started)
+  uint64_t burst_started_ns = 0;       // CLOCK_MONOTONIC at the current burst's first event
+  uint64_t clock_started_ns = 0;       // CLOCK_MONOTONIC at the thread's first event
+  uint64_t burst_ns = 0;               // time spent in the thread's finished bursts
+  uint64_t random = 0;                 // xorshift state for the gaps' jitter
+
   bool init(uintptr_t stack_lo, uintptr_t stack_size) { return shadow.init(stack_lo, stack_size); }
   void destroy() { shadow.destroy(); }
 

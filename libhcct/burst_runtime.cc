@@ -31,6 +31,7 @@ BurstSync g_sync = BurstSync::kAuto;
 bool g_gate_flips = false;  // the gate closes between bursts (plugin probes go silent)
 bool g_keep_shadow = false;  // events between bursts keep a shadow stack
 bool g_all_events = false;  // every event reaches the runtime (gate always open)
+bool g_event_clock = false;  // each thread schedules its own bursts by counting its enter events
 uint64_t g_interval_ns = 0, g_length_ns = 0;
 bool g_open = false;
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
@@ -293,6 +294,10 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
     g_others = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
     if (!g_functions || !g_others) return false;
   }
+  // Every event reaches the runtime and keeps a shadow stack: each thread can count its calls and
+  // schedule its own bursts in them (the event clock), which makes every window's sampled fraction
+  // the same whatever the in-burst slowdown of the phase (docs/BURSTING.md, "The estimator").
+  g_event_clock = g_kind == Burst::kTimer && g_sync == BurstSync::kShadow;
   g_start_ns = g_opened_ns = monotonic_ns();
   g_active = true;
   // The run starts between bursts (epoch 2: even, and never the 0 of "no bursting").
@@ -301,7 +306,7 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   g_burst_between = g_keep_shadow;
   *gate = g_gate_flips ? kGateOff : kGateProfiling;
   *hook_gate = g_gate_flips && !g_keep_shadow ? kGateOff : kGateProfiling;
-  if (g_kind == Burst::kTimer) {
+  if (g_kind == Burst::kTimer && !g_event_clock) {
     // Random start: the clock's low bits (a hash of them) pick the first burst's offset.
     uint64_t x = g_start_ns * 0x9E3779B97F4A7C15ull;
     uint64_t first_wait = 1 + (x ^ (x >> 29)) % (g_interval_ns - g_length_ns + 1);
@@ -352,6 +357,72 @@ HCCT_NOINST double burst_time_fraction() {
   return total ? double(in_bursts) / double(total) : 1.0;
 }
 
+HCCT_NOINST bool burst_event_clock() { return g_event_clock; }
+HCCT_NOINST uint64_t burst_now_ns() { return monotonic_ns(); }
+
+namespace {
+
+// Bounds of a burst's length in enter events: at least enough to be worth re-synchronising for, at
+// most what keeps a burst of a thread that blocks inside it from sampling most of the run.
+constexpr uint64_t kMinBurstEvents = 64;
+constexpr uint64_t kMaxBurstEvents = uint64_t(1) << 26;
+constexpr uint64_t kFirstBurstEvents = 4096;
+
+HCCT_NOINST uint64_t next_random(BurstThread &b) {
+  uint64_t x = b.random;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  b.random = x;
+  return x;
+}
+
+// The enters to skip after a burst of `events`: events * (interval - length) / length, times a
+// jitter in [0.75, 1.25) drawn independently of the program, so that the schedule cannot lock onto a
+// loop of the program whose period divides it (the probability that a given call is sampled stays
+// length / interval in every window).
+HCCT_NOINST uint64_t draw_gap(BurstThread &b, uint64_t events) {
+  double per_event = double(g_interval_ns - g_length_ns) / double(g_length_ns);
+  double jitter = 0.75 + 0.5 * double(next_random(b) >> 11) * 0x1.0p-53;
+  return uint64_t(double(events) * per_event * jitter + 0.5);
+}
+
+}  // namespace
+
+HCCT_NOINST void burst_schedule_first(BurstThread &b, uint64_t seed) {
+  uint64_t now = monotonic_ns();
+  b.random = (seed ^ now) * 0x9E3779B97F4A7C15ull | 1;
+  b.clock_started_ns = now;
+  b.burst_events = kFirstBurstEvents;
+  // The first burst starts at a random point of the first window (systematic sampling with a
+  // random start), as on the time clock.
+  uint64_t window = kFirstBurstEvents + draw_gap(b, kFirstBurstEvents);
+  b.gap_left = next_random(b) % (window + 1);
+}
+
+HCCT_NOINST void burst_schedule_next(BurstThread &b) {
+  uint64_t now = monotonic_ns();
+  uint64_t took = now - b.burst_started_ns;
+  b.burst_ns += took;
+  uint64_t events = b.burst_events;
+  b.gap_left = draw_gap(b, events);
+  // Aim the next burst at burst_length of time: scale its enters by length / took, at most doubling
+  // per burst (shrinking at once: a burst that took too long says the calls became slower, and the
+  // next gap, counted in this burst's calls, already lasts long). Only the burst's length in calls
+  // depends on the program; the fraction sampled in each window does not, so the estimate stays
+  // unbiased.
+  uint64_t next = took ? uint64_t(double(events) * double(g_length_ns) / double(took)) : 2 * events;
+  if (next > 2 * events) next = 2 * events;
+  b.burst_events = next < kMinBurstEvents ? kMinBurstEvents : next > kMaxBurstEvents ? kMaxBurstEvents : next;
+}
+
+HCCT_NOINST double burst_thread_time_fraction(const BurstThread &b) {
+  uint64_t now = monotonic_ns();
+  uint64_t in_bursts = b.burst_ns + (b.sampling ? now - b.burst_started_ns : 0);
+  uint64_t total = b.clock_started_ns ? now - b.clock_started_ns : 0;
+  return total ? double(in_bursts) / double(total) : 0.0;
+}
+
 HCCT_NOINST const char *burst_kind_name() { return g_kind == Burst::kManual ? "manual" : "timer"; }
 HCCT_NOINST const char *burst_sync_option() { return burst_sync_name(g_sync); }
 HCCT_NOINST uint64_t burst_interval_ns() { return g_interval_ns; }
@@ -376,7 +447,7 @@ HCCT_NOINST void burst_fork_parent() {
 HCCT_NOINST void burst_fork_child() {
   if (!g_active) return;
   unlock();
-  if (g_kind == Burst::kTimer && !g_finished) start_timer(0);
+  if (g_kind == Burst::kTimer && !g_event_clock && !g_finished) start_timer(0);
 }
 
 }  // namespace hcct::rt

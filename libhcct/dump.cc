@@ -686,6 +686,7 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
     // 1 / sampled_fraction.
     out.append_pair(meta::kBurst.name, burst->kind);
     out.append_pair(meta::kBurstSync.name, burst->sync);
+    out.append_pair(meta::kBurstClock.name, burst->clock);
     out.append_pair(meta::kBurstIntervalNs.name, burst->interval_ns);
     out.append_pair(meta::kBurstLengthNs.name, burst->length_ns);
     out.append_pair(meta::kBursts.name, burst->bursts);

@@ -76,6 +76,7 @@ struct BurstMeta {
   uint64_t events = 0;         // enter events of the thread, profiled or not (if events_known)
   bool events_known = false;   // every event reached the runtime
   double time_fraction = 0;    // fraction of wall time in bursts
+  const char *clock = "time";  // events (each thread's own schedule) or time (docs/BURSTING.md)
 };
 
 // Appends the META, MODS and CCT sections for `profile` (`burst`: the sampled profile of a run with

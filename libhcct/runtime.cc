@@ -276,7 +276,8 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
     burst.bursts = s->burst.bursts;
     burst.events_known = burst_events_known();
     burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped;
-    burst.time_fraction = burst_time_fraction();
+    burst.time_fraction = burst_event_clock() ? burst_thread_time_fraction(s->burst) : burst_time_fraction();
+    burst.clock = burst_event_clock() ? "events" : "time";
   }
   // A full disk or a file-size limit (SIGXFSZ) gives an error here, never a signal in the program.
   QuietWrites quiet;
@@ -688,11 +689,50 @@ __attribute__((always_inline)) inline bool burst_live() {
   return probe_gate_value() == kGateProfiling || read_shared(g_burst_between);  // (g_hook_gate implies one of them)
 }
 
+// The event clock (docs/BURSTING.md, "The estimator"): the thread's own bursts, counted in its
+// enters. Its events during a burst take this full path (their fast path stays off: fast_epoch never
+// equals the global epoch, which does not change), so that the burst's enters are counted without a
+// counter on the inline path; events of its gaps take the inline shadow-stack path, which counts
+// down gap_left, until the enter that starts the next burst comes here.
+HCCT_NOINST void clock_enter(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  BurstThread &b = s->burst;
+  if (HCCT_UNLIKELY(!b.burst_events)) burst_schedule_first(b, uint64_t(s->tid) << 32 | s->seq);
+  if (!b.sampling) {
+    if (b.gap_left) {
+      b.between_enter(s->profile, fn, site, sp);
+      --b.gap_left;
+      if (!g_exact) set_own_epoch(&s->between_epoch, e);
+      return;
+    }
+    b.join(s->profile, 0, nullptr, 0, false);  // from the shadow stack; fast_epoch stays off
+    set_own_epoch(&s->between_epoch, 0);         // the inline shadow-stack paths stop
+    b.sampling = true;
+    b.burst_left = b.burst_events;
+    b.burst_started_ns = burst_now_ns();
+  }
+  s->profile.enter(fn, site, sp);
+  if (--b.burst_left == 0) {
+    b.sampling = false;
+    burst_schedule_next(b);
+  }
+}
+
+HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t sp, bool torn_down) {
+  BurstThread &b = s->burst;
+  if (b.sampling) {
+    s->profile.exit(fn, sp, torn_down);
+  } else {
+    b.between_exit(s->profile, fn, sp, torn_down);
+    if (!g_exact) set_own_epoch(&s->between_epoch, e);
+  }
+}
+
 [[gnu::noinline]] HCCT_NOINST void burst_enter(ThreadState *s, uintptr_t fn, uintptr_t site,
                                                uintptr_t sp) {
   if (!burst_live()) return;
   uint64_t e = __atomic_load_n(&g_burst_epoch, __ATOMIC_ACQUIRE);
   if (g_exact) s->exact.enter(fn, site, sp);  // the exact side sees every event
+  if (burst_event_clock()) return clock_enter(s, e, fn, site, sp);
   if (e & 1) {
     burst_learn(fn);
     if (s->burst.epoch != e) join_burst(s, e, fn, sp, false, false);
@@ -712,6 +752,7 @@ __attribute__((always_inline)) inline bool burst_live() {
   if (!burst_live()) return;
   uint64_t e = __atomic_load_n(&g_burst_epoch, __ATOMIC_ACQUIRE);
   if (g_exact) s->exact.exit(fn, sp, torn_down);
+  if (burst_event_clock()) return clock_exit(s, e, fn, sp, torn_down);
   if (e & 1) {
     burst_learn(fn);
     if (s->burst.epoch != e && join_burst(s, e, fn, sp, torn_down, true)) return;
@@ -783,9 +824,11 @@ __attribute__((always_inline)) inline bool burst_live() {
 [[gnu::noinline]] HCCT_NOINST void enter_other(uintptr_t fn, uintptr_t site, uintptr_t sp,
                                                ThreadState *s) {
   enter_slow(s);
+  // gap_left: the event clock's countdown to the thread's next burst (never 0 on the time clock).
   if (read_shared(s->between_epoch) == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
-      s->burst.shadow.enter_fast(fn, site, sp)) {
+      s->burst.gap_left && s->burst.shadow.enter_fast(fn, site, sp)) {
     ++s->burst.skipped;
+    --s->burst.gap_left;
     return event_end(s);
   }
   enter_full(s, fn, site, sp);

@@ -381,6 +381,28 @@ ThreadMeta merge_meta(std::span<const ThreadProfile *const> threads, bool across
 
 ThreadProfile merge_profiles(std::span<const ThreadProfile *const> threads) { return merge_impl(threads, true); }
 
+ThreadProfile scale_sampled(const ThreadProfile &profile) {
+  ThreadProfile out = profile;
+  std::optional<double> f = profile.meta.sampled_fraction();
+  if (!f) return out;
+  const double inv = 1 / *f;
+  // As merge_meta scales an input: calls = scaled node counts + the scaled calls the tree does not
+  // hold, so the reader's totals still hold.
+  uint64_t held = 0, held_scaled = 0;
+  for (Node &n : out.nodes) {
+    held = checked_add(held, n.count, "calls");
+    n.count = scaled(n.count, inv);
+    held_scaled = checked_add(held_scaled, n.count, "calls");
+  }
+  ThreadMeta &m = out.meta;
+  m.calls = checked_add(held_scaled, scaled(m.calls - std::min(held, m.calls), inv), "calls");
+  m.lost = scaled(m.lost, inv);
+  if (m.min_count) m.min_count = scaled(m.min_count, inv) + 1;
+  std::erase_if(m.extra, [](const auto &kv) { return kv.first == meta::kSampledFraction.name; });
+  m.extra.emplace_back(meta::kBurstScaled.name, "1");
+  return out;
+}
+
 ThreadProfile merge_threads(std::span<const ThreadProfile> threads) {
   std::vector<const ThreadProfile *> ptrs;
   for (const ThreadProfile &t : threads) ptrs.push_back(&t);

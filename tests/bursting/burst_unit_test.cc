@@ -345,6 +345,55 @@ TEST_CASE("bursting: the shadow stack kept between bursts follows the profile's 
   }
 }
 
+TEST_CASE("bursting: the shadow stack pops split functions and inlined callees as the profile does",
+          "[bursting]") {
+  // Issue 16 (Lua under bursting: luaV_concat piled up on the shadow stack, so every sampled context
+  // below it was one that never existed). gcc splits a function whose header, with the enter probe,
+  // is inlined into the caller; the `.part` rest ends with `jmp __cyg_profile_func_exit`: the enter
+  // ran in the caller's frame, so its tag equals the torn-down exit's stack pointer. And an inlined
+  // callee's enter probe may run while stack arguments are still pushed: a tag below its caller's.
+  struct Step {
+    bool enter;
+    uintptr_t fn, sp;
+    bool torn_down;
+  };
+  const std::vector<std::vector<Step>> streams = {
+      // main > caller; split callee entered in caller's frame, exits torn down at the same sp.
+      {{true, 1, 1000, false}, {true, 2, 900, false}, {true, 3, 900, false}, {false, 3, 900, true},
+       {true, 3, 900, false}, {false, 3, 900, true}, {false, 2, 900, false}},
+      // caller > other (tag 800, no exit seen) > inlined fn 4 entered at tag 780; fn 4 exits torn
+      // down at 800: the frame to pop is fn 4's, not `other`'s.
+      {{true, 1, 1000, false}, {true, 2, 900, false}, {true, 5, 800, false}, {true, 4, 780, false},
+       {false, 4, 800, true}, {true, 6, 850, false}},
+  };
+  for (const auto &stream : streams) {
+    rt::ProfileConfig c;
+    c.mode = rt::Mode::kCct;
+    rt::ThreadProfile p;
+    REQUIRE(p.init(c));
+    rt::ShadowStack sh;
+    REQUIRE(sh.init(0, ~uintptr_t(0)));
+    size_t step = 0;
+    for (const Step &e : stream) {
+      if (e.enter) {
+        p.enter(e.fn, 7, e.sp);
+        sh.enter(e.fn, 7, e.sp);
+      } else {
+        p.exit(e.fn, e.sp, e.torn_down);
+        sh.exit(e.fn, e.sp, e.torn_down);
+      }
+      INFO("event " << step++);
+      REQUIRE(sh.depth() == p.depth());
+      for (size_t k = 1; k <= p.depth(); ++k) {
+        REQUIRE(sh.path()[k - 1].fn == p.frames()[k].node->routine);
+        REQUIRE(sh.path()[k - 1].sp == p.frames()[k].sp);
+      }
+    }
+    sh.destroy();
+    p.destroy();
+  }
+}
+
 TEST_CASE("bursting: rebuilding the path prunes the old one in hcct mode", "[bursting]") {
   rt::ProfileConfig c;
   c.mode = rt::Mode::kHcct;

@@ -66,24 +66,24 @@ TEST_CASE("options: static bursting", "[options][bursting]") {
   char error[256];
   REQUIRE(parse_options(nullptr, &o, error, sizeof error));
   CHECK(o.burst == Burst::kOff);
-  CHECK(o.burst_interval_ns == 20000000);
-  CHECK(o.burst_length_ns == 2000000);
-  CHECK(o.burst_sync == BurstSync::kAuto);
+  CHECK(o.burst_interval_ns == 2000000);  // issue 16: 2 ms / 0.2 ms
+  CHECK(o.burst_length_ns == 200000);
+  CHECK(o.burst_sync == BurstSync::kShadow);  // issue 16: the default that is right with inlining
   REQUIRE(parse_options("burst=1:burst_interval=1500:burst_length=0.25:burst_sync=unwind:mode=cct", &o,
                         error, sizeof error));
   CHECK(o.burst == Burst::kTimer);
   CHECK(o.burst_interval_ns == 1500000000ull);  // intervals of a second and more
   CHECK(o.burst_length_ns == 250000);
   CHECK(o.burst_sync == BurstSync::kUnwind);
-  REQUIRE(parse_options("burst=manual:burst_sync=shadow", &o, error, sizeof error));
+  REQUIRE(parse_options("burst=manual:burst_sync=auto", &o, error, sizeof error));
   CHECK(o.burst == Burst::kManual);
-  CHECK(o.burst_sync == BurstSync::kShadow);
+  CHECK(o.burst_sync == BurstSync::kAuto);
   CHECK(error_of("burst=yes") == "burst='yes' is not one of 0, 1, manual");
   CHECK(error_of("burst_interval=0") == "burst_interval='0' must be milliseconds in [0.001, 86400000]");
   CHECK(error_of("burst_length=-2") == "burst_length='-2' must be milliseconds in [0.001, 86400000]");
   CHECK(error_of("burst_sync=fast") == "burst_sync='fast' is not one of auto, shadow, unwind");
   CHECK(error_of("burst=1:burst_length=30") ==
-        "burst_length (30.000 ms) must not exceed burst_interval (20.000 ms)");
+        "burst_length (30.000 ms) must not exceed burst_interval (2.000 ms)");
   CHECK(error_of("burst=1:mode=empty") == "burst needs mode=cct or mode=hcct");
 }
 

@@ -129,10 +129,29 @@ std::string label(const ThreadProfile &t) {
          ", " + calls_summary(t.meta) + ")";
 }
 
+// A sampled side (static bursting) is compared as whole-run estimates: its counts scaled by
+// 1/sampled_fraction (docs/BURSTING.md, "The estimator"). The factor, or 1.
+double count_scale(const ThreadProfile &t) {
+  std::optional<double> f = t.meta.sampled_fraction();
+  return f ? 1 / *f : 1;
+}
+
+std::string scale_note(const ThreadProfile &t, const char *side) {
+  std::optional<double> f = t.meta.sampled_fraction();
+  if (!f) return "";
+  const std::string *basis = t.meta.find_extra(format::meta::kSampledFractionBasis);
+  const std::string *clock = t.meta.find_extra(format::meta::kBurstClock);
+  return std::string("# note: ") + side + " is sampled (static bursting): its counts are scaled by 1/sampled_fraction = " +
+         num(1 / *f) + " (fraction " + num(*f) + " of " + (basis && *basis == "events" ? "its calls" : "wall time") +
+         ", burst_clock " + (clock ? *clock : std::string("time")) + ")\n";
+}
+
 void print_text(const ThreadProfile &test, const ThreadProfile &ref, const analysis::Alignment &a,
-                const analysis::Metrics &m) {
+                const analysis::Metrics &m, double test_scale, double ref_scale) {
   std::ostringstream o;
   o << "# test:      " << label(test) << "\n# reference: " << label(ref) << "\n";
+  if (test_scale != 1) o << scale_note(test, "the test");
+  if (ref_scale != 1) o << scale_note(ref, "the reference");
   for (const ThreadProfile *t : {&test, &ref})
     for (const std::string &w : loss_warnings(t->meta))
       o << "# warning: " << (t == &test ? "test" : "reference") << ": " << w << "\n";
@@ -176,6 +195,7 @@ json metrics_json(const ThreadProfile &test, const ThreadProfile &ref, const ana
                   const analysis::Metrics &m) {
   auto tree = [](const ThreadProfile &t) {
     return json{{"file", t.source.empty() ? json() : json(t.source)},
+                {"count_scale", count_scale(t)},
                 {"pid", t.meta.pid},
                 {"thread", t.meta.find_extra(format::meta::kMergedThreads) ? json() : json(t.meta.thread_seq)},
                 {"mode", analysis::to_string(t.meta.mode)},
@@ -274,9 +294,20 @@ int run_compare(const CompareOptions &o) {
     auto tk = node_keys(t, tn, !o.no_symbols);
     auto rk = node_keys(r, rn, !o.no_symbols);
     analysis::Alignment a = analysis::align_trees(t, tk, r, rk);
-    analysis::Metrics m = analysis::compare_trees(t, r, a, co);
+    // Sampled sides count the calls of bursts only: compared as whole-run estimates.
+    double test_scale = count_scale(t), ref_scale = count_scale(r);
+    ThreadProfile scaled_test, scaled_ref;
+    try {
+      if (test_scale != 1) scaled_test = analysis::scale_sampled(t);
+      if (ref_scale != 1) scaled_ref = analysis::scale_sampled(r);
+    } catch (const std::invalid_argument &e) {
+      throw UserError(t.source + ": " + e.what());
+    }
+    const ThreadProfile &ts = test_scale != 1 ? scaled_test : t;
+    const ThreadProfile &rs = ref_scale != 1 ? scaled_ref : r;
+    analysis::Metrics m = analysis::compare_trees(ts, rs, a, co);
     if (o.json) results.push_back(metrics_json(t, r, a, m));
-    else print_text(t, r, a, m);
+    else print_text(t, r, a, m, test_scale, ref_scale);
   });
   if (o.json) print_json({{"schema", "hcct-compare/1"}, {"phi", o.phi}, {"comparisons", std::move(results)}});
   return 0;

@@ -81,6 +81,14 @@ int run_merge(const MergeOptions &o) {
     std::cerr << "hcct: wrote " << escape_text(file.string()) << " (" << analysis::to_string(m.meta.mode) << ", "
               << calls_summary(m.meta) << ", " << with_commas(m.nodes.size() - 1) << " nodes)\n";
     for (const std::string &w : loss_warnings(m.meta)) warn_always(file.string() + ": " + w);
+    // Sampled inputs (static bursting, docs/BURSTING.md "The estimator"): say what the counts are.
+    if (m.meta.find_extra(format::meta::kBurstScaled))
+      std::cerr << "hcct: " << escape_text(file.string())
+                << ": sampled inputs (static bursting) were scaled by their own 1/sampled_fraction: counts are "
+                   "whole-run estimates\n";
+    else if (std::optional<double> f = m.meta.sampled_fraction())
+      std::cerr << "hcct: " << escape_text(file.string()) << ": counts are sampled (static bursting, one fraction "
+                << *f << " shared by every input): whole-run estimates are counts / " << *f << "\n";
   }
   std::cerr << "hcct: merged " << threads << " thread" << (threads == 1 ? "" : "s") << " of " << processes
             << " process" << (processes == 1 ? "" : "es") << " into " << merged.size() << " file"

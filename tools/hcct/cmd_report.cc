@@ -148,6 +148,8 @@ std::string report_header(const TreeInput &t, const ReportOptions &o, uint64_t t
              " samples, and '-' marks a context that holds no time counter";
     out += "\n";
   }
+  if (m.find_extra(format::meta::kBurst))  // the estimator's expected error (docs/BURSTING.md, "The estimator")
+    out += m.find_extra(format::meta::kBurstClock) && *m.find_extra(format::meta::kBurstClock) == "events" ? "# estimator: every burst window sampled the same fraction of the thread's calls (burst_clock=events): unbiased in every phase; expected average error on hot contexts <= 10 % (docs/BENCHMARKS.md)\n" : "# estimator: one sampled fraction for the whole run (burst_clock=time): phases that bursts slow down more are under-counted, the others over-counted (errors of 10-50 % seen; docs/BURSTING.md)\n";
   for (const std::string &w : loss_warnings(m)) out += "# warning: " + w + "\n";
   if (m.dropped) out += "# note: " + with_commas(m.dropped) + " events were dropped (arrived while the runtime was busy)\n";
   return out;

@@ -77,6 +77,10 @@ inline constexpr Key kTimeMinCount{"time_min_count", Type::kCount, Presence::kTi
 // Static bursting (docs/BURSTING.md).
 inline constexpr Key kBurst{"burst", Type::kText, Presence::kBursting, Merge::kSame};
 inline constexpr Key kBurstSync{"burst_sync", Type::kText, Presence::kBursting, Merge::kSame};
+// `events` (the thread's own bursts, scheduled in its enter events: every window samples the same
+// fraction of its calls) or `time` (the process-wide wall-clock schedule); absent before issue 16,
+// read as `time`.
+inline constexpr Key kBurstClock{"burst_clock", Type::kText, Presence::kBursting, Merge::kSame};
 inline constexpr Key kBurstIntervalNs{"burst_interval_ns", Type::kCount, Presence::kBursting, Merge::kSame};
 inline constexpr Key kBurstLengthNs{"burst_length_ns", Type::kCount, Presence::kBursting, Merge::kSame};
 inline constexpr Key kBursts{"bursts", Type::kCount, Presence::kBursting, Merge::kSum};
@@ -97,7 +101,7 @@ inline constexpr const Key *kAll[] = {
     &kRuntime, &kPid, &kPpid, &kThreadSeq, &kTid, &kStatus, &kMode, &kKey, &kEpsilon, &kCounters,
     &kMinCount, &kCalls, &kDropped, &kLost, &kUnmatchedExits, &kMaxDepth, &kTreeBytes, &kNodesPeak,
     &kExe, &kCmdline, &kStartNs, &kEndNs, &kTime, &kSamplePeriodNs, &kSamples, &kSamplesLost,
-    &kTimeMinCount, &kBurst, &kBurstSync, &kBurstIntervalNs, &kBurstLengthNs,
+    &kTimeMinCount, &kBurst, &kBurstSync, &kBurstClock, &kBurstIntervalNs, &kBurstLengthNs,
     &kBursts, &kBurstTimeFraction, &kEvents, &kSampledFraction, &kSampledFractionBasis,
     &kMergedThreads, &kMergedFrom, &kThreadTimeNs, &kMergedCommands, &kBurstScaled,
     &kMergedDroppedKeys};

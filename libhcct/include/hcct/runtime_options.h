@@ -38,11 +38,11 @@ inline constexpr Option kFollow{"follow", true, "0, 1", "0",
                                 "environment (`hcct record` sets it)"};
 inline constexpr Option kBurst{"burst", true, "0, 1, manual", "0",
                                "static bursting: exhaustive profiling only in short bursts (docs/BURSTING.md)"};
-inline constexpr Option kBurstInterval{"burst_interval", false, "milliseconds in [0.001, 86400000]", "20",
+inline constexpr Option kBurstInterval{"burst_interval", false, "milliseconds in [0.001, 86400000]", "2",
                                        "a burst starts every `burst_interval`"};
-inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.001, 86400000]", "2",
+inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.001, 86400000]", "0.2",
                                      "each burst lasts `burst_length` (at most the interval)"};
-inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "auto",
+inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "shadow",
                                    "how a burst recovers the current context (shadow stack or machine stack)"};
 inline constexpr Option kTime{"time", true, "off, cpu", "cpu",
                               "sample each thread's CPU time and charge it to the current context (docs/RUNTIME.md, "

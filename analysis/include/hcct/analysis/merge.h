@@ -46,4 +46,10 @@ ThreadProfile merge_threads(std::span<const ThreadProfile *const> threads);
 // differ in mode or key.
 ThreadProfile merge_profiles(std::span<const ThreadProfile *const> threads);
 
+// A sampled profile (static bursting: META sampled_fraction f) as whole-run estimates: every
+// count, calls, lost and min_count multiplied by 1/f and rounded as merges scale them, the
+// sampled_fraction key dropped and burst_scaled = 1 added (docs/BURSTING.md, "The estimator").
+// Other profiles are returned unchanged. Throws std::invalid_argument if a count overflows.
+ThreadProfile scale_sampled(const ThreadProfile &profile);
+
 }  // namespace hcct::analysis
