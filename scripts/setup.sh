@@ -20,6 +20,9 @@ packages=(
 )
 missing=()
 for p in "${packages[@]}"; do
+  # npm may come with a nodejs from elsewhere (NodeSource's bundles it, and conflicts with Debian's
+  # npm package): the command is what the build needs.
+  [ "$p" = npm ] && command -v npm >/dev/null && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then

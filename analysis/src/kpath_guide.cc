@@ -246,12 +246,11 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
     if (l.contexts.size() > o.top_contexts) l.contexts.resize(o.top_contexts);
   }
 
-  // Rank: loops whose entries are long enough for an OSR point first, each group by cumulative
-  // iterations; drop the cold tail.
+  // Rank by share of all loop iterations (where the program's loop work is), whatever each loop's
+  // recommendation: the hottest loop comes first even when its entries are too short for an OSR
+  // point (its recommendation says so); drop the cold tail.
   std::erase_if(g.loops, [&](const LoopGuide &l) { return double(l.iterations) < o.min_share * double(g.loop_iterations); });
   std::stable_sort(g.loops.begin(), g.loops.end(), [](const LoopGuide &a, const LoopGuide &b) {
-    bool oa = osr_threshold(a.mean_iterations).has_value(), ob = osr_threshold(b.mean_iterations).has_value();
-    if (oa != ob) return oa;
     return a.iterations != b.iterations ? a.iterations > b.iterations : a.line < b.line;
   });
   for (size_t i = 0; i < g.loops.size(); ++i) {

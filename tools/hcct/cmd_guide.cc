@@ -245,7 +245,7 @@ void add_guide_command(CLI::App &app, Action &action) {
                   "HCCT_ORACLE_GUIDE=FILE)");
   sub->footer(std::string("\n") + R"(Reads profiles of a program built with clang -fpass-plugin=kpath.so (linked with libhcct) and run
 with HCCT_OPTIONS=k=K; K >= 16 lets every unroll factor be checked (docs/GUIDE.md). The report, per
-loop, hottest first (loops that qualify for an OSR point before the others):
+loop, hottest first (by share of all loop iterations):
   #RANK  FUNCTION  FILE:LINE  (header block B, innermost, depth D)
     iterations I (P%), entries E, mean M per entry    I = header executions, P% of all loops'
     iterations per entry: 1:N1 2:N2 ... >=K:NK        entries by iterations run (innermost loops)
