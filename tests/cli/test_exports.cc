@@ -558,3 +558,29 @@ TEST_CASE("time: report --sort time and folded --metric time and info", "[cli][t
   CHECK(untimed.status != 0);
   CHECK_THAT(untimed.err, Catch::Contains("no time metric"));
 }
+
+// Issue 18: on a program whose calls are spread thin, a DOT of the hot contexts alone shows a chain
+// of ancestors and a few leaves; --min-total also keeps the contexts whose subtree holds a share of
+// the calls (where the work is), and each box says what its whole subtree holds.
+TEST_CASE("dot: --min-total keeps the contexts whose subtree holds the work", "[cli][export][dot]") {
+  TempDir dir;
+  ThreadProfile p = hcct::test::small_profile(Mode::cct);  // N = 315; 0x401300's subtree: 2 + 1
+  write_profile(dir / profile_file_name(p.meta.pid, 0), p);
+  const std::string d = dir.path().string();
+  // --min-share 0.9: only the context of 300 calls is hot.
+  Result hot = hcct_cmd({"export", d, "-f", "dot", "--min-share", "0.9", "--no-symbols"});
+  REQUIRE(hot.status == 0);
+  CHECK(hot.out.find("prog+0x401300") == std::string::npos);
+  // --min-total 0.01 (floor(3.15) = 3 calls): 0x401300's subtree of 3 is kept, 0x401100 below it
+  // (1 call) is not.
+  Result total = hcct_cmd({"export", d, "-f", "dot", "--min-share", "0.9", "--min-total", "0.01", "--no-symbols"});
+  INFO(total.out);
+  REQUIRE(total.status == 0);
+  CHECK(total.out.find("prog+0x401300") != std::string::npos);
+  CHECK(total.out.find("whole subtree 3 (0.95%)") != std::string::npos);
+  CHECK(total.out.find("whole subtree 315 (100.00%)") != std::string::npos);  // the outermost context
+  CHECK(total.out.find("prog+0x401310") == std::string::npos);  // the call site of the 1-call context
+  CHECK(std::count(total.out.begin(), total.out.end(), '>') == std::count(hot.out.begin(), hot.out.end(), '>') + 1);
+  Result bad = hcct_cmd({"export", d, "-f", "dot", "--min-total", "2"});
+  CHECK(bad.status != 0);
+}

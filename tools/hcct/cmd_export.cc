@@ -116,7 +116,7 @@ Examples:
   hcct export -f callgrind -o callgrind.out && kcachegrind callgrind.out
   hcct export -f pprof -o prof.pb && pprof -top prof.pb
   hcct export -f json --min-share 0.001 | jq '.trees[0].nodes | length'
-  hcct export -f dot --min-share 0.01 --depth 6 | dot -Tsvg > tree.svg
+  hcct export -f dot --min-share 0.02 --min-total 0.1 | dot -Tsvg > tree.svg
   hcct export -f folded --focus '^parse' --ignore 'malloc|free'
 )");
   sub->callback([o, &action] { action = [o] { return run_export(*o); }; });

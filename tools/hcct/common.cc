@@ -157,6 +157,10 @@ void add_filter_options(CLI::App *sub, FilterOptions &f, bool depth_and_share) {
                     "only contexts whose count is at least floor(F*(N+lost)), and their ancestors (0: all; folded and "
                     "pprof default to 1e-6)")
         ->check(CLI::Range(0.0, 1.0));
+    sub->add_option("--min-total", f.min_total,
+                    "also keep every context whose subtree (it and everything it called) holds at least "
+                    "floor(F*(N+lost)) calls, with its ancestors: where the work is when calls are spread thin")
+        ->check(CLI::Range(0.0, 1.0));
   }
 }
 
@@ -174,6 +178,7 @@ analysis::TreeFilter make_tree_filter(const FilterOptions &f, Names &names, doub
   analysis::TreeFilter t;
   t.min_share = min_share;
   t.max_depth = f.depth.value_or(0);
+  t.keep_total_share = f.min_total.value_or(-1);
   auto predicate = [&names](std::regex re) {
     auto cache = std::make_shared<std::unordered_map<uint64_t, bool>>();
     return [&names, re = std::move(re), cache](uint64_t routine) {

@@ -152,6 +152,7 @@ struct FilterOptions {
   std::string focus, ignore;  // ECMAScript regular expressions, searched in demangled function names
   std::optional<uint32_t> depth;  // --depth; 0: all levels; unset: the exporter's default
   std::optional<double> min_share;  // --min-share; unset: the exporter's default (0 or kDefaultStackMinShare)
+  std::optional<double> min_total;  // --min-total; unset: off
 };
 // --focus, --ignore (and, if `depth_and_share`, --depth and --min-share).
 void add_filter_options(CLI::App *sub, FilterOptions &f, bool depth_and_share = true);

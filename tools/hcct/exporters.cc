@@ -736,6 +736,8 @@ class Dot : public Exporter {
       o += "\\n" + with_commas(w.node.count) + " (" + percent(w.node.count, n) + "), not selected";
     }
     o += "\\ntotal " + with_commas(w.total) + " (" + percent(w.total, n) + ")";
+    // What the filters left out below it: its whole subtree, kept or not.
+    if (w.subtree > w.total) o += "\\nwhole subtree " + with_commas(w.subtree) + " (" + percent(w.subtree, n) + ")";
     if (w.truncated) o += "\\n(deeper contexts included)";
     o += w.selected ? "\"];\n" : "\", style=dashed, color=gray50];\n";
     o += prefix + std::to_string(w.parent) + " -> t" + std::to_string(tree_) + "n" + std::to_string(w.id);
