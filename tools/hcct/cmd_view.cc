@@ -3,6 +3,8 @@
 // d3 and d3-flame-graph are inlined (view_assets.h): the page needs no network when opened.
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <unordered_map>
 
 #include "common.h"
@@ -25,25 +27,82 @@ struct ViewCommandOptions {
   NameStyle names;
 };
 
-// Every selected thread of one input as one tree (threads, processes and runs add).
-ThreadProfile load_merged(const std::string &input, const ViewCommandOptions &o) {
+// Every selected thread of one input as one tree (threads, processes and runs add). One thread is
+// read as a stream, once per pass, so that a 10^7-node file costs the pruned view's memory, not the
+// tree's; several threads are merged in memory first (a merge needs whole trees).
+struct ViewInput {
+  std::string source;
+  analysis::ThreadMeta meta;
+  std::vector<analysis::Module> modules;
+  uint64_t node_count = 0;
+  std::function<std::unique_ptr<analysis::NodeSource>()> open;  // a fresh pass over the nodes
+};
+
+// A pass over one file: the stream and the source reading it, owned together.
+class FilePass : public analysis::NodeSource {
+ public:
+  explicit FilePass(const analysis::ProfileFile &f) : stream_(open_stream(f)), source_(*stream_) {}
+  const analysis::ThreadMeta &meta() const override { return source_.meta(); }
+  const std::vector<analysis::Module> &modules() const override { return source_.modules(); }
+  uint64_t node_count() const override { return source_.node_count(); }
+  bool next(analysis::Node &node) override { return source_.next(node); }
+  uint64_t samples() const override { return source_.samples(); }
+
+ private:
+  std::unique_ptr<analysis::ProfileStream> stream_;
+  analysis::StreamSource source_;
+};
+
+// A pass over a profile held in memory, which it keeps alive.
+class MemoryPass : public analysis::NodeSource {
+ public:
+  explicit MemoryPass(std::shared_ptr<const ThreadProfile> p) : p_(std::move(p)), source_(*p_) {}
+  const analysis::ThreadMeta &meta() const override { return source_.meta(); }
+  const std::vector<analysis::Module> &modules() const override { return source_.modules(); }
+  uint64_t node_count() const override { return source_.node_count(); }
+  bool next(analysis::Node &node) override { return source_.next(node); }
+  uint64_t samples() const override { return source_.samples(); }
+
+ private:
+  std::shared_ptr<const ThreadProfile> p_;
+  analysis::MemorySource source_;
+};
+
+ViewInput open_input(const std::string &input, const ViewCommandOptions &o) {
   InputOptions in;
   in.dir = input;
   in.pid = o.pid;
   in.thread = o.thread;
-  std::vector<ThreadProfile> threads;
+  std::vector<analysis::ProfileFile> files;
   for (const FileSelection &sel : select_files(in))
-    for (const analysis::ProfileFile &f : sel.files) threads.push_back(read_listed_profile(f));
-  if (threads.size() == 1) return std::move(threads[0]);
+    for (const analysis::ProfileFile &f : sel.files) files.push_back(f);
+  ViewInput v;
+  v.source = input;
+  if (files.size() == 1) {
+    FilePass first(files[0]);
+    v.meta = first.meta();
+    v.modules = first.modules();
+    v.node_count = first.node_count();
+    analysis::ProfileFile f = files[0];
+    v.open = [f] { return std::unique_ptr<analysis::NodeSource>(std::make_unique<FilePass>(f)); };
+    return v;
+  }
+  std::vector<ThreadProfile> threads;
+  for (const analysis::ProfileFile &f : files) threads.push_back(read_listed_profile(f));
   std::vector<const ThreadProfile *> ptrs;
   for (const ThreadProfile &t : threads) ptrs.push_back(&t);
+  std::shared_ptr<ThreadProfile> merged;
   try {
-    ThreadProfile merged = analysis::merge_profiles(ptrs);
-    merged.source = input;
-    return merged;
+    merged = std::make_shared<ThreadProfile>(analysis::merge_profiles(ptrs));
   } catch (const std::invalid_argument &e) {
     throw UserError(input + ": " + e.what());
   }
+  merged->source = input;
+  v.meta = merged->meta;
+  v.modules = merged->modules;
+  v.node_count = merged->nodes.size();
+  v.open = [merged] { return std::unique_ptr<analysis::NodeSource>(std::make_unique<MemoryPass>(merged)); };
+  return v;
 }
 
 // One profile as the page shows it: the folded view pruned to at most max_nodes contexts (those
@@ -60,7 +119,7 @@ struct PageProfile {
 
 PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
                          std::shared_ptr<analysis::DebugInfoCache> cache) {
-  ThreadProfile p = load_merged(input, o);
+  ViewInput p = open_input(input, o);
   Names names(p.modules, !o.no_symbols, cache);
   // First the contexts that can be drawn: those whose subtree holds at least 1/(4·max_nodes) of
   // the calls (at most 4·max_nodes per level of the tree) and their callers, with what their
@@ -72,8 +131,8 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
   candidates.meta = p.meta;
   std::vector<uint64_t> subtree;
   {
-    analysis::MemorySource source(p);
-    analysis::walk_tree(source, drawable, [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
+    std::unique_ptr<analysis::NodeSource> source = p.open();
+    analysis::walk_tree(*source, drawable, [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
       if (candidates.nodes.size() <= w.id) {
         candidates.nodes.resize(w.id + 1);
         subtree.resize(w.id + 1);
@@ -175,7 +234,7 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
                   {"whole", v.whole},
                   {"unmatched_exits", m.unmatched_exits},
                   {"error_bound", bound},
-                  {"contexts", p.nodes.size() - 1},
+                  {"contexts", p.node_count ? p.node_count - 1 : 0},
                   {"shown", keep - 1},
                   {"pruned_self", v.nodes[analysis::kViewRoot].total - kept_self},
                   {"folded", v.folded},
@@ -183,8 +242,8 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
                   {"hottest", hottest ? json{{"path", hottest_path}, {"self", v.nodes[hottest].self}} : json()}};
 
   page.flat = json::array();
-  analysis::MemorySource again(p);
-  for (const analysis::FlatEntry &e : analysis::flat_profile(again, vo)) {
+  std::unique_ptr<analysis::NodeSource> again = p.open();
+  for (const analysis::FlatEntry &e : analysis::flat_profile(*again, vo)) {
     const analysis::Symbol &s = names.routine(e.routine);
     page.flat.push_back({display_function(s, o.names), display_definition(s, o.names), e.self, e.total, e.calls, e.contexts});
   }
