@@ -38,10 +38,12 @@ struct ViewInput {
   std::function<std::unique_ptr<analysis::NodeSource>()> open;  // a fresh pass over the nodes
 };
 
-// A pass over one file: the stream and the source reading it, owned together.
-class FilePass : public analysis::NodeSource {
+// A pass over the nodes together with what it reads them from (a file's stream, or a merged
+// profile held in memory), owned together.
+template <class Owner, class Source>
+class OwnedPass : public analysis::NodeSource {
  public:
-  explicit FilePass(const analysis::ProfileFile &f) : stream_(open_stream(f)), source_(*stream_) {}
+  explicit OwnedPass(Owner owner) : owner_(std::move(owner)), source_(*owner_) {}
   const analysis::ThreadMeta &meta() const override { return source_.meta(); }
   const std::vector<analysis::Module> &modules() const override { return source_.modules(); }
   uint64_t node_count() const override { return source_.node_count(); }
@@ -49,24 +51,11 @@ class FilePass : public analysis::NodeSource {
   uint64_t samples() const override { return source_.samples(); }
 
  private:
-  std::unique_ptr<analysis::ProfileStream> stream_;
-  analysis::StreamSource source_;
+  Owner owner_;
+  Source source_;
 };
-
-// A pass over a profile held in memory, which it keeps alive.
-class MemoryPass : public analysis::NodeSource {
- public:
-  explicit MemoryPass(std::shared_ptr<const ThreadProfile> p) : p_(std::move(p)), source_(*p_) {}
-  const analysis::ThreadMeta &meta() const override { return source_.meta(); }
-  const std::vector<analysis::Module> &modules() const override { return source_.modules(); }
-  uint64_t node_count() const override { return source_.node_count(); }
-  bool next(analysis::Node &node) override { return source_.next(node); }
-  uint64_t samples() const override { return source_.samples(); }
-
- private:
-  std::shared_ptr<const ThreadProfile> p_;
-  analysis::MemorySource source_;
-};
+using FilePass = OwnedPass<std::unique_ptr<analysis::ProfileStream>, analysis::StreamSource>;
+using MemoryPass = OwnedPass<std::shared_ptr<const ThreadProfile>, analysis::MemorySource>;
 
 ViewInput open_input(const std::string &input, const ViewCommandOptions &o) {
   InputOptions in;
@@ -79,12 +68,12 @@ ViewInput open_input(const std::string &input, const ViewCommandOptions &o) {
   ViewInput v;
   v.source = input;
   if (files.size() == 1) {
-    FilePass first(files[0]);
+    FilePass first(open_stream(files[0]));
     v.meta = first.meta();
     v.modules = first.modules();
     v.node_count = first.node_count();
     analysis::ProfileFile f = files[0];
-    v.open = [f] { return std::unique_ptr<analysis::NodeSource>(std::make_unique<FilePass>(f)); };
+    v.open = [f] { return std::unique_ptr<analysis::NodeSource>(std::make_unique<FilePass>(open_stream(f))); };
     return v;
   }
   std::vector<ThreadProfile> threads;
