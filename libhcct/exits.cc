@@ -27,9 +27,11 @@ extern char **environ;
 
 namespace {
 
-// An environment with the runtime's entries put back, in mmap'd memory (never the program's
-// malloc; exec may be called in a vfork child or a signal handler). Unmapped on destruction, which
-// only happens when the exec failed or after posix_spawn copied it.
+// An environment with the runtime's entries put back: in the object itself (on the exec wrapper's
+// stack) when it fits, else in mmap'd memory — never the program's malloc (exec may be called in a
+// vfork child or a signal handler). Destroyed only when the exec failed or after posix_spawn copied
+// it. The stack matters for vfork children, which share the parent's address space: pages one maps
+// stay mapped in the parent after its exec (only an environment over kInlineBytes still costs that).
 class FollowedEnvironment {
  public:
   explicit FollowedEnvironment(char *const *envp) : result_(const_cast<char **>(envp)) {
@@ -50,9 +52,12 @@ class FollowedEnvironment {
     // The array, then the new LD_PRELOAD text (ours, then theirs).
     size_t text = add_preload ? strlen(preload) + 2 + (their_preload ? strlen(their_preload) : 0) : 0;
     bytes_ = (count + 3) * sizeof(char *) + text;
-    void *mem = map_pages(bytes_);
-    if (!mem) return;
-    mem_ = mem;
+    void *mem = inline_;
+    if (bytes_ > sizeof inline_) {
+      mem = map_pages(bytes_);
+      if (!mem) return;
+      mem_ = mem;
+    }
     char **out = static_cast<char **>(mem);
     char *preload_text = reinterpret_cast<char *>(out + count + 3);
     if (add_preload) {
@@ -80,9 +85,11 @@ class FollowedEnvironment {
   char *const *get() const { return result_; }
 
  private:
+  static constexpr size_t kInlineBytes = 8192;
   char **result_;
-  void *mem_ = nullptr;
+  void *mem_ = nullptr;  // mapped, when the inline buffer was too small
   size_t bytes_ = 0;
+  alignas(char *) char inline_[kInlineBytes];
 };
 
 // Writes the image's profile before an exec and resumes profiling if the exec returns (failed).

@@ -13,7 +13,8 @@ bool leaving_process_can_dump();
 // Async-signal-safe in the sense the runtime needs: no malloc, no locks the program holds.
 void finish_before_leaving();
 // daemon(): the parent leaves with _exit right after fork, inside libc; the fork-parent handler
-// writes the profile when this thread marked itself.
+// writes the profile when this thread marked itself. Unmarking resumes profiling in a parent whose
+// fork failed.
 void mark_leaving_after_fork(bool on);
 
 // exec: every thread's profile as it stands is written first; a failed exec resumes profiling.
@@ -21,8 +22,6 @@ struct ExecSnapshot {
   void *threads;
   size_t count;
   size_t bytes;
-  unsigned char gate;
-  unsigned char hook_gate;
 };
 bool snapshot_before_exec(ExecSnapshot *snap);  // false: nothing to resume
 void resume_after_exec(ExecSnapshot *snap);

@@ -128,4 +128,9 @@ HCCT_NOINST QuietWrites::~QuietWrites() {
   pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
 }
 
+HCCT_NOINST const char *error_text(int err) {
+  const char *text = strerrordesc_np(err);
+  return text ? text : "unknown error";
+}
+
 }  // namespace hcct::rt

@@ -23,6 +23,9 @@ void messages_to_file(const char *path);
 // One message (a line, or several): written whole or not at all, never raising a signal.
 void say_text(const char *text, size_t size);
 __attribute__((format(printf, 1, 2))) void say(const char *format, ...);
+// The text of an errno value for a message, untranslated: strerror goes through gettext, which may
+// allocate and take locks (messages are said from dumps in signal handlers and at _exit).
+const char *error_text(int err);
 
 // While an instance lives, SIGPIPE and SIGXFSZ caused by the calling thread's writes are held off
 // and then discarded: a dump into a full or size-limited file system reports an error instead of

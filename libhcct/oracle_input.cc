@@ -228,7 +228,7 @@ HCCT_NOINST void load_thresholds_file(const char *path) {
   // Non-blocking: a FIFO must not stall the program (it is rejected below).
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot open the file: %s; thresholds ignored\n", shown, strerror(errno));
+    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot open the file: %s; thresholds ignored\n", shown, error_text(errno));
     return;
   }
   struct stat st;
@@ -254,7 +254,7 @@ HCCT_NOINST void load_thresholds_file(const char *path) {
     int map_errno = errno;
     close(fd);
     say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot allocate %zu bytes: %s; thresholds ignored\n", shown, capacity,
-        strerror(map_errno));
+        error_text(map_errno));
     return;
   }
   char *text = static_cast<char *>(buffer);
@@ -276,7 +276,7 @@ HCCT_NOINST void load_thresholds_file(const char *path) {
   const char *error = read_errno ? nullptr : parse_thresholds(text, length, &at);
   munmap(buffer, capacity);
   if (read_errno) {
-    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot read the file: %s; thresholds ignored\n", shown, strerror(read_errno));
+    say("hcct oracle: HCCT_ORACLE_GUIDE=%s: cannot read the file: %s; thresholds ignored\n", shown, error_text(read_errno));
     return;
   }
   if (error) {

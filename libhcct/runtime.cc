@@ -55,10 +55,22 @@ SpinLock g_registry_lock{};
 ThreadState *g_threads = nullptr;
 uint32_t g_next_seq = 0;
 int g_dumps_in_flight = 0;
+// Execs may overlap (several threads, each with its own snapshot): the gates are saved by the first
+// to start and restored by the last to end, both under the registry lock. A later exec that saved
+// the gates the first had closed would otherwise restore them closed for good.
+struct ExecsInProgress {
+  int count;
+  unsigned char gate;
+  unsigned char hook_gate;
+};
+ExecsInProgress g_execs{};
 char g_follow_preload[kMaxPath + 16];   // option follow=1 (lifecycle.h)
 char g_follow_options[kMaxPath + 16];
-// Set by the daemon() interposer around the fork whose parent then leaves (lifecycle.h).
+// Set by the daemon() interposer around the fork whose parent then leaves (lifecycle.h); the
+// parent's profile is written as for an exec, and resumed when the fork failed.
 __thread bool t_leaving_after_fork __attribute__((tls_model("initial-exec"))) = false;
+__thread bool t_resume_after_fork __attribute__((tls_model("initial-exec"))) = false;
+__thread ExecSnapshot t_leaving_snapshot __attribute__((tls_model("initial-exec")));
 
 HCCT_NOINST void lock_registry() { acquire(&g_registry_lock); }
 HCCT_NOINST void unlock_registry() { release(&g_registry_lock); }
@@ -214,8 +226,24 @@ ProcessIdentity g_process{};
 int g_forking_pid = 0;  // the parent's pid, kept by the fork-prepare handler for the child
 
 // A thread that exits while the whole-process dump is written is left to that dump.
-HCCT_NOINST bool claim(ThreadState *s) { return !__atomic_exchange_n(&s->claimed, 1, __ATOMIC_ACQ_REL); }
-HCCT_NOINST void unclaim(ThreadState *s) { __atomic_store_n(&s->claimed, 0, __ATOMIC_RELEASE); }
+// Claims. A thread's state is written (and freed) by whoever holds its claim: the thread itself at
+// its exit, the final dump, or an exec's snapshot, which gives the claim back if the exec fails.
+// One atomic byte, changed only by read-modify-writes, so the three always agree on who that is:
+// a thread that exits while another holds its claim marks itself kExited and leaves the rest to
+// the holder (the final dump writes it as exited; a failed exec's resume writes and frees it).
+constexpr unsigned char kClaimed = 1, kExited = 2;
+HCCT_NOINST bool claim(ThreadState *s) {
+  return !(__atomic_fetch_or(&s->claim_state, kClaimed, __ATOMIC_ACQ_REL) & kClaimed);
+}
+// The exiting thread: true if it now holds its own claim.
+HCCT_NOINST bool claim_at_exit(ThreadState *s) {
+  return !(__atomic_fetch_or(&s->claim_state, kClaimed | kExited, __ATOMIC_ACQ_REL) & kClaimed);
+}
+HCCT_NOINST bool has_exited(const ThreadState *s) { return __atomic_load_n(&s->claim_state, __ATOMIC_ACQUIRE) & kExited; }
+// Gives a claim back; true if the thread exited meanwhile: the caller then owns the state for good.
+HCCT_NOINST bool release_claim(ThreadState *s) {
+  return __atomic_fetch_and(&s->claim_state, static_cast<unsigned char>(~kClaimed), __ATOMIC_ACQ_REL) & kExited;
+}
 
 // Code was unloaded (dlclose; dump.h, "retired"): moves this thread's trees and shadow stack off
 // the retired ranges it has not seen yet, then undoes the kick of its epochs. Run by the thread
@@ -296,8 +324,19 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
   if (err) {
     static bool said = false;
     if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
-      say("hcct: cannot write the profile to '%s': %s\n", g_out_dir, strerror(err));
+      say("hcct: cannot write the profile to '%s': %s\n", g_out_dir, error_text(err));
   }
+}
+
+HCCT_NOINST void unregister_thread(ThreadState *s) {
+  lock_registry();
+  for (ThreadState **p = &g_threads; *p; p = &(*p)->next) {
+    if (*p == s) {
+      *p = s->next;
+      break;
+    }
+  }
+  unlock_registry();
 }
 
 HCCT_NOINST void free_thread(ThreadState *s) {
@@ -321,22 +360,16 @@ HCCT_NOINST void on_thread_exit(void *arg) {
   auto *s = static_cast<ThreadState *>(arg);
   if (++s->exit_rounds < kProfiledExitRounds && pthread_setspecific(g_thread_key, s) == 0) return;
   t_state = &g_inert;  // a sample from now on is not this state's
-  // The final dump has it (the process is ending: its timer goes with the process).
-  if (!claim(s)) return;
-  s->samples_undelivered += sampler_undelivered(s);
-  sampler_detach(s);
+  // Counted before the claim: a final dump that finds the state claimed then waits for this write.
   __atomic_add_fetch(&g_dumps_in_flight, 1, __ATOMIC_ACQ_REL);
-  write_thread(s, /*live_at_exit=*/false, /*interrupted=*/false);
-  lock_registry();
-  for (ThreadState **p = &g_threads; *p; p = &(*p)->next) {
-    if (*p == s) {
-      *p = s->next;
-      break;
-    }
-  }
-  unlock_registry();
+  if (claim_at_exit(s)) {
+    s->samples_undelivered += sampler_undelivered(s);
+    sampler_detach(s);
+    write_thread(s, /*live_at_exit=*/false, /*interrupted=*/false);
+    unregister_thread(s);
+    free_thread(s);
+  }  // else the holder writes it (the final dump; or an exec's snapshot, whose resume frees it)
   __atomic_sub_fetch(&g_dumps_in_flight, 1, __ATOMIC_ACQ_REL);
-  free_thread(s);
 }
 
 HCCT_NOINST void sleep_briefly() {
@@ -395,7 +428,7 @@ HCCT_NOINST size_t write_claimed(const ClaimedThreads &c) {
     ThreadState *s = c.list[i];
     bool interrupted = s == self && is_busy(s);
     if (s != self && !wait_until_idle(s)) continue;
-    write_thread(s, /*live_at_exit=*/s != self, interrupted);
+    write_thread(s, /*live_at_exit=*/s != self && !has_exited(s), interrupted);
     ++written;
   }
   return written;
@@ -428,8 +461,9 @@ HCCT_NOINST void on_fork_parent() {
   burst_fork_parent();
   unlock_module_list();
   unlock_registry();
-  // daemon()'s parent leaves with _exit as soon as fork returns: this is its last chance.
-  if (t_leaving_after_fork) finish_process();
+  // daemon()'s parent leaves with _exit as soon as fork returns: this is its last chance. The
+  // handler also runs when the fork failed, and daemon() then returns -1 to a process that goes on.
+  if (t_leaving_after_fork) t_resume_after_fork = snapshot_before_exec(&t_leaving_snapshot);
 }
 
 // In the child only the forking thread exists: it keeps profiling from its current context in a
@@ -447,6 +481,11 @@ HCCT_NOINST void on_fork_child() {
   g_threads = nullptr;
   g_next_seq = 0;
   g_dumps_in_flight = 0;
+  if (g_execs.count) {  // another thread of the parent was in an exec: the child has no such thread
+    g_execs.count = 0;
+    __atomic_store_n(&g_hook_gate, g_execs.hook_gate, __ATOMIC_RELEASE);
+    __atomic_store_n(&__hcct_gate_local, g_execs.gate, __ATOMIC_RELEASE);
+  }
   if (self && self != &g_inert) {
     self->profile.restart_from_current_path();
     if (g_exact) self->exact.restart_from_current_path();
@@ -459,7 +498,7 @@ HCCT_NOINST void on_fork_child() {
     sampler_attach(self);
     self->burst.skipped = 0;
     self->burst.bursts = 0;
-    self->claimed = 0;
+    self->claim_state = 0;  // an exec's snapshot in another thread of the parent may hold it
     self->next = nullptr;
     g_threads = self;
   }
@@ -537,11 +576,18 @@ HCCT_NOINST void finish_before_leaving() {
   if (leaving_process_can_dump()) finish_process();
 }
 
-HCCT_NOINST void mark_leaving_after_fork(bool on) { t_leaving_after_fork = on; }
+HCCT_NOINST void mark_leaving_after_fork(bool on) {
+  t_leaving_after_fork = on;
+  if (!on && t_resume_after_fork) {  // a parent whose fork failed: it did not leave
+    t_resume_after_fork = false;
+    resume_after_exec(&t_leaving_snapshot);
+  }
+}
 
 // exec: the image's profile is written as it stands, every thread's; if exec fails, profiling goes
 // on (the files are written again, complete, at the end). With bursting, a failed exec ends
 // bursting for the image (docs/RUNTIME.md).
+
 HCCT_NOINST bool snapshot_before_exec(ExecSnapshot *snap) {
   *snap = {};
   if (!leaving_process_can_dump()) return false;
@@ -549,8 +595,12 @@ HCCT_NOINST bool snapshot_before_exec(ExecSnapshot *snap) {
     finish_process();
     return false;
   }
-  snap->gate = __atomic_load_n(&__hcct_gate_local, __ATOMIC_ACQUIRE);
-  snap->hook_gate = __atomic_load_n(&g_hook_gate, __ATOMIC_ACQUIRE);
+  lock_registry();
+  if (g_execs.count++ == 0) {
+    g_execs.gate = __atomic_load_n(&__hcct_gate_local, __ATOMIC_ACQUIRE);
+    g_execs.hook_gate = __atomic_load_n(&g_hook_gate, __ATOMIC_ACQUIRE);
+  }
+  unlock_registry();
   stop_all_threads();
   ClaimedThreads claimed = claim_all_threads();
   write_claimed(claimed);
@@ -561,14 +611,30 @@ HCCT_NOINST bool snapshot_before_exec(ExecSnapshot *snap) {
   return true;
 }
 
+// A thread that exited while an exec's snapshot held its claim: written again, as exited, and freed.
+HCCT_NOINST void finish_exited_thread(ThreadState *s) {
+  if (!__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE)) write_thread(s, /*live_at_exit=*/false, /*interrupted=*/false);
+  unregister_thread(s);
+  free_thread(s);
+}
+
 HCCT_NOINST void resume_after_exec(ExecSnapshot *snap) {
   auto **list = static_cast<ThreadState **>(snap->threads);
-  sampler_resume(list, snap->count);
-  for (size_t i = 0; i < snap->count; ++i) unclaim(list[i]);
+  size_t live = 0;
+  for (size_t i = 0; i < snap->count; ++i) {
+    if (has_exited(list[i])) finish_exited_thread(list[i]);  // no timer to re-arm: the thread is gone
+    else list[live++] = list[i];
+  }
+  sampler_resume(list, live);
+  for (size_t i = 0; i < live; ++i)
+    if (release_claim(list[i])) finish_exited_thread(list[i]);
   unmap_pages(list, snap->bytes);
-  if (__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE)) return;
-  __atomic_store_n(&g_hook_gate, snap->hook_gate, __ATOMIC_RELEASE);
-  __atomic_store_n(&__hcct_gate_local, snap->gate, __ATOMIC_RELEASE);
+  lock_registry();
+  if (--g_execs.count == 0 && !__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(&g_hook_gate, g_execs.hook_gate, __ATOMIC_RELEASE);
+    __atomic_store_n(&__hcct_gate_local, g_execs.gate, __ATOMIC_RELEASE);
+  }
+  unlock_registry();
 }
 
 // Empty when the process did not start with them (mode=off, a runtime linked in, a bad option):
@@ -629,7 +695,7 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   }
   if (!dirs_ok) {
     say("hcct: cannot create or write the profile directory '%s': %s; profiling is off for this run\n",
-        g_out_dir[0] ? g_out_dir : g_options.out, strerror(errno ? errno : EACCES));
+        g_out_dir[0] ? g_out_dir : g_options.out, error_text(errno ? errno : EACCES));
     return;
   }
   scan_out_dir();

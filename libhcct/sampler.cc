@@ -160,7 +160,7 @@ HCCT_NOINST void sampler_attach(ThreadState *s) {
   if (timer_create(CLOCK_THREAD_CPUTIME_ID, &event, &timer) != 0) {
     static bool said = false;
     if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
-      say("hcct: cannot create a CPU-time timer (%s): some threads' time is not sampled\n", strerror(errno));
+      say("hcct: cannot create a CPU-time timer (%s): some threads' time is not sampled\n", error_text(errno));
     return;
   }
   s->sample_timer = timer;

@@ -41,8 +41,9 @@ struct ThreadState {
   // it (after a membarrier) to know the thread has left.
   volatile unsigned char busy = 0;
   unsigned char exact_on = 0;  // option exact=1: every event takes the full path to feed `exact`
-  // Whoever sets it first (the exiting thread or the final dump) writes this thread's file.
-  unsigned char claimed = 0;
+  // Who writes this thread's file (runtime.cc, "claims"): kClaimed while the thread itself, the
+  // final dump or an exec's snapshot holds the state; kExited once the thread has left.
+  unsigned char claim_state = 0;
   // Thread-exit destructor rounds seen (on_thread_exit re-arms itself so that the program's own
   // key destructors, which may call instrumented code, run before the thread's profile is written).
   unsigned char exit_rounds = 0;

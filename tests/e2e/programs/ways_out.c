@@ -3,6 +3,9 @@
 // so the tests can compare output with and without the runtime.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -216,6 +220,145 @@ __attribute__((noinline)) static int vfork_exec(void) {
   return 0;
 }
 
+// Threads that finish while the process exits: each thread's profile is written once, by the
+// thread or by the final dump, never by neither (the final dump used to miss a thread that had
+// claimed its state but not yet said it was writing it).
+enum { kExitingThreads = 24 };
+static pthread_barrier_t exit_barrier;
+static void *exiting_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 5; ++i) in_thread();
+  pthread_barrier_wait(&exit_barrier);
+  return NULL;
+}
+__attribute__((noinline)) static int exit_while_threads_exit(void) {
+  pthread_barrier_init(&exit_barrier, NULL, kExitingThreads + 1);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  for (int i = 0; i < kExitingThreads; ++i) {
+    pthread_t t;
+    if (pthread_create(&t, &attr, exiting_thread, NULL) != 0) return 3;
+  }
+  pthread_barrier_wait(&exit_barrier);
+  printf("exiting\n");
+  exit(0);  // the threads are leaving at the same moment
+}
+
+// Two threads whose execs fail at the same time, round after round: profiling goes on afterwards.
+// One exec fails at once, the other only after searching a long PATH, so the slow one returns
+// last; when it had started after the fast one closed the gate, it used to restore the gate closed.
+enum { kExecRounds = 12 };
+static pthread_barrier_t exec_barrier;
+static void *failing_execs(void *arg) {
+  int slow = arg != NULL;
+  for (int i = 0; i < kExecRounds; ++i) {
+    pthread_barrier_wait(&exec_barrier);
+    if (slow) execlp("hcct-no-such-program", "x", (char *)NULL);
+    else execl("/nonexistent/hcct-no-such-program", "x", (char *)NULL);
+    pthread_barrier_wait(&exec_barrier);
+  }
+  return NULL;
+}
+__attribute__((noinline)) static int failed_execs_concurrently(void) {
+  static char path[64 * 1024];
+  strcpy(path, "PATH=/nonexistent/0");
+  for (int i = 1; i < 3000; ++i) sprintf(path + strlen(path), ":/nonexistent/%d", i);
+  putenv(path);
+  pthread_barrier_init(&exec_barrier, NULL, 2);
+  pthread_t a, b;
+  if (pthread_create(&a, NULL, failing_execs, NULL) || pthread_create(&b, NULL, failing_execs, (void *)1)) return 3;
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  for (int i = 0; i < 6; ++i) after();
+  printf("execs failed\n");
+  return 0;
+}
+
+// Threads that exit while another thread's exec is writing the image's profile (and then fails):
+// each is written as a thread that exited, once, and its state is freed.
+enum { kRoundThreads = 6 };
+static pthread_barrier_t round_barrier;
+static void *round_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 3; ++i) in_thread();
+  pthread_barrier_wait(&round_barrier);
+  return NULL;
+}
+__attribute__((noinline)) static int threads_exit_during_exec(void) {
+  for (int round = 0; round < 10; ++round) {
+    pthread_t t[kRoundThreads];
+    pthread_barrier_init(&round_barrier, NULL, kRoundThreads + 1);
+    for (int i = 0; i < kRoundThreads; ++i)
+      if (pthread_create(&t[i], NULL, round_thread, NULL) != 0) return 3;
+    pthread_barrier_wait(&round_barrier);
+    execl("/nonexistent/hcct-no-such-program", "x", (char *)NULL);
+    for (int i = 0; i < kRoundThreads; ++i) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&round_barrier);
+  }
+  for (int i = 0; i < 2; ++i) after();
+  printf("rounds done\n");
+  return 0;
+}
+
+// daemon() whose fork fails (a seccomp filter makes clone fail with EAGAIN): daemon returns -1 and
+// the process goes on, profiled (its fork's parent handler used to end profiling).
+__attribute__((noinline)) static int daemon_fork_fails(void) {
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAGAIN),
+  };
+  struct sock_fprog prog = {sizeof filter / sizeof filter[0], filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) {
+    printf("no seccomp\n");
+    return 77;
+  }
+  work();
+  int r = daemon(1, 1);
+  int err = errno;
+  for (int i = 0; i < 6; ++i) after();
+  printf("daemon returned %d: %s\n", r, strerror(err));
+  return 0;
+}
+
+// vfork children that exec with an environment of their own (follow=1 rebuilds it with the
+// runtime's entries): the parent's address space must not grow with each one.
+static long vm_size_kb(void) {
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char *at = strstr(buf, "VmSize:");
+  return at ? strtol(at + 7, NULL, 10) : -1;
+}
+__attribute__((noinline)) static int vfork_exec_own_env(void) {
+  char *env[] = {"A=1", NULL};
+  char *argv[] = {"true", NULL};
+  long before = 0;
+  for (int i = 0; i < 201; ++i) {
+    if (i == 1) before = vm_size_kb();  // after the first: the runtime's own first-use mappings
+    pid_t pid = vfork();
+    if (pid == 0) {
+      execve("/bin/true", argv, env);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 4;
+  }
+  long grown = vm_size_kb() - before;
+  work();
+  printf("address space grew by %s\n", grown < 64 ? "less than 64 KB" : "64 KB or more");
+  if (grown >= 64) fprintf(stderr, "grew by %ld KB over 200 vfork+exec\n", grown);
+  return 0;
+}
+
 // stdout only: with stderr on a dead pipe, or fd 2 closed and reused for a data file that stays
 // open until exit, the runtime's messages must change nothing.
 __attribute__((noinline)) static int quiet_stdout(void) {
@@ -252,6 +395,11 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "spawn-env-printer")) return spawn_env_printer();
   if (!strcmp(c, "vfork-exec")) return vfork_exec();
   if (!strcmp(c, "quiet")) return quiet_stdout();
+  if (!strcmp(c, "exit-while-threads-exit")) return exit_while_threads_exit();
+  if (!strcmp(c, "failed-execs-concurrently")) return failed_execs_concurrently();
+  if (!strcmp(c, "threads-exit-during-exec")) return threads_exit_during_exec();
+  if (!strcmp(c, "daemon-fork-fails")) return daemon_fork_fails();
+  if (!strcmp(c, "vfork-exec-own-env")) return vfork_exec_own_env();
   if (!strcmp(c, "reuse-fd2") && argc > 2) return reuse_fd2(argv[2]);
   fprintf(stderr, "ways_out: unknown case '%s'\n", c);
   return 2;
