@@ -101,10 +101,24 @@ HCCT_NOINST bool write_all(int fd, const void *data, size_t n) {
 // The temporary is the writer's own (its tid in the name) and created exclusively: a file or a
 // symlink planted under that name is removed, never written through; rename() replaces a planted
 // final name itself, never what it points to.
+namespace {
+constexpr size_t kProfilePathSize = kMaxPath + 64;
+HCCT_NOINST void profile_path(char (&path)[kProfilePathSize], const char *dir, int pid, uint32_t seq) {
+  snprintf(path, sizeof path, "%s/%d.%u%s", dir, pid, seq, fmt::kFileSuffix);
+}
+}  // namespace
+
+HCCT_NOINST bool profile_file_exists(const char *dir, int pid, uint32_t seq) {
+  char path[kProfilePathSize];
+  profile_path(path, dir, pid, seq);
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
 HCCT_NOINST int DumpFile::commit(const char *dir, int pid, uint32_t seq) {
   if (!payload_.ok()) return ENOMEM;
-  char final_path[kMaxPath + 64], tmp_path[kMaxPath + 96];
-  snprintf(final_path, sizeof final_path, "%s/%d.%u%s", dir, pid, seq, fmt::kFileSuffix);
+  char final_path[kProfilePathSize], tmp_path[kMaxPath + 96];
+  profile_path(final_path, dir, pid, seq);
   snprintf(tmp_path, sizeof tmp_path, "%s/.%d.%u%s.%ld.tmp", dir, pid, seq, fmt::kFileSuffix,
            long(syscall(SYS_gettid)));
 

@@ -32,6 +32,9 @@ class ByteBuffer {
 };
 
 // Assembles sections and writes the file. Other components (kpath) add their own sections.
+// True if <dir>/<pid>.<seq>.hcct exists (the name commit writes).
+bool profile_file_exists(const char *dir, int pid, uint32_t seq);
+
 class DumpFile {
  public:
   // Starts a section; its length is patched by end_section.

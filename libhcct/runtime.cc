@@ -72,6 +72,10 @@ __thread bool t_leaving_after_fork __attribute__((tls_model("initial-exec"))) = 
 __thread bool t_resume_after_fork __attribute__((tls_model("initial-exec"))) = false;
 __thread ExecSnapshot t_leaving_snapshot __attribute__((tls_model("initial-exec")));
 
+// Thread numbers: taken under the registry lock at registration, and without it when a thread's
+// first file would replace another process's (write_thread).
+HCCT_NOINST uint32_t take_seq() { return __atomic_fetch_add(&g_next_seq, 1, __ATOMIC_RELAXED); }
+
 HCCT_NOINST void lock_registry() { acquire(&g_registry_lock); }
 HCCT_NOINST void unlock_registry() { release(&g_registry_lock); }
 
@@ -200,7 +204,7 @@ HCCT_NOINST ThreadState *attach_thread() {
   s->between_epoch = ~uint64_t(0);              // set once the thread keeps a shadow stack
   s->retired_seen = retired_count();           // its tree is empty: nothing to move
   lock_registry();
-  s->seq = g_next_seq++;
+  s->seq = take_seq();
   s->next = g_threads;
   g_threads = s;
   unlock_registry();
@@ -287,6 +291,16 @@ HCCT_NOINST void kick_threads() {
 // tree is written as it stands.
 HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupted) {
   if (s->retired_seen != retired_count()) catch_up_retired(s);
+  // A thread's first file never replaces a file it did not write: a fork child may have the pid of
+  // a process that ended and left its files here (a recycled pid). Later files of the thread (an
+  // exec's snapshot, then the final dump) replace its own.
+  for (int tries = 0; !s->has_file && tries < 4096; ++tries) {
+    if (!profile_file_exists(g_out_dir, g_process.pid, s->seq) &&
+        !(g_exact && profile_file_exists(g_exact_dir, g_process.pid, s->seq)))
+      break;
+    s->seq = take_seq();
+  }
+  s->has_file = true;
   ThreadMeta meta{g_process.pid, g_process.ppid, s->tid,       s->seq,
                   live_at_exit,  s->dropped,     s->start_ns, interrupted, s->retired_seen};
   meta.sample_period_ns = sample_period_ns();
@@ -489,7 +503,8 @@ HCCT_NOINST void on_fork_child() {
   if (self && self != &g_inert) {
     self->profile.restart_from_current_path();
     if (g_exact) self->exact.restart_from_current_path();
-    self->seq = g_next_seq++;
+    self->seq = take_seq();
+    self->has_file = false;
     self->tid = current_tid();
     self->start_ns = wall_clock_ns();
     self->dropped = 0;

@@ -44,6 +44,7 @@ struct ThreadState {
   // Who writes this thread's file (runtime.cc, "claims"): kClaimed while the thread itself, the
   // final dump or an exec's snapshot holds the state; kExited once the thread has left.
   unsigned char claim_state = 0;
+  bool has_file = false;  // this thread's file (name pid.seq) was written once: the name is its own
   // Thread-exit destructor rounds seen (on_thread_exit re-arms itself so that the program's own
   // key destructors, which may call instrumented code, run before the thread's profile is written).
   unsigned char exit_rounds = 0;

@@ -420,6 +420,26 @@ TEST_CASE("vfork children that exec with their own environment leave the parent'
   CHECK(named_counts(*parent).at({"main", "vfork_exec_own_env", "work"}) == 1);
 }
 
+TEST_CASE("a fork child with a recycled pid never replaces the earlier process's file", "[e2e][lifecycle]") {
+  fs::path dir = fresh_dir("recycled-pid");
+  fs::create_directories(dir);
+  // The earlier process with pid 2 (in the namespace the program makes) left this file.
+  const std::string planted = "a file another process named 2.0.hcct\n";
+  { std::ofstream(dir / "2.0.hcct") << planted; }
+  auto r = run({kWaysOut, "fork-in-pid-namespace"}, runtime_env(dir, "mode=cct"));
+  if (r.status == 77) hcct::test::skip_test("cannot make a pid namespace here (unshare(CLONE_NEWPID) refused)");
+  CHECK(r.status == 0);
+  CHECK(r.out == "children exited with 0\n");
+  CHECK(slurp(dir / "2.0.hcct") == planted);
+  fs::remove(dir / "2.0.hcct");
+  auto set = ha::read_profiles(dir);
+  const ha::ThreadProfile *second = thread_with(set, "in_child");
+  REQUIRE(second);
+  CHECK(second->meta.pid == 2);
+  CHECK(second->meta.thread_seq == 1);
+  CHECK(named_counts(*second).at({"main", "fork_in_pid_namespace", "in_child"}) == 4);
+}
+
 TEST_CASE("calls in thread-exit destructors are counted in the exiting thread", "[e2e][lifecycle]") {
   auto p = run_profiled({std::string(E2E_DIR) + "/e2e_thread_dtors"}, "mode=cct");
   CHECK(p.result.status == 0);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -359,6 +360,31 @@ __attribute__((noinline)) static int vfork_exec_own_env(void) {
   return 0;
 }
 
+// A fork child whose pid an earlier process had (in a new pid namespace the pids are known: the
+// namespace's first process is 1, its first child 2): its file must not replace that process's.
+__attribute__((noinline)) static int fork_in_pid_namespace(void) {
+  if (unshare(CLONE_NEWPID) != 0) {
+    printf("no pid namespace\n");
+    return 77;
+  }
+  fflush(stdout);
+  pid_t first = fork();
+  if (first == 0) {  // pid 1 of the namespace
+    pid_t second = fork();
+    if (second == 0) {  // pid 2
+      for (int i = 0; i < 4; ++i) in_child();
+      exit(0);
+    }
+    int status = 0;
+    waitpid(second, &status, 0);
+    exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+  }
+  int status = 0;
+  waitpid(first, &status, 0);
+  printf("children exited with %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
 // stdout only: with stderr on a dead pipe, or fd 2 closed and reused for a data file that stays
 // open until exit, the runtime's messages must change nothing.
 __attribute__((noinline)) static int quiet_stdout(void) {
@@ -400,6 +426,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "threads-exit-during-exec")) return threads_exit_during_exec();
   if (!strcmp(c, "daemon-fork-fails")) return daemon_fork_fails();
   if (!strcmp(c, "vfork-exec-own-env")) return vfork_exec_own_env();
+  if (!strcmp(c, "fork-in-pid-namespace")) return fork_in_pid_namespace();
   if (!strcmp(c, "reuse-fd2") && argc > 2) return reuse_fd2(argv[2]);
   fprintf(stderr, "ways_out: unknown case '%s'\n", c);
   return 2;
