@@ -136,6 +136,13 @@ std::string source_function_name(std::string name) {
   }
 }
 
+bool call_site_outside(const Symbol &site, const Symbol &parent) {
+  if (!parent.resolved || site.frames.empty()) return false;
+  return std::none_of(site.frames.begin(), site.frames.end(), [&](const SourceFrame &f) {
+    return f.function == parent.function || source_function_name(f.function) == parent.function;
+  });
+}
+
 std::string address_placeholder(const Module *m, uint64_t address) {
   if (!m) return hex(address);
   return base_name(m->path) + "+" + hex(address - m->bias);

@@ -424,6 +424,39 @@ TEST_CASE("export truth: pprof stacks equal folded stacks, hcct plugin after inl
 #endif
 }
 
+TEST_CASE("report says that an inlined probe's call site is not in its parent", "[cli][export][e2e]") {
+  TempDir dir;
+  const Build b = builds().at(0);
+  const fs::path data = build_and_record(dir, b, "cct");
+  Result r = hcct_cmd({"report", data.string(), "--width", "0", "--phi", "0"});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  // ltnum's probe reported compare's return address, a line in run: never shown as ltnum's site.
+  size_t ltnum = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" ltnum ") != std::string::npos) {
+      ++ltnum;
+      CHECK_THAT(line, Catch::EndsWith("@ inlined into compare"));
+    } else if (line.find(" compare ") != std::string::npos) {
+      CHECK_THAT(line, !Catch::Contains("inlined into"));
+    }
+  }
+  CHECK(ltnum > 0);
+}
+
+TEST_CASE("view says that an inlined probe's call site is not in its parent", "[cli][view][e2e]") {
+  TempDir dir;
+  const fs::path data = build_and_record(dir, builds().at(0), "cct");
+  const fs::path page = dir.path() / "view.html";
+  Result v = hcct_cmd({"view", data.string(), "-o", page.string()});
+  if (v.status == 1 && v.err.find("built without the flame graph library") != std::string::npos)
+    skip_test("hcct was built without d3-flame-graph: " + v.err);
+  INFO(v.err);
+  REQUIRE(v.status == 0);
+  CHECK_THAT(hcct::test::read_text(page), Catch::Contains("inlined into compare"));
+}
+
 TEST_CASE("export truth: DOT and JSON state unmonitored contexts and inlined probes' call sites", "[cli][export][e2e]") {
   TempDir dir;
   const Build b = builds().at(0);

@@ -362,14 +362,17 @@ int run_diff(const DiffOptions &o) {
       uint32_t node = c.a != analysis::kNoMatch ? c.a : c.b;
       std::vector<std::string> frames;
       for (uint64_t r : context_path(p, node, cut)) frames.push_back(display_function(names.routine(r), o.names));
-      return std::make_pair(frames, p.nodes[node].call_site ? &names.call_site(p.nodes[node].call_site) : nullptr);
+      const analysis::Symbol *site = p.nodes[node].call_site ? &names.call_site(p.nodes[node].call_site) : nullptr;
+      uint32_t parent = p.nodes[node].parent;
+      const analysis::Symbol *caller = parent == analysis::kRoot ? nullptr : &names.routine(p.nodes[parent].routine);
+      return std::make_tuple(frames, site, caller);
     };
     if (o.in.json) {
       json list = json::array();
       for (size_t k = 0; k < shown; ++k) {
         const analysis::ContextChange &c = changes[k];
         bool cut = false;
-        auto [frames, site] = describe(c, cut);
+        auto [frames, site, caller] = describe(c, cut);
         list.push_back({{"path", frames},
                         {"path_cut", cut},
                         {"call", site ? symbol_json(*site, true) : json()},
@@ -405,7 +408,7 @@ int run_diff(const DiffOptions &o) {
     for (size_t k = 0; k < shown; ++k) {
       const analysis::ContextChange &c = changes[k];
       bool cut = false;
-      auto [frames, site] = describe(c, cut);
+      auto [frames, site, caller] = describe(c, cut);
       char cols[128];
       std::snprintf(cols, sizeof cols, "%8s %8s %8s %8s %8s %8s  ", pct(c.self_a).c_str(), pct(c.self_b).c_str(),
                     signed_points(c.self_change()).c_str(), pct(c.total_a).c_str(), pct(c.total_b).c_str(),
@@ -414,7 +417,7 @@ int run_diff(const DiffOptions &o) {
       for (size_t f = 0; f < frames.size(); ++f) path += (f ? " > " : "") + frames[f];
       if (c.a == analysis::kNoMatch) path += " (new in B)";
       if (c.b == analysis::kNoMatch) path += " (gone in B)";
-      std::string at = site ? display_call_site(*site, o.names) : std::string();
+      std::string at = site ? display_call_site(*site, caller, o.names) : std::string();
       std::string line = std::string(cols);
       std::string context = fit_context(path, "", at, width ? (width > line.size() ? width - line.size() : 0) : 0);
       if (width && line.size() >= width) line = fit(line, width);

@@ -214,7 +214,8 @@ struct TextView {
 
   std::string line(uint32_t id, uint32_t depth, bool hot, bool cut) const {
     const analysis::ViewNode &n = v.nodes[id];
-    std::string site = n.call_site ? display_call_site(t.names->call_site(n.call_site), o.names) : std::string();
+    const analysis::Symbol *parent = n.parent == analysis::kViewRoot ? nullptr : &t.names->routine(v.nodes[n.parent].routine);
+    std::string site = n.call_site ? display_call_site(t.names->call_site(n.call_site), parent, o.names) : std::string();
     // A subtree cut by --depth ends in "  ...", kept whatever the width.
     const std::string cut_mark = cut ? "  ..." : "";
     const size_t room = width == 0 ? 0 : width > cut_mark.size() ? width - cut_mark.size() : 1;

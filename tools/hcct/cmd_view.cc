@@ -190,7 +190,8 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
       j["n"] = name;
       std::string def = display_definition(s, o.names);
       if (!def.empty()) j["f"] = def;
-      if (vn.call_site) j["cs"] = display_call_site(names.call_site(vn.call_site), o.names);
+      const analysis::Symbol *parent = vn.parent == analysis::kViewRoot ? nullptr : &names.routine(v.nodes[vn.parent].routine);
+      if (vn.call_site) j["cs"] = display_call_site(names.call_site(vn.call_site), parent, o.names);
       if (vn.instances > 1) j["r"] = {vn.instances, vn.min_depth, vn.max_depth};
       paths[id] = paths[vn.parent] + "\x1f" + name + "@" + j.value("cs", std::string());
       page.by_path[paths[id]] = {vn.self, vn.total};

@@ -42,6 +42,11 @@ std::string display_call_site(const analysis::Symbol &s, const NameStyle &style)
   return escape_text(out);
 }
 
+std::string display_call_site(const analysis::Symbol &s, const analysis::Symbol *parent, const NameStyle &style) {
+  if (parent && analysis::call_site_outside(s, *parent)) return "inlined into " + display_function(*parent, style);
+  return display_call_site(s, style);
+}
+
 size_t display_width(std::string_view text) {
   size_t w = 0;
   for (unsigned char c : text) w += (c & 0xc0) != 0x80;

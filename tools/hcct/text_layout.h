@@ -21,6 +21,10 @@ std::string display_function(const analysis::Symbol &s, const NameStyle &style);
 // frame alone marks that it was inlined ("prog.c:22 [inlined]"). File names only unless
 // style.full_paths (then relative to the working directory when below it). Escaped.
 std::string display_call_site(const analysis::Symbol &s, const NameStyle &style);
+// The call site of a context whose parent is `parent` (null at a thread's root): "inlined into
+// <parent>" when the site lies outside the parent's function (analysis::call_site_outside), since
+// its file:line would be a line of the parent's caller.
+std::string display_call_site(const analysis::Symbol &s, const analysis::Symbol *parent, const NameStyle &style);
 // "prog.c:12" where the function is defined, or empty. Escaped.
 std::string display_definition(const analysis::Symbol &s, const NameStyle &style);
 

@@ -131,4 +131,11 @@ std::string demangle(const char *name);
 // "f.constprop.0" → "f"; "g(int) [clone .cold]" → "g(int)". Other names unchanged.
 std::string source_function_name(std::string name);
 
+// Whether a call site lies outside the function of its context's parent (`parent`, a resolved
+// routine): the callee was inlined into the parent together with its probe (gcc
+// -finstrument-functions, the plugin's early stage), and the probe reported the parent's own
+// return address, a site in the parent's caller. Such a site says nothing about where in the parent
+// the call was. False when unknown (no inline chain, parent unresolved).
+bool call_site_outside(const Symbol &site, const Symbol &parent);
+
 }  // namespace hcct::analysis
