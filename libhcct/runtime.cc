@@ -200,6 +200,12 @@ HCCT_NOINST ThreadState *attach_thread() {
 
 HCCT_NOINST const Options &runtime_options() { return g_options; }
 
+HCCT_NOINST void for_each_registered_thread(void (*fn)(ThreadState *, void *), void *arg) {
+  lock_registry();
+  for (ThreadState *s = g_threads; s; s = s->next) fn(s, arg);
+  unlock_registry();
+}
+
 }  // namespace hcct::rt
 
 namespace {
@@ -258,10 +264,12 @@ HCCT_NOINST void kick_threads() {
 // `interrupted`: the thread's own event was interrupted (exit or _exit from a signal handler): its
 // tree is written as it stands.
 HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupted) {
+  sampler_exclude(s);  // time=wall: the sampler thread leaves the tree alone from now on
   if (s->retired_seen != retired_count()) catch_up_retired(s);
   ThreadMeta meta{g_process.pid, g_process.ppid, s->tid,       s->seq,
                   live_at_exit,  s->dropped,     s->start_ns, interrupted, s->retired_seen};
   meta.sample_period_ns = sample_period_ns();
+  meta.time_clock = time_metric_name(g_options.time);
   // Samples still pending were taken inside an event that never ended (the thread is written while
   // stopped in it): no context was charged.
   meta.samples_lost = __atomic_load_n(&s->samples_lost, __ATOMIC_RELAXED) +
@@ -466,6 +474,7 @@ HCCT_NOINST void on_fork_child() {
   unlock_module_list();
   unlock_registry();
   burst_fork_child();  // restarts the timer thread, which the child does not have
+  sampler_fork_child();  // and time=wall's sampler thread
 }
 
 // Creates `path` and its parents; true if it exists as a writable directory afterwards.

@@ -20,15 +20,18 @@ namespace {
 const std::string kSplit = std::string(E2E_DIR) + "/e2e_time_split";
 const std::string kRobust = std::string(E2E_DIR) + "/e2e_time_robust";
 
-// "cpu <thread> <phase> <seconds>" lines of the program's output.
-std::map<std::string, std::map<std::string, double>> oracle_of(const std::string &out) {
-  std::map<std::string, std::map<std::string, double>> cpu;
+// "<clock> <thread> <phase> <seconds>" lines of the program's output, for clock "cpu" or "wall".
+std::map<std::string, std::map<std::string, double>> oracle_of(const std::string &out,
+                                                               const std::string &clock = "cpu") {
+  std::map<std::string, std::map<std::string, double>> times;
   std::istringstream lines(out);
-  std::string tag, thread, phase;
-  double seconds;
-  while (lines >> tag >> thread >> phase >> seconds)
-    if (tag == "cpu") cpu[thread][phase] = seconds;
-  return cpu;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string tag, thread, phase;
+    double seconds;
+    if (fields >> tag >> thread >> phase >> seconds && tag == clock) times[thread][phase] = seconds;
+  }
+  return times;
 }
 
 // Samples of the subtree under `prefix` (the context's total time), and of the whole thread.
@@ -111,6 +114,60 @@ void check_known_split(const std::string &options, const std::vector<std::string
   if (sleepy) CHECK(double(sleepy->meta.samples) / double(all) <= 0.02);
 }
 
+// time=wall: each context's share of its thread's wall-clock time, against the program's own
+// CLOCK_MONOTONIC reads; the sleeping thread's time is where it sleeps and where it blocks in
+// read(), and neither call sees EINTR.
+void check_wall_split(const std::string &options, const std::vector<std::string> &extra_args) {
+  std::vector<std::string> argv{kSplit, "0.25"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  e2e::Profiled run = e2e::run_profiled(argv, options);
+  INFO("options " << options << "\n" << run.result.out << run.result.err);
+  REQUIRE(run.result.status == 0);
+  CHECK(run.result.out.find("eintr 0\n") != std::string::npos);
+  ha::ProfileSet set = ha::read_profiles(run.dir);
+  REQUIRE(set.processes.size() == 1);
+  const ha::Process &proc = set.processes[0];
+  REQUIRE(proc.threads.size() == 4);
+  auto wall = oracle_of(run.result.out, "wall");
+  REQUIRE(wall["main"].size() == 5);
+  REQUIRE(wall["sleepy"].size() == 3);
+  for (const ha::ThreadProfile &t : proc.threads) {
+    REQUIRE(t.meta.timed());
+    CHECK(t.meta.time == "wall");
+    // The sampler thread woke more than 50 ms late: stated, and the shares are then not the truth's.
+    double lost = double(t.meta.samples_lost) / double(std::max<uint64_t>(1, t.meta.samples + t.meta.samples_lost));
+    if (lost > 0.01)
+      hcct::test::skip_test("the machine is too loaded to check shares: " + std::to_string(100 * lost) +
+                            "% of a thread's samples came more than 50 ms late");
+  }
+
+  const ha::ThreadProfile &main_thread = proc.threads[0];
+  auto samples = e2e::named_samples(main_thread);
+  uint64_t s = main_thread.meta.samples;
+  // A sample a millisecond of the thread's life.
+  CHECK(std::abs(double(s) / 1000.0 - wall["main"]["total"]) <= 0.05 * wall["main"]["total"] + 0.02);
+  for (const std::string phase : {"alpha", "beta", "long_call", "many_calls"}) {
+    double truth = wall["main"][phase] / wall["main"]["total"];
+    double measured = double(total_under(samples, {"main", phase})) / double(s);
+    INFO(phase << ": hcct " << measured << ", oracle " << truth);
+    CHECK(std::abs(measured - truth) <= 0.02);
+  }
+
+  const ha::ThreadProfile *sleepy = thread_with(proc, "run_sleeper");
+  REQUIRE(sleepy);
+  auto slept = e2e::named_samples(*sleepy);
+  uint64_t ss = sleepy->meta.samples;
+  for (const std::string phase : {"sleeper", "wait_pipe"}) {
+    double truth = wall["sleepy"][phase] / wall["sleepy"]["total"];
+    double measured = double(total_under(slept, {"run_sleeper", phase})) / double(ss);
+    INFO(phase << ": hcct " << measured << " of " << ss << " samples, oracle " << truth);
+    CHECK(std::abs(measured - truth) <= 0.02);
+  }
+  // Its 0.3 s of sleep: about 300 samples, in the sleeping context itself.
+  uint64_t in_sleep = slept[{"run_sleeper", "sleeper"}];
+  CHECK(std::abs(double(in_sleep) / 1000.0 - wall["sleepy"]["sleeper"]) <= 0.03);
+}
+
 }  // namespace
 
 TEST_CASE("time: a known CPU time split in cct mode at the default rate", "[time][e2e]") {
@@ -121,6 +178,17 @@ TEST_CASE("time: a known CPU time split in cct mode at the default rate", "[time
 // by the busy contexts; their time counters keep them, with their shares.
 TEST_CASE("time: a known CPU time split in hcct mode with few counters", "[time][e2e]") {
   check_known_split("mode=hcct:epsilon=0.01", {"spread"});
+}
+
+TEST_CASE("time: time=wall in cct mode: the sleeping thread's time is where it waits, no EINTR",
+          "[time][e2e][wall]") {
+  check_wall_split("mode=cct:time=wall", {});
+}
+
+// Few counters: the phases' call counters are evicted, the sampler thread's charges evict time
+// counters from the side (their pruning deferred to the owner).
+TEST_CASE("time: time=wall in hcct mode with few counters", "[time][e2e][wall]") {
+  check_wall_split("mode=hcct:epsilon=0.01:time=wall", {"spread"});
 }
 
 TEST_CASE("time: time=off writes no time metric (format version 2 without TIME)", "[time][e2e]") {
@@ -217,5 +285,43 @@ TEST_CASE("time: sampled by default in hcct mode and on request in cct mode", "[
     ha::ProfileSet set = ha::read_profiles(run.dir);
     INFO(options);
     CHECK(set.processes.at(0).threads.at(0).meta.timed() == timed);
+  }
+}
+
+// time=wall's sampler thread: a forked child gets one of its own (the thread is not inherited), an
+// exec'd image starts without a sample in flight, 1,000 short threads come and go under it.
+TEST_CASE("time: time=wall across fork and exec and with 1000 short threads", "[time][e2e][wall][robust]") {
+  {
+    e2e::Profiled run = e2e::run_profiled({kRobust, "fork"}, "mode=cct:time=wall");
+    INFO(run.result.out << run.result.err);
+    REQUIRE(run.result.status == 0);
+    ha::ProfileSet set = ha::read_profiles(run.dir);
+    REQUIRE(set.processes.size() == 2);
+    const ha::ThreadProfile &child = set.processes[0].pid == set.processes[1].threads[0].meta.ppid
+                                         ? set.processes[1].threads[0]
+                                         : set.processes[0].threads[0];
+    CHECK(child.meta.time == "wall");
+    // The child burns 0.3 s of CPU: at least as much wall-clock time, in child_work.
+    uint64_t in_child_work = total_under(e2e::named_samples(child), {"main", "forks", "child_work"});
+    INFO("child samples " << child.meta.samples << ", in child_work " << in_child_work);
+    CHECK(in_child_work + child.meta.samples_lost > 250);
+    CHECK(in_child_work * 10 >= child.meta.samples * 9);
+  }
+  {
+    e2e::Profiled run = e2e::run_profiled({kRobust, "exec"}, "mode=hcct:time=wall");
+    INFO(run.result.out << run.result.err);
+    REQUIRE(run.result.status == 0);
+    REQUIRE(run.result.out.find("exec child done") != std::string::npos);
+    ha::ProfileSet set = ha::read_profiles(run.dir);
+    REQUIRE(set.processes.at(0).threads.size() == 2);  // one file per image
+    for (const ha::ThreadProfile &t : set.processes[0].threads) CHECK(t.meta.samples + t.meta.samples_lost > 150);
+  }
+  {
+    e2e::Profiled run = e2e::run_profiled({kRobust, "threads"}, "mode=hcct:time=wall");
+    INFO(run.result.err);
+    REQUIRE(run.result.status == 0);
+    ha::ProfileSet set = ha::read_profiles(run.dir);
+    REQUIRE(set.processes.at(0).threads.size() == 1001);
+    for (const ha::ThreadProfile &t : set.processes[0].threads) CHECK(t.meta.time == "wall");
   }
 }
