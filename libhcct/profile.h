@@ -327,6 +327,13 @@ class ThreadProfile {
     return __atomic_load_n(&top->node, __ATOMIC_RELAXED);
   }
   bool has_deferred_prunes() const { return deferred_count_ != 0; }
+  // Static bursting: charges `n` samples to the context `path` names (the shadow stack kept between
+  // bursts), made the profile's calling path first (rebuild_path: missing nodes are added, with no
+  // calls). Only outside an event of this profile.
+  void charge_samples_on_path(const PathEntry *path, size_t depth, uint64_t n) {
+    rebuild_path(path, depth);
+    charge_samples(n, /*may_prune=*/true);
+  }
   // Prunes the contexts that lost their time counter inside an event (the tree must be consistent
   // and the caller not inside an event of this profile).
   void prune_deferred();

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "burst_runtime.h"
 #include "messages.h"
 #include "thread.h"
 
@@ -66,6 +67,28 @@ HCCT_NOINST void arm(ThreadState *s, uint64_t period_ns) {
   timer_settime(static_cast<timer_t>(s->sample_timer), 0, &spec, nullptr);
 }
 
+// Charges `n` samples to the thread's current context: the top of its profile's shadow stack, or
+// with static bursting between bursts the path on the shadow stack kept then (made the profile's
+// path first; docs/RUNTIME.md, "Time and bursting"). `may_prune`: the thread is outside the
+// runtime's paths (or at the start or end of an out-of-line one): the tree may change. False if the
+// samples must wait (kept pending by the caller). Samples whose context the runtime does not know
+// (no shadow stack between bursts) are counted as lost.
+HCCT_NOINST bool charge_current(ThreadState *s, uint64_t n, bool may_prune) {
+  SampleSite site = burst_active() ? burst_sample_site(s->burst) : SampleSite::kProfile;
+  if (site == SampleSite::kUnknown) {
+    __atomic_add_fetch(&s->samples_lost, n, __ATOMIC_RELAXED);
+    return true;
+  }
+  if (site == SampleSite::kShadow) {
+    if (!may_prune) return false;
+    s->profile.charge_samples_on_path(s->burst.shadow.path(), s->burst.shadow.depth(), n);
+  } else if (!s->profile.charge_samples(n, may_prune)) {
+    return false;
+  }
+  if (s->exact_on) s->exact.charge_samples(n, may_prune);  // the exact tree sees every event
+  return true;
+}
+
 // Charges `weight` samples for thread `s`, interrupted by the signal. Three cases:
 // - the thread is in an out-of-line event (in_slow): its tree may be mid-change, so the samples
 //   wait in `samples_pending` until the event ends (event_end charges them to the context then
@@ -85,16 +108,12 @@ HCCT_NOINST void take_sample(ThreadState *s, uint64_t weight) {
     set_busy(s);
     compiler_fence();
   }
-  if (probe_gate_value() != kGateProfiling) {
+  if (!samples_accepted()) {
     // Profiling has stopped (a dump is being written, maybe by another thread that reads this).
     __atomic_add_fetch(&s->samples_lost, weight, __ATOMIC_RELAXED);
   } else {
     uint64_t n = weight + __atomic_exchange_n(&s->samples_pending, 0, __ATOMIC_RELAXED);
-    if (s->profile.charge_samples(n, !was_busy)) {
-      if (s->exact_on) s->exact.charge_samples(n, !was_busy);
-    } else {
-      __atomic_add_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
-    }
+    if (!charge_current(s, n, !was_busy)) __atomic_add_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
   }
   if (!was_busy) {
     compiler_fence();
@@ -165,11 +184,16 @@ HCCT_NOINST void wall_sample(ThreadState *s, void *arg) {
     __atomic_add_fetch(&s->samples_lost, weight - g_max_weight, __ATOMIC_RELAXED);
     weight = g_max_weight;
   }
+  SampleSite site = burst_active() ? burst_sample_site(s->burst) : SampleSite::kProfile;
   if (__atomic_load_n(&s->in_slow, __ATOMIC_SEQ_CST)) {
     // The owner may be changing its tree: charged when its event ends, to the context current then.
     __atomic_add_fetch(&s->samples_pending, weight, __ATOMIC_RELAXED);
-  } else if (probe_gate_value() != kGateProfiling) {
+  } else if (!samples_accepted() || site == SampleSite::kUnknown) {
     __atomic_add_fetch(&s->samples_lost, weight, __ATOMIC_RELAXED);
+  } else if (site == SampleSite::kShadow) {
+    // Between bursts: the context is the shadow stack's path, which only the owner's out-of-line
+    // paths change; the owner charges it before its next one changes anything.
+    __atomic_add_fetch(&s->samples_between, weight, __ATOMIC_RELAXED);
   } else if (s->profile.charge_samples_to(s->profile.sampled_cursor(), weight, /*may_prune=*/false)) {
     if (s->exact_on) s->exact.charge_samples_to(s->exact.sampled_cursor(), weight, false);
   } else {
@@ -234,6 +258,15 @@ HCCT_NOINST void wait_for_wall_sampler(ThreadState *s) {
     if (spins < 1000) __builtin_ia32_pause();
     else sched_yield();
   }
+  if (HCCT_UNLIKELY(__atomic_load_n(&s->samples_between, __ATOMIC_RELAXED))) sampler_settle_between(s);
+}
+
+HCCT_NOINST void sampler_settle_between(ThreadState *s) {
+  uint64_t n = __atomic_exchange_n(&s->samples_between, 0, __ATOMIC_RELAXED);
+  if (!n) return;
+  // The shadow stack has not changed since these samples (only out-of-line paths change it); if it
+  // no longer holds the path (a burst began without an event of this thread), the profile does.
+  if (!charge_current(s, n, /*may_prune=*/true)) __atomic_add_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
 }
 
 HCCT_NOINST bool sampler_start(const Options &options) {
@@ -345,8 +378,7 @@ HCCT_NOINST void settle_samples(ThreadState *s) {
   for (;;) {
     uint64_t n = __atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED);
     if (!n) return;
-    if (!s->profile.charge_samples(n, /*may_prune=*/true)) return;
-    if (s->exact_on) s->exact.charge_samples(n, true);
+    if (!charge_current(s, n, /*may_prune=*/true)) return;
     __atomic_sub_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
   }
 }

@@ -35,6 +35,9 @@ uint64_t sampler_undelivered(const ThreadState *s);
 
 // time=wall: the sampler thread stops reading and charging `s`'s tree (its file is written).
 void sampler_exclude(ThreadState *s);
+// time=wall with bursting: charges the samples taken between bursts to the shadow path (the
+// thread is stopped, or at the start of an out-of-line event).
+void sampler_settle_between(ThreadState *s);
 // fork: time=wall's sampler thread does not exist in the child; start another.
 void sampler_fork_child();
 

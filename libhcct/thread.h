@@ -72,6 +72,10 @@ struct ThreadState {
   // of the owner's out-of-line path and the sampler comes second waits or backs off.
   volatile unsigned char wall_active = 0;
   volatile unsigned char wall_excluded = 0;
+  // time=wall with bursting: samples the sampler thread took between bursts (the thread's context
+  // is on its shadow stack, which the sampler does not change): charged to that path by the thread
+  // at the start of its next out-of-line event, before anything moves it (wait_for_wall_sampler).
+  uint64_t samples_between = 0;
   ThreadState *next = nullptr;
 };
 
@@ -116,6 +120,9 @@ extern __thread ThreadState *t_state __attribute__((tls_model("initial-exec")));
 
 // Registers the calling thread (slow path of its first event); null if it cannot be profiled.
 ThreadState *attach_thread();
+// Whether a time sample may be charged now: profiling runs (between bursts too) and no dump has
+// begun. A sample that finds it false is counted as lost.
+bool samples_accepted();
 // Calls fn on every registered thread, the registry locked (no thread is freed meanwhile).
 void for_each_registered_thread(void (*fn)(ThreadState *, void *), void *arg);
 
