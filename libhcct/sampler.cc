@@ -244,6 +244,24 @@ HCCT_NOINST bool start_wall_thread() {
   return true;
 }
 
+HCCT_NOINST inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// The other half of the Dekker pair: after the caller's store of in_slow (or wall_excluded), waits
+// until the sampler thread is not charging this thread's tree.
+HCCT_NOINST void wait_for_wall_sampler(ThreadState *s) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  for (unsigned spins = 0; __atomic_load_n(&s->wall_active, __ATOMIC_ACQUIRE); ++spins) {
+    if (spins < 1000) cpu_relax();
+    else sched_yield();
+  }
+}
+
 // The sampler thread no longer touches `s`'s tree once this returns.
 HCCT_NOINST void wall_exclude(ThreadState *s) {
   __atomic_store_n(&s->wall_excluded, 1, __ATOMIC_SEQ_CST);
@@ -252,12 +270,8 @@ HCCT_NOINST void wall_exclude(ThreadState *s) {
 
 }  // namespace
 
-HCCT_NOINST void wait_for_wall_sampler(ThreadState *s) {
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  for (unsigned spins = 0; __atomic_load_n(&s->wall_active, __ATOMIC_ACQUIRE); ++spins) {
-    if (spins < 1000) __builtin_ia32_pause();
-    else sched_yield();
-  }
+HCCT_NOINST void wall_enter_slow(ThreadState *s) {
+  wait_for_wall_sampler(s);
   if (HCCT_UNLIKELY(__atomic_load_n(&s->samples_between, __ATOMIC_RELAXED))) sampler_settle_between(s);
 }
 

@@ -74,7 +74,7 @@ struct ThreadState {
   volatile unsigned char wall_excluded = 0;
   // time=wall with bursting: samples the sampler thread took between bursts (the thread's context
   // is on its shadow stack, which the sampler does not change): charged to that path by the thread
-  // at the start of its next out-of-line event, before anything moves it (wait_for_wall_sampler).
+  // at the start of its next out-of-line event, before anything moves it (wall_enter_slow).
   uint64_t samples_between = 0;
   ThreadState *next = nullptr;
 };
@@ -128,8 +128,9 @@ void for_each_registered_thread(void (*fn)(ThreadState *, void *), void *arg);
 
 // True while the wall-clock sampler thread runs (time=wall; sampler.cc).
 extern bool g_wall_sampler;
-// time=wall: waits until the sampler thread is not reading this thread's tree (in_slow is set).
-void wait_for_wall_sampler(ThreadState *s);
+// time=wall, at the start of an out-of-line path (in_slow is set): waits until the sampler thread
+// is not charging this thread's tree, then charges the samples it took between bursts (sampler.cc).
+void wall_enter_slow(ThreadState *s);
 
 // Marks the thread as inside the runtime's out-of-line paths (busy already set): see in_slow. With
 // time=wall, also makes sure the sampler thread is not reading the tree these paths may change (a
@@ -137,7 +138,7 @@ void wait_for_wall_sampler(ThreadState *s);
 __attribute__((always_inline, no_instrument_function)) inline void enter_slow(ThreadState *s) {
   s->in_slow = 1;
   compiler_fence();
-  if (HCCT_UNLIKELY(read_shared(g_wall_sampler))) wait_for_wall_sampler(s);
+  if (HCCT_UNLIKELY(read_shared(g_wall_sampler))) wall_enter_slow(s);
 }
 
 // Starts an event: null if the event must be ignored (gate closed, thread not profiled, or this
