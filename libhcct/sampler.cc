@@ -171,9 +171,16 @@ HCCT_NOINST uint64_t monotonic_ns() {
   return uint64_t(now.tv_sec) * 1000000000u + uint64_t(now.tv_nsec);
 }
 
+// Charges thread `s` the whole periods of its own wall-clock time since it was last charged (its
+// registration, at first): one when the sampler is on time, more when it woke late; a thread that
+// registered since the last round is charged only for its own time.
 HCCT_NOINST void wall_sample(ThreadState *s, void *arg) {
-  uint64_t weight = *static_cast<const uint64_t *>(arg);
+  uint64_t now = *static_cast<const uint64_t *>(arg);
   if (__atomic_load_n(&s->wall_excluded, __ATOMIC_RELAXED)) return;
+  uint64_t since = __atomic_load_n(&s->wall_charged_ns, __ATOMIC_RELAXED);
+  if (!since || now < since + g_period_ns) return;
+  uint64_t weight = (now - since) / g_period_ns;
+  __atomic_store_n(&s->wall_charged_ns, since + weight * g_period_ns, __ATOMIC_RELAXED);
   __atomic_store_n(&s->wall_active, 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&s->wall_excluded, __ATOMIC_SEQ_CST)) {
     __atomic_store_n(&s->wall_active, 0, __ATOMIC_RELEASE);
@@ -212,13 +219,8 @@ HCCT_NOINST void *wall_main(void *) {
     // Woken late (a loaded machine, a stopped process): the periods missed are charged to the
     // contexts current now, up to 50 ms worth (wall_sample); the schedule does not drift.
     uint64_t now = monotonic_ns();
-    uint64_t weight = 1;
-    if (now >= next + g_period_ns) {
-      uint64_t missed = (now - next) / g_period_ns;
-      weight += missed;
-      next += missed * g_period_ns;
-    }
-    for_each_registered_thread(wall_sample, &weight);
+    if (now >= next + g_period_ns) next += (now - next) / g_period_ns * g_period_ns;
+    for_each_registered_thread(wall_sample, &now);
   }
   return nullptr;
 }
@@ -317,7 +319,11 @@ HCCT_NOINST bool sampler_running() { return g_running; }
 HCCT_NOINST uint64_t sample_period_ns() { return g_period_ns; }
 
 HCCT_NOINST void sampler_attach(ThreadState *s) {
-  if (!g_running || g_wall) return;  // the wall-clock sampler finds it in the registry
+  if (!g_running) return;
+  if (g_wall) {  // the wall-clock sampler finds it in the registry; its time counts from now
+    __atomic_store_n(&s->wall_charged_ns, monotonic_ns(), __ATOMIC_RELAXED);
+    return;
+  }
   sigevent event{};
   event.sigev_notify = SIGEV_THREAD_ID;
   event.sigev_signo = g_signal;
@@ -375,8 +381,11 @@ HCCT_NOINST void sampler_pause(ThreadState *const *threads, size_t count) {
 
 HCCT_NOINST void sampler_resume(ThreadState *const *threads, size_t count) {
   if (!g_running) return;
-  if (g_wall) {
-    for (size_t i = 0; i < count; ++i) __atomic_store_n(&threads[i]->wall_excluded, 0, __ATOMIC_RELEASE);
+  if (g_wall) {  // a failed exec: sampled again from now (the time written before the exec is in its files)
+    for (size_t i = 0; i < count; ++i) {
+      __atomic_store_n(&threads[i]->wall_charged_ns, monotonic_ns(), __ATOMIC_RELAXED);
+      __atomic_store_n(&threads[i]->wall_excluded, 0, __ATOMIC_RELEASE);
+    }
     return;
   }
   install_handler();

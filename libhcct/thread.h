@@ -76,6 +76,9 @@ struct ThreadState {
   // is on its shadow stack, which the sampler does not change): charged to that path by the thread
   // at the start of its next out-of-line event, before anything moves it (wall_enter_slow).
   uint64_t samples_between = 0;
+  // time=wall: CLOCK_MONOTONIC up to which this thread's wall-clock time has been sampled (0 until
+  // sampler_attach: the sampler skips the thread until then). Only the sampler thread advances it.
+  uint64_t wall_charged_ns = 0;
   ThreadState *next = nullptr;
 };
 

@@ -589,3 +589,29 @@ TEST_CASE("time: against perf's cpu-clock samples on the bundled examples", "[ti
     }
   }
 }
+
+// The sampler thread charges trees their threads are changing: four threads of calls, virtual
+// calls and exceptions, in hcct mode with 1,000 counters (evictions, pruning, prune queues) and
+// with exact=1 (every event out of line), at 10 kHz. Every file reads back (the reader checks that
+// TIME sums to `samples`), and each worker's samples + lost cover its life.
+TEST_CASE("time: time=wall beside busy threads that change their trees", "[time][e2e][wall][robust]") {
+  for (const std::string options : {"mode=hcct:epsilon=1e-3:time=wall:sample_hz=10000",
+                                    "mode=hcct:exact=1:time=wall:sample_hz=10000",
+                                    "mode=cct:time=wall:sample_hz=10000"}) {
+    e2e::Profiled run = e2e::run_profiled({std::string(EXAMPLES_DIR) + "/shapes", "4", "200000"}, options);
+    INFO(options << "\n" << run.result.out << run.result.err);
+    REQUIRE(run.result.status == 0);
+    ha::ProfileSet set = ha::read_profiles(run.dir);
+    REQUIRE(set.processes.size() == 1);
+    REQUIRE(set.processes[0].threads.size() == 5);
+    for (const ha::ThreadProfile &t : set.processes[0].threads) {
+      REQUIRE(t.meta.time == "wall");
+      double life_ms = double(t.meta.end_ns - t.meta.start_ns) / 1e6;
+      double covered_ms = double(t.meta.samples + t.meta.samples_lost) / 10.0;
+      INFO("thread " << t.meta.tid << ": life " << life_ms << " ms, samples " << t.meta.samples << " + lost "
+                     << t.meta.samples_lost);
+      CHECK(covered_ms <= life_ms + 5);
+      CHECK(covered_ms >= 0.9 * life_ms - 5);
+    }
+  }
+}
