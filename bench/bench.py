@@ -130,6 +130,7 @@ def run_suite(name, configs, baselines, build, rounds):
         row = {
             "config": cfg.label,
             "median_s": round(med[cfg.label], 4),
+            "min_s": round(min(cfg.times), 4),  # the least disturbed run (not in the printed table)
             "median_cpu_s": round(cpu[cfg.label], 4),
             "peak_rss_mb": round(max(cfg.rss_kb) / 1024, 1),
         }
@@ -225,7 +226,9 @@ SUITES = {"calls": suite_calls, "shapes": suite_shapes, "memory": suite_memory,
 
 def load_suite_modules():
     """Other components keep their suites in bench/suites/*.py: each defines SUITES = {name: fn},
-    where fn(build, small=False) returns (title, [Config], [baseline labels])."""
+    where fn(build, small=False) returns (title, [Config], [baseline labels]) and optionally a
+    fourth item, a function of the timed result that returns summary lines (printed below the
+    table, and kept as "summary" in --json)."""
     import importlib.util
     folder = os.path.join(HERE, "suites")
     if not os.path.isdir(folder):
@@ -255,13 +258,19 @@ def main():
     for s in args.suites:
         if s not in SUITES:
             sys.exit(f"bench: unknown suite '{s}' (known: {', '.join(SUITES)})")
-        name, configs, baselines = SUITES[s](build, small=args.instructions)
+        spec = SUITES[s](build, small=args.instructions)
+        name, configs, baselines = spec[:3]
+        summarize = spec[3] if len(spec) > 3 else None  # optional: result -> lines printed below the table
         if args.instructions:
             results.append(run_instructions(name, configs, baselines, build))
         else:
             results.append(run_suite(name, configs, baselines, build, args.rounds))
+            if summarize:
+                results[-1]["summary"] = summarize(results[-1])
         if not args.json:
             print_table(results[-1])
+            for line in results[-1].get("summary", []):
+                print(line)
     if args.json:
         json.dump(results, sys.stdout, indent=1)
         print()

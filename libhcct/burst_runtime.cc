@@ -323,6 +323,16 @@ HCCT_NOINST bool burst_may_unwind() {
          (g_sync == BurstSync::kAuto && __atomic_load_n(&g_plugin_seen, __ATOMIC_RELAXED));
 }
 
+HCCT_NOINST SampleSite burst_sample_site(const BurstThread &b) {
+  if (b.shadow_current) return SampleSite::kShadow;
+  // A shadow stack is kept between bursts but took nothing over: no event since the profile's last
+  // one, whose path is still the thread's.
+  if (g_keep_shadow && !burst_may_unwind()) return SampleSite::kProfile;
+  // No shadow stack: the profile's path is the thread's only inside a burst it has joined.
+  uint64_t e = __atomic_load_n(&g_burst_epoch, __ATOMIC_ACQUIRE);
+  return (e & 1) && b.epoch == e ? SampleSite::kProfile : SampleSite::kUnknown;
+}
+
 HCCT_NOINST void burst_plugin_probe_seen() {
   if (!g_plugin_seen) __atomic_store_n(&g_plugin_seen, 1, __ATOMIC_RELAXED);
 }

@@ -34,6 +34,11 @@ void burst_learn(uintptr_t fn);
 // the known-instrumented frames whose CFA lies above `sp` (the probe's), without the event's own
 // function's frame unless the exit probe was tail-called (its frame is then gone). Returns the depth.
 size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down);
+// Where a time sample finds a thread's current calling context under bursting (docs/RUNTIME.md,
+// "Time and bursting"): on the profile's path, on the shadow stack kept between bursts, or nowhere
+// the runtime keeps (no shadow stack between bursts: burst_sync=unwind, plugin probes).
+enum class SampleSite : unsigned char { kProfile, kShadow, kUnknown };
+SampleSite burst_sample_site(const BurstThread &b);
 // Fraction of wall time since start spent in bursts.
 double burst_time_fraction();
 // The event clock (burst=1 with burst_sync=shadow, docs/BURSTING.md "The estimator"): each thread

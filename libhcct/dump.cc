@@ -688,7 +688,7 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
   out.append_pair(meta::kStartNs.name, meta.start_ns);
   out.append_pair(meta::kEndNs.name, wall_clock_ns());
   if (profile.timed()) {
-    out.append_pair(meta::kTime.name, "cpu");
+    out.append_pair(meta::kTime.name, meta.time_clock);
     out.append_pair(meta::kSamplePeriodNs.name, meta.sample_period_ns);
     out.append_pair(meta::kSamples.name, profile.samples());
     out.append_pair(meta::kSamplesLost.name, meta.samples_lost + profile.samples_in_sink());

@@ -66,6 +66,7 @@ struct ThreadMeta {
   // Time (docs/RUNTIME.md, "Time"), for a profile that samples it: the period and the samples no
   // context was charged with (besides those that found memory exhausted, which the profile knows).
   uint64_t sample_period_ns = 0;
+  const char *time_clock = "cpu";  // META `time`: the clock sampled, "cpu" or "wall"
   uint64_t samples_lost = 0;
 };
 

@@ -100,10 +100,17 @@ const char *burst_sync_name(BurstSync s) {
   return "?";
 }
 
-const char *time_metric_name(TimeMetric t) { return t == TimeMetric::kCpu ? "cpu" : "off"; }
+const char *time_metric_name(TimeMetric t) {
+  switch (t) {
+    case TimeMetric::kOff: return "off";
+    case TimeMetric::kCpu: return "cpu";
+    case TimeMetric::kWall: return "wall";
+  }
+  return "?";
+}
 
 bool samples_time(const Options &o) {
-  return o.time == TimeMetric::kCpu && (o.mode == Mode::kHcct || (o.mode == Mode::kCct && o.time_given));
+  return o.time != TimeMetric::kOff && (o.mode == Mode::kHcct || (o.mode == Mode::kCct && o.time_given));
 }
 
 const char *mode_name(Mode m) {
@@ -196,6 +203,7 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
     } else if (key.is(spec::kTime.name)) {
       if (value.is("off")) o->time = TimeMetric::kOff;
       else if (value.is("cpu")) o->time = TimeMetric::kCpu;
+      else if (value.is("wall")) o->time = TimeMetric::kWall;
       else return fail_value(error, error_size, spec::kTime, key, value);
       o->time_given = true;
     } else if (key.is(spec::kSampleHz.name)) {

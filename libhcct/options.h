@@ -23,8 +23,9 @@ enum class BurstSync : uint8_t { kAuto, kShadow, kUnwind };
 // kpath's run-time structure for k >= 2 (docs/KPATH.md, "Runtime"): the thesis's k-slab forest
 // (Algorithm 4) or the k-window forest.
 using format::PathForest;
-// The time metric (docs/RUNTIME.md, "Time"): none, or samples of each thread's CPU time.
-enum class TimeMetric : uint8_t { kOff, kCpu };  // forest=ksf|kwf (hcct/format.h)
+// The time metric (docs/RUNTIME.md, "Time"): none, samples of each thread's CPU time (per-thread
+// CPU-time timers), or of its wall-clock time (a sampler thread, blocked time included).
+enum class TimeMetric : uint8_t { kOff, kCpu, kWall };
 
 inline constexpr size_t kMaxPath = 4096;
 inline constexpr uint32_t kMaxPathK = 256;
@@ -46,7 +47,7 @@ struct Options {
   uint64_t burst_interval_ns = 2000000;  // sampling interval (a burst starts every interval)
   uint64_t burst_length_ns = 200000;     // burst length
   BurstSync burst_sync = BurstSync::kShadow;  // the one right with inlined probes (issue 16)
-  // The default applies in hcct mode; cct mode samples time only when `time=cpu` is given
+  // The default applies in hcct mode; cct mode samples time only when `time=cpu|wall` is given
   // (time_given): its 64-byte nodes cost 12 % more CPU on a 2.7-million-context tree.
   TimeMetric time = TimeMetric::kCpu;
   bool time_given = false;
@@ -67,7 +68,7 @@ const Options &runtime_options();
 const char *mode_name(Mode m);
 const char *burst_sync_name(BurstSync s);
 const char *time_metric_name(TimeMetric t);
-// Whether this run samples time: time=cpu given, or left at its default in hcct mode.
+// Whether this run samples time: time=cpu|wall given, or left at its default in hcct mode.
 bool samples_time(const Options &o);
 
 }  // namespace hcct::rt

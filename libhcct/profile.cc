@@ -325,8 +325,7 @@ HCCT_NOINST uint32_t ThreadProfile::find_time_min() {
   return i;
 }
 
-HCCT_NOINST bool ThreadProfile::charge_samples(uint64_t n, bool may_prune) {
-  Node *node = top_->node;
+HCCT_NOINST bool ThreadProfile::charge_samples_to(Node *node, uint64_t n, bool may_prune) {
   if (node == &sink_) {  // memory ran out: no context to charge (stated as lost)
     samples_in_sink_ += n;
     return true;

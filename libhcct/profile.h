@@ -316,7 +316,24 @@ class ThreadProfile {
   // `may_prune`: the handler did not interrupt an event, so a context that loses its time counter
   // may be pruned now; otherwise it is queued for prune_deferred(). False if the samples could not
   // be charged now (the queue is full): the caller keeps them pending.
-  bool charge_samples(uint64_t n, bool may_prune);
+  bool charge_samples(uint64_t n, bool may_prune) { return charge_samples_to(top_->node, n, may_prune); }
+  // The same for a context read by another thread (time=wall's sampler, which reads the cursor
+  // with sampled_cursor() while this thread is outside its out-of-line paths).
+  bool charge_samples_to(Node *node, uint64_t n, bool may_prune);
+  // The current context, read by another thread while this thread may be in an inline fast path
+  // (which writes a frame before it publishes top_, and frees no node): a live node.
+  Node *sampled_cursor() const {
+    const Frame *top = __atomic_load_n(&top_, __ATOMIC_RELAXED);
+    return __atomic_load_n(&top->node, __ATOMIC_RELAXED);
+  }
+  bool has_deferred_prunes() const { return deferred_count_ != 0; }
+  // Static bursting: charges `n` samples to the context `path` names (the shadow stack kept between
+  // bursts), made the profile's calling path first (rebuild_path: missing nodes are added, with no
+  // calls). Only outside an event of this profile.
+  void charge_samples_on_path(const PathEntry *path, size_t depth, uint64_t n) {
+    rebuild_path(path, depth);
+    charge_samples(n, /*may_prune=*/true);
+  }
   // Prunes the contexts that lost their time counter inside an event (the tree must be consistent
   // and the caller not inside an event of this profile).
   void prune_deferred();

@@ -216,6 +216,17 @@ HCCT_NOINST ThreadState *attach_thread() {
 
 HCCT_NOINST const Options &runtime_options() { return g_options; }
 
+HCCT_NOINST bool samples_accepted() {
+  if (__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE)) return false;
+  return g_bursting || probe_gate_value() == kGateProfiling;
+}
+
+HCCT_NOINST void for_each_registered_thread(void (*fn)(ThreadState *, void *), void *arg) {
+  lock_registry();
+  for (ThreadState *s = g_threads; s; s = s->next) fn(s, arg);
+  unlock_registry();
+}
+
 }  // namespace hcct::rt
 
 namespace {
@@ -290,6 +301,8 @@ HCCT_NOINST void kick_threads() {
 // `interrupted`: the thread's own event was interrupted (exit or _exit from a signal handler): its
 // tree is written as it stands.
 HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupted) {
+  sampler_exclude(s);  // time=wall: the sampler thread leaves the tree alone from now on
+  if (!interrupted) sampler_settle_between(s);
   if (s->retired_seen != retired_count()) catch_up_retired(s);
   // A thread's first file never replaces a file it did not write: a fork child may have the pid of
   // a process that ended and left its files here (a recycled pid). Later files of the thread (an
@@ -304,10 +317,12 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
   ThreadMeta meta{g_process.pid, g_process.ppid, s->tid,       s->seq,
                   live_at_exit,  s->dropped,     s->start_ns, interrupted, s->retired_seen};
   meta.sample_period_ns = sample_period_ns();
+  meta.time_clock = time_metric_name(g_options.time);
   // Samples still pending were taken inside an event that never ended (the thread is written while
   // stopped in it): no context was charged.
   meta.samples_lost = __atomic_load_n(&s->samples_lost, __ATOMIC_RELAXED) +
                      __atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED) +
+                     __atomic_load_n(&s->samples_between, __ATOMIC_RELAXED) +
                      s->samples_undelivered + sampler_undelivered(s);
   BurstMeta burst;
   if (g_bursting) {
@@ -520,6 +535,7 @@ HCCT_NOINST void on_fork_child() {
   unlock_module_list();
   unlock_registry();
   burst_fork_child();  // restarts the timer thread, which the child does not have
+  sampler_fork_child();  // and time=wall's sampler thread
 }
 
 // Creates `path` and its parents; true if it exists as a writable directory afterwards.
@@ -730,9 +746,8 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
       return;
     }
   }
-  // Time sampling (docs/RUNTIME.md, "Time"); not with static bursting, whose contexts between
-  // bursts are not kept current (docs/BURSTING.md).
-  if (samples_time(g_options) && !g_bursting) sampler_start(g_options);
+  // Time sampling (docs/RUNTIME.md, "Time"; with static bursting, "Time and bursting").
+  if (samples_time(g_options)) sampler_start(g_options);
   __atomic_store_n(&g_profiling, true, __ATOMIC_RELEASE);
   __atomic_store_n(&g_hook_gate, hook_gate, __ATOMIC_RELEASE);
   __atomic_store_n(&__hcct_gate_local, gate, __ATOMIC_RELEASE);

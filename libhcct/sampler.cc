@@ -6,14 +6,20 @@
 #include <string.h>
 #include <time.h>
 
+#include <pthread.h>
+
+#include "burst_runtime.h"
 #include "messages.h"
 #include "thread.h"
 
 namespace hcct::rt {
 
+bool g_wall_sampler = false;
+
 namespace {
 
 bool g_running = false;
+bool g_wall = false;  // time=wall: the sampler thread below, no timers and no signal
 int g_signal = 0;
 uint64_t g_period_ns = 0;
 // The most samples one delivery may charge, all to the context current at the delivery: a timer's
@@ -61,6 +67,28 @@ HCCT_NOINST void arm(ThreadState *s, uint64_t period_ns) {
   timer_settime(static_cast<timer_t>(s->sample_timer), 0, &spec, nullptr);
 }
 
+// Charges `n` samples to the thread's current context: the top of its profile's shadow stack, or
+// with static bursting between bursts the path on the shadow stack kept then (made the profile's
+// path first; docs/RUNTIME.md, "Time and bursting"). `may_prune`: the thread is outside the
+// runtime's paths (or at the start or end of an out-of-line one): the tree may change. False if the
+// samples must wait (kept pending by the caller). Samples whose context the runtime does not know
+// (no shadow stack between bursts) are counted as lost.
+HCCT_NOINST bool charge_current(ThreadState *s, uint64_t n, bool may_prune) {
+  SampleSite site = burst_active() ? burst_sample_site(s->burst) : SampleSite::kProfile;
+  if (site == SampleSite::kUnknown) {
+    __atomic_add_fetch(&s->samples_lost, n, __ATOMIC_RELAXED);
+    return true;
+  }
+  if (site == SampleSite::kShadow) {
+    if (!may_prune) return false;
+    s->profile.charge_samples_on_path(s->burst.shadow.path(), s->burst.shadow.depth(), n);
+  } else if (!s->profile.charge_samples(n, may_prune)) {
+    return false;
+  }
+  if (s->exact_on) s->exact.charge_samples(n, may_prune);  // the exact tree sees every event
+  return true;
+}
+
 // Charges `weight` samples for thread `s`, interrupted by the signal. Three cases:
 // - the thread is in an out-of-line event (in_slow): its tree may be mid-change, so the samples
 //   wait in `samples_pending` until the event ends (event_end charges them to the context then
@@ -80,16 +108,12 @@ HCCT_NOINST void take_sample(ThreadState *s, uint64_t weight) {
     set_busy(s);
     compiler_fence();
   }
-  if (probe_gate_value() != kGateProfiling) {
+  if (!samples_accepted()) {
     // Profiling has stopped (a dump is being written, maybe by another thread that reads this).
     __atomic_add_fetch(&s->samples_lost, weight, __ATOMIC_RELAXED);
   } else {
     uint64_t n = weight + __atomic_exchange_n(&s->samples_pending, 0, __ATOMIC_RELAXED);
-    if (s->profile.charge_samples(n, !was_busy)) {
-      if (s->exact_on) s->exact.charge_samples(n, !was_busy);
-    } else {
-      __atomic_add_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
-    }
+    if (!charge_current(s, n, !was_busy)) __atomic_add_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
   }
   if (!was_busy) {
     compiler_fence();
@@ -124,13 +148,158 @@ HCCT_NOINST bool install_handler() {
   return sigaction(g_signal, &action, nullptr) == 0;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The wall-clock sampler (time=wall; docs/RUNTIME.md, "Wall-clock time"). One thread of the
+// runtime wakes every period (absolute CLOCK_MONOTONIC deadlines) and charges one sample to each
+// registered thread's current context, whether that thread runs, waits for the CPU or is blocked
+// (a lock, I/O, a sleep): no signal reaches the program, so no system call of it is interrupted.
+//
+// It charges a tree it does not own, through the same entry as the CPU sampler's handler when that
+// interrupts an inline fast path (charge_samples_to, no pruning: a context that loses its time
+// counter is queued for the owner to prune at the end of its next out-of-line event). The owner's
+// inline fast paths change no structure and free no node, so the sampler may run beside them; its
+// out-of-line paths may, so the two exclude each other with a Dekker pair on the owner's
+// `in_slow` and the sampler's `wall_active` flags (a full fence on each side: on the owner's side
+// in enter_slow, never on the inline paths). A sample that finds the owner in an out-of-line path
+// waits in samples_pending for the end of that event, as a CPU sample does. A thread whose file is
+// being written is excluded (wall_excluded) and no longer sampled; the registry lock, held for the
+// whole round, keeps every thread's state from being freed under the sampler.
+
+HCCT_NOINST uint64_t monotonic_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return uint64_t(now.tv_sec) * 1000000000u + uint64_t(now.tv_nsec);
+}
+
+// Charges thread `s` the whole periods of its own wall-clock time since it was last charged (its
+// registration, at first): one when the sampler is on time, more when it woke late; a thread that
+// registered since the last round is charged only for its own time.
+HCCT_NOINST void wall_sample(ThreadState *s, void *arg) {
+  uint64_t now = *static_cast<const uint64_t *>(arg);
+  if (__atomic_load_n(&s->wall_excluded, __ATOMIC_RELAXED)) return;
+  uint64_t since = __atomic_load_n(&s->wall_charged_ns, __ATOMIC_RELAXED);
+  if (!since || now < since + g_period_ns) return;
+  uint64_t weight = (now - since) / g_period_ns;
+  __atomic_store_n(&s->wall_charged_ns, since + weight * g_period_ns, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->wall_active, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&s->wall_excluded, __ATOMIC_SEQ_CST)) {
+    __atomic_store_n(&s->wall_active, 0, __ATOMIC_RELEASE);
+    return;
+  }
+  __atomic_add_fetch(&s->samples_delivered, weight, __ATOMIC_RELAXED);
+  if (weight > g_max_weight) {
+    __atomic_add_fetch(&s->samples_lost, weight - g_max_weight, __ATOMIC_RELAXED);
+    weight = g_max_weight;
+  }
+  SampleSite site = burst_active() ? burst_sample_site(s->burst) : SampleSite::kProfile;
+  if (__atomic_load_n(&s->in_slow, __ATOMIC_SEQ_CST)) {
+    // The owner may be changing its tree: charged when its event ends, to the context current then.
+    __atomic_add_fetch(&s->samples_pending, weight, __ATOMIC_RELAXED);
+  } else if (!samples_accepted() || site == SampleSite::kUnknown) {
+    __atomic_add_fetch(&s->samples_lost, weight, __ATOMIC_RELAXED);
+  } else if (site == SampleSite::kShadow) {
+    // Between bursts: the context is the shadow stack's path, which only the owner's out-of-line
+    // paths change; the owner charges it before its next one changes anything.
+    __atomic_add_fetch(&s->samples_between, weight, __ATOMIC_RELAXED);
+  } else if (s->profile.charge_samples_to(s->profile.sampled_cursor(), weight, /*may_prune=*/false)) {
+    if (s->exact_on) s->exact.charge_samples_to(s->exact.sampled_cursor(), weight, false);
+  } else {
+    __atomic_add_fetch(&s->samples_pending, weight, __ATOMIC_RELAXED);  // its prune queue is full
+  }
+  __atomic_store_n(&s->wall_active, 0, __ATOMIC_RELEASE);
+}
+
+HCCT_NOINST void *wall_main(void *) {
+  uint64_t next = monotonic_ns();
+  for (;;) {
+    next += g_period_ns;
+    timespec ts{time_t(next / 1000000000u), long(next % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+    // Woken late (a loaded machine, a stopped process): the periods missed are charged to the
+    // contexts current now, up to 50 ms worth (wall_sample); the schedule does not drift.
+    uint64_t now = monotonic_ns();
+    if (now >= next + g_period_ns) next += (now - next) / g_period_ns * g_period_ns;
+    for_each_registered_thread(wall_sample, &now);
+  }
+  return nullptr;
+}
+
+HCCT_NOINST bool start_wall_thread() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // it never takes one of the program's signals
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  int err = pthread_create(&thread, &attr, wall_main, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (err != 0) {
+    say("hcct: cannot start the wall-clock sampler thread (%s); time sampling is off for this run\n",
+        strerror(err));
+    return false;
+  }
+  pthread_setname_np(thread, "hcct-wall");
+  return true;
+}
+
+HCCT_NOINST inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// The other half of the Dekker pair: after the caller's store of in_slow (or wall_excluded), waits
+// until the sampler thread is not charging this thread's tree.
+HCCT_NOINST void wait_for_wall_sampler(ThreadState *s) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  for (unsigned spins = 0; __atomic_load_n(&s->wall_active, __ATOMIC_ACQUIRE); ++spins) {
+    if (spins < 1000) cpu_relax();
+    else sched_yield();
+  }
+}
+
+// The sampler thread no longer touches `s`'s tree once this returns.
+HCCT_NOINST void wall_exclude(ThreadState *s) {
+  __atomic_store_n(&s->wall_excluded, 1, __ATOMIC_SEQ_CST);
+  wait_for_wall_sampler(s);
+}
+
 }  // namespace
 
+HCCT_NOINST void wall_enter_slow(ThreadState *s) {
+  wait_for_wall_sampler(s);
+  if (HCCT_UNLIKELY(__atomic_load_n(&s->samples_between, __ATOMIC_RELAXED))) sampler_settle_between(s);
+}
+
+HCCT_NOINST void sampler_settle_between(ThreadState *s) {
+  uint64_t n = __atomic_exchange_n(&s->samples_between, 0, __ATOMIC_RELAXED);
+  if (!n) return;
+  // The shadow stack has not changed since these samples (only out-of-line paths change it); if it
+  // no longer holds the path (a burst began without an event of this thread), the profile does.
+  if (!charge_current(s, n, /*may_prune=*/true)) __atomic_add_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
+}
+
 HCCT_NOINST bool sampler_start(const Options &options) {
-  g_signal = options.sample_signal;
   g_period_ns = 1000000000u / options.sample_hz;
-  g_max_weight = 50000000u / g_period_ns;  // 50 ms of CPU time
+  g_max_weight = 50000000u / g_period_ns;  // 50 ms of CPU (or wall-clock) time
   if (g_max_weight < 1) g_max_weight = 1;
+  if (options.time == TimeMetric::kWall) {
+    g_wall = true;
+    g_running = true;
+    if (!start_wall_thread()) {
+      g_running = g_wall = false;
+      return false;
+    }
+    __atomic_store_n(&g_wall_sampler, true, __ATOMIC_SEQ_CST);
+    return true;
+  }
+  g_signal = options.sample_signal;
   if (sigaction(g_signal, nullptr, &g_program_action) != 0) {
     say("hcct: sample_signal=%d is not a signal here; time sampling is off for this run\n", g_signal);
     return false;
@@ -151,6 +320,10 @@ HCCT_NOINST uint64_t sample_period_ns() { return g_period_ns; }
 
 HCCT_NOINST void sampler_attach(ThreadState *s) {
   if (!g_running) return;
+  if (g_wall) {  // the wall-clock sampler finds it in the registry; its time counts from now
+    __atomic_store_n(&s->wall_charged_ns, monotonic_ns(), __ATOMIC_RELAXED);
+    return;
+  }
   sigevent event{};
   event.sigev_notify = SIGEV_THREAD_ID;
   event.sigev_signo = g_signal;
@@ -169,13 +342,14 @@ HCCT_NOINST void sampler_attach(ThreadState *s) {
 }
 
 HCCT_NOINST void sampler_detach(ThreadState *s) {
+  if (g_wall) wall_exclude(s);
   if (!s->has_sample_timer) return;
   s->has_sample_timer = false;
   timer_delete(static_cast<timer_t>(s->sample_timer));
 }
 
 HCCT_NOINST uint64_t sampler_undelivered(const ThreadState *s) {
-  if (!g_running || !s->has_sample_timer || !g_period_ns) return 0;
+  if (!g_running || g_wall || !s->has_sample_timer || !g_period_ns) return 0;
   uint64_t now = thread_cpu_ns(s->tid);
   if (now < s->sample_cpu_start_ns + s->sample_first_ns) return 0;
   uint64_t due = 1 + (now - s->sample_cpu_start_ns - s->sample_first_ns) / g_period_ns;
@@ -185,8 +359,16 @@ HCCT_NOINST uint64_t sampler_undelivered(const ThreadState *s) {
 
 HCCT_NOINST void sampler_forget_timer(ThreadState *s) { s->has_sample_timer = false; }
 
+HCCT_NOINST void sampler_exclude(ThreadState *s) {
+  if (g_wall) wall_exclude(s);
+}
+
+HCCT_NOINST void sampler_fork_child() {
+  if (g_wall && !start_wall_thread()) __atomic_store_n(&g_wall_sampler, false, __ATOMIC_SEQ_CST);
+}
+
 HCCT_NOINST void sampler_pause(ThreadState *const *threads, size_t count) {
-  if (!g_running) return;
+  if (!g_running || g_wall) return;  // time=wall: the threads were excluded when they were written
   for (size_t i = 0; i < count; ++i)
     if (threads[i]->has_sample_timer) arm(threads[i], 0);
   // Ignoring a signal discards every pending instance of it (POSIX), in every thread; then the
@@ -199,18 +381,27 @@ HCCT_NOINST void sampler_pause(ThreadState *const *threads, size_t count) {
 
 HCCT_NOINST void sampler_resume(ThreadState *const *threads, size_t count) {
   if (!g_running) return;
+  if (g_wall) {  // a failed exec: sampled again from now (the time written before the exec is in its files)
+    for (size_t i = 0; i < count; ++i) {
+      __atomic_store_n(&threads[i]->wall_charged_ns, monotonic_ns(), __ATOMIC_RELAXED);
+      __atomic_store_n(&threads[i]->wall_excluded, 0, __ATOMIC_RELEASE);
+    }
+    return;
+  }
   install_handler();
   for (size_t i = 0; i < count; ++i)
     if (threads[i]->has_sample_timer) arm(threads[i], g_period_ns);
 }
 
 HCCT_NOINST void settle_samples(ThreadState *s) {
-  // in_slow is still set: a signal meanwhile adds to samples_pending, charged by the loop.
+  // in_slow is set (the inline path under a wide node ends here without it): a signal, or the
+  // wall-clock sampler, meanwhile adds to samples_pending, charged by the loop.
+  enter_slow(s);
+  if (s->profile.has_deferred_prunes()) s->profile.prune_deferred();
   for (;;) {
     uint64_t n = __atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED);
     if (!n) return;
-    if (!s->profile.charge_samples(n, /*may_prune=*/true)) return;
-    if (s->exact_on) s->exact.charge_samples(n, true);
+    if (!charge_current(s, n, /*may_prune=*/true)) return;
     __atomic_sub_fetch(&s->samples_pending, n, __ATOMIC_RELAXED);
   }
 }

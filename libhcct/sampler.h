@@ -1,7 +1,8 @@
-// Time per calling context (option time=cpu; docs/RUNTIME.md, "Time"): each thread's CPU time is
+// Time per calling context (option time=cpu|wall; docs/RUNTIME.md, "Time"). time=cpu: each thread's CPU time is
 // sampled by a timer of its own (timer_create(CLOCK_THREAD_CPUTIME_ID) delivered to the thread,
 // SIGEV_THREAD_ID) whose signal handler charges the sample to the thread's current context, the
-// top of its shadow stack. No unwinding, and nothing on the probes' fast path.
+// top of its shadow stack. No unwinding, and nothing on the probes' fast path. time=wall: a sampler
+// thread charges every registered thread's current context each period (sampler.cc).
 #ifndef HCCT_RT_SAMPLER_H
 #define HCCT_RT_SAMPLER_H
 
@@ -31,6 +32,14 @@ void sampler_forget_timer(ThreadState *s);
 // the expiries since the last one. Counted as lost samples, so that samples + lost covers the
 // thread's CPU time. Any thread may ask (the thread's CPU clock is read by its tid).
 uint64_t sampler_undelivered(const ThreadState *s);
+
+// time=wall: the sampler thread stops reading and charging `s`'s tree (its file is written).
+void sampler_exclude(ThreadState *s);
+// time=wall with bursting: charges the samples taken between bursts to the shadow path (the
+// thread is stopped, or at the start of an out-of-line event).
+void sampler_settle_between(ThreadState *s);
+// fork: time=wall's sampler thread does not exist in the child; start another.
+void sampler_fork_child();
 
 // exec: the timers of `threads` are disarmed and a pending sample signal discarded, so that the new
 // image never receives one (its disposition is the default there); the signal's disposition is the

@@ -68,6 +68,19 @@ struct ThreadState {
   uint64_t sample_first_ns = 0;
   uint64_t samples_delivered = 0;
   uint64_t samples_undelivered = 0;  // counted when the timer was deleted (thread exit)
+  // time=wall (sampler.cc, "the wall-clock sampler"): set by the sampler thread while it reads and
+  // charges this thread's current context; `wall_excluded` while the thread's tree must not be
+  // touched by it (its file is being or has been written). A Dekker pair with `in_slow`: whichever
+  // of the owner's out-of-line path and the sampler comes second waits or backs off.
+  volatile unsigned char wall_active = 0;
+  volatile unsigned char wall_excluded = 0;
+  // time=wall with bursting: samples the sampler thread took between bursts (the thread's context
+  // is on its shadow stack, which the sampler does not change): charged to that path by the thread
+  // at the start of its next out-of-line event, before anything moves it (wall_enter_slow).
+  uint64_t samples_between = 0;
+  // time=wall: CLOCK_MONOTONIC up to which this thread's wall-clock time has been sampled (0 until
+  // sampler_attach: the sampler skips the thread until then). Only the sampler thread advances it.
+  uint64_t wall_charged_ns = 0;
   ThreadState *next = nullptr;
 };
 
@@ -112,11 +125,25 @@ extern __thread ThreadState *t_state __attribute__((tls_model("initial-exec")));
 
 // Registers the calling thread (slow path of its first event); null if it cannot be profiled.
 ThreadState *attach_thread();
+// Whether a time sample may be charged now: profiling runs (between bursts too) and no dump has
+// begun. A sample that finds it false is counted as lost.
+bool samples_accepted();
+// Calls fn on every registered thread, the registry locked (no thread is freed meanwhile).
+void for_each_registered_thread(void (*fn)(ThreadState *, void *), void *arg);
 
-// Marks the thread as inside the runtime's out-of-line paths (busy already set): see in_slow.
+// True while the wall-clock sampler thread runs (time=wall; sampler.cc).
+extern bool g_wall_sampler;
+// time=wall, at the start of an out-of-line path (in_slow is set): waits until the sampler thread
+// is not charging this thread's tree, then charges the samples it took between bursts (sampler.cc).
+void wall_enter_slow(ThreadState *s);
+
+// Marks the thread as inside the runtime's out-of-line paths (busy already set): see in_slow. With
+// time=wall, also makes sure the sampler thread is not reading the tree these paths may change (a
+// full fence and a load, here and never on the inline fast paths).
 __attribute__((always_inline, no_instrument_function)) inline void enter_slow(ThreadState *s) {
   s->in_slow = 1;
   compiler_fence();
+  if (HCCT_UNLIKELY(read_shared(g_wall_sampler))) wall_enter_slow(s);
 }
 
 // Starts an event: null if the event must be ignored (gate closed, thread not profiled, or this
@@ -152,9 +179,11 @@ void settle_samples(ThreadState *s);
 // now (the one entered, or the one returned to), then `busy` is cleared.
 __attribute__((always_inline, no_instrument_function)) inline void event_end(ThreadState *s) {
   compiler_fence();
-  if (HCCT_UNLIKELY(__atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED))) settle_samples(s);
+  if (HCCT_UNLIKELY(__atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED) || s->profile.has_deferred_prunes()))
+    settle_samples(s);
   compiler_fence();
-  s->in_slow = 0;
+  // Release: the sampler thread (time=wall) that sees in_slow clear sees the tree this event left.
+  __atomic_store_n(&s->in_slow, 0, __ATOMIC_RELEASE);
   compiler_fence();
   clear_busy(s);
 }

@@ -135,7 +135,7 @@ class MetaReader {
     m.end_ns = number(meta::kEndNs);
     if (entries_.count(meta::kTime.name)) {
       m.time = text(meta::kTime);
-      if (m.time != "cpu") bad(meta::kTime.name, m.time);
+      if (m.time != "cpu" && m.time != "wall") bad(meta::kTime.name, m.time);
       m.sample_period_ns = number(meta::kSamplePeriodNs);
       if (m.sample_period_ns == 0) bad(meta::kSamplePeriodNs.name, "0");
       m.samples = number(meta::kSamples);

@@ -2,6 +2,7 @@
 
     python3 bench/bench.py --rounds 5 time
     python3 bench/bench.py --instructions time
+    python3 bench/bench.py --rounds 7 time-cost    # hcct mode: the default rate's cost, geometric mean
 
 Each program runs in cct and hcct mode with time=off and with time=cpu (the default in hcct mode,
 1,000 samples per second of each thread's CPU time), interleaved in one session. The sampler's cost is the ratio
@@ -41,4 +42,55 @@ def suite_time(build, small=False):
     return "time", configs, ["calls-hcct-off", "compute-hcct-off"]
 
 
-SUITES = {"time": suite_time}
+def geometric_mean(values):
+    product = 1.0
+    for v in values:
+        product *= v
+    return product ** (1.0 / len(values)) if values else float("nan")
+
+
+def suite_time_cost(build, small=False):
+    """hcct mode, the runtime's default: what time sampling at the default rate (time=cpu, 1 kHz)
+    adds to the call-intensive examples (examples/calls, examples/shapes) and to a compute-bound
+    program with few calls (bench/programs/compute.c), each against time=off of the same program in
+    the same session (interleaved rounds); time=wall (the sampler thread) beside it. The summary
+    gives each ratio and their geometric mean, in wall time and in CPU time, and the tree's bytes
+    with and without the time summary."""
+    ex = os.path.join(build, "examples")
+    programs = (
+        ("calls", [os.path.join(ex, "calls"), *(("24", "1000000") if small else ("30", "20000000"))]),
+        ("shapes", [os.path.join(ex, "shapes"), *(("2", "100000") if small else ("2", "1000000"))]),
+        ("compute", [built(build, "compute", "compute.c"), *(("4", "5") if small else ("20", "20"))]),
+    )
+    configs = []
+    for name, argv in programs:
+        for time in ("off", "cpu", "wall"):
+            c = Config(f"{name} hcct time={time}", argv, hcct_options=f"mode=hcct:time={time}")
+            c.label = f"{name}-{time}"
+            configs.append(c)
+    names = [name for name, _ in programs]
+
+    def summarize(result):
+        rows = {r["config"]: r for r in result["rows"]}
+        lines = []
+        for time in ("cpu", "wall"):
+            wall = {n: rows[f"{n}-{time}"]["median_s"] / rows[f"{n}-off"]["median_s"] for n in names}
+            fastest = {n: rows[f"{n}-{time}"]["min_s"] / rows[f"{n}-off"]["min_s"] for n in names}
+            cpu = {n: rows[f"{n}-{time}"]["median_cpu_s"] / rows[f"{n}-off"]["median_cpu_s"] for n in names}
+            lines.append(f"time={time} / time=off, wall: " + ", ".join(f"{n} {wall[n]:.4f}" for n in names) +
+                         f"; geometric mean {geometric_mean(list(wall.values())):.4f}")
+            lines.append(f"time={time} / time=off, fastest run's wall: " +
+                         ", ".join(f"{n} {fastest[n]:.4f}" for n in names) +
+                         f"; geometric mean {geometric_mean(list(fastest.values())):.4f}")
+            lines.append(f"time={time} / time=off, CPU:  " + ", ".join(f"{n} {cpu[n]:.4f}" for n in names) +
+                         f"; geometric mean {geometric_mean(list(cpu.values())):.4f}")
+        for n in names:
+            off, on = rows[f"{n}-off"].get("tree_bytes"), rows[f"{n}-cpu"].get("tree_bytes")
+            if off and on:
+                lines.append(f"{n}: tree bytes time=off {off:,}, time=cpu {on:,} ({on / off:.3f}x)")
+        return lines
+
+    return "time-cost", configs, [f"{n}-off" for n in names], summarize
+
+
+SUITES = {"time": suite_time, "time-cost": suite_time_cost}

@@ -133,6 +133,26 @@ TEST_CASE("options: the table's defaults are the parser's, and every name it lis
   for (const auto *option : hcct::runtime_options::kAll) CHECK(unknown.find(option->name) != std::string::npos);
 }
 
+// Every value a choice lists is accepted (the README and --help show these lists).
+TEST_CASE("options: every listed value of a choice parses", "[options][contracts]") {
+  Options o;
+  char error[512];
+  for (const auto *option : hcct::runtime_options::kAll) {
+    if (!option->choice) continue;
+    std::string list = option->values;
+    for (size_t start = 0; start <= list.size();) {
+      size_t comma = std::min(list.find(", ", start), list.size());
+      std::string text = std::string(option->name) + "=" + list.substr(start, comma - start);
+      INFO(text);
+      CHECK(parse_options(text.c_str(), &o, error, sizeof error));
+      start = comma + 2;
+    }
+  }
+  REQUIRE(parse_options("mode=cct:time=wall", &o, error, sizeof error));
+  CHECK(o.time == hcct::rt::TimeMetric::kWall);
+  CHECK(samples_time(o));
+}
+
 TEST_CASE("options: README's option table is the table in hcct/runtime_options.h", "[options][contracts]") {
   std::ifstream in(std::string(HCCT_SOURCE_DIR) + "/README.md");
   REQUIRE(in);

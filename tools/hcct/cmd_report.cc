@@ -141,7 +141,8 @@ std::string report_header(const TreeInput &t, const ReportOptions &o, uint64_t t
   }
   if (m.timed()) out += "# " + time_summary(m) + "\n";
   if (o.metric == analysis::Metric::time) {
-    out += "# sorted by time: self and total are CPU-time samples (total: the context and everything it called), "
+    out += "# sorted by time: self and total are " + std::string(m.time == "wall" ? "wall-clock" : "CPU-time") +
+           " samples (total: the context and everything it called), "
            "phi applies to self samples";
     if (m.mode == Mode::hcct)
       out += "; in hcct mode each self figure overcounts by at most " + with_commas(m.time_min_count) +

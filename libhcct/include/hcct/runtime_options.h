@@ -44,15 +44,16 @@ inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.
                                      "each burst lasts `burst_length` (at most the interval)"};
 inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "shadow",
                                    "how a burst recovers the current context (shadow stack or machine stack)"};
-inline constexpr Option kTime{"time", true, "off, cpu", "cpu",
-                              "sample each thread's CPU time and charge it to the current context (docs/RUNTIME.md, "
-                              "\"Time\"); the default applies in hcct mode, cct mode needs `time=cpu`"};
+inline constexpr Option kTime{"time", true, "off, cpu, wall", "cpu",
+                              "sample each thread's CPU time, or its wall-clock time (`wall`: blocked time too), and "
+                              "charge it to the current context (docs/RUNTIME.md, \"Time\"); the default applies in "
+                              "hcct mode, cct mode needs `time=cpu` or `time=wall`"};
 inline constexpr Option kSampleHz{"sample_hz", false, "a whole number in [1, 10000]", "1000",
-                                  "time samples per second of each thread's CPU time"};
+                                  "time samples per second of each thread's CPU (or wall-clock) time"};
 inline constexpr Option kSampleSignal{"sample_signal", false,
                                       "a signal number: 26 (SIGVTALRM), 27 (SIGPROF) or 34 to 64 (real-time)", "61",
                                       "the signal of the time sampler's timers (61 is SIGRTMAX-3: a program's "
-                                      "SIGPROF/setitimer stay its own)"};
+                                      "SIGPROF/setitimer stay its own); `time=wall` sends no signal"};
 inline constexpr Option kK{"k", false, "a whole number in [1, 256]", "8",
                            "kpath builds: the k of the k-iteration path profile (1: Ball-Larus counters)"};
 inline constexpr Option kForest{"forest", true, "ksf, kwf", "kwf",

@@ -8,6 +8,12 @@
 // argv[1]: the unit of CPU time in seconds (default 0.25); argv[2]: "spread" to also make 600
 // contexts called often (so that in hcct mode with a small epsilon long_call's call counter is
 // evicted).
+// For time=wall the program also prints each phase's wall-clock time (CLOCK_MONOTONIC), as
+//   wall <thread> <phase> <seconds>
+// and its sleeping thread sleeps (nanosleep) and then blocks in `read` on a pipe until the main
+// thread's phases end; it counts the calls that failed with EINTR ("eintr <n>": must be 0, the
+// program would see a profiler's signal there).
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +27,15 @@ __attribute__((no_instrument_function)) static double cpu_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+__attribute__((no_instrument_function)) static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 volatile double g_sink;
+static int g_pipe[2];
+static int g_eintr;
 
 // Spins for `seconds` of this thread's CPU time, without calls that are instrumented.
 __attribute__((noinline)) void work(double seconds) {
@@ -56,9 +70,18 @@ static double g_unit = 0.25;
 
 __attribute__((noinline)) void light_load(void) { work(g_unit); }
 __attribute__((noinline)) void heavy_load(void) { work(3 * g_unit); }
+// One nanosleep of 300 ms (nanosleep is never restarted after a signal handler, SA_RESTART or not).
 __attribute__((noinline)) void sleeper(void) {
   struct timespec ts = {0, 300 * 1000 * 1000};
-  nanosleep(&ts, NULL);
+  while (nanosleep(&ts, &ts) != 0)
+    if (errno == EINTR) ++g_eintr;
+}
+
+// Blocks in read() on a pipe until the main thread's phases are over.
+__attribute__((noinline)) void wait_pipe(void) {
+  char c;
+  while (read(g_pipe[0], &c, 1) < 0)
+    if (errno == EINTR) ++g_eintr;
 }
 
 static void *run_light(void *arg) {
@@ -81,33 +104,45 @@ static void *run_heavy(void *arg) {
 
 static void *run_sleeper(void *arg) {
   (void)arg;
+  double w0 = wall_now();
   sleeper();
+  double w1 = wall_now();
+  wait_pipe();
+  double w2 = wall_now();
+  printf("wall sleepy sleeper %.6f\nwall sleepy wait_pipe %.6f\nwall sleepy total %.6f\n", w1 - w0, w2 - w1,
+         w2 - w0);
   return NULL;
 }
 
 int main(int argc, char **argv) {
   if (argc > 1) g_unit = atof(argv[1]);
   int with_spread = argc > 2 && strcmp(argv[2], "spread") == 0;
+  double start = wall_now();
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (pipe(g_pipe) != 0) return 1;
   pthread_t light, heavy, sleepy;
   pthread_create(&light, NULL, run_light, NULL);
   pthread_create(&heavy, NULL, run_heavy, NULL);
   pthread_create(&sleepy, NULL, run_sleeper, NULL);
-  double t0 = cpu_now();
+  double t0 = cpu_now(), w0 = wall_now();
   alpha(g_unit);
-  double t1 = cpu_now();
+  double t1 = cpu_now(), w1 = wall_now();
   beta(g_unit);
-  double t2 = cpu_now();
+  double t2 = cpu_now(), w2 = wall_now();
   long_call(g_unit);
-  double t3 = cpu_now();
+  double t3 = cpu_now(), w3 = wall_now();
   many_calls(g_unit);
-  double t4 = cpu_now();
+  double t4 = cpu_now(), w4 = wall_now();
   if (with_spread) spread();
   printf("cpu main alpha %.6f\ncpu main beta %.6f\ncpu main long_call %.6f\ncpu main many_calls %.6f\n",
          t1 - t0, t2 - t1, t3 - t2, t4 - t3);
+  printf("wall main alpha %.6f\nwall main beta %.6f\nwall main long_call %.6f\nwall main many_calls %.6f\n",
+         w1 - w0, w2 - w1, w3 - w2, w4 - w3);
+  if (write(g_pipe[1], "x", 1) != 1) return 1;
   pthread_join(light, NULL);
   pthread_join(heavy, NULL);
   pthread_join(sleepy, NULL);
   printf("cpu main total %.6f\n", cpu_now());
+  printf("wall main total %.6f\neintr %d\n", wall_now() - start, g_eintr);
   return 0;
 }
