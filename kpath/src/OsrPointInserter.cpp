@@ -8,10 +8,13 @@
 #include <optional>
 
 #include "KPathPass.h"
+#include "LoopVersioner.h"
 #include "PluginError.h"
 #include "hcct/guide_format.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Analysis/CFG.h"
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/IR/Verifier.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
@@ -40,6 +43,13 @@ cl::opt<std::string> g_guide("hcct-guide", cl::desc("hcct kpath: guidance file (
                              cl::init(""));
 cl::opt<bool> g_profile("kpath-profile", cl::desc("hcct kpath: insert path-profiling probes (default true)"),
                         cl::init(true));
+cl::opt<std::string> g_osr_mode("hcct-osr-mode",
+                                cl::desc("hcct kpath: 'point' (default): OSR points that call hcct_osr_handler; "
+                                         "'version': each guided loop switches to a compiler-made clone"),
+                                cl::init(""));
+cl::opt<std::string> g_osr_threshold("hcct-osr-threshold",
+                                     cl::desc("hcct kpath: use this threshold for every guided loop (0 acts as 1)"),
+                                     cl::init(""));
 cl::opt<bool> g_osr_verbose("hcct-osr-verbose", cl::desc("hcct kpath: report each OSR point inserted"), cl::init(false));
 
 constexpr uint32_t kPointVersion = 1;  // HCCT_OSR_POINT_VERSION (hcct/oracle.h)
@@ -143,6 +153,34 @@ Constant *string_constant(Module &m, StringRef s, const Twine &name) {
 }  // namespace
 
 namespace {
+
+// -hcct-osr-mode, else HCCT_OSR_MODE: point (default) or version; nullopt (the value in *bad)
+// otherwise.
+std::optional<OsrMode> mode_setting(std::string *bad) {
+  std::string mode = g_osr_mode;
+  if (mode.empty())
+    if (const char *env = std::getenv("HCCT_OSR_MODE")) mode = env;
+  if (mode.empty() || mode == "point") return OsrMode::kPoint;
+  if (mode == "version") return OsrMode::kVersion;
+  *bad = mode;
+  return std::nullopt;
+}
+
+// -hcct-osr-threshold, else HCCT_OSR_THRESHOLD: a decimal integer that replaces every guided
+// loop's threshold (to test or measure a loop version at any switch point); nullopt if unset;
+// *bad says what is wrong with a value given.
+std::optional<uint64_t> threshold_setting(std::string *bad) {
+  std::string value = g_osr_threshold;
+  const char *name = "-hcct-osr-threshold";
+  if (value.empty())
+    if (const char *env = std::getenv("HCCT_OSR_THRESHOLD")) value = env, name = "HCCT_OSR_THRESHOLD";
+  if (value.empty()) return std::nullopt;
+  uint64_t t = 0;
+  bool digits = std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || StringRef(value).getAsInteger(10, t))
+    *bad = std::string("hcct osr: ") + name + "='" + value + "' is not a decimal integer in [0, 2^64-1]";
+  return t;
+}
 
 // HCCT_KPATH_PROFILE: true/false, or nullopt (with the value in *bad) if it is neither.
 std::optional<bool> profile_setting(std::string *bad) {
@@ -309,9 +347,22 @@ OsrPointInserter::OsrPointInserter(Module &m) : m_(m) {
     std::string message = "hcct kpath: HCCT_KPATH_PROFILE='" + bad + "' is not 0 or 1 (or false/true, no/yes)";
     m.getContext().diagnose(PluginError(message));
   }
+  if (std::string bad_mode; std::optional<OsrMode> mode = mode_setting(&bad_mode))
+    mode_ = *mode;
+  else
+    m.getContext().diagnose(PluginError("hcct osr: mode '" + bad_mode +
+                                        "' (-hcct-osr-mode or HCCT_OSR_MODE) is not 'point' or 'version'"));
+  std::string bad_threshold;
+  threshold_override_ = threshold_setting(&bad_threshold);
+  if (!bad_threshold.empty()) {
+    m.getContext().diagnose(PluginError(bad_threshold));
+    return;  // and nothing inserted
+  }
   const Guidance &g = guidance();
   if (!g.error.empty()) m.getContext().diagnose(PluginError(g.error));  // and no OSR point
   loops_ = g.loops;
+  if (threshold_override_)
+    for (GuidedLoop &l : loops_) l.threshold = *threshold_override_;
 }
 
 void OsrPointInserter::resolve() {
@@ -372,7 +423,29 @@ bool OsrPointInserter::insert() {
   std::map<Function *, std::vector<Site>> by_function;
   for (const Site &s : sites_) by_function[s.header->getParent()].push_back(s);
   bool changed = false;
-  for (auto &[f, sites] : by_function) changed |= insert_in(*f, sites);
+  for (auto &[f, sites] : by_function) changed |= mode_ == OsrMode::kVersion ? version_in(*f, sites) : insert_in(*f, sites);
+  return changed;
+}
+
+bool OsrPointInserter::version_in(Function &f, std::vector<Site> sites) {
+  OptimizationRemarkEmitter remarks(&f);
+  LoopVersioner versioner(f, remarks);
+  std::stable_sort(sites.begin(), sites.end(),
+                   [&](const Site &a, const Site &b) { return versioner.depth(a.header) > versioner.depth(b.header); });
+  bool changed = false;
+  for (const Site &s : sites) {
+    bool done = versioner.version(s.header, s.loop->threshold, describe(*s.loop));
+    changed |= done;
+    if (done && verbose())
+      errs() << "hcct osr: " << f.getName() << ": loop " << s.loop->key << " versioned, threshold " << s.loop->threshold
+             << "\n";
+  }
+  // Wrong code is never an option: a versioned function that does not verify fails the build.
+  std::string problems;
+  raw_string_ostream os(problems);
+  if (changed && verifyFunction(f, &os))
+    m_.getContext().diagnose(PluginError("hcct osr: internal error: versioning " + f.getName().str() +
+                                         " made invalid IR: " + os.str()));
   return changed;
 }
 

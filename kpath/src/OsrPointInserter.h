@@ -14,9 +14,13 @@
 // Guidance file: -mllvm -hcct-guide=FILE (clang also needs -Xclang -load -Xclang kpath.so to know
 // the option) or the environment variable HCCT_GUIDE=FILE at compile time. Path probes are
 // inserted unless -mllvm -kpath-profile=false or HCCT_KPATH_PROFILE=0.
+//
+// With -mllvm -hcct-osr-mode=version (HCCT_OSR_MODE=version) a guided loop gets no handler call
+// but a compiler-made version that the loop transfers to at its threshold (LoopVersioner.h).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +28,10 @@
 #include "llvm/IR/Module.h"
 
 namespace hcct::kpath {
+
+// What a guided loop gets: an open OSR point that calls hcct_osr_handler, or a compiler-made
+// loop version entered at the threshold (LoopVersioner.h).
+enum class OsrMode { kPoint, kVersion };
 
 // Whether the pass inserts path-profiling probes (default: yes).
 bool path_profile_enabled();
@@ -62,10 +70,13 @@ class OsrPointInserter {
     llvm::BasicBlock *header;
   };
   bool insert_in(llvm::Function &f, const std::vector<Site> &sites);
+  bool version_in(llvm::Function &f, std::vector<Site> sites);
 
   llvm::Module &m_;
   std::vector<GuidedLoop> loops_;
   std::vector<Site> sites_;
+  OsrMode mode_ = OsrMode::kPoint;
+  std::optional<uint64_t> threshold_override_;
 };
 
 }  // namespace hcct::kpath

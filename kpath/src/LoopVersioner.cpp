@@ -1,0 +1,185 @@
+#include "LoopVersioner.h"
+
+#include <algorithm>
+
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/IR/CFG.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/LoopSimplify.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
+
+namespace hcct::kpath {
+
+using namespace llvm;
+
+namespace {
+
+// Why one instruction of the loop forbids cloning it, or nullptr.
+const char *instruction_refusal(const Instruction &i, const Loop &loop) {
+  if (isa<IndirectBrInst>(i)) return "an indirect branch (computed goto) in the loop";
+  if (isa<CallBrInst>(i)) return "an asm goto (callbr) in the loop";
+  if (isa<VAArgInst>(i)) return "va_arg in the loop";
+  // An alloca inside a loop allocates per iteration: a variable-length array, whose stacksave /
+  // stackrestore pairing a transfer in mid-iteration would have to keep.
+  if (isa<AllocaInst>(i)) return "a variable-length array (alloca) in the loop";
+  if (isa<CatchSwitchInst>(i) || isa<CatchPadInst>(i) || isa<CleanupPadInst>(i) || isa<CatchReturnInst>(i) ||
+      isa<CleanupReturnInst>(i))
+    return "funclet-based exception handling (catchswitch/cleanuppad), which Linux never emits";
+  if (const auto *intrinsic = dyn_cast<IntrinsicInst>(&i)) {
+    Intrinsic::ID id = intrinsic->getIntrinsicID();
+    if (id == Intrinsic::stacksave || id == Intrinsic::stackrestore) return "a variable-length array (stacksave) in the loop";
+  }
+  if (const auto *call = dyn_cast<CallBase>(&i)) {
+    if (call->cannotDuplicate()) return "a call that must not be duplicated (noduplicate) in the loop";
+    if (call->hasFnAttr(Attribute::ReturnsTwice)) return "setjmp (a returns_twice call) in the loop";
+  }
+  // A token cannot flow through a phi, so it cannot be merged after the two versions.
+  if (i.getType()->isTokenTy())
+    for (const User *u : i.users())
+      if (!loop.contains(cast<Instruction>(u))) return "a token value used after the loop";
+  return nullptr;
+}
+
+bool is_coroutine(const Function &f) {
+  if (f.isPresplitCoroutine()) return true;
+  for (const BasicBlock &bb : f)
+    for (const Instruction &i : bb)
+      if (const auto *call = dyn_cast<CallBase>(&i))
+        if (const Function *callee = call->getCalledFunction(); callee && callee->getName().startswith("llvm.coro."))
+          return true;
+  return false;
+}
+
+}  // namespace
+
+LoopVersioner::LoopVersioner(Function &f, OptimizationRemarkEmitter &remarks) : f_(f), remarks_(remarks) { recompute(); }
+
+void LoopVersioner::recompute() {
+  dt_.recalculate(f_);
+  li_.releaseMemory();
+  li_.analyze(dt_);
+}
+
+std::string LoopVersioner::refusal(const Loop &loop) const {
+  // setjmp anywhere in the function: a longjmp back into it may resume with register values the
+  // transfer's phis do not describe (and clang keeps such functions unoptimised for that reason).
+  if (f_.callsFunctionThatReturnsTwice()) return "the function calls setjmp (a returns_twice function)";
+  if (is_coroutine(f_)) return "the function is a coroutine";
+  if (loop.getHeader()->isEHPad()) return "the loop header is an exception handler";
+  for (const BasicBlock *bb : loop.blocks()) {
+    if (bb->hasAddressTaken()) return "a block of the loop has its address taken (computed goto target)";
+    for (const Instruction &i : *bb)
+      if (const char *why = instruction_refusal(i, loop)) return why;
+  }
+  if (!loop.isSafeToClone()) return "LLVM's Loop::isSafeToClone() refuses it";
+  return "";
+}
+
+std::string LoopVersioner::canonicalize(Loop &loop) {
+  // loop-simplify: a preheader, dedicated exit blocks (only the loop branches to them, so their
+  // phis can take the clone's values), and a header that only the preheader enters from outside.
+  simplifyLoop(&loop, &dt_, &li_, nullptr, nullptr, nullptr, /*PreserveLCSSA=*/false);
+  if (!loop.getLoopPreheader()) return "no dedicated preheader could be made";
+  if (!loop.hasDedicatedExits()) return "no dedicated exit blocks could be made";
+  formLCSSARecursively(loop, dt_, &li_, nullptr);
+  return "";
+}
+
+void LoopVersioner::merge_exits(const Loop &base, const SmallVectorImpl<BasicBlock *> &exits, ValueToValueMapTy &map) {
+  for (BasicBlock *exit : exits)
+    for (PHINode &phi : exit->phis()) {
+      // One incoming entry per edge from the base loop, copied for the clone's twin edge.
+      unsigned n = phi.getNumIncomingValues();
+      for (unsigned i = 0; i < n; ++i) {
+        BasicBlock *from = phi.getIncomingBlock(i);
+        if (!base.contains(from)) continue;
+        Value *v = phi.getIncomingValue(i);
+        if (Value *twin = map.lookup(v)) v = twin;
+        phi.addIncoming(v, cast<BasicBlock>(map[from]));
+      }
+    }
+}
+
+void LoopVersioner::map_header_state(BasicBlock *header, BasicBlock *clone_entry, ValueToValueMapTy &map) {
+  // The transfer happens at the top of the header, after its phis: their values are the state of
+  // this iteration, and they become the clone header's values on the transfer edge.
+  for (PHINode &phi : header->phis()) cast<PHINode>(map[&phi])->setIncomingValueForBlock(clone_entry, &phi);
+}
+
+void LoopVersioner::insert_trigger(Loop &base, BasicBlock *clone_entry, uint64_t threshold) {
+  BasicBlock *header = base.getHeader();
+  LLVMContext &ctx = f_.getContext();
+  Type *i64 = Type::getInt64Ty(ctx);
+  // Header executions of this entry; a register, so thread- and recursion-safe.
+  PHINode *count = PHINode::Create(i64, 2, "hcct.osr.count", header->getFirstNonPHI());
+  IRBuilder<> b(header->getFirstNonPHI());
+  b.SetCurrentDebugLocation(header->getTerminator()->getDebugLoc());
+  Value *next = b.CreateAdd(count, ConstantInt::get(i64, 1), "hcct.osr.next", /*HasNUW=*/true);
+  // Threshold 0 switches at the first header execution, like 1.
+  Value *hit = b.CreateICmpEQ(next, ConstantInt::get(i64, std::max<uint64_t>(threshold, 1)), "hcct.osr.hit");
+  for (BasicBlock *pred : predecessors(header)) count->addIncoming(base.contains(pred) ? next : ConstantInt::get(i64, 0), pred);
+  BasicBlock *rest = SplitBlock(header, cast<Instruction>(hit)->getNextNode(), &dt_, &li_, nullptr,
+                                header->getName() + ".base");
+  Instruction *old = header->getTerminator();
+  // Taken once per entry that reaches the threshold.
+  MDNode *weights = MDBuilder(ctx).createBranchWeights(1, uint32_t(std::min<uint64_t>(threshold, UINT32_MAX - 1) + 1));
+  BranchInst *transfer = BranchInst::Create(clone_entry, rest, hit, header);
+  transfer->setMetadata(LLVMContext::MD_prof, weights);
+  transfer->setDebugLoc(old->getDebugLoc());
+  old->eraseFromParent();
+}
+
+void LoopVersioner::refuse(const Loop *loop, BasicBlock *header, const std::string &what, const std::string &why) {
+  remarks_.emit([&] {
+    DebugLoc loc = loop ? loop->getStartLoc() : DebugLoc();
+    return OptimizationRemarkMissed(kOsrRemarkPass, "NotVersioned", loc, header)
+           << "loop " << what << " not versioned: " << why;
+  });
+}
+
+bool LoopVersioner::version(BasicBlock *header, uint64_t threshold, const std::string &what) {
+  Loop *loop = li_.getLoopFor(header);
+  if (!loop || loop->getHeader() != header) {
+    refuse(nullptr, header, what, "not a natural loop (irreducible control flow)");
+    return false;
+  }
+  if (std::string why = refusal(*loop); !why.empty()) {
+    refuse(loop, header, what, why);
+    return false;
+  }
+  if (std::string why = canonicalize(*loop); !why.empty()) {
+    refuse(loop, header, what, why);
+    return false;
+  }
+  SmallVector<BasicBlock *, 8> exits;
+  loop->getUniqueExitBlocks(exits);
+  // An empty block between the preheader and the header: cloned, it becomes the clone's entry,
+  // which only the transfer edge reaches (a preheader's own code and phis must not run twice).
+  BasicBlock *preheader = loop->getLoopPreheader();
+  BasicBlock *entry = SplitBlock(preheader, preheader->getTerminator(), &dt_, &li_, nullptr,
+                                 header->getName() + ".osr.from");
+  ValueToValueMapTy map;
+  SmallVector<BasicBlock *, 32> blocks;
+  cloneLoopWithPreheader(entry, header, loop, map, ".osr", &li_, &dt_, blocks);
+  remapInstructionsInBlocks(blocks, map);
+  auto *clone_entry = cast<BasicBlock>(map[entry]);
+  merge_exits(*loop, exits, map);
+  map_header_state(header, clone_entry, map);
+  insert_trigger(*loop, clone_entry, threshold);
+  DebugLoc loc = loop->getStartLoc();
+  recompute();
+  remarks_.emit([&] {
+    return OptimizationRemark(kOsrRemarkPass, "Versioned", loc, header)
+           << "loop " << what << " versioned: the base loop transfers to its clone at header execution "
+           << std::to_string(std::max<uint64_t>(threshold, 1)) << " of each entry (counter)";
+  });
+  return true;
+}
+
+}  // namespace hcct::kpath

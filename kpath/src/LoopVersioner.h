@@ -1,0 +1,77 @@
+// Resolved, in-function OSR into a compiler-made loop version (docs/GUIDE.md, "Loop versions").
+//
+// For a guided loop L with header H and threshold T the versioner makes
+//
+//   preheader ──► H: count = phi [0, outside] [count + 1, latches]
+//                    if (count + 1 == max(T, 1)) ──► H.osr.ph ──► H.osr (the clone of L) ──► L's exits
+//                    else ──► the rest of H … (the base loop, unchanged)
+//
+// i.e. the first T − 1 header executions of an entry run in the base loop and the T-th and later
+// ones in the clone, which starts with the whole header: the same iteration, with the same state.
+// That is OSRKit's *resolved* OSR point, inside one function: frame, allocas, landing pads and
+// debug scopes are shared, so the only state to map is SSA values live at the header — exactly
+// the header's phis, which become the incoming values of the clone header's phis on the transfer
+// edge; values the loop defines and uses after it are merged in its (dedicated, LCSSA) exit
+// blocks. At PipelineStart (where the kpath pass runs by default) clang's locals are still
+// allocas, so there are hardly any such phis: SROA/mem2reg build them later, over the finished
+// CFG, and that SSA construction is the state mapping (OSR, Distilled: a mapping built from the
+// one frame's variables is correct by construction).
+//
+// A loop it cannot version safely is refused with an optimisation remark naming the reason
+// (`-Rpass-missed=hcct-osr`) and left as it is; a versioned loop gets `-Rpass=hcct-osr`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/Function.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
+
+namespace llvm {
+class OptimizationRemarkEmitter;
+}
+
+namespace hcct::kpath {
+
+// The remark pass name: clang -Rpass=hcct-osr / -Rpass-missed=hcct-osr.
+inline constexpr char kOsrRemarkPass[] = "hcct-osr";
+
+class LoopVersioner {
+ public:
+  // `f` must stay unchanged by others while the versioner lives (it keeps its dominator tree and
+  // loop info up to date itself).
+  LoopVersioner(llvm::Function &f, llvm::OptimizationRemarkEmitter &remarks);
+
+  // Versions the natural loop headed by `header`, switching at its `threshold`-th header
+  // execution per entry; `what` names the loop in remarks. Returns whether it did.
+  bool version(llvm::BasicBlock *header, uint64_t threshold, const std::string &what);
+  // Loop nesting depth of `header` (0: not in a loop): inner loops are versioned first, so that
+  // an outer loop's clone contains the inner loop's versions as well.
+  unsigned depth(const llvm::BasicBlock *header) const { return li_.getLoopDepth(header); }
+
+ private:
+  // Why the loop cannot be versioned, or "" if it can.
+  std::string refusal(const llvm::Loop &loop) const;
+  // Puts the loop into the form cloning needs: a dedicated preheader that only branches to the
+  // header, dedicated exits, LCSSA. Returns "" or why it could not.
+  std::string canonicalize(llvm::Loop &loop);
+  // Adds the clone's incoming values to the LCSSA phis of the base loop's exit blocks.
+  void merge_exits(const llvm::Loop &base, const llvm::SmallVectorImpl<llvm::BasicBlock *> &exits,
+                   llvm::ValueToValueMapTy &map);
+  // The clone header's state on the transfer edge: the base header's phis.
+  void map_header_state(llvm::BasicBlock *header, llvm::BasicBlock *clone_entry, llvm::ValueToValueMapTy &map);
+  // The per-entry counter and the conditional transfer at the top of the base header.
+  void insert_trigger(llvm::Loop &base, llvm::BasicBlock *clone_entry, uint64_t threshold);
+  void refuse(const llvm::Loop *loop, llvm::BasicBlock *header, const std::string &what, const std::string &why);
+  void recompute();
+
+  llvm::Function &f_;
+  llvm::OptimizationRemarkEmitter &remarks_;
+  llvm::DominatorTree dt_;
+  llvm::LoopInfo li_;
+};
+
+}  // namespace hcct::kpath
