@@ -254,6 +254,28 @@ std::optional<uint64_t> integer_in(const json::Value *v, uint64_t lo, uint64_t h
 
 }  // namespace
 
+namespace {
+
+std::string configuration_name(bool late, int opt_level) {
+  return std::string(late ? "the late stage" : "the early stage") + " at " +
+         (opt_level < 0 ? "an unrecorded -O level" : "-O" + std::to_string(opt_level));
+}
+
+}  // namespace
+
+// Block numbers, and so the guidance's header blocks and paths, describe the CFG of one stage and
+// optimisation level: guidance made for another configuration would name other blocks.
+std::string configuration_mismatch(const GuidedLoop &l, const BuildConfig &build) {
+  bool stage_differs = l.late && *l.late != build.late;
+  bool level_differs = l.opt_level && build.opt_level >= 0 && *l.opt_level != build.opt_level;
+  if (!stage_differs && !level_differs) return "";
+  return "loop " + l.key + " (" + l.function + ") was profiled in a build at " +
+         configuration_name(l.late.value_or(build.late), l.opt_level.value_or(-1)) + ", this build is at " +
+         configuration_name(build.late, build.opt_level) +
+         ": its block numbers differ. Profile this configuration and run `hcct guide` again (or build like the profile: "
+         "the same -O level and HCCT_KPATH_STAGE)";
+}
+
 bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *error) {
   if (std::string problem = raw_problem(text); !problem.empty()) {
     *error = "not JSON: " + problem;
@@ -270,8 +292,9 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
     return false;
   }
   constexpr uint64_t kVersion = hcct::guide_format::kGuideVersion;
-  if (integer_in(root->get("version"), kVersion, kVersion) != kVersion) {
-    *error = "unsupported guidance version (this plugin reads version 1)";
+  std::optional<uint64_t> version = integer_in(root->get("version"), 1, kVersion);
+  if (!version) {
+    *error = "unsupported guidance version (this plugin reads versions 1 to " + std::to_string(kVersion) + ")";
     return false;
   }
   const json::Array *loops = root->getArray("loops");
@@ -323,6 +346,23 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
         return false;
       }
     }
+    // Version 2: the profile's configuration (absent or null: not recorded, not checked).
+    if (const json::Value *stage = o->get("stage"); stage && !stage->getAsNull()) {
+      auto s = stage->getAsString();
+      if (!s || (*s != "early" && *s != "late")) {
+        *error = where + ": \"stage\" must be \"early\", \"late\" or null";
+        return false;
+      }
+      l.late = *s == "late";
+    }
+    if (const json::Value *level = o->get("opt_level"); level && !level->getAsNull()) {
+      auto n = integer_in(level, 0, 3);
+      if (!n) {
+        *error = where + ": \"opt_level\" must be an integer in [0, 3] or null";
+        return false;
+      }
+      l.opt_level = int(*n);
+    }
     if (auto rank = o->get("rank")) l.rank = uint32_t(*integer_in(rank, 0, UINT32_MAX));
     if (auto file = o->getString("file")) l.file = file->str();
     if (auto key = o->getString("key")) l.key = key->str();
@@ -341,7 +381,7 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
   return true;
 }
 
-OsrPointInserter::OsrPointInserter(Module &m) : m_(m) {
+OsrPointInserter::OsrPointInserter(Module &m, BuildConfig config) : m_(m), config_(config) {
   std::string bad;
   if (!profile_setting(&bad)) {
     std::string message = "hcct kpath: HCCT_KPATH_PROFILE='" + bad + "' is not 0 or 1 (or false/true, no/yes)";
@@ -375,6 +415,11 @@ void OsrPointInserter::resolve() {
       if (verbose())
         errs() << "hcct osr: " << describe(l) << ": " << f->getName() << " here is another function (GUID differs)\n";
       continue;
+    }
+    if (std::string why = configuration_mismatch(l, config_); !why.empty()) {
+      m_.getContext().diagnose(PluginError("hcct osr: guidance file '" + guide_path() + "': " + why));
+      sites_.clear();
+      return;
     }
     std::vector<BasicBlock *> blocks = numbered_blocks(*f);
     DenseSet<const BasicBlock *> headers = loop_headers(*f);

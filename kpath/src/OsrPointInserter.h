@@ -46,18 +46,30 @@ struct GuidedLoop {
   uint32_t header_block = 0;
   uint32_t rank = 0;
   uint64_t threshold = 0;
+  // The configuration the profile was recorded in (guidance version 2; absent in version 1).
+  std::optional<bool> late;       // "stage": "early" / "late"
+  std::optional<int> opt_level;   // "opt_level": 0..3 (null: unknown)
 };
 
-// Parses a guidance file (format "hcct-guide", version 1); loops without a threshold are left out.
+// The configuration of the build the pass runs in, to check against the guidance's.
+struct BuildConfig {
+  bool late = false;
+  int opt_level = -1;  // -1: unknown
+};
+
+// Parses a guidance file (format "hcct-guide", version 1 or 2); loops without a threshold are left out.
 // Throws nothing: on error returns false with a message.
 bool parse_guidance(llvm::StringRef text, std::vector<GuidedLoop> *out, std::string *error);
+
+// Why guidance for loop `l` does not fit a build of configuration `build` ("" if it does).
+std::string configuration_mismatch(const GuidedLoop &l, const BuildConfig &build);
 
 class OsrPointInserter {
  public:
   // Reads the guidance file named by -hcct-guide / HCCT_GUIDE, if any. A bad file is an error
   // diagnostic (its path and reason) on the module's context, which fails the compilation; no
   // OSR point is inserted then.
-  explicit OsrPointInserter(llvm::Module &m);
+  OsrPointInserter(llvm::Module &m, BuildConfig config);
   bool active() const { return !loops_.empty(); }
   // Finds the guided headers of this module's functions; warns about loops that do not match.
   void resolve();
@@ -75,6 +87,7 @@ class OsrPointInserter {
   llvm::Module &m_;
   std::vector<GuidedLoop> loops_;
   std::vector<Site> sites_;
+  BuildConfig config_;
   OsrMode mode_ = OsrMode::kPoint;
   std::optional<uint64_t> threshold_override_;
 };

@@ -271,3 +271,40 @@ TEST_CASE("loop versions: the masked convolution built from its profile prints t
     for (std::string size : {"300 400 1", "600 800 2"}) CHECK(run(exe.string() + " " + size) == run(plain.string() + " " + size));
   }
 }
+
+TEST_CASE("loop versions: guidance records the profile's stage and -O level, and the pass refuses it in another configuration") {
+  fs::path src = programs() + "osr_refused.c";
+  fs::path g = guide_every_loop({HCCT_CLANG, "-O2", "early"}, src, "config");
+  std::ifstream in(g);
+  json j = json::parse(in);
+  CHECK(j["version"] == 2);
+  CHECK(j["k"] == 4);
+  for (const json &l : j["loops"]) {
+    CHECK(l["stage"] == "early");
+    CHECK(l["opt_level"] == 2);
+  }
+  fs::path exe = work() / "config_other";
+  for (auto [build, message] : std::vector<std::pair<std::string, std::string>>{
+           {"HCCT_KPATH_STAGE=early " + std::string(HCCT_CLANG) + " -O0",
+            "was profiled in a build at the early stage at -O2, this build is at the early stage at -O0"},
+           {"HCCT_KPATH_STAGE=late " + std::string(HCCT_CLANG) + " -O2",
+            "was profiled in a build at the early stage at -O2, this build is at the late stage at -O2"}}) {
+    for (std::string mode : {"point", "version"}) {
+      INFO(build << ", mode " << mode);
+      hcct::test::CommandResult r = hcct::test::run_status(
+          "HCCT_GUIDE=" + g.string() + " HCCT_KPATH_PROFILE=0 HCCT_OSR_MODE=" + mode + " " + build + " -g -fpass-plugin=" +
+          HCCT_KPATH_PLUGIN + " " + src.string() + " -o " + exe.string() + " 2>&1");
+      CHECK(r.status == 1);
+      CHECK(r.output.find("error: hcct osr: guidance file '" + g.string() + "': loop osr_refused.c:") != std::string::npos);
+      CHECK(r.output.find(message) != std::string::npos);
+    }
+  }
+  // Version 1 files (no configuration recorded) are still read, unchecked.
+  j["version"] = 1;
+  for (json &l : j["loops"]) l.erase("stage"), l.erase("opt_level");
+  std::ofstream(g) << j.dump(1);
+  CHECK(hcct::test::run_status("HCCT_GUIDE=" + g.string() + " HCCT_KPATH_PROFILE=0 HCCT_OSR_MODE=version " + HCCT_CLANG +
+                               " -O0 -g -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + src.string() + " -o " + exe.string() +
+                               " 2>&1")
+            .status == 0);
+}

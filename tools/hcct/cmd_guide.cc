@@ -79,6 +79,8 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
                {"line", l.line},
                {"key", osr_key(l)},
                {"header_block", l.header_block},
+               {"stage", l.late ? "late" : "early"},
+               {"opt_level", l.opt_level < 0 ? json() : json(l.opt_level)},
                {"depth", l.depth},
                {"innermost", l.innermost},
                {"iterations", l.iterations},

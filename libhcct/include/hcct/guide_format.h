@@ -19,7 +19,7 @@
 namespace hcct::guide_format {
 
 inline constexpr char kGuideFormat[] = "hcct-guide";
-inline constexpr unsigned kGuideVersion = 1;
+inline constexpr unsigned kGuideVersion = 2;  // 2: each loop records the profile's "stage" and "opt_level"
 
 inline constexpr char kThresholdsHeader[] = "# hcct-thresholds 1";
 inline constexpr char kThresholdsHeaderPrefix[] = "# hcct-thresholds ";  // any version, for the message

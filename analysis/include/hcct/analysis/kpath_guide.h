@@ -61,6 +61,10 @@ struct LoopGuide {
   std::string display;   // demangled
   std::string file;
   uint32_t header_block = 0;  // in the function's layout order (kpath metadata)
+  // The build the profile came from (kpath metadata): the block numbers are those of this stage
+  // and optimisation level (-1: not recorded).
+  bool late = false;
+  int opt_level = -1;
   uint32_t line = 0;          // the header's first source line
   uint32_t depth = 1;         // loop nesting depth (1 = outermost)
   bool innermost = true;
