@@ -155,6 +155,7 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
         lp.id = n.label.path;
         lp.count = n.count;
         lp.lines = describe_lines(p, home);
+        lp.blocks = p.blocks;
         bool continues = p.after_back_edge && p.blocks.front() == s.header;
         if (!continues) {
           lp.kind = LoopPath::Kind::kEntry;

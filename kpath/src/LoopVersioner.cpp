@@ -2,7 +2,13 @@
 
 #include <algorithm>
 
+#include "PathSpecializer.h"
+#include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/ADT/Triple.h"
+#include "llvm/Transforms/Utils/PromoteMemToReg.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
@@ -143,7 +149,40 @@ void LoopVersioner::refuse(const Loop *loop, BasicBlock *header, const std::stri
   });
 }
 
-bool LoopVersioner::version(BasicBlock *header, uint64_t threshold, const std::string &what) {
+void LoopVersioner::promote_allocas() {
+  std::vector<AllocaInst *> allocas;
+  for (Instruction &i : f_.getEntryBlock())
+    if (auto *a = dyn_cast<AllocaInst>(&i); a && isAllocaPromotable(a)) allocas.push_back(a);
+  if (allocas.empty()) return;
+  PromoteMemToReg(allocas, dt_);
+  recompute();
+}
+
+std::string LoopVersioner::specialize(Loop &clone, const std::vector<PathPattern> &patterns, ValueToValueMapTy &map) {
+  std::string reasons;
+  for (const PathPattern &p : patterns) {
+    std::vector<BasicBlock *> blocks;
+    for (BasicBlock *b : p.blocks)
+      if (Value *twin = map.lookup(b)) blocks.push_back(cast<BasicBlock>(twin));
+    std::string why = "a block of the path is not in the loop";
+    if (blocks.size() == p.blocks.size()) {
+      TargetLibraryInfoImpl tlii(Triple(f_.getParent()->getTargetTriple()));
+      TargetLibraryInfo tli(tlii);
+      AssumptionCache ac(f_);
+      ScalarEvolution se(f_, tli, ac, dt_, li_);
+      why = PathSpecializer(clone, dt_, se).specialize(blocks, p.factor);
+    }
+    if (why.empty())
+      return "; the clone is specialised for path " + std::to_string(p.path) + " x" + std::to_string(p.factor) +
+             " (one guard checks its branches for " + std::to_string(p.factor) + " iterations)";
+    reasons += "; not specialised for path " + std::to_string(p.path) + " x" + std::to_string(p.factor) + ": " + why;
+  }
+  return reasons;
+}
+
+bool LoopVersioner::version(BasicBlock *header, uint64_t threshold, const std::string &what,
+                            const std::vector<PathPattern> &patterns) {
+  if (!patterns.empty()) promote_allocas();
   Loop *loop = li_.getLoopFor(header);
   if (!loop || loop->getHeader() != header) {
     refuse(nullptr, header, what, "not a natural loop (irreducible control flow)");
@@ -174,10 +213,16 @@ bool LoopVersioner::version(BasicBlock *header, uint64_t threshold, const std::s
   insert_trigger(*loop, clone_entry, threshold);
   DebugLoc loc = loop->getStartLoc();
   recompute();
+  std::string specialised;
+  if (!patterns.empty()) {
+    auto *clone_header = cast<BasicBlock>(map[header]);
+    specialised = specialize(*li_.getLoopFor(clone_header), patterns, map);
+    recompute();
+  }
   remarks_.emit([&] {
     return OptimizationRemark(kOsrRemarkPass, "Versioned", loc, header)
            << "loop " << what << " versioned: the base loop transfers to its clone at header execution "
-           << std::to_string(std::max<uint64_t>(threshold, 1)) << " of each entry (counter)";
+           << std::to_string(std::max<uint64_t>(threshold, 1)) << " of each entry (counter)" << specialised;
   });
   return true;
 }

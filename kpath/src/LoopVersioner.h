@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Analysis/LoopInfo.h"
@@ -39,6 +40,14 @@ namespace hcct::kpath {
 // The remark pass name: clang -Rpass=hcct-osr / -Rpass-missed=hcct-osr.
 inline constexpr char kOsrRemarkPass[] = "hcct-osr";
 
+// A pattern of the guidance to specialise the clone for: `factor` consecutive iterations of the
+// path `path` (its kpath ID), whose blocks are `blocks` (header first).
+struct PathPattern {
+  uint64_t path = 0;
+  unsigned factor = 0;
+  std::vector<llvm::BasicBlock *> blocks;
+};
+
 class LoopVersioner {
  public:
   // `f` must stay unchanged by others while the versioner lives (it keeps its dominator tree and
@@ -47,7 +56,9 @@ class LoopVersioner {
 
   // Versions the natural loop headed by `header`, switching at its `threshold`-th header
   // execution per entry; `what` names the loop in remarks. Returns whether it did.
-  bool version(llvm::BasicBlock *header, uint64_t threshold, const std::string &what);
+  // The clone is specialised for the first of `patterns` that PathSpecializer accepts.
+  bool version(llvm::BasicBlock *header, uint64_t threshold, const std::string &what,
+               const std::vector<PathPattern> &patterns = {});
   // Loop nesting depth of `header` (0: not in a loop): inner loops are versioned first, so that
   // an outer loop's clone contains the inner loop's versions as well.
   unsigned depth(const llvm::BasicBlock *header) const { return li_.getLoopDepth(header); }
@@ -67,6 +78,10 @@ class LoopVersioner {
   void insert_trigger(llvm::Loop &base, llvm::BasicBlock *clone_entry, uint64_t threshold);
   void refuse(const llvm::Loop *loop, llvm::BasicBlock *header, const std::string &what, const std::string &why);
   void recompute();
+  // Promotes the function's allocas (specialisation analyses the loop in SSA form).
+  void promote_allocas();
+  // Specialises the clone; returns the remark's text.
+  std::string specialize(llvm::Loop &clone, const std::vector<PathPattern> &patterns, llvm::ValueToValueMapTy &map);
 
   llvm::Function &f_;
   llvm::OptimizationRemarkEmitter &remarks_;

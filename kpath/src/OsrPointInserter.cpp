@@ -256,6 +256,36 @@ std::optional<uint64_t> integer_in(const json::Value *v, uint64_t lo, uint64_t h
 
 namespace {
 
+// The loop's "unroll" recommendations with the blocks of their path (guidance version 2).
+std::string parse_patterns(const json::Object &loop, std::vector<GuidedLoop::Pattern> *out) {
+  const json::Array *recs = loop.getArray("recommendations");
+  const json::Array *paths = loop.getArray("paths");
+  if (!recs || !paths) return "";
+  for (const json::Value &r : *recs) {
+    const json::Object *rec = r.getAsObject();
+    if (!rec || rec->getString("kind") != StringRef("unroll")) continue;
+    auto path = integer_in(rec->get("path"), 0, UINT64_MAX);
+    auto factor = integer_in(rec->get("factor"), 2, 64);
+    if (!path || !factor) return "an \"unroll\" recommendation needs an integer \"path\" and a \"factor\" in [2, 64]";
+    for (const json::Value &p : *paths) {
+      const json::Object *po = p.getAsObject();
+      if (!po || integer_in(po->get("id"), 0, UINT64_MAX) != path) continue;
+      const json::Array *blocks = po->getArray("blocks");
+      if (!blocks) break;  // version 1: no blocks, nothing to specialise for
+      GuidedLoop::Pattern pattern{*path, unsigned(*factor), {}};
+      for (const json::Value &b : *blocks) {
+        auto index = integer_in(&b, 0, UINT32_MAX);
+        if (!index) return "path " + std::to_string(*path) + ": \"blocks\" must be integers in [0, 2^32-1]";
+        pattern.blocks.push_back(uint32_t(*index));
+      }
+      if (pattern.blocks.empty()) return "path " + std::to_string(*path) + ": \"blocks\" is empty";
+      out->push_back(std::move(pattern));
+      break;
+    }
+  }
+  return "";
+}
+
 std::string configuration_name(bool late, int opt_level) {
   return std::string(late ? "the late stage" : "the early stage") + " at " +
          (opt_level < 0 ? "an unrecorded -O level" : "-O" + std::to_string(opt_level));
@@ -363,6 +393,10 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
       }
       l.opt_level = int(*n);
     }
+    if (std::string why = parse_patterns(*o, &l.patterns); !why.empty()) {
+      *error = where + ": " + why;
+      return false;
+    }
     if (auto rank = o->get("rank")) l.rank = uint32_t(*integer_in(rank, 0, UINT32_MAX));
     if (auto file = o->getString("file")) l.file = file->str();
     if (auto key = o->getString("key")) l.key = key->str();
@@ -460,7 +494,16 @@ void OsrPointInserter::resolve() {
       errs() << "hcct osr: warning: guided loop " << describe(l) << " names a header that already has an OSR point\n";
       continue;
     }
-    sites_.push_back({&l, header});
+    // The patterns' block numbers are valid only where the header's is.
+    std::vector<PathPattern> patterns;
+    if (header == blocks[std::min<size_t>(l.header_block, blocks.size() - 1)])
+      for (const GuidedLoop::Pattern &p : l.patterns) {
+        PathPattern resolved{p.path, p.factor, {}};
+        for (uint32_t b : p.blocks)
+          if (b < blocks.size()) resolved.blocks.push_back(blocks[b]);
+        if (resolved.blocks.size() == p.blocks.size()) patterns.push_back(std::move(resolved));
+      }
+    sites_.push_back({&l, header, std::move(patterns)});
   }
 }
 
@@ -479,7 +522,7 @@ bool OsrPointInserter::version_in(Function &f, std::vector<Site> sites) {
                    [&](const Site &a, const Site &b) { return versioner.depth(a.header) > versioner.depth(b.header); });
   bool changed = false;
   for (const Site &s : sites) {
-    bool done = versioner.version(s.header, s.loop->threshold, describe(*s.loop));
+    bool done = versioner.version(s.header, s.loop->threshold, describe(*s.loop), s.patterns);
     changed |= done;
     if (done && verbose())
       errs() << "hcct osr: " << f.getName() << ": loop " << s.loop->key << " versioned, threshold " << s.loop->threshold

@@ -26,6 +26,7 @@
 
 #include "llvm/IR/BasicBlock.h"
 #include "llvm/IR/Module.h"
+#include "LoopVersioner.h"
 
 namespace hcct::kpath {
 
@@ -49,6 +50,14 @@ struct GuidedLoop {
   // The configuration the profile was recorded in (guidance version 2; absent in version 1).
   std::optional<bool> late;       // "stage": "early" / "late"
   std::optional<int> opt_level;   // "opt_level": 0..3 (null: unknown)
+  // Version 2: the "unroll" recommendations whose path records its "blocks" — what a loop
+  // version is specialised for, in the guidance's order.
+  struct Pattern {
+    uint64_t path = 0;
+    unsigned factor = 0;
+    std::vector<uint32_t> blocks;
+  };
+  std::vector<Pattern> patterns;
 };
 
 // The configuration of the build the pass runs in, to check against the guidance's.
@@ -80,6 +89,7 @@ class OsrPointInserter {
   struct Site {
     const GuidedLoop *loop;
     llvm::BasicBlock *header;
+    std::vector<PathPattern> patterns;  // resolved to this module's blocks
   };
   bool insert_in(llvm::Function &f, const std::vector<Site> &sites);
   bool version_in(llvm::Function &f, std::vector<Site> sites);

@@ -152,23 +152,27 @@ size_t count_of(const std::string &text, const std::string &what) {
 }
 
 // Builds `src` guided at every threshold and checks the output against the unguided build's.
-void check_versions(const Build &b, const fs::path &src, const std::string &name, const std::vector<uint64_t> &thresholds) {
+// Returns the remarks of the last build.
+std::string check_versions(const Build &b, const fs::path &src, const std::string &name, const std::vector<uint64_t> &thresholds,
+                           const std::string &run_args = "") {
   fs::path plain = work() / (name + "_plain");
   run(b.compiler + " -g " + b.flags + " " + src.string() + " -o " + plain.string() + " 2>&1");
-  std::string want = run(plain.string());
+  std::string want = run(plain.string() + " " + run_args);
+  std::string remarks;
   fs::path g = guide_every_loop(b, src, name);
   for (uint64_t t : thresholds) {
     INFO(src.filename().string() << " " << b.flags << " stage " << b.stage << ", threshold " << t);
     fs::path exe = work() / (name + "_t" + std::to_string(t));
-    std::string remarks = compile(b, "HCCT_GUIDE=" + g.string() + " HCCT_KPATH_PROFILE=0 HCCT_OSR_MODE=version HCCT_OSR_THRESHOLD=" +
-                                         std::to_string(t),
-                                  src, exe, "-Rpass=hcct-osr -Rpass-missed=hcct-osr");
+    remarks = compile(b, "HCCT_GUIDE=" + g.string() + " HCCT_KPATH_PROFILE=0 HCCT_OSR_MODE=version HCCT_OSR_THRESHOLD=" +
+                             std::to_string(t),
+                      src, exe, "-Rpass=hcct-osr -Rpass-missed=hcct-osr");
     // Every guided loop of these programs can be versioned.
     CHECK(count_of(remarks, "versioned: the base loop transfers") > 0);
     CHECK(count_of(remarks, "not versioned") == 0);
     CHECK(remarks.find("warning: guided loop") == std::string::npos);
-    CHECK(run(exe.string() + " 2>&1") == want);
+    CHECK(run(exe.string() + " " + run_args + " 2>&1") == want);
   }
+  return remarks;
 }
 
 std::vector<uint64_t> all_thresholds() { return {0, 1, 2, 7, 8, 9, 999, kTrips - 1, kTrips, kTrips + 1}; }
@@ -307,4 +311,26 @@ TEST_CASE("loop versions: guidance records the profile's stage and -O level, and
                                " -O0 -g -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + src.string() + " -o " + exe.string() +
                                " 2>&1")
             .status == 0);
+}
+
+TEST_CASE("specialised loop versions: F copies of the hot path behind one guard, same output at every threshold") {
+  fs::path src = programs() + "osr_runs.c";
+  for (const char *flags : {"-O0", "-O2"}) {
+    // Profiled without the calls that overwrite what the guard reads, run with them ("all").
+    std::string remarks = check_versions({HCCT_CLANG, flags, "early"}, src, std::string("runs") + flags,
+                                         {0, 1, 2, 7, 8, 9, 36, 37, 38, 999, 5003, 5004}, "all");
+    INFO(flags << "\n" << remarks);
+    CHECK(remarks.find("(masked, header block 1, line 19) versioned: the base loop transfers to its clone at header "
+                       "execution 5004 of each entry (counter); the clone is specialised for path ") != std::string::npos);
+    CHECK(remarks.find("(by_index, header block 1, line 27) versioned") != std::string::npos);
+    CHECK(count_of(remarks, "the clone is specialised for path") >= 3);
+    size_t search = remarks.find("(search, header block 1, line 54) versioned: the base loop transfers to its clone at header "
+                                 "execution 5004 of each entry (counter); not specialised for path 4 x");
+    REQUIRE(search != std::string::npos);
+    CHECK(remarks.find("the loop's exit depends on memory, so the guard's loads would be speculative", search) != std::string::npos);
+  }
+  check_versions({HCCT_CLANG, "-O2", "late"}, src, "runs-late", {1, 8, 37, 5004}, "all");
+  if (sanitizers_available())
+    check_versions({HCCT_CLANG, "-O2 -fsanitize=address,undefined -fno-sanitize-recover=all", "early"}, src, "runs-san",
+                   {1, 8, 37}, "all");
 }

@@ -30,6 +30,7 @@ struct LoopPath {
   //         iteration; only these repeat back to back);
   // kExit:  starts at the header after a back edge and leaves the loop (or returns).
   std::string lines;      // decoded source lines
+  std::vector<uint32_t> blocks;  // its blocks in order (layout indices): what a loop version specialises
   // kCycle only: repeats[j-1] = occurrences of the path followed by at least j-1 more copies of
   // itself, i.e. the count of the n-gram path^j, j = 1..k (repeats[0] = count).
   std::vector<uint64_t> repeats;
