@@ -5,6 +5,8 @@
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/MDBuilder.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
 namespace hcct::kpath {
@@ -98,6 +100,7 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
   for (Condition &c : conditions_) {
     if (std::string why = check_tree(c.value, true, &c.reads_memory); !why.empty()) return why;
     any_reads |= c.reads_memory;
+    if (!c.reads_memory) find_monotone(c);
   }
   const DataLayout &dl = header->getModule()->getDataLayout();
   for (BasicBlock *b : path)
@@ -110,6 +113,16 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
         return "a store on the path whose address is not affine in the loop" + where(i);
       stores_.push_back({store->getPointerOperand(), dl.getTypeStoreSize(store->getValueOperand()->getType()).getFixedSize()});
     }
+  for (BasicBlock *b : path)
+    for (Instruction &i : *b)
+      if (auto *load = dyn_cast<LoadInst>(&i)) {
+        bool reads = false;
+        if (load->isSimple() && affine_pointer(load->getPointerOperand()) &&
+            check_tree(load->getPointerOperand(), false, &reads).empty())
+          path_loads_.push_back({load->getPointerOperand(), dl.getTypeStoreSize(load->getType()).getFixedSize()});
+        else
+          path_loads_affine_ = false;
+      }
   if (!any_reads) return "";
   // The guard loads for iterations 1..F-1 before they run: only where they would run them.
   SmallVector<BasicBlock *, 4> exiting;
@@ -128,6 +141,45 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
       if (isa<CallBase>(i) && i.mayWriteToMemory()) return "a call that may write memory is in the loop" + where(i);
     }
   return "";
+}
+
+void PathSpecializer::find_monotone(Condition &c) {
+  auto *cmp = dyn_cast<ICmpInst>(c.value);
+  if (!cmp || cmp->isEquality()) return;
+  for (int side = 0; side < 2; ++side) {
+    Value *affine = cmp->getOperand(side), *other = cmp->getOperand(1 - side);
+    if (!affine->getType()->isIntegerTy() || !loop_.isLoopInvariant(other)) continue;
+    const auto *rec = dyn_cast<SCEVAddRecExpr>(se_.getSCEV(affine));
+    if (!rec || rec->getLoop() != &loop_ || !rec->isAffine()) continue;
+    const auto *step = dyn_cast<SCEVConstant>(rec->getStepRecurrence(se_));
+    if (!step || step->getAPInt().getMinSignedBits() > 32) continue;
+    int64_t s = step->getAPInt().getSExtValue();
+    if (s == 0 || (cmp->isUnsigned() && s < 0)) continue;
+    c.affine_side = side;
+    c.affine_step = s;
+    return;
+  }
+}
+
+Value *PathSpecializer::holds_in_window(const Condition &c, unsigned factor, IRBuilder<> &b) {
+  auto want = [&](Value *v) { return c.taken ? v : b.CreateNot(v); };
+  if (c.affine_side < 0) {
+    Value *ok = b.getTrue();
+    for (unsigned j = 0; j < factor; ++j) ok = b.CreateAnd(ok, want(at_iteration(c.value, j, b)));
+    return ok;
+  }
+  // x_j = x_0 + j * step is monotone while it does not wrap, and an ordered compare with an
+  // invariant is then true on a prefix or a suffix of the window: both ends decide.
+  auto *cmp = cast<ICmpInst>(c.value);
+  Value *first = at_iteration(cmp, 0, b);
+  Value *x0 = at_iteration(cmp->getOperand(c.affine_side), 0, b);
+  Value *other = cmp->getOperand(1 - c.affine_side);
+  Value *span = ConstantInt::get(x0->getType(), uint64_t(c.affine_step * int64_t(factor - 1)), true);
+  Intrinsic::ID add = cmp->isSigned() ? Intrinsic::sadd_with_overflow : Intrinsic::uadd_with_overflow;
+  Value *sum = b.CreateBinaryIntrinsic(add, x0, span);
+  Value *xl = b.CreateExtractValue(sum, 0), *wraps = b.CreateExtractValue(sum, 1);
+  Value *last = c.affine_side == 0 ? b.CreateICmp(cmp->getPredicate(), xl, other) : b.CreateICmp(cmp->getPredicate(), other, xl);
+  return b.CreateAnd(b.CreateAnd(want(first), want(last)), b.CreateNot(wraps));
 }
 
 Value *PathSpecializer::at_iteration(Value *v, unsigned j, IRBuilder<> &b) {
@@ -158,20 +210,62 @@ Value *PathSpecializer::at_iteration(Value *v, unsigned j, IRBuilder<> &b) {
   return out;
 }
 
-Value *PathSpecializer::no_overlap(const Access &store, const Access &load, unsigned factor, IRBuilder<> &b) {
-  // Affine addresses: the extremes of the window are its first and last iteration's.
+std::pair<Value *, Value *> PathSpecializer::window_range(ArrayRef<Access> group, unsigned factor, IRBuilder<> &b) {
+  // Affine addresses: each access's extremes in the window are its first and last iteration's.
   Type *intptr = b.getInt64Ty();
-  auto range = [&](const Access &a, Value **lo, Value **hi) {
+  Value *lo = nullptr, *hi = nullptr;
+  for (const Access &a : group) {
     Value *first = b.CreatePtrToInt(at_iteration(a.pointer, 0, b), intptr);
     Value *last = b.CreatePtrToInt(at_iteration(a.pointer, factor - 1, b), intptr);
     Value *first_low = b.CreateICmpULE(first, last);
-    *lo = b.CreateSelect(first_low, first, last);
-    *hi = b.CreateAdd(b.CreateSelect(first_low, last, first), b.getInt64(a.bytes));
+    Value *a_lo = b.CreateSelect(first_low, first, last);
+    Value *a_hi = b.CreateAdd(b.CreateSelect(first_low, last, first), b.getInt64(a.bytes));
+    lo = lo ? b.CreateSelect(b.CreateICmpULT(a_lo, lo), a_lo, lo) : a_lo;
+    hi = hi ? b.CreateSelect(b.CreateICmpUGT(a_hi, hi), a_hi, hi) : a_hi;
+  }
+  return {lo, hi};
+}
+
+Value *PathSpecializer::no_overlap(ArrayRef<Access> stores, ArrayRef<Access> loads, unsigned factor, IRBuilder<> &b) {
+  // One range per pointer base (one array each, as a rule): a union over different arrays could
+  // span an unrelated one.
+  auto groups = [&](ArrayRef<Access> accesses) {
+    std::vector<std::pair<const SCEV *, SmallVector<Access, 8>>> out;
+    for (const Access &a : accesses) {
+      const SCEV *base = se_.getPointerBase(se_.getSCEV(a.pointer));
+      auto it = std::find_if(out.begin(), out.end(), [&](auto &g) { return g.first == base; });
+      if (it == out.end()) it = out.insert(out.end(), {base, {}});
+      it->second.push_back(a);
+    }
+    return out;
   };
-  Value *store_lo, *store_hi, *load_lo, *load_hi;
-  range(store, &store_lo, &store_hi);
-  range(load, &load_lo, &load_hi);
-  return b.CreateOr(b.CreateICmpULE(store_hi, load_lo), b.CreateICmpULE(load_hi, store_lo), "hcct.spec.disjoint");
+  auto store_groups = groups(stores), load_groups = groups(loads);
+  Value *ok = b.getTrue();
+  for (auto &[sb, sg] : store_groups) {
+    auto [store_lo, store_hi] = window_range(sg, factor, b);
+    for (auto &[lb, lg] : load_groups) {
+      auto [load_lo, load_hi] = window_range(lg, factor, b);
+      ok = b.CreateAnd(ok, b.CreateOr(b.CreateICmpULE(store_hi, load_lo), b.CreateICmpULE(load_hi, store_lo)),
+                       "hcct.spec.disjoint");
+    }
+  }
+  return ok;
+}
+
+void PathSpecializer::mark_independent(ArrayRef<BasicBlock *> blocks) {
+  // As LoopVersioning does for the accesses its run-time checks separated: the copies' stores get
+  // a scope of their own, their loads say that they do not alias it.
+  MDBuilder mdb(loop_.getHeader()->getContext());
+  MDNode *domain = mdb.createAnonymousAliasScopeDomain("hcct.spec");
+  MDNode *scope = mdb.createAnonymousAliasScope(domain, "hcct.spec.stores");
+  MDNode *list = MDNode::get(scope->getContext(), {scope});
+  for (BasicBlock *b : blocks)
+    for (Instruction &i : *b) {
+      if (isa<StoreInst>(i))
+        i.setMetadata(LLVMContext::MD_alias_scope, MDNode::concatenate(i.getMetadata(LLVMContext::MD_alias_scope), list));
+      else if (isa<LoadInst>(i))
+        i.setMetadata(LLVMContext::MD_noalias, MDNode::concatenate(i.getMetadata(LLVMContext::MD_noalias), list));
+    }
 }
 
 void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
@@ -195,8 +289,9 @@ void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
       if (c.value == &phi) c.value = g;
     for (Access &a : stores_)
       if (a.pointer == &phi) a.pointer = g;
-    for (Access &a : guard_loads_)
-      if (a.pointer == &phi) a.pointer = g;
+    for (SmallVectorImpl<Access> *accesses : {static_cast<SmallVectorImpl<Access> *>(&guard_loads_), static_cast<SmallVectorImpl<Access> *>(&path_loads_)})
+      for (Access &a : *accesses)
+        if (a.pointer == &phi) a.pointer = g;
     phi.replaceAllUsesWith(g);
     phi.eraseFromParent();
     state.push_back(g);
@@ -206,22 +301,36 @@ void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
   for (BasicBlock *p : preds)
     if (seen.insert(p).second) p->getTerminator()->replaceUsesOfWith(header, guard);
 
+  // Back-off: after a failed guard the generic body runs F iterations before the next guard, so
+  // that a run of another path pays for one guard per F iterations, not one per iteration.
+  Type *i32 = Type::getInt32Ty(ctx);
+  PHINode *skip = PHINode::Create(i32, preds.size() + 1, "hcct.spec.skip", guard);
+  BasicBlock *check = BasicBlock::Create(ctx, header->getName() + ".spec.check", &f, header);
+  IRBuilder<> top(guard);
+  Value *skipping = top.CreateICmpNE(skip, ConstantInt::get(i32, 0));
+  Value *skip_less = top.CreateSub(skip, ConstantInt::get(i32, 1));
+  top.CreateCondBr(skipping, header, check);
+  PHINode *generic_skip = PHINode::Create(i32, 3, "hcct.spec.skip.left", &*header->getFirstInsertionPt());
+  generic_skip->addIncoming(skip_less, guard);
+  for (BasicBlock *p : preds) skip->addIncoming(loop_.contains(p) ? static_cast<Value *>(generic_skip) : ConstantInt::get(i32, 0), p);
+  Constant *back_off = ConstantInt::get(i32, factor - 1);
+
   // The guard: memory-free conditions and the overlap checks first, then the loads.
-  IRBuilder<> b(guard);
+  IRBuilder<> b(check);
   Value *ok = b.getTrue();
   for (const Condition &c : conditions_)
-    if (!c.reads_memory)
-      for (unsigned j = 0; j < factor; ++j) {
-        Value *v = at_iteration(c.value, j, b);
-        ok = b.CreateAnd(ok, c.taken ? v : b.CreateNot(v));
-      }
-  for (const Access &s : stores_)
-    for (const Access &l : guard_loads_) ok = b.CreateAnd(ok, no_overlap(s, l, factor, b));
+    if (!c.reads_memory) ok = b.CreateAnd(ok, holds_in_window(c, factor, b));
+  // Reads of the guard after the window's stores must see nothing they wrote; with every load of
+  // the path checked, the copies' loads and stores are independent, which the metadata below says.
+  bool independent = !stores_.empty() && path_loads_affine_ && !path_loads_.empty();
+  if (!stores_.empty()) ok = b.CreateAnd(ok, no_overlap(stores_, independent ? ArrayRef<Access>(path_loads_) : guard_loads_, factor, b));
   BasicBlock *fast_entry = BasicBlock::Create(ctx, header->getName() + ".spec.fast", &f, header);
   BasicBlock *after_guard = fast_entry;
   if (!guard_loads_.empty()) after_guard = BasicBlock::Create(ctx, header->getName() + ".spec.loads", &f, fast_entry);
   b.CreateCondBr(ok, after_guard, header);
+  generic_skip->addIncoming(back_off, check);
   if (after_guard != fast_entry) {
+    generic_skip->addIncoming(back_off, after_guard);
     IRBuilder<> l(after_guard);
     Value *ok_loads = l.getTrue();
     for (const Condition &c : conditions_)
@@ -239,6 +348,7 @@ void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
   DenseMap<PHINode *, Value *> current;
   for (PHINode *g : state) current[g] = g;
   BasicBlock *into = fast_entry;
+  SmallVector<BasicBlock *, 64> fast_blocks;
   for (unsigned j = 0; j < factor; ++j) {
     ValueToValueMapTy map;
     for (PHINode *g : state) map[g] = current[g];
@@ -247,9 +357,11 @@ void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
       BasicBlock *from = path[k];
       BasicBlock *copy = k == 0 && j == 0 ? fast_entry
                                           : BasicBlock::Create(ctx, from->getName() + ".spec" + std::to_string(j), &f, header);
+      fast_blocks.push_back(copy);
       if (copy != into) BranchInst::Create(copy, into);
       for (Instruction &i : *from) {
         if (auto *phi = dyn_cast<PHINode>(&i)) {  // one predecessor on the path: its value
+          if (k == 0) continue;                    // (the header's is the back-off count)
           Value *in = phi->getIncomingValueForBlock(path[k - 1]);
           Value *mapped = map.lookup(in);
           map[phi] = mapped ? mapped : in;
@@ -273,6 +385,8 @@ void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
   }
   BranchInst::Create(guard, into);
   for (PHINode *g : state) g->addIncoming(current[g], into);
+  skip->addIncoming(ConstantInt::get(i32, 0), into);
+  if (independent) mark_independent(fast_blocks);
 }
 
 std::string PathSpecializer::specialize(ArrayRef<BasicBlock *> path, unsigned factor) {

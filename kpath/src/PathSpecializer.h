@@ -46,6 +46,11 @@ class PathSpecializer {
     llvm::Value *value;
     bool taken;  // the path follows the true successor
     bool reads_memory;
+    // An ordered compare of an affine value of the loop (operand `affine_side`, step
+    // `affine_step`) with an invariant: true for all F iterations iff true for the first and the
+    // last, when the last one's value does not wrap — two compares instead of F.
+    int affine_side = -1;
+    int64_t affine_step = 0;
   };
   struct Access {
     llvm::Value *pointer;
@@ -58,8 +63,14 @@ class PathSpecializer {
   bool affine_pointer(llvm::Value *pointer) const;
   // `v` at iteration j of the window, built at `b` (memoised per iteration).
   llvm::Value *at_iteration(llvm::Value *v, unsigned j, llvm::IRBuilder<> &b);
-  llvm::Value *no_overlap(const Access &store, const Access &load, unsigned factor, llvm::IRBuilder<> &b);
+  // Whether the bytes `stores` write and `loads` read in the F iterations of the window are
+  // disjoint; accesses are grouped by their SCEV pointer base, one range per group.
+  llvm::Value *no_overlap(llvm::ArrayRef<Access> stores, llvm::ArrayRef<Access> loads, unsigned factor, llvm::IRBuilder<> &b);
+  std::pair<llvm::Value *, llvm::Value *> window_range(llvm::ArrayRef<Access> group, unsigned factor, llvm::IRBuilder<> &b);
   void build(llvm::ArrayRef<llvm::BasicBlock *> path, unsigned factor);
+  void find_monotone(Condition &c);
+  llvm::Value *holds_in_window(const Condition &c, unsigned factor, llvm::IRBuilder<> &b);
+  void mark_independent(llvm::ArrayRef<llvm::BasicBlock *> blocks);
 
   llvm::Loop &loop_;
   llvm::DominatorTree &dt_;
@@ -67,6 +78,11 @@ class PathSpecializer {
   llvm::SmallVector<Condition, 8> conditions_;
   llvm::SmallVector<Access, 8> stores_;
   llvm::SmallVector<Access, 8> guard_loads_;
+  // Every load of the path, when all have affine addresses: then the copies' loads are checked
+  // against their stores too and marked as not aliasing them (so that the SLP vectoriser may
+  // combine the F copies).
+  llvm::SmallVector<Access, 32> path_loads_;
+  bool path_loads_affine_ = true;
   llvm::DenseMap<llvm::Value *, int64_t> iv_step_;  // header phi (later: guard phi) -> constant step
   llvm::SmallVector<llvm::DenseMap<llvm::Value *, llvm::Value *>, 16> memo_;
 };
