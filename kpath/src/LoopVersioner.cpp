@@ -8,7 +8,9 @@
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/ADT/Triple.h"
+#include "llvm/Analysis/ScalarEvolutionExpressions.h"
 #include "llvm/Transforms/Utils/PromoteMemToReg.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
@@ -118,6 +120,71 @@ void LoopVersioner::map_header_state(BasicBlock *header, BasicBlock *clone_entry
   for (PHINode &phi : header->phis()) cast<PHINode>(map[&phi])->setIncomingValueForBlock(clone_entry, &phi);
 }
 
+bool LoopVersioner::split_at_threshold(Loop &base, BasicBlock *clone_entry, uint64_t threshold) {
+  BasicBlock *header = base.getHeader();
+  BasicBlock *preheader = base.getLoopPreheader();
+  auto *br = dyn_cast<BranchInst>(header->getTerminator());
+  if (!preheader || !br || !br->isConditional()) return false;
+  // The clone starts by running the whole header again: it must have no effects of its own.
+  for (Instruction &i : *header)
+    if (!isa<PHINode>(i) && !i.isTerminator() && (i.mayHaveSideEffects() || isa<AllocaInst>(i))) return false;
+  auto *cmp = dyn_cast<ICmpInst>(br->getCondition());
+  if (!cmp) return false;
+  unsigned stay = base.contains(br->getSuccessor(0)) ? 0 : 1;
+  if (!base.contains(br->getSuccessor(stay)) || base.contains(br->getSuccessor(1 - stay))) return false;
+  BasicBlock *exit = br->getSuccessor(1 - stay);
+  // Normalised: the loop goes on while `x pred n`.
+  ICmpInst::Predicate pred = stay == 0 ? cmp->getPredicate() : cmp->getInversePredicate();
+  Value *x = cmp->getOperand(0), *n = cmp->getOperand(1);
+  if (!base.isLoopInvariant(n)) {
+    std::swap(x, n);
+    pred = ICmpInst::getSwappedPredicate(pred);
+  }
+  if (!base.isLoopInvariant(n) || !x->getType()->isIntegerTy() || (pred != ICmpInst::ICMP_SLT && pred != ICmpInst::ICMP_ULT))
+    return false;
+  bool is_signed = pred == ICmpInst::ICMP_SLT;
+  TargetLibraryInfoImpl tlii(Triple(f_.getParent()->getTargetTriple()));
+  TargetLibraryInfo tli(tlii);
+  AssumptionCache ac(f_);
+  ScalarEvolution se(f_, tli, ac, dt_, li_);
+  const auto *rec = dyn_cast<SCEVAddRecExpr>(se.getSCEV(x));
+  if (!rec || rec->getLoop() != &base || !rec->isAffine() ||
+      !rec->hasNoSelfWrap() || !rec->getNoWrapFlags(is_signed ? SCEV::FlagNSW : SCEV::FlagNUW))
+    return false;
+  const auto *step = dyn_cast<SCEVConstant>(rec->getStepRecurrence(se));
+  if (!step || !step->getAPInt().isStrictlyPositive()) return false;
+  // x at header execution T: start + (T - 1) * step, if that fits (else x never gets there).
+  unsigned width = x->getType()->getIntegerBitWidth();
+  APInt executions(width + 64, std::max<uint64_t>(threshold, 1) - 1);
+  APInt span = executions * step->getAPInt().zext(width + 64);
+  if (span.getActiveBits() > (is_signed ? width - 1 : width)) return false;
+  const DataLayout &dl = f_.getParent()->getDataLayout();
+  if (!isSafeToExpand(rec->getStart(), se)) return false;
+  SCEVExpander expander(se, dl, "hcct.osr");
+  IRBuilder<> b(preheader->getTerminator());
+  Value *start = expander.expandCodeFor(rec->getStart(), x->getType(), preheader->getTerminator());
+  Value *sum = b.CreateBinaryIntrinsic(is_signed ? Intrinsic::sadd_with_overflow : Intrinsic::uadd_with_overflow, start,
+                                       ConstantInt::get(x->getType(), span.trunc(width)));
+  Value *at = b.CreateExtractValue(sum, 0, "hcct.osr.at");
+  Value *beyond = b.CreateExtractValue(sum, 1);
+  Value *smaller = b.CreateICmp(pred, at, n);
+  Value *bound = b.CreateSelect(b.CreateAnd(smaller, b.CreateNot(beyond)), at, n, "hcct.osr.bound");
+  // The base loop stops at the bound; the clone takes over if the loop was not done.
+  BasicBlock *split = BasicBlock::Create(f_.getContext(), header->getName() + ".osr.split", &f_, exit);
+  IRBuilder<> h(br);
+  Value *go_on = h.CreateICmp(pred, x, bound, "hcct.osr.below");
+  BranchInst *nb = BranchInst::Create(br->getSuccessor(stay), split, go_on, header);
+  nb->copyMetadata(*br);
+  nb->setMetadata(LLVMContext::MD_prof, nullptr);
+  br->eraseFromParent();
+  IRBuilder<> s(split);
+  s.SetCurrentDebugLocation(nb->getDebugLoc());
+  s.CreateCondBr(s.CreateICmp(pred, x, n, "hcct.osr.more"), clone_entry, exit);
+  for (PHINode &phi : exit->phis()) phi.replaceIncomingBlockWith(header, split);
+  for (PHINode &phi : clone_entry->phis()) phi.replaceIncomingBlockWith(header, split);
+  return true;
+}
+
 void LoopVersioner::insert_trigger(Loop &base, BasicBlock *clone_entry, uint64_t threshold) {
   BasicBlock *header = base.getHeader();
   LLVMContext &ctx = f_.getContext();
@@ -182,7 +249,7 @@ std::string LoopVersioner::specialize(Loop &clone, const std::vector<PathPattern
 
 bool LoopVersioner::version(BasicBlock *header, uint64_t threshold, const std::string &what,
                             const std::vector<PathPattern> &patterns) {
-  if (!patterns.empty()) promote_allocas();
+  promote_allocas();  // SCEV (the split trigger, specialisation) needs SSA form
   Loop *loop = li_.getLoopFor(header);
   if (!loop || loop->getHeader() != header) {
     refuse(nullptr, header, what, "not a natural loop (irreducible control flow)");
@@ -210,7 +277,8 @@ bool LoopVersioner::version(BasicBlock *header, uint64_t threshold, const std::s
   auto *clone_entry = cast<BasicBlock>(map[entry]);
   merge_exits(*loop, exits, map);
   map_header_state(header, clone_entry, map);
-  insert_trigger(*loop, clone_entry, threshold);
+  bool split = split_at_threshold(*loop, clone_entry, threshold);
+  if (!split) insert_trigger(*loop, clone_entry, threshold);
   DebugLoc loc = loop->getStartLoc();
   recompute();
   std::string specialised;
@@ -222,7 +290,8 @@ bool LoopVersioner::version(BasicBlock *header, uint64_t threshold, const std::s
   remarks_.emit([&] {
     return OptimizationRemark(kOsrRemarkPass, "Versioned", loc, header)
            << "loop " << what << " versioned: the base loop transfers to its clone at header execution "
-           << std::to_string(std::max<uint64_t>(threshold, 1)) << " of each entry (counter)" << specialised;
+           << std::to_string(std::max<uint64_t>(threshold, 1)) << " of each entry ("
+           << (split ? "iteration space split at the threshold" : "counter") << ")" << specialised;
   });
   return true;
 }

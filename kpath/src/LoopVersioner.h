@@ -76,6 +76,10 @@ class LoopVersioner {
   void map_header_state(llvm::BasicBlock *header, llvm::BasicBlock *clone_entry, llvm::ValueToValueMapTy &map);
   // The per-entry counter and the conditional transfer at the top of the base header.
   void insert_trigger(llvm::Loop &base, llvm::BasicBlock *clone_entry, uint64_t threshold);
+  // The trigger without a counter, when the header's exit test is `X < N` with X an induction
+  // variable that does not wrap: the base loop runs to min(N, X at the threshold) and leaves to
+  // the clone if X < N. Returns false (nothing changed) when the loop is not like that.
+  bool split_at_threshold(llvm::Loop &base, llvm::BasicBlock *clone_entry, uint64_t threshold);
   void refuse(const llvm::Loop *loop, llvm::BasicBlock *header, const std::string &what, const std::string &why);
   void recompute();
   // Promotes the function's allocas (specialisation analyses the loop in SSA form).

@@ -84,7 +84,9 @@ class ProgramGenerator {
     std::string pad(2 * indent, ' ');
     ++depth_;
     std::string i = var();
-    o << pad << "for (unsigned long " << i << " = 0; " << i << " < " << kTrips << "; " << i << "++) {\n";
+    // A signed index does not wrap (the split trigger applies), an unsigned one may (the counter).
+    o << pad << "for (" << (pick(2) ? "long " : "unsigned long ") << i << " = 0; " << i << " < " << kTrips << "; " << i
+      << "++) {\n";
     unsigned statements = 2 + pick(4);
     for (unsigned n = 0; n < statements; ++n) statement(o, indent + 1);
     o << pad << "}\n";
@@ -145,6 +147,9 @@ fs::path guide_every_loop(const Build &b, const fs::path &src, const std::string
   return g;
 }
 
+// Which triggers the builds used: bit 0 the counter, bit 1 the split (checked by the generated test).
+unsigned triggers_seen = 0;
+
 size_t count_of(const std::string &text, const std::string &what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -168,6 +173,8 @@ std::string check_versions(const Build &b, const fs::path &src, const std::strin
                       src, exe, "-Rpass=hcct-osr -Rpass-missed=hcct-osr");
     // Every guided loop of these programs can be versioned.
     CHECK(count_of(remarks, "versioned: the base loop transfers") > 0);
+    triggers_seen |= count_of(remarks, "(counter)") > 0 ? 1 : 0;
+    triggers_seen |= count_of(remarks, "(iteration space split at the threshold)") > 0 ? 2 : 0;
     CHECK(count_of(remarks, "not versioned") == 0);
     CHECK(remarks.find("warning: guided loop") == std::string::npos);
     CHECK(run(exe.string() + " " + run_args + " 2>&1") == want);
@@ -194,12 +201,14 @@ bool sanitizers_available() {
 }  // namespace
 
 TEST_CASE("loop versions: generated loop programs print what the unguided build prints at every threshold") {
+  triggers_seen = 0;
   for (unsigned seed : {1u, 2u, 3u, 4u}) {
     fs::path src = generated(seed);
     for (const char *flags : {"-O0", "-O2"})
       check_versions({HCCT_CLANGXX, flags, "early"}, src, "gen" + std::to_string(seed) + flags, all_thresholds());
     check_versions({HCCT_CLANGXX, "-O2", "late"}, src, "gen" + std::to_string(seed) + "-late", all_thresholds());
   }
+  CHECK((triggers_seen & 3) == 3);  // both triggers were exercised
 }
 
 TEST_CASE("loop versions: under AddressSanitizer and UndefinedBehaviorSanitizer") {
@@ -320,12 +329,16 @@ TEST_CASE("specialised loop versions: F copies of the hot path behind one guard,
     std::string remarks = check_versions({HCCT_CLANG, flags, "early"}, src, std::string("runs") + flags,
                                          {0, 1, 2, 7, 8, 9, 36, 37, 38, 999, 5003, 5004}, "all");
     INFO(flags << "\n" << remarks);
+    // `i < n` with a non-wrapping i: split at the threshold; `p < end` (pointers): the counter.
     CHECK(remarks.find("(masked, header block 1, line 19) versioned: the base loop transfers to its clone at header "
-                       "execution 5004 of each entry (counter); the clone is specialised for path ") != std::string::npos);
+                       "execution 5004 of each entry (iteration space split at the threshold); the clone is specialised "
+                       "for path ") != std::string::npos);
+    CHECK(remarks.find("(ahead, header block 1, line 37) versioned: the base loop transfers to its clone at header "
+                       "execution 5004 of each entry (counter)") != std::string::npos);
     CHECK(remarks.find("(by_index, header block 1, line 27) versioned") != std::string::npos);
     CHECK(count_of(remarks, "the clone is specialised for path") >= 3);
     size_t search = remarks.find("(search, header block 1, line 54) versioned: the base loop transfers to its clone at header "
-                                 "execution 5004 of each entry (counter); not specialised for path 4 x");
+                                 "execution 5004 of each entry (iteration space split at the threshold); not specialised for path 4 x");
     REQUIRE(search != std::string::npos);
     CHECK(remarks.find("the loop's exit depends on memory, so the guard's loads would be speculative", search) != std::string::npos);
   }
