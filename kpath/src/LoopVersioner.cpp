@@ -3,14 +3,12 @@
 #include <algorithm>
 
 #include "PathSpecializer.h"
+#include "llvm/ADT/Triple.h"
 #include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/OptimizationRemarkEmitter.h"
 #include "llvm/Analysis/ScalarEvolution.h"
-#include "llvm/Analysis/TargetLibraryInfo.h"
-#include "llvm/ADT/Triple.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
-#include "llvm/Transforms/Utils/PromoteMemToReg.h"
-#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
@@ -21,12 +19,25 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
+#include "llvm/Transforms/Utils/PromoteMemToReg.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
 namespace hcct::kpath {
 
 using namespace llvm;
 
 namespace {
+
+// Scalar evolution of the function as it is now (the pass manager's analyses are not at hand in a
+// module pass that changes the function under them).
+struct Scev {
+  Scev(Function &f, DominatorTree &dt, LoopInfo &li)
+      : tlii(Triple(f.getParent()->getTargetTriple())), tli(tlii), ac(f), se(f, tli, ac, dt, li) {}
+  TargetLibraryInfoImpl tlii;
+  TargetLibraryInfo tli;
+  AssumptionCache ac;
+  ScalarEvolution se;
+};
 
 // Why one instruction of the loop forbids cloning it, or nullptr.
 const char *instruction_refusal(const Instruction &i, const Loop &loop) {
@@ -143,10 +154,8 @@ bool LoopVersioner::split_at_threshold(Loop &base, BasicBlock *clone_entry, uint
   if (!base.isLoopInvariant(n) || !x->getType()->isIntegerTy() || (pred != ICmpInst::ICMP_SLT && pred != ICmpInst::ICMP_ULT))
     return false;
   bool is_signed = pred == ICmpInst::ICMP_SLT;
-  TargetLibraryInfoImpl tlii(Triple(f_.getParent()->getTargetTriple()));
-  TargetLibraryInfo tli(tlii);
-  AssumptionCache ac(f_);
-  ScalarEvolution se(f_, tli, ac, dt_, li_);
+  Scev scev(f_, dt_, li_);
+  ScalarEvolution &se = scev.se;
   const auto *rec = dyn_cast<SCEVAddRecExpr>(se.getSCEV(x));
   if (!rec || rec->getLoop() != &base || !rec->isAffine() ||
       !rec->hasNoSelfWrap() || !rec->getNoWrapFlags(is_signed ? SCEV::FlagNSW : SCEV::FlagNUW))
@@ -233,11 +242,8 @@ std::string LoopVersioner::specialize(Loop &clone, const std::vector<PathPattern
       if (Value *twin = map.lookup(b)) blocks.push_back(cast<BasicBlock>(twin));
     std::string why = "a block of the path is not in the loop";
     if (blocks.size() == p.blocks.size()) {
-      TargetLibraryInfoImpl tlii(Triple(f_.getParent()->getTargetTriple()));
-      TargetLibraryInfo tli(tlii);
-      AssumptionCache ac(f_);
-      ScalarEvolution se(f_, tli, ac, dt_, li_);
-      why = PathSpecializer(clone, dt_, se).specialize(blocks, p.factor);
+      Scev scev(f_, dt_, li_);
+      why = PathSpecializer(clone, dt_, scev.se).specialize(blocks, p.factor);
     }
     if (why.empty())
       return "; the clone is specialised for path " + std::to_string(p.path) + " x" + std::to_string(p.factor) +

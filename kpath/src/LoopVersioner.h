@@ -13,12 +13,20 @@
 // the header's phis, which become the incoming values of the clone header's phis on the transfer
 // edge; values the loop defines and uses after it are merged in its (dedicated, LCSSA) exit
 // blocks. At PipelineStart (where the kpath pass runs by default) clang's locals are still
-// allocas, so there are hardly any such phis: SROA/mem2reg build them later, over the finished
-// CFG, and that SSA construction is the state mapping (OSR, Distilled: a mapping built from the
-// one frame's variables is correct by construction).
+// allocas: the versioner runs SSA construction (mem2reg) on the function first, which turns every
+// promotable local live around the loop into a header phi, so the mapping is the identity on the
+// frame's variables, phi by phi (OSR, Distilled: such a mapping is correct by construction);
+// locals whose address escapes stay in the shared frame and need no mapping.
+//
+// The counter is the fallback trigger: when the header's exit test is `x < n` with x a
+// non-wrapping induction variable (SCEV), the base loop instead runs to min(n, x at the
+// threshold) and then leaves to the clone if x < n (split_at_threshold: nothing per iteration).
+// With path patterns from the guidance, the clone is specialised (PathSpecializer.h). Both need
+// SSA form, so the function's allocas are promoted first.
 //
 // A loop it cannot version safely is refused with an optimisation remark naming the reason
-// (`-Rpass-missed=hcct-osr`) and left as it is; a versioned loop gets `-Rpass=hcct-osr`.
+// (`-Rpass-missed=hcct-osr`) and left as it is; a versioned loop gets `-Rpass=hcct-osr`, naming
+// its trigger and specialisation.
 #pragma once
 
 #include <cstdint>

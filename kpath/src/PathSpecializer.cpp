@@ -272,7 +272,7 @@ void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
   BasicBlock *header = loop_.getHeader();
   Function &f = *header->getParent();
   LLVMContext &ctx = f.getContext();
-  memo_.assign(factor, {});
+  memo_.assign(factor, DenseMap<Value *, Value *>());
 
   // G takes over the header's role: its phis are the loop state, and every edge into the header
   // now goes to G.
