@@ -350,3 +350,15 @@ TEST_CASE("specialised loop versions: F copies of the hot path behind one guard,
   else
     WARN("osr_runs.c under ASan/UBSan not run: clang's sanitizer runtime is missing");
 }
+
+TEST_CASE("loop versions: the collatz and lexer examples print what their unguided builds print at every threshold") {
+  // Every loop of their profile guided (counter and split triggers; collatz's main loop is refused
+  // specialisation: its branch depends on a call).
+  std::string examples = std::string(HCCT_SOURCE_DIR) + "/examples/kpath/";
+  for (const char *flags : {"-O0", "-O2"}) {
+    check_versions({HCCT_CLANG, flags, "early"}, examples + "collatz.c", std::string("collatz") + flags,
+                   {0, 1, 2, 7, 8, 9, 999, 2999, 3000, 3001}, "3000");
+    check_versions({HCCT_CLANG, flags, "early"}, examples + "lexer.c", std::string("lexer") + flags,
+                   {0, 1, 2, 7, 8, 9, 999, 19999, 20000, 20001}, "20000 1");
+  }
+}
