@@ -1,5 +1,7 @@
 #include "PathSpecializer.h"
 
+#include <cstring>
+
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -18,6 +20,12 @@ namespace {
 std::string where(const Instruction &i) {
   if (const DebugLoc &loc = i.getDebugLoc(); loc && loc.getLine()) return " (line " + std::to_string(loc.getLine()) + ")";
   return "";
+}
+
+// "a store", "an invoke": the opcode with its article, for remarks.
+std::string an(const Instruction &i) {
+  std::string name = i.getOpcodeName();
+  return (std::strchr("aeiou", name[0]) ? "an " : "a ") + name;
 }
 
 bool is_division(const Instruction &i) {
@@ -66,7 +74,7 @@ std::string PathSpecializer::check_tree(Value *v, bool allow_loads, bool *reads)
   }
   bool pure = (isa<BinaryOperator>(i) && !is_division(*i)) || isa<CastInst>(i) || isa<GetElementPtrInst>(i) ||
               isa<CmpInst>(i) || isa<SelectInst>(i) || isa<FreezeInst>(i);
-  if (!pure) return std::string("a branch of the path depends on a ") + i->getOpcodeName() + where(*i);
+  if (!pure) return "a branch of the path depends on " + an(*i) + where(*i);
   for (Value *op : i->operands())
     if (std::string why = check_tree(op, allow_loads, reads); !why.empty()) return why;
   return "";
@@ -85,7 +93,7 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
       if (inner->contains(b)) return "the path enters an inner loop";
     if (std::find(succ_begin(b), succ_end(b), next) == succ_end(b)) return "the path is not a path of this loop's CFG";
     auto *br = dyn_cast<BranchInst>(b->getTerminator());
-    if (!br) return std::string("a ") + b->getTerminator()->getOpcodeName() + " on the path";
+    if (!br) return an(*b->getTerminator()) + " on the path";
     if (br->isConditional() && br->getSuccessor(0) != br->getSuccessor(1))
       conditions_.push_back({br->getCondition(), br->getSuccessor(0) == next, false});
   }
@@ -107,7 +115,7 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
     for (Instruction &i : *b) {
       if (!i.mayWriteToMemory()) continue;
       auto *store = dyn_cast<StoreInst>(&i);
-      if (!store || !store->isSimple()) return std::string("a ") + i.getOpcodeName() + " that may write memory on the path" + where(i);
+      if (!store || !store->isSimple()) return an(i) + " that may write memory on the path" + where(i);
       bool reads = false;
       if (!affine_pointer(store->getPointerOperand()) || !check_tree(store->getPointerOperand(), false, &reads).empty())
         return "a store on the path whose address is not affine in the loop" + where(i);
@@ -137,7 +145,7 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
   for (BasicBlock *b : loop_.blocks())
     for (Instruction &i : *b) {
       if (!isGuaranteedToTransferExecutionToSuccessor(&i))
-        return std::string("a ") + i.getOpcodeName() + " that might not return is in the loop" + where(i);
+        return an(i) + " that might not return is in the loop" + where(i);
       if (isa<CallBase>(i) && i.mayWriteToMemory()) return "a call that may write memory is in the loop" + where(i);
     }
   return "";

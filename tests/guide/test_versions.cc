@@ -246,6 +246,21 @@ TEST_CASE("loop versions: refused loops get a remark naming the reason and keep 
   CHECK(compile(b, "HCCT_GUIDE=" + g.string() + " HCCT_KPATH_PROFILE=0 HCCT_OSR_MODE=version", src, exe).empty());
 }
 
+TEST_CASE("loop versions: a loop in a coroutine is refused with a remark, the program's output is kept") {
+  Build b{HCCT_CLANGXX, "-std=c++20 -O2", "early"};
+  fs::path src = programs() + "osr_coroutine.cc";
+  fs::path plain = work() / "coroutine_plain";
+  run(b.compiler + " -std=c++20 -g -O2 " + src.string() + " -o " + plain.string());
+  fs::path g = guide_every_loop(b, src, "coroutine");
+  fs::path exe = work() / "coroutine_t5";
+  std::string remarks = compile(b, "HCCT_GUIDE=" + g.string() + " HCCT_KPATH_PROFILE=0 HCCT_OSR_MODE=version HCCT_OSR_THRESHOLD=5",
+                                src, exe, "-Rpass=hcct-osr -Rpass-missed=hcct-osr");
+  INFO(remarks);
+  CHECK(remarks.find("(_Z7squaresl, header block 10, line 18) not versioned: the function is a coroutine") != std::string::npos);
+  CHECK(count_of(remarks, "versioned: the base loop transfers") == 2);  // main's two loops
+  CHECK(run(exe.string()) == run(plain.string()));
+}
+
 TEST_CASE("loop versions: a bad mode or threshold is one clear compile error") {
   fs::path src = programs() + "osr_refused.c", exe = work() / "bad_option";
   for (auto [env, message] : std::vector<std::pair<std::string, std::string>>{
