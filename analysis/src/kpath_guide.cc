@@ -130,6 +130,8 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
       LoopGuide l;
       l.function_id = fid;
       l.function = f->info.name;
+      l.late = f->info.flags & kpath::kFlagLate;
+      l.opt_level = kpath::opt_level_of(f->info.flags);
       l.display = demangle(f->info.name.c_str());
       l.file = home;
       l.header_block = s.header;
@@ -153,6 +155,7 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
         lp.id = n.label.path;
         lp.count = n.count;
         lp.lines = describe_lines(p, home);
+        lp.blocks = p.blocks;
         bool continues = p.after_back_edge && p.blocks.front() == s.header;
         if (!continues) {
           lp.kind = LoopPath::Kind::kEntry;

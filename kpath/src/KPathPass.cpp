@@ -90,7 +90,7 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   m.addModuleFlag(Module::Warning, kDoneFlag, 1);
   // OSR points from a guidance file (OsrPointInserter.h): headers found on the CFG as it is now,
   // code inserted after the path probes, so that both use the profile's block numbering.
-  OsrPointInserter osr(m);
+  OsrPointInserter osr(m, {options_.late, options_.opt_level});
   osr.resolve();
   if (!path_profile_enabled()) return osr.insert() ? PreservedAnalyses::none() : PreservedAnalyses::all();
   RuntimeApi api = RuntimeApi::declare(m, fast_path());
@@ -105,7 +105,7 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
       continue;
     }
     uint64_t id = f.getGUID();
-    meta.add(f, *dag, id, options_.late ? kFlagLate : 0);
+    meta.add(f, *dag, id, uint8_t((options_.late ? kFlagLate : 0) | opt_level_flags(options_.opt_level)));
     if (g_verbose)
       errs() << "hcct kpath: " << f.getName() << ": " << dag->blocks().size() << " blocks, "
              << dag->graph().num_paths() << " paths" << (dag->has_cut_edges() ? " (edges cut)" : "") << "\n";
@@ -124,11 +124,12 @@ extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
   using hcct::kpath::KPathOptions;
   using hcct::kpath::KPathPass;
   return {LLVM_PLUGIN_API_VERSION, "hcct-kpath", "0.1", [](PassBuilder &pb) {
-            pb.registerPipelineStartEPCallback([](ModulePassManager &mpm, OptimizationLevel) {
-              if (!stage_is_late()) mpm.addPass(KPathPass(KPathOptions{false, g_max_paths}));
+            pb.registerPipelineStartEPCallback([](ModulePassManager &mpm, OptimizationLevel level) {
+              if (!stage_is_late())
+                mpm.addPass(KPathPass(KPathOptions{false, g_max_paths, int(level.getSpeedupLevel())}));
             });
-            pb.registerOptimizerLastEPCallback([](ModulePassManager &mpm, OptimizationLevel) {
-              if (stage_is_late()) mpm.addPass(KPathPass(KPathOptions{true, g_max_paths}));
+            pb.registerOptimizerLastEPCallback([](ModulePassManager &mpm, OptimizationLevel level) {
+              if (stage_is_late()) mpm.addPass(KPathPass(KPathOptions{true, g_max_paths, int(level.getSpeedupLevel())}));
             });
             pb.registerPipelineParsingCallback(
                 [](StringRef name, ModulePassManager &mpm, ArrayRef<PassBuilder::PipelineElement>) {

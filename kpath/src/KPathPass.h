@@ -10,6 +10,7 @@ namespace hcct::kpath {
 struct KPathOptions {
   bool late = false;  // runs at OptimizerLast instead of PipelineStart
   uint64_t max_paths = uint64_t(1) << 62;
+  int opt_level = -1;  // clang's -O speed level, -1 when unknown (opt -passes=kpath)
 };
 
 class KPathPass : public llvm::PassInfoMixin<KPathPass> {

@@ -8,10 +8,13 @@
 #include <optional>
 
 #include "KPathPass.h"
+#include "LoopVersioner.h"
 #include "PluginError.h"
 #include "hcct/guide_format.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Analysis/CFG.h"
+#include "llvm/Analysis/OptimizationRemarkEmitter.h"
+#include "llvm/IR/Verifier.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
@@ -40,6 +43,13 @@ cl::opt<std::string> g_guide("hcct-guide", cl::desc("hcct kpath: guidance file (
                              cl::init(""));
 cl::opt<bool> g_profile("kpath-profile", cl::desc("hcct kpath: insert path-profiling probes (default true)"),
                         cl::init(true));
+cl::opt<std::string> g_osr_mode("hcct-osr-mode",
+                                cl::desc("hcct kpath: 'point' (default): OSR points that call hcct_osr_handler; "
+                                         "'version': each guided loop switches to a compiler-made clone"),
+                                cl::init(""));
+cl::opt<std::string> g_osr_threshold("hcct-osr-threshold",
+                                     cl::desc("hcct kpath: use this threshold for every guided loop (0 acts as 1)"),
+                                     cl::init(""));
 cl::opt<bool> g_osr_verbose("hcct-osr-verbose", cl::desc("hcct kpath: report each OSR point inserted"), cl::init(false));
 
 constexpr uint32_t kPointVersion = 1;  // HCCT_OSR_POINT_VERSION (hcct/oracle.h)
@@ -144,6 +154,34 @@ Constant *string_constant(Module &m, StringRef s, const Twine &name) {
 
 namespace {
 
+// -hcct-osr-mode, else HCCT_OSR_MODE: point (default) or version; nullopt (the value in *bad)
+// otherwise.
+std::optional<OsrMode> mode_setting(std::string *bad) {
+  std::string mode = g_osr_mode;
+  if (mode.empty())
+    if (const char *env = std::getenv("HCCT_OSR_MODE")) mode = env;
+  if (mode.empty() || mode == "point") return OsrMode::kPoint;
+  if (mode == "version") return OsrMode::kVersion;
+  *bad = mode;
+  return std::nullopt;
+}
+
+// -hcct-osr-threshold, else HCCT_OSR_THRESHOLD: a decimal integer that replaces every guided
+// loop's threshold (to test or measure a loop version at any switch point); nullopt if unset;
+// *bad says what is wrong with a value given.
+std::optional<uint64_t> threshold_setting(std::string *bad) {
+  std::string value = g_osr_threshold;
+  const char *name = "-hcct-osr-threshold";
+  if (value.empty())
+    if (const char *env = std::getenv("HCCT_OSR_THRESHOLD")) value = env, name = "HCCT_OSR_THRESHOLD";
+  if (value.empty()) return std::nullopt;
+  uint64_t t = 0;
+  bool digits = std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || StringRef(value).getAsInteger(10, t))
+    *bad = std::string("hcct osr: ") + name + "='" + value + "' is not a decimal integer in [0, 2^64-1]";
+  return t;
+}
+
 // HCCT_KPATH_PROFILE: true/false, or nullopt (with the value in *bad) if it is neither.
 std::optional<bool> profile_setting(std::string *bad) {
   if (g_profile.getNumOccurrences()) return bool(g_profile);
@@ -216,6 +254,58 @@ std::optional<uint64_t> integer_in(const json::Value *v, uint64_t lo, uint64_t h
 
 }  // namespace
 
+namespace {
+
+// The loop's "unroll" recommendations with the blocks of their path (guidance version 2).
+std::string parse_patterns(const json::Object &loop, std::vector<GuidedLoop::Pattern> *out) {
+  const json::Array *recs = loop.getArray("recommendations");
+  const json::Array *paths = loop.getArray("paths");
+  if (!recs || !paths) return "";
+  for (const json::Value &r : *recs) {
+    const json::Object *rec = r.getAsObject();
+    if (!rec || rec->getString("kind") != StringRef("unroll")) continue;
+    auto path = integer_in(rec->get("path"), 0, UINT64_MAX);
+    auto factor = integer_in(rec->get("factor"), 2, 64);
+    if (!path || !factor) return "an \"unroll\" recommendation needs an integer \"path\" and a \"factor\" in [2, 64]";
+    for (const json::Value &p : *paths) {
+      const json::Object *po = p.getAsObject();
+      if (!po || integer_in(po->get("id"), 0, UINT64_MAX) != path) continue;
+      const json::Array *blocks = po->getArray("blocks");
+      if (!blocks) break;  // version 1: no blocks, nothing to specialise for
+      GuidedLoop::Pattern pattern{*path, unsigned(*factor), {}};
+      for (const json::Value &b : *blocks) {
+        auto index = integer_in(&b, 0, UINT32_MAX);
+        if (!index) return "path " + std::to_string(*path) + ": \"blocks\" must be integers in [0, 2^32-1]";
+        pattern.blocks.push_back(uint32_t(*index));
+      }
+      if (pattern.blocks.empty()) return "path " + std::to_string(*path) + ": \"blocks\" is empty";
+      out->push_back(std::move(pattern));
+      break;
+    }
+  }
+  return "";
+}
+
+std::string configuration_name(bool late, int opt_level) {
+  return std::string(late ? "the late stage" : "the early stage") + " at " +
+         (opt_level < 0 ? "an unrecorded -O level" : "-O" + std::to_string(opt_level));
+}
+
+}  // namespace
+
+// Block numbers, and so the guidance's header blocks and paths, describe the CFG of one stage and
+// optimisation level: guidance made for another configuration would name other blocks.
+std::string configuration_mismatch(const GuidedLoop &l, const BuildConfig &build) {
+  bool stage_differs = l.late && *l.late != build.late;
+  bool level_differs = l.opt_level && build.opt_level >= 0 && *l.opt_level != build.opt_level;
+  if (!stage_differs && !level_differs) return "";
+  return "loop " + l.key + " (" + l.function + ") was profiled in a build at " +
+         configuration_name(l.late.value_or(build.late), l.opt_level.value_or(-1)) + ", this build is at " +
+         configuration_name(build.late, build.opt_level) +
+         ": its block numbers differ. Profile this configuration and run `hcct guide` again (or build like the profile: "
+         "the same -O level and HCCT_KPATH_STAGE)";
+}
+
 bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *error) {
   if (std::string problem = raw_problem(text); !problem.empty()) {
     *error = "not JSON: " + problem;
@@ -232,8 +322,9 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
     return false;
   }
   constexpr uint64_t kVersion = hcct::guide_format::kGuideVersion;
-  if (integer_in(root->get("version"), kVersion, kVersion) != kVersion) {
-    *error = "unsupported guidance version (this plugin reads version 1)";
+  std::optional<uint64_t> version = integer_in(root->get("version"), 1, kVersion);
+  if (!version) {
+    *error = "unsupported guidance version (this plugin reads versions 1 to " + std::to_string(kVersion) + ")";
     return false;
   }
   const json::Array *loops = root->getArray("loops");
@@ -285,6 +376,27 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
         return false;
       }
     }
+    // Version 2: the profile's configuration (absent or null: not recorded, not checked).
+    if (const json::Value *stage = o->get("stage"); stage && !stage->getAsNull()) {
+      auto s = stage->getAsString();
+      if (!s || (*s != "early" && *s != "late")) {
+        *error = where + ": \"stage\" must be \"early\", \"late\" or null";
+        return false;
+      }
+      l.late = *s == "late";
+    }
+    if (const json::Value *level = o->get("opt_level"); level && !level->getAsNull()) {
+      auto n = integer_in(level, 0, 3);
+      if (!n) {
+        *error = where + ": \"opt_level\" must be an integer in [0, 3] or null";
+        return false;
+      }
+      l.opt_level = int(*n);
+    }
+    if (std::string why = parse_patterns(*o, &l.patterns); !why.empty()) {
+      *error = where + ": " + why;
+      return false;
+    }
     if (auto rank = o->get("rank")) l.rank = uint32_t(*integer_in(rank, 0, UINT32_MAX));
     if (auto file = o->getString("file")) l.file = file->str();
     if (auto key = o->getString("key")) l.key = key->str();
@@ -303,15 +415,28 @@ bool parse_guidance(StringRef text, std::vector<GuidedLoop> *out, std::string *e
   return true;
 }
 
-OsrPointInserter::OsrPointInserter(Module &m) : m_(m) {
+OsrPointInserter::OsrPointInserter(Module &m, BuildConfig config) : m_(m), config_(config) {
   std::string bad;
   if (!profile_setting(&bad)) {
     std::string message = "hcct kpath: HCCT_KPATH_PROFILE='" + bad + "' is not 0 or 1 (or false/true, no/yes)";
     m.getContext().diagnose(PluginError(message));
   }
+  if (std::string bad_mode; std::optional<OsrMode> mode = mode_setting(&bad_mode))
+    mode_ = *mode;
+  else
+    m.getContext().diagnose(PluginError("hcct osr: mode '" + bad_mode +
+                                        "' (-hcct-osr-mode or HCCT_OSR_MODE) is not 'point' or 'version'"));
+  std::string bad_threshold;
+  threshold_override_ = threshold_setting(&bad_threshold);
+  if (!bad_threshold.empty()) {
+    m.getContext().diagnose(PluginError(bad_threshold));
+    return;  // and nothing inserted
+  }
   const Guidance &g = guidance();
   if (!g.error.empty()) m.getContext().diagnose(PluginError(g.error));  // and no OSR point
   loops_ = g.loops;
+  if (threshold_override_)
+    for (GuidedLoop &l : loops_) l.threshold = *threshold_override_;
 }
 
 void OsrPointInserter::resolve() {
@@ -324,6 +449,11 @@ void OsrPointInserter::resolve() {
       if (verbose())
         errs() << "hcct osr: " << describe(l) << ": " << f->getName() << " here is another function (GUID differs)\n";
       continue;
+    }
+    if (std::string why = configuration_mismatch(l, config_); !why.empty()) {
+      m_.getContext().diagnose(PluginError("hcct osr: guidance file '" + guide_path() + "': " + why));
+      sites_.clear();
+      return;
     }
     std::vector<BasicBlock *> blocks = numbered_blocks(*f);
     DenseSet<const BasicBlock *> headers = loop_headers(*f);
@@ -364,7 +494,16 @@ void OsrPointInserter::resolve() {
       errs() << "hcct osr: warning: guided loop " << describe(l) << " names a header that already has an OSR point\n";
       continue;
     }
-    sites_.push_back({&l, header});
+    // The patterns' block numbers are valid only where the header's is.
+    std::vector<PathPattern> patterns;
+    if (header == blocks[std::min<size_t>(l.header_block, blocks.size() - 1)])
+      for (const GuidedLoop::Pattern &p : l.patterns) {
+        PathPattern resolved{p.path, p.factor, {}};
+        for (uint32_t b : p.blocks)
+          if (b < blocks.size()) resolved.blocks.push_back(blocks[b]);
+        if (resolved.blocks.size() == p.blocks.size()) patterns.push_back(std::move(resolved));
+      }
+    sites_.push_back({&l, header, std::move(patterns)});
   }
 }
 
@@ -372,7 +511,29 @@ bool OsrPointInserter::insert() {
   std::map<Function *, std::vector<Site>> by_function;
   for (const Site &s : sites_) by_function[s.header->getParent()].push_back(s);
   bool changed = false;
-  for (auto &[f, sites] : by_function) changed |= insert_in(*f, sites);
+  for (auto &[f, sites] : by_function) changed |= mode_ == OsrMode::kVersion ? version_in(*f, sites) : insert_in(*f, sites);
+  return changed;
+}
+
+bool OsrPointInserter::version_in(Function &f, std::vector<Site> sites) {
+  OptimizationRemarkEmitter remarks(&f);
+  LoopVersioner versioner(f, remarks);
+  std::stable_sort(sites.begin(), sites.end(),
+                   [&](const Site &a, const Site &b) { return versioner.depth(a.header) > versioner.depth(b.header); });
+  bool changed = false;
+  for (const Site &s : sites) {
+    bool done = versioner.version(s.header, s.loop->threshold, describe(*s.loop), s.patterns);
+    changed |= done;
+    if (done && verbose())
+      errs() << "hcct osr: " << f.getName() << ": loop " << s.loop->key << " versioned, threshold " << s.loop->threshold
+             << "\n";
+  }
+  // Wrong code is never an option: a versioned function that does not verify fails the build.
+  std::string problems;
+  raw_string_ostream os(problems);
+  if (changed && verifyFunction(f, &os))
+    m_.getContext().diagnose(PluginError("hcct osr: internal error: versioning " + f.getName().str() +
+                                         " made invalid IR: " + os.str()));
   return changed;
 }
 

@@ -14,16 +14,25 @@
 // Guidance file: -mllvm -hcct-guide=FILE (clang also needs -Xclang -load -Xclang kpath.so to know
 // the option) or the environment variable HCCT_GUIDE=FILE at compile time. Path probes are
 // inserted unless -mllvm -kpath-profile=false or HCCT_KPATH_PROFILE=0.
+//
+// With -mllvm -hcct-osr-mode=version (HCCT_OSR_MODE=version) a guided loop gets no handler call
+// but a compiler-made version that the loop transfers to at its threshold (LoopVersioner.h).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "llvm/IR/BasicBlock.h"
 #include "llvm/IR/Module.h"
+#include "LoopVersioner.h"
 
 namespace hcct::kpath {
+
+// What a guided loop gets: an open OSR point that calls hcct_osr_handler, or a compiler-made
+// loop version entered at the threshold (LoopVersioner.h).
+enum class OsrMode { kPoint, kVersion };
 
 // Whether the pass inserts path-profiling probes (default: yes).
 bool path_profile_enabled();
@@ -38,18 +47,38 @@ struct GuidedLoop {
   uint32_t header_block = 0;
   uint32_t rank = 0;
   uint64_t threshold = 0;
+  // The configuration the profile was recorded in (guidance version 2; absent in version 1).
+  std::optional<bool> late;       // "stage": "early" / "late"
+  std::optional<int> opt_level;   // "opt_level": 0..3 (null: unknown)
+  // Version 2: the "unroll" recommendations whose path records its "blocks" — what a loop
+  // version is specialised for, in the guidance's order.
+  struct Pattern {
+    uint64_t path = 0;
+    unsigned factor = 0;
+    std::vector<uint32_t> blocks;
+  };
+  std::vector<Pattern> patterns;
 };
 
-// Parses a guidance file (format "hcct-guide", version 1); loops without a threshold are left out.
+// The configuration of the build the pass runs in, to check against the guidance's.
+struct BuildConfig {
+  bool late = false;
+  int opt_level = -1;  // -1: unknown
+};
+
+// Parses a guidance file (format "hcct-guide", version 1 or 2); loops without a threshold are left out.
 // Throws nothing: on error returns false with a message.
 bool parse_guidance(llvm::StringRef text, std::vector<GuidedLoop> *out, std::string *error);
+
+// Why guidance for loop `l` does not fit a build of configuration `build` ("" if it does).
+std::string configuration_mismatch(const GuidedLoop &l, const BuildConfig &build);
 
 class OsrPointInserter {
  public:
   // Reads the guidance file named by -hcct-guide / HCCT_GUIDE, if any. A bad file is an error
   // diagnostic (its path and reason) on the module's context, which fails the compilation; no
   // OSR point is inserted then.
-  explicit OsrPointInserter(llvm::Module &m);
+  OsrPointInserter(llvm::Module &m, BuildConfig config);
   bool active() const { return !loops_.empty(); }
   // Finds the guided headers of this module's functions; warns about loops that do not match.
   void resolve();
@@ -60,12 +89,17 @@ class OsrPointInserter {
   struct Site {
     const GuidedLoop *loop;
     llvm::BasicBlock *header;
+    std::vector<PathPattern> patterns;  // resolved to this module's blocks
   };
   bool insert_in(llvm::Function &f, const std::vector<Site> &sites);
+  bool version_in(llvm::Function &f, std::vector<Site> sites);
 
   llvm::Module &m_;
   std::vector<GuidedLoop> loops_;
   std::vector<Site> sites_;
+  BuildConfig config_;
+  OsrMode mode_ = OsrMode::kPoint;
+  std::optional<uint64_t> threshold_override_;
 };
 
 }  // namespace hcct::kpath

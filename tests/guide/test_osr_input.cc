@@ -101,7 +101,7 @@ TEST_CASE("OSR input: hostile guidance files stop clang with the file and the pr
       {"garbage", std::string("\x7f" "ELF\x02\x01\x01\0\0\0\xff\xfe", 13), "not JSON"},
       {"bad-utf8", guide(loop("\"line\": 14, \"header_block\": 1, \"threshold\": 11, \"file\": \"\xc3\x28\"")), "not JSON"},
       {"other-format", "{\"format\": \"other\", \"version\": 1, \"loops\": []}", "not a guidance file"},
-      {"version-2", "{\"format\": \"hcct-guide\", \"version\": 2, \"loops\": []}", "unsupported guidance version"},
+      {"version-3", "{\"format\": \"hcct-guide\", \"version\": 3, \"loops\": []}", "unsupported guidance version"},
       {"version-1.5", "{\"format\": \"hcct-guide\", \"version\": 1.5, \"loops\": []}", "unsupported guidance version"},
       {"no-version", "{\"format\": \"hcct-guide\", \"loops\": []}", "unsupported guidance version"},
       {"loops-object", "{\"format\": \"hcct-guide\", \"version\": 1, \"loops\": {}}", "no \"loops\" array"},

@@ -53,7 +53,7 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
   for (const an::LoopGuide &l : g.loops) {
     json paths = json::array();
     for (const an::LoopPath &p : l.paths) {
-      json jp = {{"id", p.id}, {"kind", kind_name(p.kind)}, {"count", p.count}, {"share", p.share}, {"lines", p.lines}};
+      json jp = {{"id", p.id}, {"kind", kind_name(p.kind)}, {"count", p.count}, {"share", p.share}, {"lines", p.lines}, {"blocks", p.blocks}};
       if (!p.repeats.empty()) {
         jp["repeats"] = p.repeats;
         jp["runs_at_least"] = p.runs_at_least;
@@ -79,6 +79,8 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
                {"line", l.line},
                {"key", osr_key(l)},
                {"header_block", l.header_block},
+               {"stage", l.late ? "late" : "early"},
+               {"opt_level", l.opt_level < 0 ? json() : json(l.opt_level)},
                {"depth", l.depth},
                {"innermost", l.innermost},
                {"iterations", l.iterations},

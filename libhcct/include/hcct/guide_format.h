@@ -1,7 +1,11 @@
 // The two files `hcct guide` writes (docs/GUIDE.md): one definition for every side that writes or
 // reads them.
 //  - The guidance (JSON): written by the CLI (tools/hcct/cmd_guide.cc), read by the kpath plugin's
-//    OSR-point inserter (kpath/src/OsrPointInserter.cpp) at compile time.
+//    OSR-point inserter (kpath/src/OsrPointInserter.cpp) at compile time. Version 2 adds, per
+//    loop, the configuration the profile was recorded in ("stage": "early"/"late", "opt_level":
+//    0..3 or null; the plugin refuses guidance for another configuration) and, per path, its
+//    "blocks" (layout indices, header first: what a loop version is specialised for when an
+//    "unroll" recommendation names the path with its "factor"). The plugin reads versions 1 and 2.
 //  - The thresholds file (`hcct guide --thresholds FILE`): read by the runtime's online hotness
 //    oracle at run time (HCCT_ORACLE_GUIDE, libhcct/oracle_input.cc). Lines, so that the runtime
 //    needs no JSON parser:
@@ -19,7 +23,7 @@
 namespace hcct::guide_format {
 
 inline constexpr char kGuideFormat[] = "hcct-guide";
-inline constexpr unsigned kGuideVersion = 1;
+inline constexpr unsigned kGuideVersion = 2;  // 2: each loop records the profile's "stage" and "opt_level"
 
 inline constexpr char kThresholdsHeader[] = "# hcct-thresholds 1";
 inline constexpr char kThresholdsHeaderPrefix[] = "# hcct-thresholds ";  // any version, for the message

@@ -30,6 +30,7 @@ struct LoopPath {
   //         iteration; only these repeat back to back);
   // kExit:  starts at the header after a back edge and leaves the loop (or returns).
   std::string lines;      // decoded source lines
+  std::vector<uint32_t> blocks;  // its blocks in order (layout indices): what a loop version specialises
   // kCycle only: repeats[j-1] = occurrences of the path followed by at least j-1 more copies of
   // itself, i.e. the count of the n-gram path^j, j = 1..k (repeats[0] = count).
   std::vector<uint64_t> repeats;
@@ -61,6 +62,10 @@ struct LoopGuide {
   std::string display;   // demangled
   std::string file;
   uint32_t header_block = 0;  // in the function's layout order (kpath metadata)
+  // The build the profile came from (kpath metadata): the block numbers are those of this stage
+  // and optimisation level (-1: not recorded).
+  bool late = false;
+  int opt_level = -1;
   uint32_t line = 0;          // the header's first source line
   uint32_t depth = 1;         // loop nesting depth (1 = outermost)
   bool innermost = true;

@@ -37,7 +37,21 @@ inline constexpr size_t kMetadataHeader = 9;
 // Function flags.
 inline constexpr uint8_t kFlagCutEdges = 1u << 0;  // path count overflowed: extra edges were cut
 inline constexpr uint8_t kFlagLate = 1u << 1;      // instrumented after optimisation (OptimizerLast)
-inline constexpr uint8_t kKnownFlags = kFlagCutEdges | kFlagLate;
+// The build's optimisation level (clang's -O speed level 0..3; -Os/-Oz count as 2), when the pass
+// knew it (clang does, `opt -passes=kpath` does not): the CFG the path IDs describe depends on it,
+// so `hcct guide` records it and the OSR inserter checks it (docs/GUIDE.md).
+inline constexpr uint8_t kFlagOptLevelKnown = 1u << 2;
+inline constexpr unsigned kOptLevelShift = 3;
+inline constexpr uint8_t kOptLevelMask = 3u << kOptLevelShift;
+inline constexpr uint8_t kKnownFlags = kFlagCutEdges | kFlagLate | kFlagOptLevelKnown | kOptLevelMask;
+
+// The flags' optimisation level, or -1 if not recorded.
+constexpr int opt_level_of(uint8_t flags) {
+  return flags & kFlagOptLevelKnown ? int((flags & kOptLevelMask) >> kOptLevelShift) : -1;
+}
+constexpr uint8_t opt_level_flags(int level) {
+  return level < 0 ? 0 : uint8_t(kFlagOptLevelKnown | (uint8_t(level > 3 ? 3 : level) << kOptLevelShift));
+}
 
 struct SourceLine {
   uint32_t file = 0;  // index into ModuleInfo::files
