@@ -4,8 +4,12 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "hcct/analysis/hot.h"
+#include "hcct/analysis/names.h"
+#include "hcct/analysis/text.h"
 
 namespace hcct::analysis {
 namespace {
@@ -26,11 +30,13 @@ uint64_t fnv(std::span<const unsigned char> bytes, uint64_t h = 0xcbf29ce4842223
   return h;
 }
 
+uint64_t fnv(std::string_view text, uint64_t h) {
+  return fnv({reinterpret_cast<const unsigned char *>(text.data()), text.size()}, h);
+}
+
 uint64_t module_identity(const Module &m) {
   if (!m.build_id.empty()) return fnv(m.build_id, 1);
-  size_t slash = m.path.rfind('/');
-  std::string base = slash == std::string::npos ? m.path : m.path.substr(slash + 1);
-  return fnv({reinterpret_cast<const unsigned char *>(base.data()), base.size()}, 2);
+  return fnv(base_name(m.path), 2);
 }
 
 struct Candidate {
@@ -89,6 +95,60 @@ uint64_t ModuleKeys::operator()(uint64_t addr) const {
 }
 
 uint64_t combine_keys(uint64_t a, uint64_t b) { return mix(a, b); }
+
+std::vector<NodeKey> node_keys(const ThreadProfile &p, Names *names) {
+  if (!names) return module_offset_keys(p);
+  ModuleKeys offset(p.modules);
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> routine_keys, site_keys;  // addr -> (exact, symbolic)
+  auto routine_key = [&](uint64_t a) {
+    auto it = routine_keys.find(a);
+    if (it != routine_keys.end()) return it->second;
+    uint64_t exact = offset(a), sym = exact;
+    if (a) {
+      const Symbol &s = names->routine(a);
+      if (s.resolved && !s.stale) sym = fnv(s.function, 17);
+    }
+    return routine_keys[a] = {exact, sym};
+  };
+  auto site_key = [&](uint64_t a) {
+    auto it = site_keys.find(a);
+    if (it != site_keys.end()) return it->second;
+    uint64_t exact = offset(a), sym = exact;
+    if (a) {
+      const Symbol &s = names->call_site(a);
+      if (s.resolved && !s.stale && s.line) {
+        sym = fnv(s.function, 29);
+        for (const SourceFrame &f : s.frames)
+          sym = fnv(f.function + "\n" + base_name(f.file) + ":" + std::to_string(f.line), sym);
+      }
+    }
+    return site_keys[a] = {exact, sym};
+  };
+  std::vector<NodeKey> keys(p.nodes.size());
+  for (size_t i = 1; i < p.nodes.size(); ++i) {
+    auto r = routine_key(p.nodes[i].routine);
+    auto c = site_key(p.nodes[i].call_site);
+    keys[i] = {combine_keys(r.first, c.first), combine_keys(r.second, c.second)};
+  }
+  return keys;
+}
+
+ThreadProfile time_as_counts(const ThreadProfile &p) {
+  if (!p.meta.timed())
+    throw std::invalid_argument("the profile has no time metric (recorded with time=off, with bursting, or by a "
+                                "runtime before format version 2)");
+  ThreadProfile out = p;
+  const bool hcct = p.meta.mode == Mode::hcct;
+  for (size_t i = 0; i < out.nodes.size(); ++i) {
+    Node &n = out.nodes[i];
+    n.count = i == kRoot ? 0 : p.samples[i];
+    if (hcct) n.flags = n.count ? n.flags | format::kNodeMonitored : n.flags & ~format::kNodeMonitored;
+  }
+  out.meta.calls = p.meta.samples;
+  out.meta.lost = p.meta.samples_lost;
+  out.meta.min_count = p.meta.time_min_count;
+  return out;
+}
 
 std::vector<NodeKey> module_offset_keys(const ThreadProfile &p) {
   ModuleKeys ix(p.modules);
