@@ -99,31 +99,24 @@ uint64_t combine_keys(uint64_t a, uint64_t b) { return mix(a, b); }
 std::vector<NodeKey> node_keys(const ThreadProfile &p, Names *names) {
   if (!names) return module_offset_keys(p);
   ModuleKeys offset(p.modules);
-  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> routine_keys, site_keys;  // addr -> (exact, symbolic)
-  auto routine_key = [&](uint64_t a) {
-    auto it = routine_keys.find(a);
-    if (it != routine_keys.end()) return it->second;
+  // addr -> (exact, symbolic), for routines and for call sites.
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> routine_keys, site_keys;
+  auto key = [&](uint64_t a, bool site) {
+    auto &cache = site ? site_keys : routine_keys;
+    auto it = cache.find(a);
+    if (it != cache.end()) return it->second;
     uint64_t exact = offset(a), sym = exact;
-    if (a) {
-      const Symbol &s = names->routine(a);
-      if (s.resolved && !s.stale) sym = fnv(s.function, 17);
-    }
-    return routine_keys[a] = {exact, sym};
-  };
-  auto site_key = [&](uint64_t a) {
-    auto it = site_keys.find(a);
-    if (it != site_keys.end()) return it->second;
-    uint64_t exact = offset(a), sym = exact;
-    if (a) {
-      const Symbol &s = names->call_site(a);
-      if (s.resolved && !s.stale && s.line) {
-        sym = fnv(s.function, 29);
-        for (const SourceFrame &f : s.frames)
+    const Symbol *s = a ? &(site ? names->call_site(a) : names->routine(a)) : nullptr;
+    if (s && s->resolved && !s->stale && (!site || s->line)) {
+      sym = fnv(s->function, site ? 29 : 17);
+      if (site)
+        for (const SourceFrame &f : s->frames)
           sym = fnv(f.function + "\n" + base_name(f.file) + ":" + std::to_string(f.line), sym);
-      }
     }
-    return site_keys[a] = {exact, sym};
+    return cache[a] = {exact, sym};
   };
+  auto routine_key = [&](uint64_t a) { return key(a, false); };
+  auto site_key = [&](uint64_t a) { return key(a, true); };
   std::vector<NodeKey> keys(p.nodes.size());
   for (size_t i = 1; i < p.nodes.size(); ++i) {
     auto r = routine_key(p.nodes[i].routine);

@@ -193,30 +193,18 @@ class Callgrind : public Exporter {
     o += "summary: " + cost_text(total_) + "\n\n";
     out_ << o;
     std::vector<bool> named_fn(defs_.size(), false), named_file(files_.size(), false), named_ob(objects_.size(), false);
-    auto file_ref = [&](uint32_t id) {
+    // Name compression: "(id) name" the first time, "(id)" after.
+    auto ref = [](std::vector<bool> &named, uint32_t id, const std::string &name) {
       std::string r = "(" + std::to_string(id + 1) + ")";
-      if (!named_file[id]) {
-        named_file[id] = true;
-        r += " " + files_[id];
+      if (!named[id]) {
+        named[id] = true;
+        r += " " + name;
       }
       return r;
     };
-    auto fn_ref = [&](uint32_t id) {
-      std::string r = "(" + std::to_string(id + 1) + ")";
-      if (!named_fn[id]) {
-        named_fn[id] = true;
-        r += " " + defs_[id].name;
-      }
-      return r;
-    };
-    auto ob_ref = [&](uint32_t id) {
-      std::string r = "(" + std::to_string(id + 1) + ")";
-      if (!named_ob[id]) {
-        named_ob[id] = true;
-        r += " " + objects_[id];
-      }
-      return r;
-    };
+    auto file_ref = [&](uint32_t id) { return ref(named_file, id, files_[id]); };
+    auto fn_ref = [&](uint32_t id) { return ref(named_fn, id, defs_[id].name); };
+    auto ob_ref = [&](uint32_t id) { return ref(named_ob, id, objects_[id]); };
     // Grouped by function: self costs, then the calls it makes, in a stable order.
     std::vector<std::pair<uint64_t, Cost>> self(self_.begin(), self_.end());
     std::sort(self.begin(), self.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
@@ -724,15 +712,10 @@ class Json : public Exporter {
     h["min_share"] = info.min_share;
     h["threshold"] = info.threshold;
     h["input_nodes"] = info.node_count;
-    if (m.timed()) {
-      h["time"] = m.time;
-      h["sample_period_ns"] = m.sample_period_ns;
-      h["samples"] = m.samples;
-      h["samples_lost"] = m.samples_lost;
-      h["time_error_bound"] = m.mode == Mode::hcct ? json(m.time_min_count) : json(0);
-    } else {
+    if (m.timed())
+      h.update(time_json(m));
+    else
       h["time"] = json();
-    }
     std::string s = h.dump(-1, ' ', false, json::error_handler_t::replace);
     s.pop_back();
     out_ << (first_ ? "\n" : ",\n") << s << ",\"nodes\":[";

@@ -60,6 +60,16 @@ std::string describe_call_site(const Symbol &s) {
   return out;
 }
 
+json time_json(const ThreadMeta &m) {
+  json j;
+  j["time"] = m.time;
+  j["sample_period_ns"] = m.sample_period_ns;
+  j["samples"] = m.samples;
+  j["samples_lost"] = m.samples_lost;
+  j["time_error_bound"] = m.mode == Mode::hcct ? json(m.time_min_count) : json(0);
+  return j;
+}
+
 json symbol_json(const Symbol &s, bool with_frames) {
   json j;
   j["name"] = s.function;

@@ -40,6 +40,12 @@ uint64_t pprof_total(const std::string &decoded) {
   return sum;
 }
 
+// protoc's text rendering of the Profile in `file`, decoded against the published profile.proto.
+Result protoc_decode(const fs::path &file) {
+  return run({"/bin/sh", "-c",
+              "protoc --decode=perftools.profiles.Profile -I " + kProfileProtoDir + " profile.proto < " + file.string()});
+}
+
 Result python_validate(const fs::path &doc) {
   return run({"/usr/bin/python3", "-c",
               "import json, sys, jsonschema\n"
@@ -140,8 +146,7 @@ TEST_CASE("export: pprof protobuf decodes against the published profile.proto", 
   Result r = hcct_cmd({"export", d.path(), "-f", "pprof", "-o", file.string()});
   INFO(r.err);
   REQUIRE(r.status == 0);
-  Result dec = run({"/bin/sh", "-c",
-                    "protoc --decode=perftools.profiles.Profile -I " + kProfileProtoDir + " profile.proto < " + file.string()});
+  Result dec = protoc_decode(file);
   INFO(dec.err);
   REQUIRE(dec.status == 0);
   CHECK(pprof_total(dec.out) == 705 + 705 + 704);
@@ -682,8 +687,7 @@ TEST_CASE("time exports: a compiled program recorded with time=cpu, cct and hcct
       Result r = hcct_cmd({"export", data, "-f", "pprof", "--min-share", "0", "--depth", "0", "-o", pb.string()}, {}, dir.path());
       INFO(r.err);
       REQUIRE(r.status == 0);
-      Result dec = run({"/bin/sh", "-c",
-                        "protoc --decode=perftools.profiles.Profile -I " + kProfileProtoDir + " profile.proto < " + pb.string()});
+      Result dec = protoc_decode(pb);
       INFO(dec.err);
       REQUIRE(dec.status == 0);
       CHECK(pprof_sample_types(dec.out) == std::vector<std::string>{"calls/count", "samples/count", "cpu/nanoseconds"});
