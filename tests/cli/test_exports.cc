@@ -729,6 +729,22 @@ TEST_CASE("time exports: a compiled program recorded with time=cpu, cct and hcct
     if (have("/usr/bin/dot")) CHECK(run({"/usr/bin/dot", "-Tsvg", "-o", (dir / "t.svg").string(), dot.string()}).status == 0);
   }
 
+  // The flame graph by time: frames are self samples, the hottest context is hot() -> spin.
+  Result v = hcct_cmd({"view", "hcct.data", "--metric", "time", "-o", "time.html"}, {}, dir.path());
+  INFO(v.err);
+  if (v.status == 1 && v.err.find("built without the flame graph library") != std::string::npos) {
+    WARN("hcct was built without d3-flame-graph: the view part of this test did not run");
+  } else {
+    REQUIRE(v.status == 0);
+    const std::string html = hcct::test::read_text(dir / "time.html");
+    const size_t open = html.find('>', html.find("<script id=\"hcct-data\"")) + 1;
+    const json summary = json::parse(html.substr(open, html.find("</script>", open) - open))["profiles"][0]["summary"];
+    CHECK(summary["metric"] == "time");
+    CHECK(summary["unit"] == "cpu time samples");
+    CHECK_THAT(summary["hottest"]["path"].get<std::string>(), Catch::EndsWith("hot > spin"));
+    CHECK(summary["hottest"]["self"].get<uint64_t>() * 2 > summary["whole"].get<uint64_t>());
+  }
+
   // merge adds the samples of two runs (and their META counts); runs at other rates are refused.
   Result mg = hcct_cmd({"merge", "cct.data", "cct2.data", "-o", "both"}, {}, dir.path());
   INFO(mg.err);
