@@ -4,6 +4,7 @@
 // End to end: the examples under libhcct with exact=1, and two runs at different load addresses.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -632,6 +633,7 @@ TimedRun check_time_json(const fs::path &dir, const std::string &data) {
   Result r = hcct_cmd({"export", data, "-f", "json", "--min-share", "0", "--depth", "0", "-o", file.string()}, {}, dir);
   INFO(r.err);
   REQUIRE(r.status == 0);
+  // (The JSON test case skips without python3-jsonschema; the pprof and callgrind ones validate when they can.)
   if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status == 0) {
     Result v = python_validate(file);
     INFO(v.out << v.err);
@@ -660,89 +662,110 @@ TimedRun check_time_json(const fs::path &dir, const std::string &data) {
   return out;
 }
 
+// Exports `data` (in `dir`) as `format` with nothing filtered into dir/data.format.
+fs::path export_unfiltered(const TempDir &dir, const std::string &data, const std::string &format) {
+  const fs::path file = dir / (data + "." + format);
+  Result r = hcct_cmd({"export", data, "-f", format, "--min-share", "0", "--depth", "0", "-o", file.string()}, {}, dir.path());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return file;
+}
+
+// Records tests/cli/e2e/timed.c (200 ms of CPU time) into dir/cct.data (mode cct, time=cpu) and
+// dir/hcct.data (mode hcct, whose default is time=cpu, with its exact CCT), plus `more` (name,
+// mode, options) runs.
+void record_timed(const TempDir &dir, std::vector<std::tuple<std::string, std::string, std::string>> more = {}) {
+  more.insert(more.begin(), {{"cct.data", "cct", "time=cpu"}, {"hcct.data", "hcct", "exact=1"}});
+  for (const auto &[data, mode, options] : more) {
+    Result rec = hcct_cmd({"record", "--mode", mode, "--options", options, "-o", data, "--", HCCT_E2E_TIMED, "200"},
+                          {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}}, dir.path());
+    INFO(rec.err);
+    REQUIRE(rec.status == 0);
+  }
+}
+
+// Records the cct and hcct runs and calls `check(dir, run, its figures)` for each.
+void for_each_timed_run(const std::function<void(const TempDir &, const std::string &, const TimedRun &)> &check) {
+  TempDir dir;
+  record_timed(dir);
+  for (const std::string data : {"cct.data", "hcct.data"}) {
+    INFO(data);
+    const TimedRun figures = check_time_json(dir.path(), data);
+    REQUIRE(figures.samples > 0);
+    check(dir, data, figures);
+  }
+}
+
 }  // namespace
 
 // Issue 17: every export of a profile recorded with time=cpu carries the time, read back by its
 // consumer: pprof decoded against profile.proto, callgrind_annotate's totals, JSON against its
 // schema, folded totals, DOT by graphviz; merge adds samples; compare computes its metrics on time.
-TEST_CASE("time exports: a compiled program recorded with time=cpu, cct and hcct", "[cli][export][time][e2e]") {
+TEST_CASE("time exports: pprof has calls, samples and cpu nanoseconds, decoded against profile.proto", "[cli][export][time][e2e]") {
+  if (!have("/usr/bin/protoc") || !fs::exists(kProfileProtoDir + "/profile.proto"))
+    skip_test("protoc or golang-github-google-pprof-dev's profile.proto missing");
+  for_each_timed_run([](const TempDir &dir, const std::string &data, const TimedRun &figures) {
+    // Three sample types; calls add up to N, samples to S, nanoseconds to S x the period.
+    Result dec = protoc_decode(export_unfiltered(dir, data, "pprof"));
+    INFO(dec.err);
+    REQUIRE(dec.status == 0);
+    CHECK(pprof_sample_types(dec.out) == std::vector<std::string>{"calls/count", "samples/count", "cpu/nanoseconds"});
+    CHECK(pprof_totals(dec.out, 3) == std::vector<uint64_t>{figures.calls, figures.samples, figures.samples * figures.period_ns});
+    CHECK_THAT(dec.out, Catch::Contains("period: " + std::to_string(figures.period_ns)));
+  });
+}
+
+TEST_CASE("time exports: callgrind has events Calls and Samples, totals read by callgrind_annotate", "[cli][export][time][e2e]") {
+  if (!have("/usr/bin/callgrind_annotate")) skip_test("callgrind_annotate (valgrind) is not installed");
+  for_each_timed_run([](const TempDir &dir, const std::string &data, const TimedRun &figures) {
+    Result a = run({"/usr/bin/callgrind_annotate", export_unfiltered(dir, data, "callgrind").string()});
+    INFO(a.out << a.err);
+    REQUIRE(a.status == 0);
+    CHECK_THAT(a.out, Catch::Contains("Events recorded:  Calls Samples"));
+    std::smatch m;
+    REQUIRE(std::regex_search(a.out, m, std::regex("([\\d,]+) \\([ \\d.]+%\\) +([\\d,]+) \\([ \\d.]+%\\)  PROGRAM TOTALS")));
+    CHECK(std::regex_replace(m[1].str(), std::regex(","), "") == std::to_string(figures.calls));
+    CHECK(std::regex_replace(m[2].str(), std::regex(","), "") == std::to_string(figures.samples));
+  });
+}
+
+TEST_CASE("time exports: JSON (schema hcct-tree/2), folded, DOT and view by time, merge and compare on time", "[cli][export][time][e2e]") {
+  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) skip_test("python3-jsonschema not installed");
+  if (!have("/usr/bin/dot")) skip_test("graphviz not installed");
   TempDir dir;
-  const std::vector<std::pair<std::string, std::string>> env = {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}};
-  for (auto [data, mode, options] : {std::tuple{"cct.data", "cct", "time=cpu"}, std::tuple{"cct2.data", "cct", "time=cpu"},
-                                     std::tuple{"hcct.data", "hcct", "exact=1"},
-                                     std::tuple{"slow.data", "cct", "time=cpu:sample_hz=500"}}) {
-    Result rec = hcct_cmd({"record", "--mode", mode, "--options", options, "-o", data, "--", HCCT_E2E_TIMED, "200"}, env,
-                          dir.path());
-    INFO(rec.err);
-    REQUIRE(rec.status == 0);
-  }
+  record_timed(dir, {{"cct2.data", "cct", "time=cpu"}, {"slow.data", "cct", "time=cpu:sample_hz=500"}});
+  // The flame graph by time: frames are self samples, the hottest context is hot() -> spin.
+  Result v = hcct_cmd({"view", "hcct.data", "--metric", "time", "-o", "time.html"}, {}, dir.path());
+  INFO(v.err);
+  if (v.status == 1 && v.err.find("built without the flame graph library") != std::string::npos)
+    skip_test("hcct was built without d3-flame-graph: " + v.err);
+  REQUIRE(v.status == 0);
+  const std::string html = hcct::test::read_text(dir / "time.html");
+  const size_t open = html.find('>', html.find("<script id=\"hcct-data\"")) + 1;
+  const json summary = json::parse(html.substr(open, html.find("</script>", open) - open))["profiles"][0]["summary"];
+  CHECK(summary["metric"] == "time");
+  CHECK(summary["unit"] == "cpu time samples");
+  CHECK_THAT(summary["hottest"]["path"].get<std::string>(), Catch::EndsWith("hot > spin"));
+  CHECK(summary["hottest"]["self"].get<uint64_t>() * 2 > summary["whole"].get<uint64_t>());
+
+
   for (const std::string data : {"cct.data", "hcct.data"}) {
     INFO(data);
-    const TimedRun run_figures = check_time_json(dir.path(), data);
-    REQUIRE(run_figures.samples > 0);
-
-    // pprof: three sample types; calls add up to N, samples to S, nanoseconds to S x the period.
-    if (have("/usr/bin/protoc") && fs::exists(kProfileProtoDir + "/profile.proto")) {
-      const fs::path pb = dir / (data + ".pb");
-      Result r = hcct_cmd({"export", data, "-f", "pprof", "--min-share", "0", "--depth", "0", "-o", pb.string()}, {}, dir.path());
-      INFO(r.err);
-      REQUIRE(r.status == 0);
-      Result dec = protoc_decode(pb);
-      INFO(dec.err);
-      REQUIRE(dec.status == 0);
-      CHECK(pprof_sample_types(dec.out) == std::vector<std::string>{"calls/count", "samples/count", "cpu/nanoseconds"});
-      CHECK(pprof_totals(dec.out, 3) ==
-            std::vector<uint64_t>{run_figures.calls, run_figures.samples, run_figures.samples * run_figures.period_ns});
-      CHECK_THAT(dec.out, Catch::Contains("period: " + std::to_string(run_figures.period_ns)));
-    } else {
-      WARN("protoc or profile.proto missing: the pprof part of this test did not run");
-    }
-
-    // callgrind: two events, totals N and S as callgrind_annotate reads them.
-    if (have("/usr/bin/callgrind_annotate")) {
-      const fs::path cg = dir / (data + ".callgrind");
-      Result r = hcct_cmd({"export", data, "-f", "callgrind", "-o", cg.string()}, {}, dir.path());
-      INFO(r.err);
-      REQUIRE(r.status == 0);
-      Result a = run({"/usr/bin/callgrind_annotate", cg.string()});
-      INFO(a.out << a.err);
-      REQUIRE(a.status == 0);
-      CHECK_THAT(a.out, Catch::Contains("Events recorded:  Calls Samples"));
-      std::smatch m;
-      REQUIRE(std::regex_search(a.out, m, std::regex("([\\d,]+) \\([ \\d.]+%\\) +([\\d,]+) \\([ \\d.]+%\\)  PROGRAM TOTALS")));
-      CHECK(std::regex_replace(m[1].str(), std::regex(","), "") == std::to_string(run_figures.calls));
-      CHECK(std::regex_replace(m[2].str(), std::regex(","), "") == std::to_string(run_figures.samples));
-    } else {
-      WARN("callgrind_annotate missing: the callgrind part of this test did not run");
-    }
-
+    const TimedRun figures = check_time_json(dir.path(), data);
+    REQUIRE(figures.samples > 0);
     // Folded by time adds up to S; DOT by time is read by graphviz and labels samples.
     Result folded = hcct_cmd({"export", data, "-f", "folded", "--metric", "time", "--min-share", "0", "--depth", "0"}, {},
                              dir.path());
     REQUIRE(folded.status == 0);
-    CHECK(folded_total(folded.out) == run_figures.samples);
+    CHECK(folded_total(folded.out) == figures.samples);
     const fs::path dot = dir / (data + ".dot");
     Result d = hcct_cmd({"export", data, "-f", "dot", "--metric", "time", "-o", dot.string()}, {}, dir.path());
     INFO(d.err);
     REQUIRE(d.status == 0);
     CHECK_THAT(hcct::test::read_text(dot), Catch::Contains(" samples ("));
-    if (have("/usr/bin/dot")) CHECK(run({"/usr/bin/dot", "-Tsvg", "-o", (dir / "t.svg").string(), dot.string()}).status == 0);
-  }
-
-  // The flame graph by time: frames are self samples, the hottest context is hot() -> spin.
-  Result v = hcct_cmd({"view", "hcct.data", "--metric", "time", "-o", "time.html"}, {}, dir.path());
-  INFO(v.err);
-  if (v.status == 1 && v.err.find("built without the flame graph library") != std::string::npos) {
-    WARN("hcct was built without d3-flame-graph: the view part of this test did not run");
-  } else {
-    REQUIRE(v.status == 0);
-    const std::string html = hcct::test::read_text(dir / "time.html");
-    const size_t open = html.find('>', html.find("<script id=\"hcct-data\"")) + 1;
-    const json summary = json::parse(html.substr(open, html.find("</script>", open) - open))["profiles"][0]["summary"];
-    CHECK(summary["metric"] == "time");
-    CHECK(summary["unit"] == "cpu time samples");
-    CHECK_THAT(summary["hottest"]["path"].get<std::string>(), Catch::EndsWith("hot > spin"));
-    CHECK(summary["hottest"]["self"].get<uint64_t>() * 2 > summary["whole"].get<uint64_t>());
+    Result g = run({"/usr/bin/dot", "-Tsvg", "-o", (dir / "t.svg").string(), dot.string()});
+    INFO(g.err);
+    CHECK(g.status == 0);
   }
 
   // merge adds the samples of two runs (and their META counts); runs at other rates are refused.
