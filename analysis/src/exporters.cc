@@ -511,14 +511,18 @@ class Pprof : public Exporter {
                         std::to_string(period_ns_) + " ns; " + clock_ + " = samples x that period"));
     if (samples_lost_)
       tail.uint(13, str("lost samples: " + std::to_string(samples_lost_) + " (charged to no context; in no sample)"));
-    if (samples_left_out_)
-      tail.uint(13, str("time samples not exported: " + std::to_string(samples_left_out_) +
-                        " (the first tree held none, so the profile has no time sample type; export those trees alone)"));
+    for (const std::string &w : warnings()) tail.uint(13, str(w));
     for (const std::string &s : strings_) tail.bytes(6, s);  // after the last str()
     out_ << tail.buf;
   }
 
  private:
+  std::vector<std::string> warnings() const override {
+    if (!samples_left_out_) return {};
+    return {"pprof: " + std::to_string(samples_left_out_) +
+            " time samples not exported: the first tree held none, so the profile has no time sample type "
+            "(export the trees with samples alone, e.g. --pid/--thread)"};
+  }
   void write_sample(uint64_t calls, uint64_t samples) {
     Proto s;
     s.packed(1, ids_);

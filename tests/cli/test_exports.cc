@@ -565,6 +565,28 @@ TEST_CASE("time: report --sort time and folded --metric time and info", "[cli][t
   CHECK_THAT(untimed.err, Catch::Contains("no time metric"));
 }
 
+TEST_CASE("time: pprof of trees whose first holds no samples says what it could not export", "[cli][time][pprof]") {
+  // pprof fixes its sample types with the first tree (samples are written as they come): a later
+  // tree's time samples cannot be added to a calls-only profile, and that is said, not hidden.
+  TempDir dir;
+  write_profile(dir / profile_file_name(77, 0), hcct::test::small_profile(Mode::cct));
+  ThreadProfile timed = hcct::test::small_profile(Mode::cct);
+  timed.meta.thread_seq = 1;
+  timed.meta.time = "cpu";
+  timed.meta.sample_period_ns = 1000000;
+  timed.samples = {0, 10, 0, 5, 80, 5};
+  timed.meta.samples = 100;
+  write_profile(dir / profile_file_name(77, 1), timed);
+  Result r = hcct_cmd({"export", dir.path().string(), "-f", "pprof", "-o", (dir / "p.pb").string()});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("100 time samples not exported"));
+  // The other order carries them: the second tree simply has no samples.
+  Result one = hcct_cmd({"export", dir.path().string(), "--thread", "1", "-f", "pprof", "-o", (dir / "q.pb").string()});
+  REQUIRE(one.status == 0);
+  CHECK_THAT(one.err, !Catch::Contains("not exported"));
+}
+
 // Issue 18: on a program whose calls are spread thin, a DOT of the hot contexts alone shows a chain
 // of ancestors and a few leaves; --min-total also keeps the contexts whose subtree holds a share of
 // the calls (where the work is), and each box says what its whole subtree holds.

@@ -83,6 +83,7 @@ int run_export(const ExportOptions &o) {
   });
   exporter->finish();
   output.commit();
+  for (const std::string &w : exporter->warnings()) warn_always(w);
   return 0;
 }
 

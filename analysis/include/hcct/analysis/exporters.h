@@ -37,6 +37,8 @@ class Exporter {
   virtual void end_tree(const WalkStats &stats) = 0;
   // After the last tree.
   virtual void finish() = 0;
+  // After finish(): what the output could not hold, one plain sentence each (the tool says them).
+  virtual std::vector<std::string> warnings() const { return {}; }
 };
 
 // One tree through `exporter`: begin_tree, every kept node, end_tree. Returns the walk's figures
