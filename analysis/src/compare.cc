@@ -4,8 +4,12 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "hcct/analysis/hot.h"
+#include "hcct/analysis/names.h"
+#include "hcct/analysis/text.h"
 
 namespace hcct::analysis {
 namespace {
@@ -26,11 +30,13 @@ uint64_t fnv(std::span<const unsigned char> bytes, uint64_t h = 0xcbf29ce4842223
   return h;
 }
 
+uint64_t fnv(std::string_view text, uint64_t h) {
+  return fnv({reinterpret_cast<const unsigned char *>(text.data()), text.size()}, h);
+}
+
 uint64_t module_identity(const Module &m) {
   if (!m.build_id.empty()) return fnv(m.build_id, 1);
-  size_t slash = m.path.rfind('/');
-  std::string base = slash == std::string::npos ? m.path : m.path.substr(slash + 1);
-  return fnv({reinterpret_cast<const unsigned char *>(base.data()), base.size()}, 2);
+  return fnv(base_name(m.path), 2);
 }
 
 struct Candidate {
@@ -89,6 +95,53 @@ uint64_t ModuleKeys::operator()(uint64_t addr) const {
 }
 
 uint64_t combine_keys(uint64_t a, uint64_t b) { return mix(a, b); }
+
+std::vector<NodeKey> node_keys(const ThreadProfile &p, Names *names) {
+  if (!names) return module_offset_keys(p);
+  ModuleKeys offset(p.modules);
+  // addr -> (exact, symbolic), for routines and for call sites.
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> routine_keys, site_keys;
+  auto key = [&](uint64_t a, bool site) {
+    auto &cache = site ? site_keys : routine_keys;
+    auto it = cache.find(a);
+    if (it != cache.end()) return it->second;
+    uint64_t exact = offset(a), sym = exact;
+    const Symbol *s = a ? &(site ? names->call_site(a) : names->routine(a)) : nullptr;
+    if (s && s->resolved && !s->stale && (!site || s->line)) {
+      sym = fnv(s->function, site ? 29 : 17);
+      if (site)
+        for (const SourceFrame &f : s->frames)
+          sym = fnv(f.function + "\n" + base_name(f.file) + ":" + std::to_string(f.line), sym);
+    }
+    return cache[a] = {exact, sym};
+  };
+  auto routine_key = [&](uint64_t a) { return key(a, false); };
+  auto site_key = [&](uint64_t a) { return key(a, true); };
+  std::vector<NodeKey> keys(p.nodes.size());
+  for (size_t i = 1; i < p.nodes.size(); ++i) {
+    auto r = routine_key(p.nodes[i].routine);
+    auto c = site_key(p.nodes[i].call_site);
+    keys[i] = {combine_keys(r.first, c.first), combine_keys(r.second, c.second)};
+  }
+  return keys;
+}
+
+ThreadProfile time_as_counts(const ThreadProfile &p) {
+  if (!p.meta.timed())
+    throw std::invalid_argument("the profile has no time metric (recorded with time=off, with bursting, or by a "
+                                "runtime before format version 2)");
+  ThreadProfile out = p;
+  const bool hcct = p.meta.mode == Mode::hcct;
+  for (size_t i = 0; i < out.nodes.size(); ++i) {
+    Node &n = out.nodes[i];
+    n.count = i == kRoot ? 0 : p.samples[i];
+    if (hcct) n.flags = n.count ? n.flags | format::kNodeMonitored : n.flags & ~format::kNodeMonitored;
+  }
+  out.meta.calls = p.meta.samples;
+  out.meta.lost = p.meta.samples_lost;
+  out.meta.min_count = p.meta.time_min_count;
+  return out;
+}
 
 std::vector<NodeKey> module_offset_keys(const ThreadProfile &p) {
   ModuleKeys ix(p.modules);

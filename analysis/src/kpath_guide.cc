@@ -1,4 +1,5 @@
 #include "hcct/analysis/kpath_guide.h"
+#include "hcct/analysis/text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,11 +17,7 @@ namespace {
 
 using kpath::EdgeKind;
 
-std::string percent(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * x);
-  return buf;
-}
+std::string percent(double x) { return share_percent(x, {.digits = 1}); }
 
 std::string base_name(const std::string &path) { return std::filesystem::path(path).filename().string(); }
 

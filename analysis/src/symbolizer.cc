@@ -1,4 +1,5 @@
 #include "hcct/analysis/symbolizer.h"
+#include "hcct/analysis/text.h"
 
 #include <cxxabi.h>
 #include <dwarf.h>
@@ -28,16 +29,6 @@ const Dwfl_Callbacks kOfflineCallbacks = {
     .debuginfo_path = &g_debuginfo_path,
 };
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string base_name(const std::string &path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 std::string hex_bytes(std::span<const uint8_t> b) {
   static const char digits[] = "0123456789abcdef";

@@ -53,6 +53,8 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
   // Shares are of every call (or sample), lost ones too.
   stats.threshold = hot_threshold(filter.min_share, time ? meta.samples + meta.samples_lost : meta.all_calls());
   const bool hcct = meta.mode == Mode::hcct;
+  const bool timed = meta.timed();
+  const uint64_t sample_threshold = timed ? hot_threshold(filter.min_share, meta.samples + meta.samples_lost) : 0;
   const uint32_t cut = filter.max_depth;
   const bool keep_totals = filter.keep_total_share >= 0;
   if (keep_totals && !(filter.keep_total_share <= 1)) throw std::invalid_argument("keep_total_share must be in [0, 1]");
@@ -83,15 +85,22 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
       stack[k - 1].total_samples += w.total_samples;  // every node, kept or not
     }
     if (k > 0 && cut && w.depth > cut) {
+      WalkNode &top = stack[cut];
       if (w.selected) {
-        WalkNode &top = stack[cut];
         top.count += w.count;
         top.total += w.count;
         top.truncated = true;
         state[cut].kept = true;
         ++stats.selected;
       }
-    } else if (k == 0 || w.selected || st.kept || (keep_totals && w.subtree >= total_threshold)) {
+      if (w.sample_count) {
+        top.sample_count += w.sample_count;
+        top.sample_total += w.sample_count;
+        top.truncated = true;
+        state[cut].kept = true;
+      }
+    } else if (k == 0 || w.selected || st.kept || (keep_totals && w.subtree >= total_threshold) ||
+               (filter.keep_sampled && w.sample_count)) {
       if (!st.has_id) assign_ids(k);
       if (k > 0) {
         ++stats.kept;
@@ -102,6 +111,7 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
       emit(w, std::span<const WalkNode>(stack.data(), k));
       if (k > 0) {
         stack[k - 1].total += w.total;
+        stack[k - 1].sample_total += w.sample_total;
         state[k - 1].kept = true;
       }
     }
@@ -117,6 +127,8 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
       WalkNode root;
       root.node = n;
       root.samples = root.total_samples = source.samples();
+      // Samples charged to the thread's root context (outside every instrumented function).
+      root.sample_count = root.sample_total = timed ? root.samples : 0;
       stack.push_back(root);
       FrameState fs;
       fs.has_id = true;
@@ -148,6 +160,9 @@ WalkStats walk_tree(NodeSource &source, const TreeFilter &filter, const EmitFn &
     }
     w.count = w.selected ? value : 0;
     w.total = w.count;
+    // The same filters by time (hcct mode: only nodes that hold a time counter estimate samples).
+    if (timed && !fs.ignored && fs.in_focus && w.samples && w.samples >= sample_threshold) w.sample_count = w.samples;
+    w.sample_total = w.sample_count;
     w.subtree = !fs.ignored && countable ? value : 0;
     stack.push_back(w);
     state.push_back(fs);

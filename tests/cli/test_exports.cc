@@ -4,6 +4,7 @@
 // End to end: the examples under libhcct with exact=1, and two runs at different load addresses.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -38,6 +39,12 @@ uint64_t pprof_total(const std::string &decoded) {
   for (auto it = std::sregex_iterator(decoded.begin(), decoded.end(), value); it != std::sregex_iterator(); ++it)
     sum += std::stoull((*it)[1]);
   return sum;
+}
+
+// protoc's text rendering of the Profile in `file`, decoded against the published profile.proto.
+Result protoc_decode(const fs::path &file) {
+  return run({"/bin/sh", "-c",
+              "protoc --decode=perftools.profiles.Profile -I " + kProfileProtoDir + " profile.proto < " + file.string()});
 }
 
 Result python_validate(const fs::path &doc) {
@@ -140,8 +147,7 @@ TEST_CASE("export: pprof protobuf decodes against the published profile.proto", 
   Result r = hcct_cmd({"export", d.path(), "-f", "pprof", "-o", file.string()});
   INFO(r.err);
   REQUIRE(r.status == 0);
-  Result dec = run({"/bin/sh", "-c",
-                    "protoc --decode=perftools.profiles.Profile -I " + kProfileProtoDir + " profile.proto < " + file.string()});
+  Result dec = protoc_decode(file);
   INFO(dec.err);
   REQUIRE(dec.status == 0);
   CHECK(pprof_total(dec.out) == 705 + 705 + 704);
@@ -559,6 +565,28 @@ TEST_CASE("time: report --sort time and folded --metric time and info", "[cli][t
   CHECK_THAT(untimed.err, Catch::Contains("no time metric"));
 }
 
+TEST_CASE("time: pprof of trees whose first holds no samples says what it could not export", "[cli][time][pprof]") {
+  // pprof fixes its sample types with the first tree (samples are written as they come): a later
+  // tree's time samples cannot be added to a calls-only profile, and that is said, not hidden.
+  TempDir dir;
+  write_profile(dir / profile_file_name(77, 0), hcct::test::small_profile(Mode::cct));
+  ThreadProfile timed = hcct::test::small_profile(Mode::cct);
+  timed.meta.thread_seq = 1;
+  timed.meta.time = "cpu";
+  timed.meta.sample_period_ns = 1000000;
+  timed.samples = {0, 10, 0, 5, 80, 5};
+  timed.meta.samples = 100;
+  write_profile(dir / profile_file_name(77, 1), timed);
+  Result r = hcct_cmd({"export", dir.path().string(), "-f", "pprof", "-o", (dir / "p.pb").string()});
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("100 time samples not exported"));
+  // The other order carries them: the second tree simply has no samples.
+  Result one = hcct_cmd({"export", dir.path().string(), "--thread", "1", "-f", "pprof", "-o", (dir / "q.pb").string()});
+  REQUIRE(one.status == 0);
+  CHECK_THAT(one.err, !Catch::Contains("not exported"));
+}
+
 // Issue 18: on a program whose calls are spread thin, a DOT of the hot contexts alone shows a chain
 // of ancestors and a few leaves; --min-total also keeps the contexts whose subtree holds a share of
 // the calls (where the work is), and each box says what its whole subtree holds.
@@ -584,3 +612,210 @@ TEST_CASE("dot: --min-total keeps the contexts whose subtree holds the work", "[
   Result bad = hcct_cmd({"export", d, "-f", "dot", "--min-total", "2"});
   CHECK(bad.status != 0);
 }
+
+#if defined(HCCT_E2E_TIMED) && defined(HCCT_RUNTIME_SO)
+namespace {
+
+// Per sample type, the sum of the samples' values in protoc's text rendering of a Profile (each
+// sample lists its values in the order of the sample types).
+std::vector<uint64_t> pprof_totals(const std::string &decoded, size_t types) {
+  std::vector<uint64_t> sum(types, 0);
+  std::regex value("\\n  value: (\\d+)");
+  size_t k = 0;
+  for (auto it = std::sregex_iterator(decoded.begin(), decoded.end(), value); it != std::sregex_iterator(); ++it)
+    sum[k++ % types] += std::stoull((*it)[1]);
+  return sum;
+}
+
+// "type/unit" of every sample_type, resolved through the string table.
+std::vector<std::string> pprof_sample_types(const std::string &decoded) {
+  std::vector<std::string> strings;
+  std::regex str("\\nstring_table: \"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(decoded.begin(), decoded.end(), str); it != std::sregex_iterator(); ++it)
+    strings.push_back((*it)[1]);
+  std::vector<std::string> types;
+  std::regex type("sample_type \\{\\n  type: (\\d+)\\n  unit: (\\d+)\\n\\}");
+  for (auto it = std::sregex_iterator(decoded.begin(), decoded.end(), type); it != std::sregex_iterator(); ++it) {
+    const size_t t = std::stoul((*it)[1]), u = std::stoul((*it)[2]);
+    REQUIRE(t < strings.size());
+    REQUIRE(u < strings.size());
+    types.push_back(strings[t] + "/" + strings[u]);
+  }
+  return types;
+}
+
+struct TimedRun {
+  uint64_t calls = 0, samples = 0, period_ns = 0;
+};
+
+// The one tree of `data` exported as JSON with nothing filtered: valid against the schema, its
+// per-node samples adding up to S and the root's inclusive samples equal to S.
+TimedRun check_time_json(const fs::path &dir, const std::string &data) {
+  const fs::path file = dir / (data + ".json");
+  Result r = hcct_cmd({"export", data, "-f", "json", "--min-share", "0", "--depth", "0", "-o", file.string()}, {}, dir);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  // (The JSON test case skips without python3-jsonschema; the pprof and callgrind ones validate when they can.)
+  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status == 0) {
+    Result v = python_validate(file);
+    INFO(v.out << v.err);
+    CHECK(v.status == 0);
+  }
+  const json j = json::parse(hcct::test::read_text(file));
+  CHECK(j["schema"] == "hcct-tree/2");
+  REQUIRE(j["trees"].size() == 1);
+  const json &t = j["trees"][0];
+  CHECK(t["time"] == "cpu");
+  TimedRun out{t["total"].get<uint64_t>(), t["samples"].get<uint64_t>(), t["sample_period_ns"].get<uint64_t>()};
+  uint64_t self = 0;
+  bool hot_found = false;
+  for (const json &n : t["nodes"]) {
+    self += n["samples"].get<uint64_t>();
+    // hot() is called once and holds about 3/4 of the time: hot by time, cold by calls.
+    if (n.contains("function") && n["function"]["name"] == "hot") {
+      hot_found = true;
+      CHECK(n["raw_count"].get<uint64_t>() * 1000 < out.calls);
+      CHECK(n["total_samples"].get<uint64_t>() * 2 > out.samples);
+    }
+  }
+  CHECK(hot_found);
+  CHECK(self == out.samples);
+  CHECK(t["nodes"].back()["total_samples"] == out.samples);  // the root, last: every sample
+  return out;
+}
+
+// Exports `data` (in `dir`) as `format` with nothing filtered into dir/data.format.
+fs::path export_unfiltered(const TempDir &dir, const std::string &data, const std::string &format) {
+  const fs::path file = dir / (data + "." + format);
+  Result r = hcct_cmd({"export", data, "-f", format, "--min-share", "0", "--depth", "0", "-o", file.string()}, {}, dir.path());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  return file;
+}
+
+// Records tests/cli/e2e/timed.c (200 ms of CPU time) into dir/cct.data (mode cct, time=cpu) and
+// dir/hcct.data (mode hcct, whose default is time=cpu, with its exact CCT), plus `more` (name,
+// mode, options) runs.
+void record_timed(const TempDir &dir, std::vector<std::tuple<std::string, std::string, std::string>> more = {}) {
+  more.insert(more.begin(), {{"cct.data", "cct", "time=cpu"}, {"hcct.data", "hcct", "exact=1"}});
+  for (const auto &[data, mode, options] : more) {
+    Result rec = hcct_cmd({"record", "--mode", mode, "--options", options, "-o", data, "--", HCCT_E2E_TIMED, "200"},
+                          {{"HCCT_RUNTIME", HCCT_RUNTIME_SO}}, dir.path());
+    INFO(rec.err);
+    REQUIRE(rec.status == 0);
+  }
+}
+
+// Records the cct and hcct runs and calls `check(dir, run, its figures)` for each.
+void for_each_timed_run(const std::function<void(const TempDir &, const std::string &, const TimedRun &)> &check) {
+  TempDir dir;
+  record_timed(dir);
+  for (const std::string data : {"cct.data", "hcct.data"}) {
+    INFO(data);
+    const TimedRun figures = check_time_json(dir.path(), data);
+    REQUIRE(figures.samples > 0);
+    check(dir, data, figures);
+  }
+}
+
+}  // namespace
+
+// Issue 17: every export of a profile recorded with time=cpu carries the time, read back by its
+// consumer: pprof decoded against profile.proto, callgrind_annotate's totals, JSON against its
+// schema, folded totals, DOT by graphviz; merge adds samples; compare computes its metrics on time.
+TEST_CASE("time exports: pprof has calls, samples and cpu nanoseconds, decoded against profile.proto", "[cli][export][time][e2e]") {
+  if (!have("/usr/bin/protoc") || !fs::exists(kProfileProtoDir + "/profile.proto"))
+    skip_test("protoc or golang-github-google-pprof-dev's profile.proto missing");
+  for_each_timed_run([](const TempDir &dir, const std::string &data, const TimedRun &figures) {
+    // Three sample types; calls add up to N, samples to S, nanoseconds to S x the period.
+    Result dec = protoc_decode(export_unfiltered(dir, data, "pprof"));
+    INFO(dec.err);
+    REQUIRE(dec.status == 0);
+    CHECK(pprof_sample_types(dec.out) == std::vector<std::string>{"calls/count", "samples/count", "cpu/nanoseconds"});
+    CHECK(pprof_totals(dec.out, 3) == std::vector<uint64_t>{figures.calls, figures.samples, figures.samples * figures.period_ns});
+    CHECK_THAT(dec.out, Catch::Contains("period: " + std::to_string(figures.period_ns)));
+  });
+}
+
+TEST_CASE("time exports: callgrind has events Calls and Samples, totals read by callgrind_annotate", "[cli][export][time][e2e]") {
+  if (!have("/usr/bin/callgrind_annotate")) skip_test("callgrind_annotate (valgrind) is not installed");
+  for_each_timed_run([](const TempDir &dir, const std::string &data, const TimedRun &figures) {
+    Result a = run({"/usr/bin/callgrind_annotate", export_unfiltered(dir, data, "callgrind").string()});
+    INFO(a.out << a.err);
+    REQUIRE(a.status == 0);
+    CHECK_THAT(a.out, Catch::Contains("Events recorded:  Calls Samples"));
+    std::smatch m;
+    REQUIRE(std::regex_search(a.out, m, std::regex("([\\d,]+) \\([ \\d.]+%\\) +([\\d,]+) \\([ \\d.]+%\\)  PROGRAM TOTALS")));
+    CHECK(std::regex_replace(m[1].str(), std::regex(","), "") == std::to_string(figures.calls));
+    CHECK(std::regex_replace(m[2].str(), std::regex(","), "") == std::to_string(figures.samples));
+  });
+}
+
+TEST_CASE("time exports: JSON (schema hcct-tree/2), folded, DOT and view by time, merge and compare on time", "[cli][export][time][e2e]") {
+  if (run({"/usr/bin/python3", "-c", "import jsonschema"}).status != 0) skip_test("python3-jsonschema not installed");
+  if (!have("/usr/bin/dot")) skip_test("graphviz not installed");
+  TempDir dir;
+  record_timed(dir, {{"cct2.data", "cct", "time=cpu"}, {"slow.data", "cct", "time=cpu:sample_hz=500"}});
+  // The flame graph by time: frames are self samples, the hottest context is hot() -> spin.
+  Result v = hcct_cmd({"view", "hcct.data", "--metric", "time", "-o", "time.html"}, {}, dir.path());
+  INFO(v.err);
+  if (v.status == 1 && v.err.find("built without the flame graph library") != std::string::npos)
+    skip_test("hcct was built without d3-flame-graph: " + v.err);
+  REQUIRE(v.status == 0);
+  const std::string html = hcct::test::read_text(dir / "time.html");
+  const size_t open = html.find('>', html.find("<script id=\"hcct-data\"")) + 1;
+  const json summary = json::parse(html.substr(open, html.find("</script>", open) - open))["profiles"][0]["summary"];
+  CHECK(summary["metric"] == "time");
+  CHECK(summary["unit"] == "cpu time samples");
+  CHECK_THAT(summary["hottest"]["path"].get<std::string>(), Catch::EndsWith("hot > spin"));
+  CHECK(summary["hottest"]["self"].get<uint64_t>() * 2 > summary["whole"].get<uint64_t>());
+
+
+  for (const std::string data : {"cct.data", "hcct.data"}) {
+    INFO(data);
+    const TimedRun figures = check_time_json(dir.path(), data);
+    REQUIRE(figures.samples > 0);
+    // Folded by time adds up to S; DOT by time is read by graphviz and labels samples.
+    Result folded = hcct_cmd({"export", data, "-f", "folded", "--metric", "time", "--min-share", "0", "--depth", "0"}, {},
+                             dir.path());
+    REQUIRE(folded.status == 0);
+    CHECK(folded_total(folded.out) == figures.samples);
+    const fs::path dot = dir / (data + ".dot");
+    Result d = hcct_cmd({"export", data, "-f", "dot", "--metric", "time", "-o", dot.string()}, {}, dir.path());
+    INFO(d.err);
+    REQUIRE(d.status == 0);
+    CHECK_THAT(hcct::test::read_text(dot), Catch::Contains(" samples ("));
+    Result g = run({"/usr/bin/dot", "-Tsvg", "-o", (dir / "t.svg").string(), dot.string()});
+    INFO(g.err);
+    CHECK(g.status == 0);
+  }
+
+  // merge adds the samples of two runs (and their META counts); runs at other rates are refused.
+  Result mg = hcct_cmd({"merge", "cct.data", "cct2.data", "-o", "both"}, {}, dir.path());
+  INFO(mg.err);
+  REQUIRE(mg.status == 0);
+  const TimedRun one = check_time_json(dir.path(), "cct.data"), two = check_time_json(dir.path(), "cct2.data");
+  const TimedRun both = check_time_json(dir.path(), "both");
+  CHECK(both.samples == one.samples + two.samples);
+  Result rates = hcct_cmd({"merge", "cct.data", "slow.data", "-o", "mixed"}, {}, dir.path());
+  CHECK(rates.status != 0);
+  CHECK_THAT(rates.err, Catch::Contains("another rate"));
+
+  // compare --metric time: the thesis metrics on self samples. The HCCT's time summary against the
+  // exact CCT of the same run finds exactly the contexts hot by time, hot() -> spin among them.
+  Result c = hcct_cmd({"compare", "hcct.data", "hcct.data/exact", "--metric", "time", "--phi", "0.1", "--json"}, {}, dir.path());
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  const json m = json::parse(c.out)["comparisons"][0];
+  CHECK(m["metric"] == "time");
+  CHECK(m["wmax"].get<uint64_t>() > 50);  // hot() -> spin: ~150 samples of 200 ms at 1000 Hz, not one call
+  CHECK(m["exact_hot"].get<uint64_t>() >= 2);                  // spin under hot() and under warm()
+  CHECK(m["true_hot"] == m["exact_hot"]);
+  CHECK(m["false_positives"] == 0);
+  CHECK(m["false_negatives"] == 0);
+  // A profile without a time metric: one clear message naming it.
+  ProfileDir plain;
+  Result untimed = hcct_cmd({"compare", plain.path(), plain.path(), "--metric", "time", "--pid", "4242"});
+  CHECK(untimed.status != 0);
+}
+#endif

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "hcct/analysis/text.h"
 #include "hcct/analysis/reader.h"
 #include "hcct/analysis/view.h"
 
@@ -19,14 +20,7 @@ size_t columns(const std::string &line) {
   return w;
 }
 
-std::string with_commas(uint64_t v) {
-  std::string digits = std::to_string(v), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
+using hcct::analysis::with_commas;  // hcct/analysis/text.h: the CLI's number format
 
 std::vector<std::string> all_lines(const std::string &text) {
   std::vector<std::string> out;

@@ -25,6 +25,7 @@ struct CompareOptions {
   bool merge = false;
   bool no_symbols = false;
   bool json = false;
+  std::string metric = "calls";  // compare: the metrics on calls or on time samples
 };
 
 struct Side {
@@ -57,72 +58,13 @@ Side load(const std::string &dir, const CompareOptions &o) {
   return s;
 }
 
-uint64_t hash_text(const std::string &s, uint64_t h = 0xcbf29ce484222325ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-std::string base_name(const std::string &p) {
-  size_t slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
-
-// Exact keys from module offsets; symbolic keys from names: the function for a routine, the
-// containing function, source file name and line (with the inline chain) for a call site.
-std::vector<analysis::NodeKey> node_keys(const ThreadProfile &p, Names &names, bool symbols) {
-  analysis::ModuleKeys offset(p.modules);
-  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> routine_keys, site_keys;  // addr -> (exact, symbolic)
-  auto routine_key = [&](uint64_t a) {
-    auto it = routine_keys.find(a);
-    if (it != routine_keys.end()) return it->second;
-    uint64_t exact = offset(a), sym = exact;
-    if (symbols && a) {
-      const analysis::Symbol &s = names.routine(a);
-      if (s.resolved && !s.stale) sym = hash_text(s.function, 17);
-    }
-    return routine_keys[a] = {exact, sym};
-  };
-  auto site_key = [&](uint64_t a) {
-    auto it = site_keys.find(a);
-    if (it != site_keys.end()) return it->second;
-    uint64_t exact = offset(a), sym = exact;
-    if (symbols && a) {
-      const analysis::Symbol &s = names.call_site(a);
-      if (s.resolved && !s.stale && s.line) {
-        sym = hash_text(s.function, 29);
-        for (const analysis::SourceFrame &f : s.frames)
-          sym = hash_text(f.function + "\n" + base_name(f.file) + ":" + std::to_string(f.line), sym);
-      }
-    }
-    return site_keys[a] = {exact, sym};
-  };
-  std::vector<analysis::NodeKey> keys(p.nodes.size());
-  for (size_t i = 1; i < p.nodes.size(); ++i) {
-    auto r = routine_key(p.nodes[i].routine);
-    auto c = site_key(p.nodes[i].call_site);
-    keys[i] = {analysis::combine_keys(r.first, c.first), analysis::combine_keys(r.second, c.second)};
-  }
-  return keys;
-}
-
-std::string pct(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f%%", 100.0 * fraction);
-  return buf;
-}
+std::string pct(double fraction) { return share_percent(fraction); }
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
-std::string pct_value(double percent_value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g%%", percent_value);
-  return buf;
-}
+std::string pct_value(double percent_value) { return format_percent(percent_value, {.digits = 4, .significant = true}); }
 
 std::string label(const ThreadProfile &t) {
   return escape_text(t.source.empty() ? std::string("(merged)") : t.source) + " (" + std::string(analysis::to_string(t.meta.mode)) +
@@ -291,8 +233,8 @@ int run_compare(const CompareOptions &o) {
   json results = json::array();
   for_each_pair(o, [&](const ThreadProfile &t, const ThreadProfile &r) {
     Names tn(t.modules, !o.no_symbols, cache), rn(r.modules, !o.no_symbols, cache);
-    auto tk = node_keys(t, tn, !o.no_symbols);
-    auto rk = node_keys(r, rn, !o.no_symbols);
+    auto tk = analysis::node_keys(t, o.no_symbols ? nullptr : &tn);
+    auto rk = analysis::node_keys(r, o.no_symbols ? nullptr : &rn);
     analysis::Alignment a = analysis::align_trees(t, tk, r, rk);
     // Sampled sides count the calls of bursts only: compared as whole-run estimates.
     double test_scale = count_scale(t), ref_scale = count_scale(r);
@@ -303,11 +245,30 @@ int run_compare(const CompareOptions &o) {
     } catch (const std::invalid_argument &e) {
       throw UserError(t.source + ": " + e.what());
     }
-    const ThreadProfile &ts = test_scale != 1 ? scaled_test : t;
-    const ThreadProfile &rs = ref_scale != 1 ? scaled_ref : r;
-    analysis::Metrics m = analysis::compare_trees(ts, rs, a, co);
-    if (o.json) results.push_back(metrics_json(t, r, a, m));
-    else print_text(t, r, a, m, test_scale, ref_scale);
+    const ThreadProfile *ts = test_scale != 1 ? &scaled_test : &t;
+    const ThreadProfile *rs = ref_scale != 1 ? &scaled_ref : &r;
+    // By time: the same metrics with self samples for counts (and S for N).
+    ThreadProfile timed_test, timed_ref;
+    if (o.metric == "time") {
+      for (auto [side, timed] : {std::pair{&ts, &timed_test}, std::pair{&rs, &timed_ref}}) {
+        try {
+          *timed = analysis::time_as_counts(**side);
+        } catch (const std::invalid_argument &e) {
+          throw UserError((*side)->source + ": compare --metric time: " + e.what());
+        }
+        *side = timed;
+      }
+    }
+    analysis::Metrics m = analysis::compare_trees(*ts, *rs, a, co);
+    if (o.json) {
+      results.push_back(metrics_json(t, r, a, m));
+      results.back()["metric"] = o.metric;
+    } else {
+      if (o.metric == "time")
+        std::cout << "# metric: time: every count below is self " << t.meta.time
+                  << " time samples, N is S (+ lost samples), min_count the time summary's\n";
+      print_text(t, r, a, m, test_scale, ref_scale);
+    }
   });
   if (o.json) print_json({{"schema", "hcct-compare/1"}, {"phi", o.phi}, {"comparisons", std::move(results)}});
   return 0;
@@ -337,11 +298,7 @@ std::vector<uint64_t> context_path(const ThreadProfile &p, uint32_t node, bool &
   return routines;
 }
 
-std::string signed_points(double change) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.2f%%", 100.0 * change);
-  return buf;
-}
+std::string signed_points(double change) { return share_percent(change, {.sign = true}); }
 
 int run_diff(const DiffOptions &o) {
   if (!(o.min_change >= 0 && o.min_change <= 1)) throw UserError("--min-change: " + num(o.min_change) + " is not in [0, 1]");
@@ -351,8 +308,8 @@ int run_diff(const DiffOptions &o) {
   json results = json::array();
   for_each_pair(o.in, [&](const ThreadProfile &a, const ThreadProfile &b) {
     Names an(a.modules, !o.in.no_symbols, cache), bn(b.modules, !o.in.no_symbols, cache);
-    auto ak = node_keys(a, an, !o.in.no_symbols);
-    auto bk = node_keys(b, bn, !o.in.no_symbols);
+    auto ak = analysis::node_keys(a, o.in.no_symbols ? nullptr : &an);
+    auto bk = analysis::node_keys(b, o.in.no_symbols ? nullptr : &bn);
     analysis::Alignment al = analysis::align_trees(a, ak, b, bk);
     std::vector<analysis::ContextChange> changes = analysis::diff_trees(a, b, al, o.min_change);
     const size_t shown = std::min(changes.size(), o.top);
@@ -448,6 +405,10 @@ void add_compare_command(CLI::App &app, Action &action) {
   sub->add_flag("--merge-threads", o->merge, "merge the threads of each process on both sides first")->excludes(thread);
   sub->add_flag("--no-symbols", o->no_symbols, "align by module offsets only; do not read binaries");
   sub->add_flag("--json", o->json, "machine-readable output on stdout (docs/CLI.md)");
+  sub->add_option("--metric", o->metric,
+                  "the metrics on calls (entries), or on time (self time samples; profiles with a time metric)")
+      ->check(CLI::IsMember({"calls", "time"}))
+      ->capture_default_str();
   sub->footer(std::string("\n") +
       "Metrics (thesis 5.1.2): degree of overlap, hot edge coverage per tau and tau~ (the smallest tau with\n"
       "full coverage), hotness of uncovered contexts, false positives and negatives of the hot set,\n"

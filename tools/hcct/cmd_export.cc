@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "common.h"
-#include "exporters.h"
+#include "hcct/analysis/exporters.h"
 #include "hcct/analysis/hot.h"
 
 namespace hcct::cli {
@@ -26,15 +26,19 @@ struct ExportOptions {
 };
 
 int run_export(const ExportOptions &o) {
-  if (o.out.empty() && export_is_binary(o.format) && isatty(STDOUT_FILENO))
+  if (o.out.empty() && analysis::export_is_binary(o.format) && isatty(STDOUT_FILENO))
     throw UserError("export: " + o.format + " output is binary; write it to a file with -o FILE");
   // Written under a temporary name and renamed when complete: an input error half-way leaves nothing.
   const bool by_time = o.metric == "time";
-  if (by_time && o.format != "folded")
-    throw UserError("export: --metric time is implemented for --format folded only (the other formats export calls)");
+  // callgrind, pprof and JSON carry calls and time samples side by side (a profile with a time
+  // metric): they select by calls and also keep the contexts hot by time.
+  const bool both_metrics = o.format == "callgrind" || o.format == "pprof" || o.format == "json";
+  if (by_time && both_metrics)
+    throw UserError("export: --metric time applies to --format folded and dot; " + o.format +
+                    " carries calls and time samples together (docs/EXPORTS.md)");
   OutputFile output(o.out);
   std::ostream &out = output.stream();
-  std::unique_ptr<Exporter> exporter = make_exporter(o.format, out);
+  std::unique_ptr<analysis::Exporter> exporter = analysis::make_exporter(o.format, out);
   // Folded stacks and pprof samples write each context's whole stack: without a cap a deep
   // recursion makes output quadratic in its depth. The default cap charges deeper contexts to
   // their ancestor at the cap (totals kept) and says so.
@@ -48,7 +52,8 @@ int run_export(const ExportOptions &o) {
   for_each_tree(o.in, o.merge, [&](TreeInput &t) {
     analysis::TreeFilter filter = make_tree_filter(filters, *t.names, min_share);
     if (by_time) filter.metric = analysis::Metric::time;
-    TreeInfo info;
+    filter.keep_sampled = both_metrics;
+    analysis::TreeInfo info;
     info.source = t.source;
     info.meta = t.meta;
     info.modules = t.modules;
@@ -58,32 +63,27 @@ int run_export(const ExportOptions &o) {
     info.names = t.names;
     info.symbolized = !o.in.no_symbols;
     info.min_share = min_share;
+    info.metric = filter.metric;
     info.threshold = analysis::hot_threshold(min_share, by_time ? t.meta->samples + t.meta->samples_lost : t.meta->all_calls());
-    exporter->begin_tree(info);
-    uint64_t charged = 0;  // counts of contexts deeper than the cap, charged to an ancestor
-    analysis::WalkStats stats = analysis::walk_tree(
-        *t.nodes, filter,
-        [&](const analysis::WalkNode &w, std::span<const analysis::WalkNode> path) {
-          if (w.truncated) charged += w.count - (w.selected ? w.node.count : 0);
-          exporter->node(w, path);
-        },
-        t.progress);
-    exporter->end_tree(stats);
+    const auto [stats, charged] = analysis::export_tree(*exporter, info, *t.nodes, filter, t.progress);
     // Folded stacks have no place for them; the other formats carry them too (docs/EXPORTS.md).
     const std::string tree_name = t.source.empty() ? "pid " + std::to_string(t.meta->pid) + " (merged)" : t.source;
     for (const std::string &w : loss_warnings(*t.meta)) warn_always(tree_name + ": " + w);
+    // What the defaults left out, in the unit the filters selected by.
+    const std::string unit = by_time ? " samples" : " calls";
+    const uint64_t all = by_time ? t.meta->samples + t.meta->samples_lost : t.meta->all_calls();
     if (default_cap && charged)
-      note(tree_name + ": " +
-           with_commas(charged) + " calls (" + percent(charged, t.meta->calls) + " of N) in contexts deeper than " +
+      note(tree_name + ": " + with_commas(charged) + unit + " (" + percent(charged, all) + ") in contexts deeper than " +
            std::to_string(kDefaultStackFrames) + " frames are charged to their ancestor at depth " +
            std::to_string(kDefaultStackFrames) + "; --depth 0 keeps every frame");
     if (default_share && stats.below_threshold)
-      note(tree_name + ": " + with_commas(stats.below_threshold) + " contexts below 1e-6 of all calls (" +
-           with_commas(stats.below_threshold_count) + " calls, " + percent(stats.below_threshold_count, t.meta->all_calls()) +
+      note(tree_name + ": " + with_commas(stats.below_threshold) + " contexts below 1e-6 of all" + unit + " (" +
+           with_commas(stats.below_threshold_count) + unit + ", " + percent(stats.below_threshold_count, all) +
            ") are left out; --min-share 0 keeps everything");
   });
   exporter->finish();
   output.commit();
+  for (const std::string &w : exporter->warnings()) warn_always(w);
   return 0;
 }
 
@@ -95,10 +95,11 @@ void add_export_command(CLI::App &app, Action &action) {
   sub->add_option("DIR", o->in.dir, "profile directory written by 'hcct record', or one .hcct file")->capture_default_str();
   sub->add_option("-f,--format", o->format, "folded, callgrind, pprof, json or dot")
       ->required()
-      ->check(CLI::IsMember(kExportFormats));
+      ->check(CLI::IsMember(analysis::kExportFormats));
   sub->add_option("-o,--out", o->out, "output file (default: stdout)");
   sub->add_option("--metric", o->metric,
-                  "folded: stack values are calls (entries), or time (self CPU-time samples; profiles with a time metric)")
+                  "folded, dot: values are calls (entries), or time (self time samples; profiles with a time metric); "
+                  "callgrind, pprof and json carry both")
       ->check(CLI::IsMember({"calls", "time"}))
       ->capture_default_str();
   sub->add_option("--pid", o->in.pid, "only the process with this pid");

@@ -125,7 +125,7 @@ void print_report(const an::Guide &g, size_t top, const std::string &output, con
     if (l.rank > top) break;
     std::cout << "\n#" << l.rank << "  " << l.display << "  " << osr_key(l) << "  (header block " << l.header_block
               << (l.innermost ? ", innermost" : "") << ", depth " << l.depth << ")\n";
-    std::cout << "    iterations " << with_commas(l.iterations) << " (" << fixed(100 * l.share_of_program) << "%), entries "
+    std::cout << "    iterations " << with_commas(l.iterations) << " (" << share_percent(l.share_of_program, {.digits = 1}) << "), entries "
               << with_commas(l.entries) << ", mean " << fixed(l.mean_iterations) << " per entry\n";
     if (!l.entries_at_least.empty() && l.entries) {
       std::cout << "    iterations per entry:";
@@ -139,13 +139,13 @@ void print_report(const an::Guide &g, size_t top, const std::string &output, con
     }
     for (const an::LoopPath &p : l.paths) {
       if (p.share < 0.01) continue;
-      std::cout << "    path " << p.id << " " << kind_name(p.kind) << " " << fixed(100 * p.share) << "%  " << p.lines << "\n";
+      std::cout << "    path " << p.id << " " << kind_name(p.kind) << " " << share_percent(p.share, {.digits = 1}) << "  " << p.lines << "\n";
       if (p.kind == an::LoopPath::Kind::kCycle && p.repeats.size() > 1 && p.repeats[0]) {
         std::cout << "      runs >= j:";
         for (size_t j = 1; j <= p.runs_at_least.size(); ++j)
           if (j <= 4 || j == p.runs_at_least.size() || (j & (j - 1)) == 0) std::cout << " " << j << ":" << with_commas(p.runs_at_least[j - 1]);
         std::cout << "; followed by >= " << p.repeats.size() - 1 << " more in "
-                  << fixed(100.0 * double(p.repeats.back()) / double(p.repeats[0])) << "% of occurrences\n";
+                  << format_percent(100.0 * double(p.repeats.back()) / double(p.repeats[0]), {.digits = 1}) << " of occurrences\n";
       }
     }
     for (const an::LoopContext &c : l.contexts) {

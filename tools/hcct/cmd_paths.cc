@@ -34,11 +34,7 @@ struct PathsOptions {
   std::string out;  // -o: empty = standard output
 };
 
-std::string pct(uint64_t part, uint64_t whole) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f%%", whole ? 100.0 * double(part) / double(whole) : 0.0);
-  return buf;
-}
+std::string pct(uint64_t part, uint64_t whole) { return format_percent(whole ? 100.0 * double(part) / double(whole) : 0.0); }
 
 // What the forest of one function needs for printing.
 struct FunctionView {
@@ -290,15 +286,6 @@ void print_json_report(std::ostream &out, const PathsReport &r, uint32_t k, cons
              out);
 }
 
-// A DOT string literal's contents.
-std::string dot_escape(const std::string &s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
 
 void print_dot(std::ostream &out, const PathsReport &r, uint32_t k, const Recorded &rec) {
   const Ipf &ipf = r.ipf();
@@ -313,7 +300,7 @@ void print_dot(std::ostream &out, const PathsReport &r, uint32_t k, const Record
         stack.pop_back();
         const IpfNode &n = ipf.nodes()[v];
         std::string label = std::to_string(n.label.path) + "\\n" + with_commas(n.count);
-        if (v == root) label = dot_escape(f.name) + "\\n" + label;
+        if (v == root) label = analysis::dot_escape(f.name) + "\\n" + label;
         out << "  n" << v << " [label=\"" << label << "\"];\n";
         if (v != root)
           out << "  n" << n.parent << " -> n" << v << " [label=\"" << pct(n.count, ipf.nodes()[n.parent].count) << "("

@@ -532,13 +532,7 @@ json json_report(const TreeInput &t, const ReportOptions &o, const HotSet &h, co
     j["scale"] = fraction > 0 ? json(1 / fraction) : json();
   }
   j["sort"] = analysis::to_string(o.metric);
-  if (time.on()) {
-    j["time"] = m.time;
-    j["sample_period_ns"] = m.sample_period_ns;
-    j["samples"] = m.samples;
-    j["samples_lost"] = m.samples_lost;
-    j["time_error_bound"] = m.mode == Mode::hcct ? json(m.time_min_count) : json(0);
-  }
+  if (time.on()) j.update(analysis::time_json(m));
   j["hot"] = h.hot;
   j["cold_ancestors"] = h.cold_ancestors;
   j["total_nodes"] = t.node_count - 1;

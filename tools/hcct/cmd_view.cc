@@ -25,6 +25,7 @@ struct ViewCommandOptions {
   bool no_symbols = false;
   size_t max_nodes = 20000;
   NameStyle names;
+  std::string metric = "calls";  // --metric: what the frames measure (calls, or self time samples)
 };
 
 // Every selected thread of one input as one tree (threads, processes and runs add). One thread is
@@ -113,7 +114,12 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
   // First the contexts that can be drawn: those whose subtree holds at least 1/(4·max_nodes) of
   // the calls (at most 4·max_nodes per level of the tree) and their callers, with what their
   // subtrees hold; then the folded view of those, with the rest's share kept in the totals.
+  const analysis::Metric metric = *analysis::metric_named(o.metric);
+  if (metric == analysis::Metric::time && !p.meta.timed())
+    throw UserError(input + ": view --metric time: the profile has no time metric (recorded with time=off, with "
+                    "bursting, or by a runtime before format version 2)");
   analysis::TreeFilter drawable;
+  drawable.metric = metric;
   drawable.min_share = 1;
   drawable.keep_total_share = 1.0 / (4.0 * double(o.max_nodes));
   ThreadProfile candidates;
@@ -125,7 +131,9 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
       if (candidates.nodes.size() <= w.id) {
         candidates.nodes.resize(w.id + 1);
         subtree.resize(w.id + 1);
+        if (p.meta.timed()) candidates.samples.resize(w.id + 1);
       }
+      if (p.meta.timed()) candidates.samples[w.id] = w.samples;
       analysis::Node n = w.node;
       n.parent = path.empty() ? 0 : w.parent;
       candidates.nodes[w.id] = n;
@@ -133,9 +141,10 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
     });
   }
   analysis::ViewOptions vo;
+  vo.metric = metric;
   std::vector<uint64_t> left_out(subtree);
   for (size_t i = candidates.nodes.size(); i-- > 1;) {
-    left_out[i] -= analysis::metric_value(p.meta, candidates.nodes[i], 0, vo.metric);
+    left_out[i] -= analysis::metric_value(p.meta, candidates.nodes[i], candidates.self_samples(uint32_t(i)), vo.metric);
     left_out[candidates.nodes[i].parent] -= subtree[i];
   }
   vo.left_out = left_out;
@@ -160,7 +169,8 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
   }
   analysis::ChildIndex kids = analysis::view_children(v);
   const analysis::ThreadMeta &m = p.meta;
-  const uint64_t bound = m.mode == analysis::Mode::hcct ? m.min_count : 0;
+  const bool by_time = metric == analysis::Metric::time;
+  const uint64_t bound = m.mode != analysis::Mode::hcct ? 0 : by_time ? m.time_min_count : m.min_count;
 
   // The page's tree, built top-down without recursion (a deep chain must not overflow the stack).
   std::vector<json> nodes(n);
@@ -219,8 +229,9 @@ PageProfile page_profile(const std::string &input, const ViewCommandOptions &o,
   page.summary = {{"input", input},
                   {"mode", analysis::to_string(m.mode)},
                   {"metric", analysis::to_string(v.metric)},
-                  {"calls", m.calls},
-                  {"lost", m.lost},
+                  {"unit", by_time ? m.time + " time samples" : std::string("calls")},
+                  {"calls", by_time ? m.samples : m.calls},
+                  {"lost", by_time ? m.samples_lost : m.lost},
                   {"whole", v.whole},
                   {"unmatched_exits", m.unmatched_exits},
                   {"error_bound", bound},
@@ -477,13 +488,13 @@ function build() {
     const s = p.summary;
     const section = el("section", {id: "profile-" + i});
     section.appendChild(el("h2", {}, (DATA.profiles.length > 1 ? (i ? "B: " : "A: ") : "") + s.input));
-    let text = "mode " + s.mode + ", " + fmtInt(s.calls) + " calls" + (s.lost ? " + " + fmtInt(s.lost) + " lost" : "") +
+    let text = "mode " + s.mode + ", " + fmtInt(s.calls) + " " + s.unit + (s.lost ? " + " + fmtInt(s.lost) + " lost" : "") +
       ", " + fmtInt(s.contexts) + " contexts";
     if (s.mode === "hcct") text += "; counts are estimates, each at most " + fmtInt(s.error_bound) + " above the true count";
     if (s.folded) text += "; recursion folded (" + fmtInt(s.folded) + " contexts into their callers)";
     if (s.pruned_self > 0)
-      text += "; the " + fmtInt(s.shown) + " frames with the largest totals are drawn: the calls of the smaller contexts (" +
-        pct(s.pruned_self / Math.max(s.whole, 1)) + " of the calls) are inside their callers' frames";
+      text += "; the " + fmtInt(s.shown) + " frames with the largest totals are drawn: the " + s.unit + " of the smaller contexts (" +
+        pct(s.pruned_self / Math.max(s.whole, 1)) + " of them) are inside their callers' frames";
     section.appendChild(el("div", {class: "note"}, text));
     for (const w of s.warnings) section.appendChild(el("div", {class: "note"}, "warning: " + w));
     if (s.hottest)
@@ -564,6 +575,10 @@ void add_view_command(CLI::App &app, Action &action) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_flag("--no-symbols", o->no_symbols, "no symbolization: addresses as module+0xoffset");
+  sub->add_option("--metric", o->metric,
+                  "what the frames measure: calls (entries), or time (self time samples; profiles with a time metric)")
+      ->check(CLI::IsMember({"calls", "time"}))
+      ->capture_default_str();
   sub->add_flag("--templates", o->names.templates, "keep C++ template arguments (default: elided to <…>)");
   sub->add_flag("--inline", o->names.inline_chains, "show a call site's whole inline chain");
   sub->add_flag("--full-paths", o->names.full_paths, "source files with their paths (default: file names only)");

@@ -214,9 +214,8 @@ void Progress::update(uint64_t done, uint64_t total) {
   if (t - start_ns_ < 1000000000 || t - last_ns_ < 200000000) return;
   last_ns_ = t;
   shown_ = true;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f%%", total ? 100.0 * double(done) / double(total) : 0.0);
-  std::cerr << "\rhcct: " << label_ << ": " << buf << " (" << human_bytes(done) << " of " << human_bytes(total)
+  const std::string done_share = format_percent(total ? 100.0 * double(done) / double(total) : 0.0, {.digits = 0});
+  std::cerr << "\rhcct: " << label_ << ": " << done_share << " (" << human_bytes(done) << " of " << human_bytes(total)
             << ")\033[K" << std::flush;
 }
 
@@ -288,97 +287,6 @@ void warn(std::string_view msg) {
   if (seen.insert(std::string(msg)).second) warn_always(msg);
 }
 
-Names::Names(const std::vector<analysis::Module> &modules, bool symbolize,
-             std::shared_ptr<analysis::DebugInfoCache> cache)
-    : modules_(modules), module_map_(modules_) {
-  if (symbolize) sym_.emplace(modules, std::move(cache), [](const std::string &msg) { warn(msg); });
-}
-
-const Symbol &Names::placeholder(uint64_t address, std::unordered_map<uint64_t, Symbol> &cache) {
-  auto it = cache.find(address);
-  if (it != cache.end()) return it->second;
-  Symbol s;
-  s.address = address;
-  if (int64_t i = module_map_.find(address); i >= 0) {
-    s.module = &modules_[size_t(i)];
-    s.offset = address - s.module->bias;
-  }
-  s.function = analysis::address_placeholder(s.module, address);
-  return cache.emplace(address, std::move(s)).first->second;
-}
-
-size_t Names::module_index(const analysis::Module *m) const {
-  return size_t(m - (sym_ ? sym_->modules().data() : modules_.data()));
-}
-
-const Symbol &Names::routine(uint64_t address) {
-  return sym_ ? sym_->routine(address) : placeholder(address, routines_);
-}
-const Symbol &Names::call_site(uint64_t address) {
-  return sym_ ? sym_->call_site(address) : placeholder(address, sites_);
-}
-
-namespace {
-std::string location(const std::string &file, uint32_t line) {
-  if (file.empty()) return {};
-  return short_path(file) + (line ? ":" + std::to_string(line) : "");
-}
-}  // namespace
-
-std::string describe_routine(const Symbol &s) {
-  std::string out = s.function;
-  std::string loc = location(s.file, s.line);
-  if (!loc.empty()) out += " (" + loc + ")";
-  if (s.stale) out += " (stale binary)";
-  return out;
-}
-
-std::string describe_call_site(const Symbol &s) {
-  if (s.stale) return s.function + " (stale binary)";
-  if (s.frames.empty() || s.file.empty()) return s.function;
-  std::string out = location(s.frames[0].file, s.frames[0].line);
-  for (size_t k = 0; k + 1 < s.frames.size(); ++k) {
-    out += " in " + s.frames[k].function + ", inlined at " + location(s.frames[k + 1].file, s.frames[k + 1].line);
-  }
-  return out;
-}
-
-json symbol_json(const Symbol &s, bool with_frames) {
-  json j;
-  j["name"] = s.function;
-  j["resolved"] = s.resolved;
-  j["file"] = s.file.empty() ? json() : json(s.file);
-  j["line"] = s.line ? json(s.line) : json();
-  j["module"] = s.module ? json(s.module->path) : json();
-  j["offset"] = s.module ? json(hex(s.offset)) : json();
-  if (s.stale) j["stale"] = true;
-  if (with_frames) {
-    json frames = json::array();
-    for (const analysis::SourceFrame &f : s.frames) {
-      frames.push_back({{"function", f.function},
-                        {"file", f.file.empty() ? json() : json(f.file)},
-                        {"line", f.line ? json(f.line) : json()}});
-    }
-    j["frames"] = std::move(frames);
-  }
-  return j;
-}
-
-// ---- Formatting
-
-std::vector<std::string> loss_warnings(const analysis::ThreadMeta &m) {
-  std::vector<std::string> out;
-  if (m.lost)
-    out.push_back(with_commas(m.lost) + " calls (" + percent(m.lost, m.all_calls()) +
-                  " of all calls) were lost when tree memory (max_mb) ran out: they are in no context, and "
-                  "shares are against all " + with_commas(m.all_calls()) + " calls");
-  if (m.unmatched_exits)
-    out.push_back(with_commas(m.unmatched_exits) +
-                  (m.unmatched_exits == 1 ? " exit" : " exits") + " had no matching enter: the tree above those frames "
-                  "may be wrong (functions entered before profiling started, split functions, tail calls, longjmp, ...)");
-  return out;
-}
-
 void warn_recorded_losses(const std::vector<std::filesystem::path> &files) {
   analysis::ThreadMeta total;  // calls, lost, unmatched_exits summed over the files
   for (const std::filesystem::path &f : files) {
@@ -394,38 +302,10 @@ void warn_recorded_losses(const std::vector<std::filesystem::path> &files) {
   for (const std::string &w : loss_warnings(total)) warn_always(w);
 }
 
-std::string calls_summary(const analysis::ThreadMeta &m) {
-  if (!m.lost) return "N = " + with_commas(m.calls) + " calls";
-  return "N = " + with_commas(m.calls) + " calls counted + " + with_commas(m.lost) + " lost = " +
-         with_commas(m.all_calls()) + " calls";
-}
-
 std::string indentation(uint32_t depth) {
   const uint32_t level = depth ? depth - 1 : 0;
   if (level < kIndentLevels) return std::string(2 * size_t(level), ' ');
   return std::string(2 * size_t(kIndentLevels - 1), ' ') + "[depth " + std::to_string(depth) + "] ";
-}
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string with_commas(uint64_t v) {
-  std::string digits = std::to_string(v), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-std::string percent(uint64_t part, uint64_t whole) {
-  if (!whole) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f%%", static_cast<double>(100.0L * part / whole));
-  return buf;
 }
 
 std::string human_bytes(uint64_t b) {
@@ -439,35 +319,6 @@ std::string human_bytes(uint64_t b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
   return buf;
-}
-
-std::string short_path(const std::string &path) {
-  static const std::string cwd = [] {
-    std::error_code ec;
-    std::string c = std::filesystem::current_path(ec).string();
-    return ec ? std::string() : c + "/";
-  }();
-  if (!cwd.empty() && cwd != "/" && path.size() > cwd.size() && path.compare(0, cwd.size(), cwd) == 0)
-    return path.substr(cwd.size());
-  return path;
-}
-
-std::string shell_join(const std::vector<std::string> &args) {
-  std::string out;
-  for (const std::string &a : args) {
-    if (!out.empty()) out += ' ';
-    bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](unsigned char c) {
-      return std::isalnum(c) || std::string_view("-_./=:,+@%").find(char(c)) != std::string_view::npos;
-    });
-    if (plain) {
-      out += a;
-    } else {
-      out += '\'';
-      for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      out += '\'';
-    }
-  }
-  return out;
 }
 
 std::string thread_label(const ThreadProfile &t) {
@@ -523,8 +374,7 @@ std::string time_summary(const analysis::ThreadMeta &m) {
   std::string out = escape_text(buf) + with_commas(m.samples) + " samples";
   std::snprintf(buf, sizeof buf, " (%.3f s), lost ", double(m.samples) * double(m.sample_period_ns) / 1e9);
   out += buf + with_commas(m.samples_lost);
-  std::snprintf(buf, sizeof buf, " (%.2f%%)", all ? 100.0 * double(m.samples_lost) / double(all) : 0.0);
-  out += buf;
+  out += " (" + format_percent(all ? 100.0 * double(m.samples_lost) / double(all) : 0.0) + ")";
   if (m.mode == analysis::Mode::hcct) out += ", time min_count " + with_commas(m.time_min_count);
   return out;
 }

@@ -19,15 +19,33 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hcct/analysis/json.h"
+#include "hcct/analysis/names.h"
 #include "hcct/analysis/profile.h"
 #include "hcct/analysis/reader.h"
 #include "hcct/analysis/symbolizer.h"
+#include "hcct/analysis/text.h"
 #include "hcct/analysis/walk.h"
 
 namespace hcct::cli {
 
-// Keys in insertion order, so that JSON output reads like the documentation.
-using json = nlohmann::ordered_json;
+// The formatting every output shares lives in the analysis library (hcct/analysis/text.h,
+// names.h, json.h), beside the exporters that use it too.
+using analysis::base_name;
+using analysis::calls_summary;
+using analysis::describe_call_site;
+using analysis::describe_routine;
+using analysis::format_percent;
+using analysis::hex;
+using analysis::json;
+using analysis::loss_warnings;
+using analysis::percent;
+using analysis::PercentStyle;
+using analysis::share_percent;
+using analysis::shell_join;
+using analysis::short_path;
+using analysis::symbol_json;
+using analysis::with_commas;
 
 // What a subcommand does once the command line parsed; returns the exit code.
 using Action = std::function<int()>;
@@ -70,11 +88,6 @@ void note(std::string_view msg);
 
 // ---- Lost and unmatched calls (docs/CLI.md, "Lost calls and unmatched exits").
 
-// Plain-language warnings for what a profile does not hold: calls lost when tree memory ran out,
-// exits that matched no enter. One line each, without a prefix; empty when there is nothing to say.
-std::vector<std::string> loss_warnings(const analysis::ThreadMeta &m);
-// "N = 1,000 calls" or, with lost calls, "N = 1,000 calls counted + 20 lost = 1,020 calls".
-std::string calls_summary(const analysis::ThreadMeta &m);
 // "time cpu at 1000 Hz: 2,013 samples (2.013 s), lost 0 (0.00%)" (+ hcct's error bound), for a
 // profile with a time metric.
 std::string time_summary(const analysis::ThreadMeta &m);
@@ -174,30 +187,12 @@ class Progress {
 
 // ---- Names: symbolized, or placeholders only with --no-symbols.
 
-class Names {
+// analysis::Names whose symbolizer warnings go through warn() (once per distinct message).
+class Names : public analysis::Names {
  public:
-  Names(const std::vector<analysis::Module> &modules, bool symbolize,
-        std::shared_ptr<analysis::DebugInfoCache> cache);
-  const analysis::Symbol &routine(uint64_t address);
-  const analysis::Symbol &call_site(uint64_t address);
-  // Index in the module map the names were made for of a Symbol's `module`.
-  size_t module_index(const analysis::Module *m) const;
-
- private:
-  const analysis::Symbol &placeholder(uint64_t address, std::unordered_map<uint64_t, analysis::Symbol> &cache);
-  std::optional<analysis::Symbolizer> sym_;
-  std::vector<analysis::Module> modules_;
-  analysis::ModuleMap module_map_;
-  std::unordered_map<uint64_t, analysis::Symbol> routines_, sites_;
+  Names(const std::vector<analysis::Module> &modules, bool symbolize, std::shared_ptr<analysis::DebugInfoCache> cache)
+      : analysis::Names(modules, symbolize, std::move(cache), [](const std::string &msg) { warn(msg); }) {}
 };
-
-// "main (prog.c:12)" — function plus its location when known; "(stale binary)" if so.
-std::string describe_routine(const analysis::Symbol &s);
-// "prog.c:40", or "prog.c:22 in helper, inlined at prog.c:40" for inlined code; falls back to the
-// function name or placeholder when there is no line information.
-std::string describe_call_site(const analysis::Symbol &s);
-
-json symbol_json(const analysis::Symbol &s, bool with_frames);
 
 // The walker's focus/ignore predicates for one tree: regex searches over the symbolized routine
 // names, cached per address. `names` must outlive the filter.
@@ -230,15 +225,7 @@ inline constexpr uint32_t kIndentLevels = 32;
 // The indentation of a line at `depth` (1 = a child of the root).
 std::string indentation(uint32_t depth);
 
-std::string hex(uint64_t v);
-std::string with_commas(uint64_t v);
-// 100·part/whole with two decimals, "-" if whole is 0.
-std::string percent(uint64_t part, uint64_t whole);
 std::string human_bytes(uint64_t bytes);
-// A source path shortened to be relative to the working directory when it lies below it.
-std::string short_path(const std::string &path);
-// The command line, shell-quoted where needed.
-std::string shell_join(const std::vector<std::string> &args);
 // A short "pid P, thread S (tid T, status)" label.
 std::string thread_label(const analysis::ThreadProfile &t);
 

@@ -27,6 +27,12 @@ struct NodeKey {
 // Exact keys from the module map (symbolic = exact). An address in no module is keyed by its value.
 std::vector<NodeKey> module_offset_keys(const ThreadProfile &p);
 
+class Names;
+// Exact keys from module offsets; symbolic keys from `names`: the function for a routine; the
+// containing function, source file name and line (with the inline chain) for a call site. An
+// address without a resolved, current symbol keeps its exact key; no names: module_offset_keys.
+std::vector<NodeKey> node_keys(const ThreadProfile &p, Names *names);
+
 // Address -> hash of (module identity, link-time offset): the identity is the build-id, or the
 // file's base name when there is none. An address in no module hashes its value; 0 stays 0.
 class ModuleKeys {
@@ -104,6 +110,13 @@ struct Metrics {
   std::optional<uint64_t> error_bound;                         // test min_count (hcct mode)
   double epsilon_n = 0;                                        // ε·N_test (hcct mode)
 };
+
+// The metrics on time (`hcct compare --metric time`): `p` with every node's count replaced by its
+// self time samples, N by S, lost calls by lost samples and the error bound (min_count) by the
+// time summary's (time_min_count). In hcct mode a node holds a time estimate when its samples are
+// nonzero, so that is what "monitored" means in the result. Throws std::invalid_argument for a
+// profile without a time metric.
+ThreadProfile time_as_counts(const ThreadProfile &p);
 
 // Throws std::invalid_argument for φ or τ outside [0, 1] or alignments of other trees.
 Metrics compare_trees(const ThreadProfile &test, const ThreadProfile &ref, const Alignment &a,

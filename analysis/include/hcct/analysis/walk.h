@@ -92,6 +92,11 @@ struct TreeFilter {
   // Also keep (unselected) every node whose subtree sum (WalkNode::subtree) is at least
   // ⌊keep_total_share·N⌋, with its ancestors; negative: off. At most depth/share such nodes exist.
   double keep_total_share = -1;
+  // Formats that carry both metrics (pprof, callgrind, JSON) of a timed profile: also keep
+  // (unselected, if calls do not select it) every node in focus, not ignored, with self samples of
+  // at least ⌊min_share·(S + samples lost)⌋ (WalkNode::sample_count), so that a context hot by time
+  // and cold by calls is exported with its time. Ignored without a time metric.
+  bool keep_sampled = false;
   uint32_t max_depth = 0;  // 0: unlimited
   std::function<bool(uint64_t routine)> focus;   // empty: everything is in focus
   std::function<bool(uint64_t routine)> ignore;  // empty: nothing is ignored
@@ -109,6 +114,10 @@ struct WalkNode {
   bool truncated = false; // deeper selected nodes were charged to it
   uint64_t count = 0;    // the metric's value (node.count or samples) if selected, else 0; plus what was charged to it
   uint64_t total = 0;    // count plus the totals of its kept children
+  // Self samples if the node passes the filters by time (with metric = time, count), plus the
+  // samples of deeper nodes charged to it; sample_total adds those of its kept children.
+  uint64_t sample_count = 0;
+  uint64_t sample_total = 0;
   // The counts of every countable node of its subtree that no --ignore left out, kept or not
   // (what `hcct report` ranks by).
   uint64_t subtree = 0;

@@ -1,4 +1,4 @@
-#include "exporters.h"
+#include "hcct/analysis/exporters.h"
 
 #include <algorithm>
 #include <map>
@@ -6,40 +6,20 @@
 #include <stdexcept>
 #include <unordered_map>
 
-namespace hcct::cli {
+#include "hcct/analysis/json.h"
+#include "hcct/analysis/text.h"
+
+namespace hcct::analysis {
 namespace {
 
-using analysis::Symbol;
-using analysis::WalkNode;
-using analysis::WalkStats;
-
-// Bytes that are not valid UTF-8 become '?', so that every consumer (JSON, DOT) accepts the text.
-std::string valid_utf8(const std::string &s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool ok = len && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
-    if (ok && c >= 0x20) {
-      out.append(s, i, len);
-      i += len;
-    } else {
-      out += c == '\t' ? ' ' : '?';
-      i += ok ? len : 1;
-    }
-  }
-  return out;
-}
 
 // The name a frame has in the text formats: the demangled function or the placeholder.
 const std::string &frame_name(const TreeInfo &t, uint64_t routine) { return t.names->routine(routine).function; }
 
 // Whether a call site's inline frame is in the function named `function` (a routine's name: its
 // ELF symbol with gcc's clone suffixes taken off, which inner frames, named from DWARF, lack).
-bool frame_in(const analysis::SourceFrame &frame, const std::string &function) {
-  return frame.function == function || analysis::source_function_name(frame.function) == function;
+bool frame_in(const SourceFrame &frame, const std::string &function) {
+  return frame.function == function || source_function_name(frame.function) == function;
 }
 
 // Whether the call site of the context `w` lies outside its parent's function: then the callee was
@@ -50,10 +30,25 @@ bool call_outside_parent(const TreeInfo &t, const WalkNode &w, std::span<const W
   if (!w.node.call_site || path.size() < 2) return false;
   const Symbol &parent = t.names->routine(path.back().node.routine);
   if (!parent.resolved) return false;
-  const std::vector<analysis::SourceFrame> &frames = t.names->call_site(w.node.call_site).frames;
+  const std::vector<SourceFrame> &frames = t.names->call_site(w.node.call_site).frames;
   if (frames.empty()) return false;
   return std::none_of(frames.begin(), frames.end(),
-                      [&](const analysis::SourceFrame &f) { return frame_in(f, parent.function); });
+                      [&](const SourceFrame &f) { return frame_in(f, parent.function); });
+}
+
+// Whether a tree carries time into the formats with several values: it has a time metric and
+// holds samples (a run too short for one sample exports as calls alone, as before time existed).
+bool holds_samples(const ThreadMeta &m) { return m.timed() && m.samples + m.samples_lost > 0; }
+
+// Samples of different clocks or periods do not add up (merge refuses them too): a format that
+// carries time for several trees takes the first tree's and refuses another.
+void check_same_sampling(const ThreadMeta &m, const std::string &clock, uint64_t period_ns, const std::string &source,
+                         const char *format) {
+  if (!m.timed() || (m.time == clock && m.sample_period_ns == period_ns)) return;
+  throw std::invalid_argument(std::string(format) + ": " + (source.empty() ? "pid " + std::to_string(m.pid) : source) +
+                              " sampled " + m.time + " time every " + std::to_string(m.sample_period_ns) +
+                              " ns, the first tree " + clock + " every " + std::to_string(period_ns) +
+                              " ns: samples of different rates do not add up; export them separately");
 }
 
 // ---------------------------------------------------------------------------------------- folded
@@ -114,6 +109,9 @@ class Folded : public Exporter {
 //   - An unmonitored HCCT context has no count (0 would be a lie, and `calls=0` makes consumers
 //     read the arc's cost as the caller's self cost); it counts as one call, the one entry the
 //     tree proves, and its inclusive cost is that of the monitored contexts below it.
+// A profile with a time metric that holds samples adds a second event, "Samples" (self time
+// samples, docs/FORMAT.md), with the same self / inclusive rules; samples charged to a thread's
+// root context (outside every instrumented function) are the self cost of "(thread start)".
 class Callgrind : public Exporter {
  public:
   explicit Callgrind(std::ostream &out) : out_(out) {}
@@ -124,6 +122,15 @@ class Callgrind : public Exporter {
       pid_ = info.meta->pid;
       cmd_ = shell_join(info.meta->cmdline);
     }
+    if (holds_samples(*info.meta)) {
+      if (!timed_) {
+        timed_ = true;
+        clock_ = info.meta->time;
+        period_ns_ = info.meta->sample_period_ns;
+      }
+      check_same_sampling(*info.meta, clock_, period_ns_, info.source, "callgrind");
+    }
+    samples_lost_ += info.meta->samples_lost;
     lost_ += info.meta->lost;
     unmatched_ += info.meta->unmatched_exits;
     fn_of_.clear();
@@ -132,23 +139,36 @@ class Callgrind : public Exporter {
     active_.assign(defs_.size(), 0);
   }
   void node(const WalkNode &w, std::span<const WalkNode> path) override {
-    if (path.empty()) return;  // the root
+    const uint64_t samples = w.sample_count;
+    if (path.empty()) {  // the root: only its own samples
+      if (samples) {
+        self_[uint64_t(thread_start()) << 32].samples += samples;
+        total_.samples += samples;
+      }
+      return;
+    }
     const uint32_t callee = function(w.node.routine);
-    if (w.count) self_[uint64_t(callee) << 32 | defs_[callee].line] += w.count;
-    total_ += w.count;
+    if (w.count || samples) {
+      Cost &self = self_[uint64_t(callee) << 32 | defs_[callee].line];
+      self.calls += w.count;
+      self.samples += samples;
+    }
+    total_.calls += w.count;
+    total_.samples += samples;
     follow_path(path);
     const bool outermost = active_[callee] == 0;
     const bool top = path.size() < 2;
     const uint32_t caller = top ? thread_start() : on_path_.back().function;
     const uint32_t line = w.node.call_site && !top ? call_line(w.node.call_site, path.back().node.routine, caller) : 0;
-    const bool known = info_.meta->mode != analysis::Mode::hcct || w.node.monitored();
+    const bool known = info_.meta->mode != Mode::hcct || w.node.monitored();
     if (!known) ++unmonitored_;
     const uint64_t calls = known ? w.node.count : 1;
-    const uint64_t inclusive = outermost ? w.total : 0;
-    if (!calls && !inclusive) return;
+    const Cost inclusive = outermost ? Cost{w.total, w.sample_total} : Cost{};
+    if (!calls && !inclusive.calls && !inclusive.samples) return;
     Arc &a = arcs_[ArcKey{caller, callee, line}];
     a.calls += std::max<uint64_t>(calls, 1);  // never calls=0: consumers would read its cost as self
-    a.inclusive += inclusive;
+    a.inclusive.calls += inclusive.calls;
+    a.inclusive.samples += inclusive.samples;
   }
   void end_tree(const WalkStats &) override {}
   void finish() override {
@@ -163,37 +183,31 @@ class Callgrind : public Exporter {
     if (unmonitored_)
       o += "desc: Unmonitored contexts: " + std::to_string(unmonitored_) +
            " (hcct: count unknown; each is one call on its arc, its inclusive cost that of the monitored contexts below it)\n";
-    o += "part: 1\n\npositions: line\nevents: Calls\n";
-    o += "summary: " + std::to_string(total_) + "\n\n";
+    if (timed_) {
+      o += "desc: Samples: " + valid_utf8(clock_) + " time samples, one every " + std::to_string(period_ns_) +
+           " ns (self: charged to the context itself)\n";
+      if (samples_lost_)
+        o += "desc: Lost samples: " + std::to_string(samples_lost_) + " (charged to no context; in no function's cost)\n";
+    }
+    o += std::string("part: 1\n\npositions: line\nevents: Calls") + (timed_ ? " Samples" : "") + "\n";
+    o += "summary: " + cost_text(total_) + "\n\n";
     out_ << o;
     std::vector<bool> named_fn(defs_.size(), false), named_file(files_.size(), false), named_ob(objects_.size(), false);
-    auto file_ref = [&](uint32_t id) {
+    // Name compression: "(id) name" the first time, "(id)" after.
+    auto ref = [](std::vector<bool> &named, uint32_t id, const std::string &name) {
       std::string r = "(" + std::to_string(id + 1) + ")";
-      if (!named_file[id]) {
-        named_file[id] = true;
-        r += " " + files_[id];
+      if (!named[id]) {
+        named[id] = true;
+        r += " " + name;
       }
       return r;
     };
-    auto fn_ref = [&](uint32_t id) {
-      std::string r = "(" + std::to_string(id + 1) + ")";
-      if (!named_fn[id]) {
-        named_fn[id] = true;
-        r += " " + defs_[id].name;
-      }
-      return r;
-    };
-    auto ob_ref = [&](uint32_t id) {
-      std::string r = "(" + std::to_string(id + 1) + ")";
-      if (!named_ob[id]) {
-        named_ob[id] = true;
-        r += " " + objects_[id];
-      }
-      return r;
-    };
+    auto file_ref = [&](uint32_t id) { return ref(named_file, id, files_[id]); };
+    auto fn_ref = [&](uint32_t id) { return ref(named_fn, id, defs_[id].name); };
+    auto ob_ref = [&](uint32_t id) { return ref(named_ob, id, objects_[id]); };
     // Grouped by function: self costs, then the calls it makes, in a stable order.
-    std::vector<std::pair<uint64_t, uint64_t>> self(self_.begin(), self_.end());
-    std::sort(self.begin(), self.end());
+    std::vector<std::pair<uint64_t, Cost>> self(self_.begin(), self_.end());
+    std::sort(self.begin(), self.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
     std::vector<std::pair<ArcKey, Arc>> arcs(arcs_.begin(), arcs_.end());
     std::sort(arcs.begin(), arcs.end(), [](const auto &a, const auto &b) {
       return std::tie(a.first.caller, a.first.callee, a.first.line) < std::tie(b.first.caller, b.first.callee, b.first.line);
@@ -208,7 +222,7 @@ class Callgrind : public Exporter {
       o += "fl=" + file_ref(d.file) + "\n";
       o += "fn=" + fn_ref(id) + "\n";
       for (; si < self.size() && uint32_t(self[si].first >> 32) == id; ++si)
-        o += std::to_string(uint32_t(self[si].first)) + " " + std::to_string(self[si].second) + "\n";
+        o += std::to_string(uint32_t(self[si].first)) + " " + cost_text(self[si].second) + "\n";
       for (; ai < arcs.size() && arcs[ai].first.caller == id; ++ai) {
         const ArcKey &key = arcs[ai].first;
         const Arc &arc = arcs[ai].second;
@@ -217,12 +231,12 @@ class Callgrind : public Exporter {
         o += "cfl=" + file_ref(c.file) + "\n";
         o += "cfn=" + fn_ref(key.callee) + "\n";
         o += "calls=" + std::to_string(arc.calls) + " " + std::to_string(c.line) + "\n";
-        o += std::to_string(key.line) + " " + std::to_string(arc.inclusive) + "\n";
+        o += std::to_string(key.line) + " " + cost_text(arc.inclusive) + "\n";
       }
       o += "\n";
       out_ << o;
     }
-    o = "totals: " + std::to_string(total_) + "\n";
+    o = "totals: " + cost_text(total_) + "\n";
     out_ << o;
   }
 
@@ -231,9 +245,17 @@ class Callgrind : public Exporter {
     std::string name;
     uint32_t file = 0, object = 0, line = 0;
   };
-  struct Arc {
-    uint64_t calls = 0, inclusive = 0;
+  struct Cost {
+    uint64_t calls = 0, samples = 0;
   };
+  struct Arc {
+    uint64_t calls = 0;
+    Cost inclusive;
+  };
+  // A cost line's values: the events of the header.
+  std::string cost_text(const Cost &c) const {
+    return timed_ ? std::to_string(c.calls) + " " + std::to_string(c.samples) : std::to_string(c.calls);
+  }
   struct ArcKey {
     uint32_t caller, callee, line;
     bool operator==(const ArcKey &) const = default;
@@ -297,7 +319,7 @@ class Callgrind : public Exporter {
     if (!s.frames.empty()) {
       const std::string &name = info_.names->routine(caller_routine).function;
       auto in_caller = std::find_if(s.frames.begin(), s.frames.end(),
-                                    [&](const analysis::SourceFrame &f) { return frame_in(f, name); });
+                                    [&](const SourceFrame &f) { return frame_in(f, name); });
       line = in_caller != s.frames.end() ? in_caller->line : defs_[caller].line;
     }
     line_of_.emplace(key, line);
@@ -328,13 +350,16 @@ class Callgrind : public Exporter {
   bool have_header_ = false;
   uint64_t pid_ = 0;
   std::string cmd_;
-  uint64_t total_ = 0;
+  Cost total_;
   uint64_t lost_ = 0, unmatched_ = 0;  // over every tree
+  bool timed_ = false;  // some tree holds time samples: a second event
+  std::string clock_;
+  uint64_t period_ns_ = 0, samples_lost_ = 0;
   std::unordered_map<uint64_t, uint32_t> fn_of_;  // per tree: routine address -> function
   std::unordered_map<std::string, uint32_t> def_ids_, file_ids_, object_ids_;
   std::vector<FunctionDef> defs_;
   std::vector<std::string> files_, objects_;
-  std::unordered_map<uint64_t, uint64_t> self_;  // function << 32 | line -> cost
+  std::unordered_map<uint64_t, Cost> self_;  // function << 32 | line -> cost
   std::unordered_map<ArcKey, Arc, ArcHash> arcs_;
   struct SiteCaller {
     uint64_t site;
@@ -394,23 +419,24 @@ class Proto {
 // entry, then every ancestor once, in its own function, at the call site of the frame above it
 // (callers_location), so that the stacks are the folded export's. Samples are written as they
 // come; mappings, locations, functions and the string table follow at the end (repeated fields
-// may come in any order).
+// may come in any order). A profile with a time metric that holds samples (the first tree decides:
+// samples are written as they come) has three sample types: calls/count, samples/count and cpu (or wall)/nanoseconds = samples × the sampling period;
+// samples charged to a thread's root context are a sample whose one location is "(thread start)".
 class Pprof : public Exporter {
  public:
-  explicit Pprof(std::ostream &out) : out_(out) {
-    str("");
-    Proto vt;
-    vt.uint(1, str("calls"));
-    vt.uint(2, str("count"));
-    Proto head;
-    head.bytes(1, vt.buf);   // sample_type
-    head.bytes(11, vt.buf);  // period_type
-    head.uint(12, 1);        // period
-    out_ << head.buf;
-  }
+  explicit Pprof(std::ostream &out) : out_(out) { str(""); }
   void begin_tree(const TreeInfo &info) override {
     info_ = info;
-    ++tree_;
+    if (++tree_ == 1) {
+      timed_ = holds_samples(*info.meta);
+      clock_ = info.meta->time;
+      period_ns_ = info.meta->sample_period_ns;
+    } else if (timed_) {
+      check_same_sampling(*info.meta, clock_, period_ns_, info.source, "pprof");
+    } else if (holds_samples(*info.meta)) {
+      samples_left_out_ += info.meta->samples;  // the sample types were fixed by the first tree
+    }
+    if (timed_) samples_lost_ += info.meta->samples_lost;
     site_loc_.clear();
     entry_loc_.clear();
     mapping_of_.assign(info.modules->size(), 0);
@@ -432,8 +458,14 @@ class Pprof : public Exporter {
     end_ns_ = std::max(end_ns_, info.meta->end_ns);
   }
   void node(const WalkNode &w, std::span<const WalkNode> path) override {
-    if (w.count == 0 || path.empty()) return;
+    const uint64_t samples = timed_ ? w.sample_count : 0;
+    if (w.count == 0 && samples == 0) return;
     ids_.clear();
+    if (path.empty()) {  // the root: its own samples only
+      ids_.push_back(thread_start_location());
+      write_sample(0, samples);
+      return;
+    }
     ids_.push_back(entry_location(w.node.routine));
     // Each ancestor once, in its own function: the call site of the frame above it, whose inline
     // chain may stand for several ancestors at once (callers_location).
@@ -443,17 +475,27 @@ class Pprof : public Exporter {
       ids_.push_back(callers_location(child.node.call_site, path, k, covered));
       k -= covered;
     }
-    Proto s;
-    s.packed(1, ids_);
-    s.packed(2, {w.count});
-    s.buf += labels_;
-    Proto sample;
-    sample.bytes(2, s.buf);
-    out_ << sample.buf;
+    write_sample(w.count, samples);
   }
   void end_tree(const WalkStats &) override {}
   void finish() override {
     Proto tail;
+    auto value_type = [&](const std::string &type, const std::string &unit) {
+      Proto vt;
+      vt.uint(1, str(type));
+      vt.uint(2, str(unit));
+      return vt.buf;
+    };
+    tail.bytes(1, value_type("calls", "count"));  // sample_type
+    if (timed_) {
+      tail.bytes(1, value_type("samples", "count"));
+      tail.bytes(1, value_type(clock_, "nanoseconds"));
+      tail.bytes(11, value_type(clock_, "nanoseconds"));  // period_type
+      tail.uint(12, period_ns_);                           // period
+    } else {
+      tail.bytes(11, value_type("calls", "count"));
+      tail.uint(12, 1);
+    }
     for (const std::string &m : mappings_) tail.bytes(3, m);
     for (const std::string &l : locations_) tail.bytes(4, l);
     for (const std::string &f : functions_) tail.bytes(5, f);
@@ -464,11 +506,46 @@ class Pprof : public Exporter {
       tail.uint(13, str("lost calls: " + std::to_string(lost_) + " (tree memory, max_mb, ran out; in no sample)"));
     if (unmatched_)
       tail.uint(13, str("unmatched exits: " + std::to_string(unmatched_) + " (the tree above those frames may be wrong)"));
+    if (timed_)
+      tail.uint(13, str(clock_ + " time: samples = self time samples of each context, one every " +
+                        std::to_string(period_ns_) + " ns; " + clock_ + " = samples x that period"));
+    if (samples_lost_)
+      tail.uint(13, str("lost samples: " + std::to_string(samples_lost_) + " (charged to no context; in no sample)"));
+    for (const std::string &w : warnings()) tail.uint(13, str(w));
     for (const std::string &s : strings_) tail.bytes(6, s);  // after the last str()
     out_ << tail.buf;
   }
 
  private:
+  std::vector<std::string> warnings() const override {
+    if (!samples_left_out_) return {};
+    return {"pprof: " + std::to_string(samples_left_out_) +
+            " time samples not exported: the first tree held none, so the profile has no time sample type "
+            "(export the trees with samples alone, e.g. --pid/--thread)"};
+  }
+  void write_sample(uint64_t calls, uint64_t samples) {
+    Proto s;
+    s.packed(1, ids_);
+    if (timed_)
+      s.packed(2, {calls, samples, samples * period_ns_});
+    else
+      s.packed(2, {calls});
+    s.buf += labels_;
+    Proto sample;
+    sample.bytes(2, s.buf);
+    out_ << sample.buf;
+  }
+  // The one location of samples charged to a thread's root context.
+  uint64_t thread_start_location() {
+    if (!thread_start_loc_) {
+      Proto l;
+      thread_start_loc_ = locations_.size() + 1;
+      l.uint(1, thread_start_loc_);
+      add_line(l, "(thread start)", "", 0, 0);
+      locations_.push_back(l.buf);
+    }
+    return thread_start_loc_;
+  }
   uint64_t str(const std::string &s) {
     std::string v = valid_utf8(s);
     auto [it, fresh] = string_ids_.try_emplace(v, strings_.size());
@@ -490,7 +567,7 @@ class Pprof : public Exporter {
     }
     return it->second;
   }
-  uint64_t mapping(const analysis::Module *m) {
+  uint64_t mapping(const Module *m) {
     if (!m) return 0;
     // The symbol points into the names' copy of the module map, which is in the same order.
     const size_t i = info_.names->module_index(m);
@@ -533,8 +610,8 @@ class Pprof : public Exporter {
   uint64_t callers_location(uint64_t site, std::span<const WalkNode> path, size_t k, size_t &covered) {
     covered = 1;
     if (!site) return entry_location(path[k].node.routine);
-    const std::vector<analysis::SourceFrame> &frames = info_.names->call_site(site).frames;
-    auto is = [&](const analysis::SourceFrame &f, size_t a) {
+    const std::vector<SourceFrame> &frames = info_.names->call_site(site).frames;
+    auto is = [&](const SourceFrame &f, size_t a) {
       return frame_in(f, info_.names->routine(path[a].node.routine).function);
     };
     size_t first = 0;
@@ -588,6 +665,10 @@ class Pprof : public Exporter {
   uint64_t tree_ = 0;
   uint64_t time_ns_ = 0, end_ns_ = 0;
   uint64_t lost_ = 0, unmatched_ = 0;  // over every tree
+  bool timed_ = false;  // the first tree holds time samples: three sample types
+  std::string clock_;
+  uint64_t period_ns_ = 0, samples_lost_ = 0, samples_left_out_ = 0;
+  uint64_t thread_start_loc_ = 0;  // over every tree (no mapping, no address)
   std::vector<uint64_t> ids_;
   std::string labels_;
   std::vector<std::string> strings_, mappings_, locations_, functions_;
@@ -611,29 +692,34 @@ class Pprof : public Exporter {
 
 // ------------------------------------------------------------------------------------------ json
 
-// "hcct-tree/1" (docs/hcct-tree.schema.json): one object per tree, nodes one per line in postorder.
+// "hcct-tree/2" (docs/hcct-tree.schema.json): one object per tree, nodes one per line in postorder.
+// Version 2 added time: per tree its sampling figures, per node its self and inclusive samples.
 class Json : public Exporter {
  public:
-  explicit Json(std::ostream &out) : out_(out) { out_ << "{\"schema\":\"hcct-tree/1\",\"trees\":["; }
+  explicit Json(std::ostream &out) : out_(out) { out_ << "{\"schema\":\"hcct-tree/2\",\"trees\":["; }
   void begin_tree(const TreeInfo &info) override {
     info_ = info;
-    const analysis::ThreadMeta &m = *info.meta;
+    const ThreadMeta &m = *info.meta;
     json h;
     h["file"] = info.source.empty() ? json() : json(info.source);
     h["pid"] = m.pid;
     h["threads"] = info.threads;
     h["merged"] = info.merged;
-    h["mode"] = analysis::to_string(m.mode);
-    h["key"] = analysis::to_string(m.key);
+    h["mode"] = to_string(m.mode);
+    h["key"] = to_string(m.key);
     h["calls"] = m.calls;
     h["lost"] = m.lost;
     h["all_calls"] = m.all_calls();
     h["unmatched_exits"] = m.unmatched_exits;
-    h["epsilon"] = m.mode == analysis::Mode::hcct ? json(m.epsilon) : json();
-    h["error_bound"] = m.mode == analysis::Mode::hcct ? json(m.min_count) : m.mode == analysis::Mode::cct ? json(0) : json();
+    h["epsilon"] = m.mode == Mode::hcct ? json(m.epsilon) : json();
+    h["error_bound"] = m.mode == Mode::hcct ? json(m.min_count) : m.mode == Mode::cct ? json(0) : json();
     h["min_share"] = info.min_share;
     h["threshold"] = info.threshold;
     h["input_nodes"] = info.node_count;
+    if (m.timed())
+      h.update(time_json(m));
+    else
+      h["time"] = json();
     std::string s = h.dump(-1, ' ', false, json::error_handler_t::replace);
     s.pop_back();
     out_ << (first_ ? "\n" : ",\n") << s << ",\"nodes\":[";
@@ -653,11 +739,15 @@ class Json : public Exporter {
     o += ",\"depth\":" + std::to_string(w.depth);
     o += ",\"count\":" + std::to_string(w.count);
     o += ",\"total\":" + std::to_string(w.total);
+    if (info_.meta->timed()) {
+      o += ",\"samples\":" + std::to_string(w.samples);
+      o += ",\"total_samples\":" + std::to_string(w.total_samples);
+    }
     o += w.selected ? ",\"selected\":true" : ",\"selected\":false";
     if (w.truncated) o += ",\"truncated\":true";
     if (!path.empty()) {
       o += ",\"raw_count\":" + std::to_string(w.node.count);
-      if (info_.meta->mode == analysis::Mode::hcct) o += w.node.monitored() ? ",\"monitored\":true" : ",\"monitored\":false";
+      if (info_.meta->mode == Mode::hcct) o += w.node.monitored() ? ",\"monitored\":true" : ",\"monitored\":false";
       o += ",\"routine\":\"" + hex(w.node.routine) + "\"";
       o += ",\"call_site\":" + (w.node.call_site ? "\"" + hex(w.node.call_site) + "\"" : std::string("null"));
       o += ",\"function\":" + cached(functions_, w.node.routine, false);
@@ -689,15 +779,6 @@ class Json : public Exporter {
 
 // ------------------------------------------------------------------------------------------- dot
 
-std::string dot_escape(const std::string &s) {
-  std::string out;
-  for (char c : valid_utf8(s)) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 // Graphviz: one cluster per tree, a box per kept node (function, definition, count and share,
 // subtree total), an edge per call labelled with the call site. Cold ancestors are dashed.
 class Dot : public Exporter {
@@ -709,8 +790,13 @@ class Dot : public Exporter {
   void begin_tree(const TreeInfo &info) override {
     info_ = info;
     ++tree_;
+    const bool by_time = info.metric == Metric::time;
     std::string label = (info.source.empty() ? std::string("merged") : info.source) + ": pid " +
-                        std::to_string(info.meta->pid) + ", " + calls_summary(*info.meta);
+                        std::to_string(info.meta->pid) + ", " +
+                        (by_time ? "S = " + with_commas(info.meta->samples) + " " + info.meta->time + " time samples" +
+                                       (info.meta->samples_lost ? " + " + with_commas(info.meta->samples_lost) + " lost" : "")
+                                 : calls_summary(*info.meta));
+    unit_ = by_time ? " samples" : "";
     for (const std::string &w : loss_warnings(*info.meta)) label += "\nwarning: " + w;
     out_ << "  subgraph cluster_" << tree_ << " {\n    label=\"" << dot_escape(label) << "\";\n";
     routines_.clear();
@@ -725,19 +811,22 @@ class Dot : public Exporter {
       out_ << o;
       return;
     }
-    const uint64_t n = info_.meta->all_calls();  // shares of every call, lost ones too
+    // Shares of every call (or sample), lost ones too.
+    const bool by_time = info_.metric == Metric::time;
+    const uint64_t n = by_time ? info_.meta->samples + info_.meta->samples_lost : info_.meta->all_calls();
     o += prefix + std::to_string(w.id) + " [label=\"" + routine_label(w.node.routine);
-    const bool unmonitored = info_.meta->mode == analysis::Mode::hcct && !w.node.monitored();
+    const bool unmonitored = info_.meta->mode == Mode::hcct && (by_time ? !w.samples : !w.node.monitored());
+    const uint64_t own = by_time ? w.samples : w.node.count;
     if (w.count || w.selected) {
-      o += "\\n" + with_commas(w.count) + " (" + percent(w.count, n) + ")";
+      o += "\\n" + with_commas(w.count) + unit_ + " (" + percent(w.count, n) + ")";
     } else if (unmonitored) {
-      o += "\\nnot monitored: count unknown";  // 0 would be a false count
+      o += by_time ? "\\nno time counter: samples unknown" : "\\nnot monitored: count unknown";  // 0 would be false
     } else {
-      o += "\\n" + with_commas(w.node.count) + " (" + percent(w.node.count, n) + "), not selected";
+      o += "\\n" + with_commas(own) + unit_ + " (" + percent(own, n) + "), not selected";
     }
-    o += "\\ntotal " + with_commas(w.total) + " (" + percent(w.total, n) + ")";
+    o += "\\ntotal " + with_commas(w.total) + unit_ + " (" + percent(w.total, n) + ")";
     // What the filters left out below it: its whole subtree, kept or not.
-    if (w.subtree > w.total) o += "\\nwhole subtree " + with_commas(w.subtree) + " (" + percent(w.subtree, n) + ")";
+    if (w.subtree > w.total) o += "\\nwhole subtree " + with_commas(w.subtree) + unit_ + " (" + percent(w.subtree, n) + ")";
     if (w.truncated) o += "\\n(deeper contexts included)";
     o += w.selected ? "\"];\n" : "\", style=dashed, color=gray50];\n";
     o += prefix + std::to_string(w.parent) + " -> t" + std::to_string(tree_) + "n" + std::to_string(w.id);
@@ -768,9 +857,25 @@ class Dot : public Exporter {
   uint64_t tree_ = 0;
   std::string line_;
   std::unordered_map<uint64_t, std::string> routines_, sites_;  // per tree
+  std::string unit_;  // " samples" by time, nothing by calls
 };
 
 }  // namespace
+
+ExportedTree export_tree(Exporter &exporter, const TreeInfo &info, NodeSource &nodes, const TreeFilter &filter,
+                         const std::function<void(uint64_t)> &progress) {
+  ExportedTree out;
+  exporter.begin_tree(info);
+  out.stats = walk_tree(
+      nodes, filter,
+      [&](const WalkNode &w, std::span<const WalkNode> path) {
+        if (w.truncated) out.charged += w.count - (w.selected ? (filter.metric == Metric::time ? w.samples : w.node.count) : 0);
+        exporter.node(w, path);
+      },
+      progress);
+  exporter.end_tree(out.stats);
+  return out;
+}
 
 bool export_is_binary(const std::string &format) { return format == "pprof"; }
 
@@ -783,4 +888,4 @@ std::unique_ptr<Exporter> make_exporter(const std::string &format, std::ostream 
   throw std::invalid_argument("unknown export format " + format);
 }
 
-}  // namespace hcct::cli
+}  // namespace hcct::analysis
