@@ -16,24 +16,10 @@ namespace {
 // The name a frame has in the text formats: the demangled function or the placeholder.
 const std::string &frame_name(const TreeInfo &t, uint64_t routine) { return t.names->routine(routine).function; }
 
-// Whether a call site's inline frame is in the function named `function` (a routine's name: its
-// ELF symbol with gcc's clone suffixes taken off, which inner frames, named from DWARF, lack).
-bool frame_in(const SourceFrame &frame, const std::string &function) {
-  return frame.function == function || source_function_name(frame.function) == function;
-}
-
-// Whether the call site of the context `w` lies outside its parent's function: then the callee was
-// inlined into the parent with its probe (gcc -finstrument-functions, the plugin's early stage), and
-// the probe reported the parent's own return address, a site in the parent's caller. Unknown (no
-// inline chain or no parent name): false.
+// Whether the call site of the context `w` lies outside its parent's function (call_site_outside).
 bool call_outside_parent(const TreeInfo &t, const WalkNode &w, std::span<const WalkNode> path) {
   if (!w.node.call_site || path.size() < 2) return false;
-  const Symbol &parent = t.names->routine(path.back().node.routine);
-  if (!parent.resolved) return false;
-  const std::vector<SourceFrame> &frames = t.names->call_site(w.node.call_site).frames;
-  if (frames.empty()) return false;
-  return std::none_of(frames.begin(), frames.end(),
-                      [&](const SourceFrame &f) { return frame_in(f, parent.function); });
+  return call_site_outside(t.names->call_site(w.node.call_site), t.names->routine(path.back().node.routine));
 }
 
 // Whether a tree carries time into the formats with several values: it has a time metric and
@@ -319,7 +305,7 @@ class Callgrind : public Exporter {
     if (!s.frames.empty()) {
       const std::string &name = info_.names->routine(caller_routine).function;
       auto in_caller = std::find_if(s.frames.begin(), s.frames.end(),
-                                    [&](const SourceFrame &f) { return frame_in(f, name); });
+                                    [&](const SourceFrame &f) { return frame_in_function(f, name); });
       line = in_caller != s.frames.end() ? in_caller->line : defs_[caller].line;
     }
     line_of_.emplace(key, line);
@@ -612,7 +598,7 @@ class Pprof : public Exporter {
     if (!site) return entry_location(path[k].node.routine);
     const std::vector<SourceFrame> &frames = info_.names->call_site(site).frames;
     auto is = [&](const SourceFrame &f, size_t a) {
-      return frame_in(f, info_.names->routine(path[a].node.routine).function);
+      return frame_in_function(f, info_.names->routine(path[a].node.routine).function);
     };
     size_t first = 0;
     while (first < frames.size() && !is(frames[first], k)) ++first;

@@ -127,11 +127,14 @@ std::string source_function_name(std::string name) {
   }
 }
 
+bool frame_in_function(const SourceFrame &frame, const std::string &function) {
+  return frame.function == function || source_function_name(frame.function) == function;
+}
+
 bool call_site_outside(const Symbol &site, const Symbol &parent) {
   if (!parent.resolved || site.frames.empty()) return false;
-  return std::none_of(site.frames.begin(), site.frames.end(), [&](const SourceFrame &f) {
-    return f.function == parent.function || source_function_name(f.function) == parent.function;
-  });
+  return std::none_of(site.frames.begin(), site.frames.end(),
+                      [&](const SourceFrame &f) { return frame_in_function(f, parent.function); });
 }
 
 std::string address_placeholder(const Module *m, uint64_t address) {

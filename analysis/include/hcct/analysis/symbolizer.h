@@ -131,6 +131,10 @@ std::string demangle(const char *name);
 // "f.constprop.0" → "f"; "g(int) [clone .cold]" → "g(int)". Other names unchanged.
 std::string source_function_name(std::string name);
 
+// Whether a call site's inline frame is in the function named `function` (a routine's name: its
+// ELF symbol with gcc's clone suffixes taken off, which inner frames, named from DWARF, lack).
+bool frame_in_function(const SourceFrame &frame, const std::string &function);
+
 // Whether a call site lies outside the function of its context's parent (`parent`, a resolved
 // routine): the callee was inlined into the parent together with its probe (gcc
 // -finstrument-functions, the plugin's early stage), and the probe reported the parent's own
