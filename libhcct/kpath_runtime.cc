@@ -168,19 +168,22 @@ HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) 
   if (!k) return true;
   if (runtime_options().verbose) {
     const PathProfiler &p = k->profiler;
+    // One line per thread (tests read its keys); a bounded forest appends its accounting.
+    char bound[256] = "";
+    if (p.bounded())
+      snprintf(bound, sizeof bound,
+               " epsilon=%g budget=%llu nodes_peak=%llu sweeps=%llu forced=%llu evicted=%llu cuts=%llu "
+               "error_bound(k)=%llu",
+               p.epsilon(), (unsigned long long)p.budget(), (unsigned long long)p.nodes_peak(),
+               (unsigned long long)p.sweeps(), (unsigned long long)p.forced_sweeps(), (unsigned long long)p.evicted(),
+               (unsigned long long)p.cuts(), (unsigned long long)p.error_bound(p.k()));
     say("hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu "
-        "bytes=%zu lost=%llu scans=%llu lookups=%llu\n",
+        "bytes=%zu lost=%llu scans=%llu lookups=%llu%s\n",
         thread.tid, p.k(),
         fmt::option_name(p.k() == 1 ? PathForest::kBlpp : p.forest()),
         (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
         (unsigned long long)p.enters(), (unsigned long long)p.nodes(), p.bytes(),
-        (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups());
-    if (p.bounded())
-      say("hcct kpath: thread %d: bounded epsilon=%g budget=%llu nodes_peak=%llu sweeps=%llu forced=%llu "
-          "evicted=%llu cuts=%llu error_bound(k)=%llu\n",
-          thread.tid, p.epsilon(), (unsigned long long)p.budget(), (unsigned long long)p.nodes_peak(),
-          (unsigned long long)p.sweeps(), (unsigned long long)p.forced_sweeps(), (unsigned long long)p.evicted(),
-          (unsigned long long)p.cuts(), (unsigned long long)p.error_bound(p.k()));
+        (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups(), bound);
   }
   file.begin_section(fmt::kTagPaths);
   bool ok = write_forest(file.body(), k->profiler);
