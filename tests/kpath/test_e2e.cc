@@ -301,6 +301,51 @@ TEST_CASE("e2e: masked convolution's 10-IPF shows both branches repeating in lon
   }
 }
 
+// The case study from a bounded profile (docs/KPATH.md, "Bounded forests"): the exact kWF of this
+// run has 964 nodes at k = 10; path_epsilon = 0.05 gives a budget of 464, so the runtime sweeps.
+// `hcct guide` must give the same guidance as from the exact profile: the same loops in the same
+// order, the same OSR thresholds, the same recommendations (kind, path, unrolling factor).
+TEST_CASE("e2e: masked convolution: hcct guide gives the same guidance from a bounded profile as from an exact one") {
+  const Example e{"masked_conv.c", "600 800 1"};
+  fs::path exe = build(e, "-O2", "conv-bounded");
+  auto guide = [&](const std::string &options, const std::string &name) {
+    an::ThreadPaths t = record(exe, e, options);
+    fs::path data = work() / (name + ".data");
+    fs::remove_all(data);
+    fs::rename(exe.string() + ".data", data);
+    fs::path out = work() / (name + ".guide.json");
+    run(std::string(HCCT_TOOL) + " guide " + data.string() + " -o " + out.string() + " --json 2>&1");
+    std::ifstream in(out);
+    return std::pair{std::move(t), nlohmann::json::parse(in)};
+  };
+  auto [exact_t, exact] = guide("k=10:path_epsilon=0", "conv-exact");
+  auto [bounded_t, bounded] = guide("k=10:path_epsilon=0.05", "conv-bounded");
+  REQUIRE_FALSE(exact_t.forest.bound.bounded());
+  REQUIRE(bounded_t.forest.bound.bounded());
+  CHECK(bounded_t.forest.bound.sweeps > 0);  // it did evict
+  CHECK(bounded_t.forest.nodes.size() < exact_t.forest.nodes.size());
+  CHECK(bounded["counts"]["bounded"] == true);
+  CHECK(exact["counts"]["bounded"] == false);
+  REQUIRE(exact["loops"].size() == bounded["loops"].size());
+  REQUIRE(exact["loops"].size() > 0);
+  for (size_t i = 0; i < exact["loops"].size(); ++i) {
+    const auto &x = exact["loops"][i], &y = bounded["loops"][i];
+    INFO("loop #" << i + 1 << " " << x["key"]);
+    CHECK(x["key"] == y["key"]);
+    CHECK(x["function"] == y["function"]);
+    CHECK(x["header_block"] == y["header_block"]);
+    CHECK(x["threshold"] == y["threshold"]);
+    REQUIRE(x["recommendations"].size() == y["recommendations"].size());
+    for (size_t r = 0; r < x["recommendations"].size(); ++r) {
+      const auto &a = x["recommendations"][r], &b = y["recommendations"][r];
+      INFO(a["text"] << " / " << b["text"]);
+      CHECK(a["kind"] == b["kind"]);
+      CHECK(a.value("path", uint64_t(0)) == b.value("path", uint64_t(0)));
+      CHECK(a.value("factor", 0u) == b.value("factor", 0u));
+    }
+  }
+}
+
 namespace {
 
 // Edge counts (u, successor block) implied by a BLPP profile: kBranch edges of every path, and the
