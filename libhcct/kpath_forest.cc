@@ -348,7 +348,7 @@ HCCT_NOINST uint64_t select_rank(uint64_t *v, size_t n, size_t rank) {
 
 HCCT_NOINST bool PathProfiler::reserve_scratch(size_t entries) {
   if (entries <= scratch_capacity_) return true;
-  size_t capacity = entries + entries / 4 + 2 * size_t(k_) + 64;
+  size_t capacity = entries + 2 * size_t(k_) + 64;
   size_t bytes = 2 * capacity * sizeof(SweepEntry);
   if (!charge_tree_memory(bytes)) return false;
   void *p = map_pages(bytes);
@@ -488,6 +488,9 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
   evicted_ += victims;
   delta_ += largest;
   if (delta_ > allowed) ++forced_;
+  // The scratch (a third of the nodes' memory) is mapped only while a sweep runs, so the threads
+  // of a process hold it at the same time only when they sweep at the same time.
+  release_scratch();
 }
 
 // Tree memory ran out: the item is not counted and the activation starts over as after ∗ (without
