@@ -176,9 +176,11 @@ HCCT_NOINST void PathProfiler::release_huge_nodes() {
 
 HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
   void *p = nullptr;
-  if (free_) {  // bounded kWF: a node a sweep evicted
+  if (free_) {  // bounded kWF: a node a sweep evicted (its count was zeroed then)
     p = free_;
     free_ = free_->first_child;
+    __builtin_prefetch(free_, 1);  // the next one: the list is a chain of cache misses
+    lost_ += static_cast<KsfNode *>(p)->count;
   } else if (arena_.bytes_mapped() >= kHugeAfter) {
     p = allocate_huge_node();
   } else {
@@ -374,7 +376,8 @@ HCCT_NOINST void PathProfiler::release_scratch() {
 // Evicts the non-root nodes whose total T is at most a threshold θ, leaves first, merging each
 // one's count into its link (the items keep counting for every shorter suffix, which stays), and
 // adds the largest T evicted to delta_. θ: the slack εN − delta_ when that frees at least an
-// eighth of the nodes, at most what frees half of them; else what frees an eighth (a forced
+// eighth of the nodes, at most what frees three quarters of them (a sweep visits every node, so
+// fewer, larger sweeps cost less: 115 instead of 168 sweeps on Lua); else what frees an eighth (a forced
 // sweep: delta_ may then exceed εN, and the profile says by how much). The proof that every count
 // is then within delta_ of the truth is in docs/KPATH.md, "Bounded forests". `pinned`, the window
 // the caller is stepping from, stays, and with it every node its sequence needs (its prefixes are
@@ -382,6 +385,16 @@ HCCT_NOINST void PathProfiler::release_scratch() {
 HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
   if (epoch_ >= kMaxEpoch || !reserve_scratch(non_roots_)) return;  // (never in practice; max_mb still caps)
   ++epoch_;
+  // The previous sweep's victims become reusable now, not then: instrumented code in a signal
+  // handler may have run that sweep while it interrupted a fast path between loading a node and
+  // counting in it; that fast path has long finished. (An increment it made in a victim after the
+  // victim's count went to its link is an item counted nowhere: new_node adds it to `lost`.) The
+  // list is spliced, not walked: a walk is a cache miss per victim.
+  if (quarantine_) {
+    quarantine_tail_->first_child = free_;
+    free_ = quarantine_;
+    quarantine_ = quarantine_tail_ = nullptr;
+  }
   // From here frames of earlier epochs leave the fast path (their owner is not the token) and the
   // root cache is empty, so instrumented code in a signal handler that interrupts the sweep
   // reaches the runtime, which ignores it while this event runs, instead of a node being moved.
@@ -412,11 +425,19 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
       KsfNode *u = e.node;
       set_word(u->guess[0], u->count);
       set_word(u->guess[1], 0);
+      add_refs(e.parent, kChildRef);  // (the parent was listed first: its references are reset)
       items += u->count;
       listed[n++] = e;
       ++at_depth[u->depth];
-      if (u->next_sibling != kEnd) stack[depth++] = {u->next_sibling, e.parent};
-      if (u->first_child != kEnd) stack[depth++] = {u->first_child, u};
+      // Prefetched when pushed: the walk is a chain of dependent loads otherwise.
+      if (u->next_sibling != kEnd) {
+        __builtin_prefetch(u->next_sibling, 1);
+        stack[depth++] = {u->next_sibling, e.parent};
+      }
+      if (u->first_child != kEnd) {
+        __builtin_prefetch(u->first_child, 1);
+        stack[depth++] = {u->first_child, u};
+      }
     }
   }
   size_t start = 0;  // deepest first
@@ -435,7 +456,6 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
     totals[i] = total(u);
     add_total(u->link, total(u));
     add_refs(u->link, kLinkRef);
-    add_refs(by_depth[i].parent, kChildRef);
   }
 
   // 3. The threshold.
@@ -444,14 +464,14 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
   uint64_t theta = 0;
   if (n > 0) {
     uint64_t at_eighth = select_rank(totals, n, n / 8);
-    uint64_t at_half = select_rank(totals, n, n / 2);
-    theta = slack < at_half ? slack : at_half;
+    uint64_t at_three_quarters = select_rank(totals, n, n - n / 4);
+    theta = slack < at_three_quarters ? slack : at_three_quarters;
     if (theta < at_eighth) theta = at_eighth;
   }
 
   // 4. Evict, leaves first: a node goes if its total is at most θ and nothing refers to it any more.
-  // Its memory goes onto the free list at once (its own child list is empty by then; its mark stays
-  // until it is reused, after this sweep, and tells step 5 to unlink it).
+  // Its count goes to its link and its memory into quarantine (its own child list is empty by then;
+  // its mark stays until it is reused, after the next sweep, and tells step 5 to unlink it).
   uint64_t largest = 0;
   size_t victims = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -460,13 +480,15 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
     u->mark = kMarkVictim;
     u->stamp = epoch_;
     u->link->count += u->count;
+    u->count = 0;
     add_refs(u->link, -kLinkRef);
     add_refs(by_depth[i].parent, -kChildRef);
     if (total(u) > largest) largest = total(u);
     ++victims;
     u->guess[0] = u->guess[1] = kEnd;
-    u->first_child = free_;
-    free_ = u;
+    u->first_child = quarantine_;
+    if (!quarantine_) quarantine_tail_ = u;
+    quarantine_ = u;
   }
 
   // 5. Child lists without the victims, guesses back to none.
@@ -487,8 +509,8 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
   evicted_ += victims;
   delta_ += largest;
   if (delta_ > allowed) ++forced_;
-  // The scratch (a third of the nodes' memory) is mapped only while a sweep runs, so the threads
-  // of a process hold it at the same time only when they sweep at the same time.
+  // The scratch (half the live nodes' memory) is mapped only while a sweep runs, so the threads of
+  // a process hold it at the same time only when they sweep at the same time.
   release_scratch();
 }
 

@@ -247,7 +247,9 @@ class PathProfiler {
   // The non-root node budget of a bounded kWF: kBudgetPerK · k / ε (docs/KPATH.md, "Bounded
   // forests": why k / ε, and the measurement that chose the factor).
   static uint64_t budget_for(uint32_t k, double epsilon);
-  static constexpr double kBudgetPerK = 1;
+  // Live nodes; with the quarantine (up to 3/4 of them), node memory is at most 1.75 × budget =
+  // 0.875 k/ε nodes (docs/KPATH.md: 1 would put zstd's four workers 65 MB over native at k = 16).
+  static constexpr double kBudgetPerK = 0.5;
 
   // The ∗ marker, as the pass emits it inline at every function entry.
   HCCT_NOINST static void enter(PathFrame *frame) {
@@ -319,13 +321,15 @@ class PathProfiler {
   // Bounded kWF (all 0 when exact). The guarantee (docs/KPATH.md, "Bounded forests"): every n-gram
   // (n <= k) of the stream with a node in the forest has a k-IPF count c with
   // c <= true count <= c + error_bound(n), and every n-gram without one ran at most
-  // error_bound(n) times; error_bound(n) = delta() + (n − 1) · cuts(), and delta() <= εN unless a
-  // sweep found too little under εN to free (forced_sweeps()).
+  // error_bound(n) times; error_bound(n) = delta() + (n − 1) · cuts() + n · lost(), and
+  // delta() <= εN unless a sweep found too little under εN to free (forced_sweeps()).
   double epsilon() const { return epsilon_; }
   uint64_t budget() const { return budget_; }
   uint64_t delta() const { return delta_; }
   uint64_t cuts() const { return cuts_; }
-  uint64_t error_bound(uint32_t n) const { return delta_ + (n > 1 ? uint64_t(n - 1) * cuts_ : 0); }
+  uint64_t error_bound(uint32_t n) const {
+    return delta_ + (n > 1 ? uint64_t(n - 1) * cuts_ : 0) + (bounded() ? uint64_t(n) * lost_ : 0);
+  }
   uint64_t sweeps() const { return epoch_; }
   uint64_t forced_sweeps() const { return forced_; }
   uint64_t evicted() const { return evicted_; }
@@ -387,7 +391,8 @@ class PathProfiler {
   uint64_t slow_ = 0, enters_ = 0, lost_ = 0, nodes_ = 0;
   uint64_t scans_ = 0, lookups_ = 0;
   // Bounded kWF: the budget of non-root nodes (0: exact), the sweeps' state and their scratch (two
-  // arrays of scratch_capacity_ entries), the free list of evicted nodes (through first_child).
+  // arrays of scratch_capacity_ entries), the free list of evicted nodes (through first_child);
+  // the last sweep's victims wait in quarantine_ (at most 3/4 of the budget) until the next one.
   double epsilon_ = 0;
   uint64_t budget_ = 0;
   uint64_t *live_token_ = nullptr;
@@ -395,6 +400,7 @@ class PathProfiler {
   uint64_t non_roots_ = 0, nodes_peak_ = 0;
   uint64_t delta_ = 0, cuts_ = 0, forced_ = 0, evicted_ = 0;
   KsfNode *free_ = nullptr;
+  KsfNode *quarantine_ = nullptr, *quarantine_tail_ = nullptr;  // the last sweep's victims: reusable after the next sweep
   SweepEntry *scratch_ = nullptr;
   size_t scratch_capacity_ = 0;
 };

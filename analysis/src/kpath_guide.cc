@@ -115,6 +115,7 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
     g.delta += t.forest.bound.delta;
     g.cuts += t.forest.bound.cuts;
     g.forced_sweeps += t.forest.bound.forced_sweeps;
+    g.lost += t.forest.bound.lost;
   }
 
   // Roots by function: the 1-IPF.

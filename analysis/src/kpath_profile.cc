@@ -57,8 +57,9 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
       c.fail("eviction accounting in an exact forest");
     if (f.bound.forced_sweeps > f.bound.sweeps) c.fail("more forced sweeps than sweeps");
     // The bound must mean something: at most the stream length (checked against `paths` below).
-    if (f.bound.cuts > UINT64_MAX / 256 || f.bound.delta > UINT64_MAX / 2)
+    if (f.bound.cuts > UINT64_MAX / 1024 || f.bound.delta > UINT64_MAX / 4 || f.lost > UINT64_MAX / 1024)
       c.fail("error accounting overflows");
+    if (epsilon > 0) f.bound.lost = f.lost;
   }
   uint64_t count = c.varint("node count");
   // A node takes at least 3 bytes (root: 11): bound the reservation by the bytes present.

@@ -232,7 +232,7 @@ TEST_CASE("e2e: fast path under threads, recursion and a profiling timer interru
 // thread's token), recursion (callers' windows evicted while callees run: cuts), and a profiling
 // timer whose handler runs instrumented code anywhere, also inside a sweep. At k = 8 the exact
 // forests have about 14,600 nodes per thread, nearly uniformly used (random branches);
-// path_epsilon = 0.002 gives a budget of 4,000, too small for the slack εN to free enough: sweeps
+// path_epsilon = 0.002 gives a budget of 2,000 live nodes, too small for the slack εN to free enough: sweeps
 // are forced, and the profile's bound (not εN) is what must hold. Every count of the compared
 // functions must lie within the summed bound of the traced run's n-gram count, and every sequence
 // missing must have run at most that often.

@@ -520,7 +520,7 @@ BoundedResult check_bounded(uint32_t k, double epsilon, const std::function<void
 }  // namespace
 
 TEST_CASE("bounded kWF: the guarantee on every sequence, random streams with nesting and recursion") {
-  uint64_t sweeps = 0, cuts = 0, unforced = 0;
+  uint64_t sweeps = 0, cuts = 0;
   for (uint32_t k : {2u, 3u, 5u, 8u, 16u})
     for (uint64_t seed = 0; seed < 6; ++seed) {
       std::mt19937_64 rng(seed * 77 + k);
@@ -540,11 +540,9 @@ TEST_CASE("bounded kWF: the guarantee on every sequence, random streams with nes
           seed != 5);
       sweeps += r.sweeps;
       cuts += r.cuts;
-      unforced += r.sweeps > 0 && r.forced == 0;
     }
-  CHECK(sweeps > 0);    // the budget was reached and nodes were evicted
-  CHECK(cuts > 0);      // a caller's window was evicted under it, and the stream went on
-  CHECK(unforced > 0);  // and delta <= εN was checked on runs that swept
+  CHECK(sweeps > 0);  // the budget was reached and nodes were evicted
+  CHECK(cuts > 0);    // a caller's window was evicted under it, and the stream went on
 }
 
 TEST_CASE("bounded kWF: adversarial streams — all distinct, phase changes, deep nesting, a hot loop in noise") {
@@ -585,6 +583,21 @@ TEST_CASE("bounded kWF: adversarial streams — all distinct, phase changes, dee
       for (int i = 0; i < 60000; ++i) d.emit(i % 4 ? 1000 + uint64_t(i % 3) : rng() % 5000);
     });
     CHECK(hot.sweeps > 0);
+  }
+}
+
+TEST_CASE("bounded kWF: on a skewed stream the slack suffices: no forced sweep, delta <= εN") {
+  // Like a real program's paths (loops, with rare other paths), where the uniform noise above
+  // forces sweeps: this is the case the budget k/(2ε) is sized for (docs/KPATH.md).
+  for (uint32_t k : {4u, 8u, 16u}) {
+    std::mt19937_64 rng(k);
+    BoundedResult r = check_bounded(k, 0.002, [&](StreamDriver &d) {
+      // Loops: a body of seven paths; one item in fifty takes one of 40 other paths.
+      d.call(1);
+      for (int i = 0; i < 60000; ++i) d.emit(rng() % 50 == 0 ? 100 + rng() % 40 : uint64_t(i % 7));
+    });
+    CHECK(r.sweeps > 0);
+    CHECK(r.forced == 0);
   }
 }
 

@@ -94,7 +94,7 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
   }
   // The counts' guarantee (docs/KPATH.md, "Bounded forests"): all 0 for exact profiles.
   json counts = {{"bounded", g.bounded_threads > 0}, {"path_epsilon", g.epsilon}, {"paths", g.paths},
-                 {"delta", g.delta}, {"cuts", g.cuts}, {"forced_sweeps", g.forced_sweeps}};
+                 {"delta", g.delta}, {"cuts", g.cuts}, {"lost", g.lost}, {"forced_sweeps", g.forced_sweeps}};
   return {{"format", guide_format::kGuideFormat}, {"version", guide_format::kGuideVersion}, {"k", g.k}, {"profiles", dirs}, {"loop_iterations", g.loop_iterations},
           {"counts", std::move(counts)}, {"loops", std::move(loops)}};
 }
@@ -125,7 +125,8 @@ void print_report(const an::Guide &g, size_t top, const std::string &output, con
     char eps[32];
     std::snprintf(eps, sizeof eps, "%g", g.epsilon);
     std::cout << "counts from a bounded path profile (path_epsilon = " << eps << "): a count of a sequence of n paths is at "
-              << "most " << with_commas(g.delta) << " + (n - 1) * " << with_commas(g.cuts) << " below the truth ("
+              << "most " << with_commas(g.delta) << " + (n - 1) * " << with_commas(g.cuts)
+              << (g.lost ? " + n * " + with_commas(g.lost) : std::string()) << " below the truth ("
               << fixed(100.0 * double(g.delta) / double(std::max<uint64_t>(g.paths, 1)), 4) << "% of the "
               << with_commas(g.paths) << " paths for one path), never above";
     if (g.forced_sweeps) std::cout << "; " << g.forced_sweeps << " forced sweeps";

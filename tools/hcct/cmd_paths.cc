@@ -61,10 +61,12 @@ struct Recorded {
   // forests are summed.
   size_t bounded_threads = 0;
   double epsilon = 0;  // the largest of the threads'
-  uint64_t delta = 0, cuts = 0, forced_sweeps = 0;
+  uint64_t delta = 0, cuts = 0, forced_sweeps = 0, bounded_lost = 0;
   bool bounded() const { return bounded_threads > 0; }
   // How far below the truth a count of a sequence of n paths may be (never above it).
-  uint64_t error_bound(size_t n) const { return delta + (n > 1 ? uint64_t(n - 1) * cuts : 0); }
+  uint64_t error_bound(size_t n) const {
+    return delta + (n > 1 ? uint64_t(n - 1) * cuts : 0) + uint64_t(n) * bounded_lost;
+  }
 };
 
 std::string kind_name(analysis::ForestKind kind) {
@@ -87,6 +89,7 @@ Recorded describe_recording(const std::vector<analysis::ThreadPaths> &threads) {
     r.delta += b.delta;
     r.cuts += b.cuts;
     r.forced_sweeps += b.forced_sweeps;
+    r.bounded_lost += b.lost;
   }
   return r;
 }
@@ -223,7 +226,8 @@ std::string guarantee_text(const Recorded &rec) {
                                                                      std::to_string(rec.threads) + " threads)";
   std::string text = "# bounded forest" + threads + ", path_epsilon = " + share_text(rec.epsilon) +
                      ": a count c of n paths is at most B(n) = " + with_commas(rec.delta) + " + (n - 1) * " +
-                     with_commas(rec.cuts) + " below the truth, never above (N = " + with_commas(rec.paths) +
+                     with_commas(rec.cuts) + (rec.bounded_lost ? " + n * " + with_commas(rec.bounded_lost) : std::string()) +
+                     " below the truth, never above (N = " + with_commas(rec.paths) +
                      " paths; B(1) = " + pct(rec.delta, rec.paths) + " of N); every sequence that ran more than B(n) times is in the forest\n";
   if (rec.forced_sweeps)
     text += "# " + std::to_string(rec.forced_sweeps) +

@@ -58,7 +58,7 @@ inline constexpr Option kK{"k", false, "a whole number in [1, 256]", "8",
 inline constexpr Option kForest{"forest", true, "ksf, kwf", "kwf",
                                 "kpath builds: the run-time forest (k-window forest, or the thesis's k-slab forest)"};
 inline constexpr Option kPathEpsilon{"path_epsilon", false, "0, or a number in [1e-6, 0.5]", "1e-4",
-                                     "kpath builds, k ≥ 2, `forest=kwf`: bound the forest to k/ε nodes per thread, every "
+                                     "kpath builds, k ≥ 2, `forest=kwf`: bound the forest to k/(2ε) live nodes per thread (64 bytes each), every "
                                      "count at most εN low (docs/KPATH.md, \"Bounded forests\"); 0: the exact forest"};
 inline constexpr Option kPathTrace{"path_trace", true, "0, 1", "0",
                                    "kpath builds: also record the raw path-ID stream (tests, debugging)"};

@@ -92,7 +92,7 @@ struct Guide {
   uint64_t paths = 0;  // N: all path IDs counted
   size_t bounded_threads = 0;
   double epsilon = 0;
-  uint64_t delta = 0, cuts = 0, forced_sweeps = 0;
+  uint64_t delta = 0, cuts = 0, forced_sweeps = 0, lost = 0;
   std::vector<LoopGuide> loops;  // by rank
   std::vector<std::string> warnings;
 };
