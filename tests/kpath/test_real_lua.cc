@@ -124,7 +124,7 @@ std::string differences(const std::map<std::vector<an::PathLabel>, uint64_t> &go
 
 }  // namespace
 
-TEST_CASE("real: Lua's k-IPF (exact kWF, BLPP) equals n-gram counting of a traced run; the bounded kWF keeps its guarantee") {
+TEST_CASE("real: Lua's k-IPF (exact kWF, BLPP) equals n-gram counting of a traced run, and the bounded kWF keeps its guarantee") {
   fs::path tree = cached_lua_source();
   fs::path lua = build_lua(tree);
   fs::path script = lua_script();
