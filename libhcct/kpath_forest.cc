@@ -83,18 +83,31 @@ HCCT_NOINST void PathTrace::release() {
 
 // ---- PathProfiler
 
-KsfNode g_path_end = {kEndPath, 0, {&g_path_end, &g_path_end}, &g_path_end, {&g_path_end}, {nullptr}, 0, 0};
+KsfNode g_path_end = {kEndPath, 0, {&g_path_end, &g_path_end}, &g_path_end, {&g_path_end}, {nullptr}, 0, 0, 0, 0};
 
-HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, uint64_t token, KsfNode **root_cache, Forest forest) {
+HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, uint64_t token, KsfNode **root_cache, Forest forest,
+                                    double epsilon, uint64_t *live_token) {
   k_ = k < 1 ? 1 : k;
   forest_ = forest;
   root_cache_ = root_cache;
   tracing_ = trace;
   token_ = token;
+  live_token_ = live_token;
+  bool boundable = k_ > 1 && forest == Forest::kWindow && epsilon > 0;
+  epsilon_ = boundable ? epsilon : 0;
+  budget_ = boundable ? budget_for(k_, epsilon) : 0;
   return roots_.init(1024);
 }
 
+HCCT_NOINST uint64_t PathProfiler::budget_for(uint32_t k, double epsilon) {
+  double nodes = kBudgetPerK * double(k) / epsilon;
+  // At least room for a few full chains, so a sweep always has something to choose from.
+  double floor = 4.0 * double(k) * double(k) + 64;
+  return uint64_t(nodes < floor ? floor : nodes > 1e15 ? 1e15 : nodes);
+}
+
 HCCT_NOINST void PathProfiler::destroy() {
+  release_scratch();
   arena_.release();
   release_huge_nodes();
   roots_.release();
@@ -163,7 +176,12 @@ HCCT_NOINST void PathProfiler::release_huge_nodes() {
 
 HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
   void *p = nullptr;
-  if (arena_.bytes_mapped() >= kHugeAfter) {
+  if (free_) {  // bounded kWF: a node a sweep evicted (its count was zeroed then)
+    p = free_;
+    free_ = free_->first_child;
+    __builtin_prefetch(free_, 1);  // the next one: the list is a chain of cache misses
+    lost_ += static_cast<KsfNode *>(p)->count;
+  } else if (arena_.bytes_mapped() >= kHugeAfter) {
     p = allocate_huge_node();
   } else {
     // Cache-line aligned where possible: the arena hands out 16-byte aligned pieces, so the first
@@ -176,8 +194,8 @@ HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
   }
   auto *n = static_cast<KsfNode *>(p);
   if (!n) return nullptr;
-  *n = KsfNode{id, 0, {kEnd, kEnd}, kEnd, {kEnd}, {nullptr}, 0, 0};
-  ++nodes_;
+  *n = KsfNode{id, 0, {kEnd, kEnd}, kEnd, {kEnd}, {nullptr}, 0, 0, 0, epoch_};
+  if (++nodes_ > nodes_peak_) nodes_peak_ = nodes_;
   return n;
 }
 
@@ -192,8 +210,13 @@ HCCT_NOINST KsfNode *PathProfiler::new_root(uint64_t *slot, uint64_t function, u
 // The next window after `window` for item `id`: a child of succ(window), created if new.
 HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uint64_t id) {
   ++lookups_;
-  KsfNode *parent = window->depth + 1 < k_ ? window : window->link;
-  return step_to_child(parent, id, [&] { return make_child(parent, function, id, /*scanned=*/true); });
+  KsfNode *parent = uint32_t(window->depth) + 1 < k_ ? window : window->link;
+  return step_to_child(parent, id, [&] {
+    // Bounded: room for the new node and its chain of links (at most k nodes) first. The window
+    // stays, and with it `parent` (itself or its link) and the chain's nodes (its suffixes).
+    if (budget_ && non_roots_ + k_ > budget_) sweep(window);
+    return make_child(parent, function, id, /*scanned=*/true);
+  });
 }
 
 // The scan both forests share: the child `id` of `parent`, else the one `make` creates (in front);
@@ -236,10 +259,11 @@ HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint64_t function
   KsfNode *n = new_node(id);
   if (!n) return nullptr;
   n->link = link;
-  n->depth = parent->depth + 1;
+  n->depth = uint16_t(parent->depth + 1);
   n->next_sibling = parent->first_child;
   compiler_fence();  // complete before anything can reach it
   parent->first_child = n;
+  ++non_roots_;
   return n;
 }
 
@@ -253,7 +277,7 @@ HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint64_t function
 // of succ(w) = (depth(w) == 2k − 3 ? top(w) : w), and line 27 (or 29) counts it.
 HCCT_NOINST KsfNode *PathProfiler::slab_child(KsfNode *window, uint64_t function, uint64_t id) {
   ++lookups_;
-  KsfNode *parent = window->depth == 2 * k_ - 3 ? window->top : window;
+  KsfNode *parent = uint32_t(window->depth) == 2 * k_ - 3 ? window->top : window;
   return step_to_child(parent, id, [&] { return make_slab_child(parent, function, id, /*scanned=*/true); });
 }
 
@@ -272,11 +296,222 @@ HCCT_NOINST KsfNode *PathProfiler::make_slab_child(KsfNode *parent, uint64_t fun
   KsfNode *n = new_node(id);
   if (!n) return nullptr;
   n->top = top;
-  n->depth = depth;
+  n->depth = uint16_t(depth);
   n->next_sibling = parent->first_child;
   compiler_fence();  // complete before anything can reach it
   parent->first_child = n;
   return n;
+}
+
+// ---- Bounded kWF (docs/KPATH.md, "Bounded forests")
+
+namespace {
+
+constexpr uint8_t kMarkVictim = 1;
+constexpr uint32_t kMaxEpoch = (uint32_t(1) << 31) - 2;  // the token holds 2 · epoch below 2^32
+
+// During a sweep a node's two guess words hold its total T (the items counted at it and at every
+// node whose sequence ends with its own: the k-IPF count of its sequence) and its references
+// (children in the low half, nodes whose link it is in the high half); kEnd again at the end.
+HCCT_NOINST inline uint64_t word(KsfNode *const &p) {
+  uint64_t v;
+  __builtin_memcpy(&v, &p, sizeof v);
+  return v;
+}
+HCCT_NOINST inline void set_word(KsfNode *&p, uint64_t v) { __builtin_memcpy(&p, &v, sizeof v); }
+HCCT_NOINST inline uint64_t total(const KsfNode *n) { return word(n->guess[0]); }
+HCCT_NOINST inline void add_total(KsfNode *n, uint64_t v) { set_word(n->guess[0], word(n->guess[0]) + v); }
+HCCT_NOINST inline void add_refs(KsfNode *n, int64_t v) { set_word(n->guess[1], word(n->guess[1]) + uint64_t(v)); }
+constexpr int64_t kChildRef = 1, kLinkRef = int64_t(1) << 32;
+
+// The value of rank `rank` (0-based) of v[0..n), which it reorders (Hoare's selection).
+HCCT_NOINST uint64_t select_rank(uint64_t *v, size_t n, size_t rank) {
+  ptrdiff_t lo = 0, hi = ptrdiff_t(n) - 1, r = ptrdiff_t(rank);
+  while (lo < hi) {
+    uint64_t pivot = v[lo + (hi - lo) / 2];
+    ptrdiff_t i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < pivot) ++i;
+      while (v[j] > pivot) --j;
+      if (i <= j) {
+        uint64_t t = v[i];
+        v[i++] = v[j];
+        v[j--] = t;
+      }
+    }
+    if (r <= j) hi = j;
+    else if (r >= i) lo = i;
+    else return v[r];
+  }
+  return v[r];
+}
+
+}  // namespace
+
+HCCT_NOINST bool PathProfiler::reserve_scratch(size_t entries) {
+  if (entries <= scratch_capacity_) return true;
+  size_t capacity = entries + 2 * size_t(k_) + 64;
+  size_t bytes = 2 * capacity * sizeof(SweepEntry);
+  if (!charge_tree_memory(bytes)) return false;
+  void *p = map_pages(bytes);
+  if (!p) {
+    refund_tree_memory(bytes);
+    return false;
+  }
+  release_scratch();
+  scratch_ = static_cast<SweepEntry *>(p);
+  scratch_capacity_ = capacity;
+  return true;
+}
+
+HCCT_NOINST void PathProfiler::release_scratch() {
+  if (!scratch_) return;
+  size_t bytes = 2 * scratch_capacity_ * sizeof(SweepEntry);
+  unmap_pages(scratch_, bytes);
+  refund_tree_memory(bytes);
+  scratch_ = nullptr;
+  scratch_capacity_ = 0;
+}
+
+// Evicts the non-root nodes whose total T is at most a threshold θ, leaves first, merging each
+// one's count into its link (the items keep counting for every shorter suffix, which stays), and
+// adds the largest T evicted to delta_. θ: the slack εN − delta_ when that frees at least an
+// eighth of the nodes, at most what frees three quarters of them (a sweep visits every node, so
+// fewer, larger sweeps cost less: 115 instead of 168 sweeps on Lua); else what frees an eighth (a forced
+// sweep: delta_ may then exceed εN, and the profile says by how much). The proof that every count
+// is then within delta_ of the truth is in docs/KPATH.md, "Bounded forests". `pinned`, the window
+// the caller is stepping from, stays, and with it every node its sequence needs (its prefixes are
+// ancestors, its suffixes links of links).
+HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
+  if (epoch_ >= kMaxEpoch || !reserve_scratch(non_roots_)) return;  // (never in practice; max_mb still caps)
+  ++epoch_;
+  // The previous sweep's victims become reusable now, not then: instrumented code in a signal
+  // handler may have run that sweep while it interrupted a fast path between loading a node and
+  // counting in it; that fast path has long finished. (An increment it made in a victim after the
+  // victim's count went to its link is an item counted nowhere: new_node adds it to `lost`.) The
+  // list is spliced, not walked: a walk is a cache miss per victim.
+  if (quarantine_) {
+    quarantine_tail_->first_child = free_;
+    free_ = quarantine_;
+    quarantine_ = quarantine_tail_ = nullptr;
+  }
+  // From here frames of earlier epochs leave the fast path (their owner is not the token) and the
+  // root cache is empty, so instrumented code in a signal handler that interrupts the sweep
+  // reaches the runtime, which ignores it while this event runs, instead of a node being moved.
+  if (live_token_) *live_token_ = token();
+  if (root_cache_)
+    for (size_t i = 0; i < kRootCacheSize; ++i) root_cache_[i] = nullptr;
+  compiler_fence();
+
+  // 1. Every node: its total starts at its count, its references at 0; non-roots are listed with
+  // their parents, then ordered deepest first (counting sort on depth).
+  SweepEntry *listed = scratch_, *by_depth = scratch_ + scratch_capacity_;
+  size_t n = 0;
+  uint64_t items = 0;
+  size_t at_depth[kMaxDepthLevels + 1] = {};
+  for (size_t i = 0; i < roots_.capacity(); ++i) {
+    const RootTable::Slot &s = roots_.slots()[i];
+    if (s.value == 0) continue;
+    auto *root = reinterpret_cast<KsfNode *>(s.value);
+    set_word(root->guess[0], root->count);
+    set_word(root->guess[1], 0);
+    items += root->count;
+    // Depth first, a pending sibling per level: at most 2k + 2 entries.
+    SweepEntry stack[2 * kMaxDepthLevels + 4];
+    size_t depth = 0;
+    if (root->first_child != kEnd) stack[depth++] = {root->first_child, root};
+    while (depth) {
+      SweepEntry e = stack[--depth];
+      KsfNode *u = e.node;
+      set_word(u->guess[0], u->count);
+      set_word(u->guess[1], 0);
+      add_refs(e.parent, kChildRef);  // (the parent was listed first: its references are reset)
+      items += u->count;
+      listed[n++] = e;
+      ++at_depth[u->depth];
+      // Prefetched when pushed: the walk is a chain of dependent loads otherwise.
+      if (u->next_sibling != kEnd) {
+        __builtin_prefetch(u->next_sibling, 1);
+        stack[depth++] = {u->next_sibling, e.parent};
+      }
+      if (u->first_child != kEnd) {
+        __builtin_prefetch(u->first_child, 1);
+        stack[depth++] = {u->first_child, u};
+      }
+    }
+  }
+  size_t start = 0;  // deepest first
+  for (size_t d = kMaxDepthLevels + 1; d-- > 0;) {
+    size_t c = at_depth[d];
+    at_depth[d] = start;
+    start += c;
+  }
+  for (size_t i = 0; i < n; ++i) by_depth[at_depth[listed[i].node->depth]++] = listed[i];
+
+  // 2. Totals and references, children before parents and longer sequences before their links
+  // (so a node's total is final when it is reached, and is copied for the selection).
+  auto *totals = reinterpret_cast<uint64_t *>(listed);  // 2n words: `listed` is done with
+  for (size_t i = 0; i < n; ++i) {
+    KsfNode *u = by_depth[i].node;
+    totals[i] = total(u);
+    add_total(u->link, total(u));
+    add_refs(u->link, kLinkRef);
+  }
+
+  // 3. The threshold.
+  uint64_t allowed = uint64_t(epsilon_ * double(items));
+  uint64_t slack = allowed > delta_ ? allowed - delta_ : 0;
+  uint64_t theta = 0;
+  if (n > 0) {
+    uint64_t at_eighth = select_rank(totals, n, n / 8);
+    uint64_t at_three_quarters = select_rank(totals, n, n - n / 4);
+    theta = slack < at_three_quarters ? slack : at_three_quarters;
+    if (theta < at_eighth) theta = at_eighth;
+  }
+
+  // 4. Evict, leaves first: a node goes if its total is at most θ and nothing refers to it any more.
+  // Its count goes to its link and its memory into quarantine (its own child list is empty by then;
+  // its mark stays until it is reused, after the next sweep, and tells step 5 to unlink it).
+  uint64_t largest = 0;
+  size_t victims = 0;
+  for (size_t i = 0; i < n; ++i) {
+    KsfNode *u = by_depth[i].node;
+    if (u == pinned || total(u) > theta || word(u->guess[1]) != 0) continue;
+    u->mark = kMarkVictim;
+    u->stamp = epoch_;
+    u->link->count += u->count;
+    u->count = 0;
+    add_refs(u->link, -kLinkRef);
+    add_refs(by_depth[i].parent, -kChildRef);
+    if (total(u) > largest) largest = total(u);
+    ++victims;
+    u->guess[0] = u->guess[1] = kEnd;
+    u->first_child = quarantine_;
+    if (!quarantine_) quarantine_tail_ = u;
+    quarantine_ = u;
+  }
+
+  // 5. Child lists without the victims, guesses back to none.
+  auto tidy = [](KsfNode *u) {
+    u->guess[0] = u->guess[1] = kEnd;
+    KsfNode **link = &u->first_child;
+    while (*link != kEnd) {
+      if ((*link)->mark == kMarkVictim) *link = (*link)->next_sibling;
+      else link = &(*link)->next_sibling;
+    }
+  };
+  for (size_t i = 0; i < roots_.capacity(); ++i)
+    if (roots_.slots()[i].value) tidy(reinterpret_cast<KsfNode *>(roots_.slots()[i].value));
+  for (size_t i = 0; i < n; ++i)
+    if (by_depth[i].node->mark != kMarkVictim) tidy(by_depth[i].node);
+  non_roots_ -= victims;
+  nodes_ -= victims;
+  evicted_ += victims;
+  delta_ += largest;
+  if (delta_ > allowed) ++forced_;
+  // The scratch (half the live nodes' memory) is mapped only while a sweep runs, so the threads of
+  // a process hold it at the same time only when they sweep at the same time.
+  release_scratch();
 }
 
 // Tree memory ran out: the item is not counted and the activation starts over as after ∗ (without

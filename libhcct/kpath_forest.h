@@ -72,8 +72,13 @@ struct KsfNode {
     KsfNode *link;  // kWF: the node for this window minus its first item; null for a root
     KsfNode *top;   // k-SF: the upper node τ that goes with a lower-slab node; null in the upper slab
   };
-  uint32_t depth;  // the root is 0
-  uint32_t slot;   // the guess slot of this node's label (its site's choice), once it was a guess
+  uint16_t depth;  // the root is 0 (k <= 256)
+  uint8_t slot;    // the guess slot of this node's label (its site's choice), once it was a guess
+  uint8_t mark;    // bounded kWF: scratch of a sweep (kMarkVictim), 0 outside one
+  // Bounded kWF: the epoch (sweeps so far) in which this node was last created or evicted. A frame
+  // whose owner says epoch e may keep its window n after later sweeps iff stamp(n) <= e: n was
+  // neither evicted nor recycled since the frame last used it (PathProfiler::resumes).
+  uint32_t stamp;
 };
 namespace abi = kpath_abi;
 static_assert(sizeof(KsfNode) == abi::kNodeWords * 8, "the pass emits these offsets");
@@ -230,9 +235,21 @@ class PathProfiler {
   // k = 1: BLPP counters; k >= 2: the k-SF or the kWF (`forest`). `token` (even, nonzero) is what
   // frames owned by this profiler carry while the inline fast path may use them.
   // `root_cache` (kRootCacheSize entries, or null): the thread's root cache, filled here.
+  // `epsilon` > 0 bounds a kWF (docs/KPATH.md, "Bounded forests"): at most budget_for(k, epsilon)
+  // non-root nodes (plus k while one item's chain is made), every n-gram count at most
+  // error_bound() below the truth; 0 keeps every node (exact). Ignored for k = 1 and the k-SF.
+  // `live_token`: the thread's __hcct_path_token, which a sweep moves to the new epoch's token
+  // (null in tests: they pass token() to the fast path themselves). Tokens of different profilers
+  // must differ by at least 2^32 (an epoch lives in the low 32 bits).
   bool init(uint32_t k, bool trace, uint64_t token = 2, KsfNode **root_cache = nullptr,
-            Forest forest = Forest::kWindow);
+            Forest forest = Forest::kWindow, double epsilon = 0, uint64_t *live_token = nullptr);
   void destroy();
+  // The non-root node budget of a bounded kWF: kBudgetPerK · k / ε (docs/KPATH.md, "Bounded
+  // forests": why k / ε, and the measurement that chose the factor).
+  static uint64_t budget_for(uint32_t k, double epsilon);
+  // Live nodes; with the quarantine (up to 3/4 of them), node memory is at most 1.75 × budget =
+  // 0.875 k/ε nodes (docs/KPATH.md: 1 would put zstd's four workers 65 MB over native at k = 16).
+  static constexpr double kBudgetPerK = 0.5;
 
   // The ∗ marker, as the pass emits it inline at every function entry.
   HCCT_NOINST static void enter(PathFrame *frame) {
@@ -245,12 +262,24 @@ class PathProfiler {
   HCCT_NOINST void path(PathFrame *frame, uint64_t function, uint64_t id, unsigned slot) {
     ++slow_;
     if (HCCT_UNLIKELY(frame->owner != owner_value())) {
-      // Fresh (the inline ∗ left owner 0), or a window of another profiler (another thread's,
-      // after a coroutine moved its stack): a new stream starts here.
-      frame->node = nullptr;
-      frame->owner = owner_value();
-      ++enters_;
-      if (HCCT_UNLIKELY(tracing_)) trace_.add(0, frame, function, 0);
+      if (resumes(frame)) {
+        // A window of this profiler from before a sweep that is still the same node: the stream
+        // goes on (the token changed, not the window).
+        frame->owner = owner_value();
+      } else if (frame->node && ours(frame->owner)) {
+        // A window a sweep evicted: the stream goes on from here with a fresh window, so up to
+        // k − 1 of the n-grams ending at its next items are not counted (error_bound() says so).
+        frame->node = nullptr;
+        frame->owner = owner_value();
+        ++cuts_;
+      } else {
+        // Fresh (the inline ∗ left owner 0), or a window of another profiler (another thread's,
+        // after a coroutine moved its stack): a new stream starts here.
+        frame->node = nullptr;
+        frame->owner = owner_value();
+        ++enters_;
+        if (HCCT_UNLIKELY(tracing_)) trace_.add(0, frame, function, 0);
+      }
     }
     if (HCCT_UNLIKELY(tracing_)) trace_.add(1, frame, function, id);
     KsfNode *w = frame->node;
@@ -264,12 +293,14 @@ class PathProfiler {
     if (!w && root_cache_ && !tracing_) root_cache_[root_slot(function, id)] = next;
     ++next->count;
     frame->node = next;
+    frame->owner = owner_value();  // (a sweep during this item moved the token on)
   }
 
   // What this profiler's frames carry in `owner`: the token, or token + 1 (no thread's token)
   // while tracing, so that every item reaches `path` and is recorded.
-  uint64_t owner_value() const { return tracing_ ? token_ + 1 : token_; }
-  uint64_t token() const { return token_; }
+  uint64_t owner_value() const { return tracing_ ? token() + 1 : token(); }
+  // The token of the current epoch: the initial token + 2 · sweeps so far.
+  uint64_t token() const { return token_ + 2 * uint64_t(epoch_); }
   uint32_t k() const { return k_; }
   Forest forest() const { return forest_; }
   // Items counted = the sum of all counters (the fast path counts without telling the profiler).
@@ -278,13 +309,32 @@ class PathProfiler {
   uint64_t enters() const { return enters_; }
   uint64_t lost() const { return lost_; }
   uint64_t nodes() const { return nodes_; }
-  size_t bytes() const { return arena_.bytes_mapped() + huge_bytes_ + roots_.bytes(); }
+  size_t bytes() const {
+    return arena_.bytes_mapped() + huge_bytes_ + roots_.bytes() + 2 * scratch_capacity_ * sizeof(SweepEntry);
+  }
   const RootTable &roots() const { return roots_; }
   const PathTrace &trace() const { return trace_; }
   bool tracing() const { return tracing_; }
   // Siblings scanned by the runtime per child lookup (for tuning).
   uint64_t scans() const { return scans_; }
   uint64_t lookups() const { return lookups_; }
+  // Bounded kWF (all 0 when exact). The guarantee (docs/KPATH.md, "Bounded forests"): every n-gram
+  // (n <= k) of the stream with a node in the forest has a k-IPF count c with
+  // c <= true count <= c + error_bound(n), and every n-gram without one ran at most
+  // error_bound(n) times; error_bound(n) = delta() + (n − 1) · cuts() + n · lost(), and
+  // delta() <= εN unless a sweep found too little under εN to free (forced_sweeps()).
+  double epsilon() const { return epsilon_; }
+  uint64_t budget() const { return budget_; }
+  uint64_t delta() const { return delta_; }
+  uint64_t cuts() const { return cuts_; }
+  uint64_t error_bound(uint32_t n) const {
+    return delta_ + (n > 1 ? uint64_t(n - 1) * cuts_ : 0) + (bounded() ? uint64_t(n) * lost_ : 0);
+  }
+  uint64_t sweeps() const { return epoch_; }
+  uint64_t forced_sweeps() const { return forced_; }
+  uint64_t evicted() const { return evicted_; }
+  uint64_t nodes_peak() const { return nodes_peak_; }
+  bool bounded() const { return budget_ != 0; }
 
  private:
   HCCT_NOINST KsfNode *root(uint64_t function, uint64_t id) {
@@ -308,6 +358,23 @@ class PathProfiler {
   void *allocate_huge_node();
   void release_huge_nodes();
   void lose(PathFrame *frame);
+  // Bounded kWF.
+  bool ours(uint64_t owner) const {
+    uint64_t d = owner - token_;
+    return owner >= token_ && d < (uint64_t(1) << 32) && (d & 1) == uint64_t(tracing_);
+  }
+  bool resumes(const PathFrame *frame) const {
+    if (!bounded() || !frame->node || !ours(frame->owner)) return false;
+    return frame->node->stamp <= uint32_t((frame->owner - token_) >> 1);
+  }
+  void sweep(KsfNode *pinned);
+  bool reserve_scratch(size_t entries);
+  void release_scratch();
+  struct SweepEntry {
+    KsfNode *node;
+    KsfNode *parent;
+  };
+  static constexpr size_t kMaxDepthLevels = 256;  // a kWF's depth is below k <= 256
   static constexpr size_t kHugeChunk = size_t(2) << 20;
   static constexpr size_t kHugeAfter = size_t(1) << 20;
 
@@ -323,6 +390,19 @@ class PathProfiler {
   PathTrace trace_;
   uint64_t slow_ = 0, enters_ = 0, lost_ = 0, nodes_ = 0;
   uint64_t scans_ = 0, lookups_ = 0;
+  // Bounded kWF: the budget of non-root nodes (0: exact), the sweeps' state and their scratch (two
+  // arrays of scratch_capacity_ entries), the free list of evicted nodes (through first_child);
+  // the last sweep's victims wait in quarantine_ (at most 3/4 of the budget) until the next one.
+  double epsilon_ = 0;
+  uint64_t budget_ = 0;
+  uint64_t *live_token_ = nullptr;
+  uint32_t epoch_ = 0;
+  uint64_t non_roots_ = 0, nodes_peak_ = 0;
+  uint64_t delta_ = 0, cuts_ = 0, forced_ = 0, evicted_ = 0;
+  KsfNode *free_ = nullptr;
+  KsfNode *quarantine_ = nullptr, *quarantine_tail_ = nullptr;  // the last sweep's victims: reusable after the next sweep
+  SweepEntry *scratch_ = nullptr;
+  size_t scratch_capacity_ = 0;
 };
 
 }  // namespace hcct::rt

@@ -34,23 +34,26 @@ namespace {
 
 namespace fmt = hcct::format;
 
-uint64_t g_last_token = 0;  // tokens are even, unique per thread state, never reused
+// Tokens are even, unique per thread state, never reused: a thread state's first token is its
+// index times 2^32, and each sweep of a bounded forest adds 2 (the epoch, PathProfiler::token).
+uint64_t g_last_thread_index = 0;
 
 HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   void *mem = map_pages(sizeof(KpathThreadState));
   if (!mem) return nullptr;
   auto *k = new (mem) KpathThreadState{};
-  uint64_t token = __atomic_add_fetch(&g_last_token, 2, __ATOMIC_RELAXED);
+  uint64_t token = __atomic_add_fetch(&g_last_thread_index, 1, __ATOMIC_RELAXED) << 32;
   const Options &o = runtime_options();
   PathForest forest = o.path_forest;
-  if (!k->profiler.init(o.path_k, o.path_trace, token, __hcct_path_roots_v3, forest)) {
+  if (!k->profiler.init(o.path_k, o.path_trace, token, __hcct_path_roots_v3, forest, o.path_epsilon,
+                        &__hcct_path_token)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
     report_memory_exhausted();
     return nullptr;
   }
   s->kpath = k;
-  __hcct_path_token = token;  // from now on this thread's frames may take the inline fast path
+  __hcct_path_token = k->profiler.token();  // from now on this thread's frames may take the inline fast path
   return k;
 }
 
@@ -112,6 +115,17 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
   out.append_varint(total);
   out.append_varint(p.enters());
   out.append_varint(p.lost());
+  // Version 3: the bounded kWF's parameters and error accounting (all 0 for an exact forest).
+  double epsilon = p.epsilon();
+  uint64_t epsilon_bits;
+  __builtin_memcpy(&epsilon_bits, &epsilon, sizeof epsilon_bits);
+  out.append_u64(epsilon_bits);
+  out.append_varint(p.budget());
+  out.append_varint(p.delta());
+  out.append_varint(p.cuts());
+  out.append_varint(p.sweeps());
+  out.append_varint(p.forced_sweeps());
+  out.append_varint(p.evicted());
   out.append_varint(p.nodes());
   out.append(body.data(), body.size());
   return body.ok() && out.ok() && next_index == p.nodes();
@@ -154,13 +168,22 @@ HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) 
   if (!k) return true;
   if (runtime_options().verbose) {
     const PathProfiler &p = k->profiler;
+    // One line per thread (tests read its keys); a bounded forest appends its accounting.
+    char bound[256] = "";
+    if (p.bounded())
+      snprintf(bound, sizeof bound,
+               " epsilon=%g budget=%llu nodes_peak=%llu sweeps=%llu forced=%llu evicted=%llu cuts=%llu "
+               "error_bound(k)=%llu",
+               p.epsilon(), (unsigned long long)p.budget(), (unsigned long long)p.nodes_peak(),
+               (unsigned long long)p.sweeps(), (unsigned long long)p.forced_sweeps(), (unsigned long long)p.evicted(),
+               (unsigned long long)p.cuts(), (unsigned long long)p.error_bound(p.k()));
     say("hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu "
-        "bytes=%zu lost=%llu scans=%llu lookups=%llu\n",
+        "bytes=%zu lost=%llu scans=%llu lookups=%llu%s\n",
         thread.tid, p.k(),
         fmt::option_name(p.k() == 1 ? PathForest::kBlpp : p.forest()),
         (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
         (unsigned long long)p.enters(), (unsigned long long)p.nodes(), p.bytes(),
-        (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups());
+        (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups(), bound);
   }
   file.begin_section(fmt::kTagPaths);
   bool ok = write_forest(file.body(), k->profiler);

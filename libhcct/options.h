@@ -39,6 +39,8 @@ struct Options {
   uint32_t path_k = 8;             // kpath: k of the k-SF; 1 = Ball-Larus counters (BLPP)
   bool path_trace = false;         // kpath: also record the raw path-ID stream (debugging, tests)
   PathForest path_forest = PathForest::kWindow;  // kpath: forest=ksf|kwf
+  // kpath: the bounded kWF's ε (docs/KPATH.md, "Bounded forests"); 0 = the exact forest.
+  double path_epsilon = 1e-4;
   bool follow = false;             // put the runtime back into children given their own environment
   bool exact = false;              // hcct mode: also keep the exact CCT, written to <out>/exact
   Burst burst = Burst::kOff;        // static bursting

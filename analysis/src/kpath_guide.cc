@@ -103,7 +103,17 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
   if (k > recorded) throw std::invalid_argument("k exceeds the recorded k");
   g.k = k;
   Ipf ipf;
-  for (const auto &t : threads) ipf.merge(make_k_ipf(t.forest, k).without_zero_counts());
+  for (const auto &t : threads) {
+    ipf.merge(make_k_ipf(t.forest, k).without_zero_counts());
+    g.paths += t.forest.paths;
+    if (!t.forest.bound.bounded()) continue;
+    ++g.bounded_threads;
+    g.epsilon = std::max(g.epsilon, t.forest.bound.epsilon);
+    g.delta += t.forest.bound.delta;
+    g.cuts += t.forest.bound.cuts;
+    g.forced_sweeps += t.forest.bound.forced_sweeps;
+    g.lost += t.forest.bound.lost;
+  }
 
   // Roots by function: the 1-IPF.
   std::map<uint64_t, std::vector<uint32_t>> roots_of;

@@ -1,6 +1,7 @@
 #include "hcct/analysis/kpath_profile.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -16,8 +17,8 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
   ByteCursor c(body, name, "KPTH");
   KsfForest f;
   uint64_t version = c.varint("version");
-  if (version != 1 && version != format::kPathsVersion)
-    c.fail("unsupported version " + std::to_string(version) + " (this reader knows 1 and " +
+  if (version < 1 || version > format::kPathsVersion)
+    c.fail("unsupported version " + std::to_string(version) + " (this reader knows 1 to " +
            std::to_string(format::kPathsVersion) + ")");
   uint64_t k = c.varint("k");
   if (k < 1 || k > 256) c.fail("k = " + std::to_string(k) + " is outside [1, 256]");
@@ -38,6 +39,28 @@ KsfForest parse_forest(std::span<const unsigned char> body, const std::string &n
   f.paths = c.varint("paths");
   f.enters = c.varint("enters");
   f.lost = c.varint("lost");
+  if (version >= 3) {
+    uint64_t bits = c.fixed<uint64_t>("epsilon");
+    double epsilon;
+    std::memcpy(&epsilon, &bits, sizeof epsilon);
+    if (!(epsilon == 0 || (epsilon > 0 && epsilon < 1))) c.fail("epsilon " + std::to_string(epsilon) + " is outside [0, 1)");
+    f.bound.epsilon = epsilon;
+    f.bound.budget = c.varint("budget");
+    f.bound.delta = c.varint("delta");
+    f.bound.cuts = c.varint("cuts");
+    f.bound.sweeps = c.varint("sweeps");
+    f.bound.forced_sweeps = c.varint("forced sweeps");
+    f.bound.evicted = c.varint("evicted");
+    if (epsilon > 0 && f.kind != ForestKind::kWindow)
+      c.fail(std::string("a bounded ") + forest_kind_name(f.kind) + " (only a kWF is bounded)");
+    if (epsilon == 0 && (f.bound.budget || f.bound.delta || f.bound.cuts || f.bound.sweeps || f.bound.evicted))
+      c.fail("eviction accounting in an exact forest");
+    if (f.bound.forced_sweeps > f.bound.sweeps) c.fail("more forced sweeps than sweeps");
+    // The bound must mean something: at most the stream length (checked against `paths` below).
+    if (f.bound.cuts > UINT64_MAX / 1024 || f.bound.delta > UINT64_MAX / 4 || f.lost > UINT64_MAX / 1024)
+      c.fail("error accounting overflows");
+    if (epsilon > 0) f.bound.lost = f.lost;
+  }
   uint64_t count = c.varint("node count");
   // A node takes at least 3 bytes (root: 11): bound the reservation by the bytes present.
   if (count > c.remaining() / 3) c.fail("node count " + std::to_string(count) + " exceeds the section");

@@ -46,6 +46,12 @@ stage at k=8. Columns add the profile's size, the build's compile CPU time (kept
 build: measured under the load of the session that built it) and, from the runtime's verbose=1
 lines, the items, the share that called the runtime and the forest's nodes. At the end, issue 24's
 targets are checked against instr-gen (CPU) and native (RSS, compile time).
+
+The kWF rows run the defaults, i.e. a bounded forest (path_epsilon=1e-4; issue 25, docs/KPATH.md,
+"Bounded forests"); "kpath k=16 kwf exact" runs path_epsilon=0. The first timed run of each keeps
+its profile, and issue 25's accuracy is measured from them: `hcct paths --json --phi F` of both,
+F = 1e-3 and 1e-4; a sequence at or above F·N in the exact profile is a false negative when the
+bounded one lacks it; the error is |bounded − exact| / exact, averaged over those sequences.
 """
 import argparse
 import hashlib
@@ -73,7 +79,7 @@ class Config:
         self.label = label
         self.flavour = flavour
         self.hcct = hcct        # HCCT_OPTIONS without out=, or None: no runtime options
-        self.wrapper = wrapper  # "uftrace" or None
+        self.wrapper = wrapper  # "uftrace", "setarch" (address randomisation off) or None
         self.preload = preload  # LD_PRELOAD libhcct.so with HCCT_OPTIONS (kpath builds link it)
         self.profile_env = profile_env  # an environment variable naming the profile's file, or None
         self.compile_s = None   # CPU seconds of the build (--paths)
@@ -86,6 +92,8 @@ class Config:
         self.problem = None     # "OUTPUT DIFFERS", "failed ...", "timeout", "stopped: ...": marked
         self.warmup_cpu = None
         self.slow = False       # over --slow-ratio x native in the warm-up: timed by that run only
+        self.keep_profile = False  # --paths accuracy: keep the first timed run's profile
+        self.kept_profile = None   # ... here (a directory the suite removes at the end)
 
 
 def all_configs():
@@ -106,7 +114,7 @@ def all_configs():
 
 # The path-profiling suite (--paths, issue 24): clang -O2 -g builds; the same kpath binary runs
 # every k and forest (HCCT_OPTIONS), verbose=1 for the runtime's counts of items and slow items.
-def path_configs():
+def path_configs(workload):
     c = [Config("native", "clang-native"),
          Config("instr-gen", "clang-instr-gen", profile_env="LLVM_PROFILE_FILE")]
     for k, forests in ((1, (None,)), (8, ("kwf", "ksf")), (16, ("kwf", "ksf"))):
@@ -114,8 +122,68 @@ def path_configs():
             label = f"kpath k={k}" + (f" {forest}" if forest else " (BLPP)")
             options = f"k={k}" + (f":forest={forest}" if forest else "") + ":verbose=1"
             c.append(Config(label, "kpath-early", options, preload=False))
+    # Issue 25: the bounded default against the exact forest, on runs that differ in nothing but
+    # path_epsilon — the same length of HCCT_OPTIONS (the stack's start moves with the environment),
+    # no address randomisation, and for Lua a fixed string-hash seed — so that their profiles can
+    # be compared sequence by sequence.
+    seeded = "kpath-early-seeded" if workload == "lua" else "kpath-early"
+    c.append(Config("kpath k=16 kwf seeded", seeded, "k=16:forest=kwf:path_epsilon=0.0001:verbose=1",
+                    wrapper="setarch", preload=False))
+    c.append(Config("kpath k=16 kwf exact", seeded, "k=16:forest=kwf:path_epsilon=0.0000:verbose=1",
+                    wrapper="setarch", preload=False))
     c.append(Config("kpath late k=8", "kpath-late", "k=8:verbose=1", preload=False))
+    for cfg in c:
+        cfg.keep_profile = cfg.label in ACCURACY_PAIR
     return c
+
+
+# Issue 25's accuracy: the bounded default against path_epsilon=0 at k = 16, per φ.
+ACCURACY_PHIS = (1e-3, 1e-4)
+ACCURACY_PAIR = ("kpath k=16 kwf seeded", "kpath k=16 kwf exact")
+
+
+def hot_sequences(hcct_tool, profile, phi):
+    """{(function, path, path, ...): (count, error bound)} of `hcct paths --json --phi phi`, and N."""
+    out = subprocess.run([hcct_tool, "paths", "--json", "--phi", repr(phi), profile],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip()[:300])
+    data = json.loads(out.stdout)
+    seqs = {}
+
+    def walk(fid, prefix, node):
+        key = prefix + (node["path"],)
+        seqs[(fid,) + key] = (node["count"], node["error_bound"])
+        for child in node["children"]:
+            walk(fid, key, child)
+    for f in data["functions"]:
+        for root in f["forest"]:
+            walk(f["function_id"], (), root)
+    return seqs, data["paths"]
+
+
+def accuracy(configs, tools):
+    """False negatives and average error of the bounded profile against the exact one, per φ."""
+    by_label = {c.label: c for c in configs}
+    bounded, exact = (by_label.get(label) for label in ACCURACY_PAIR)
+    if not bounded or not exact or not bounded.kept_profile or not exact.kept_profile:
+        return None
+    result = {}
+    for phi in ACCURACY_PHIS:
+        try:
+            got, _ = hot_sequences(tools["hcct"], bounded.kept_profile, phi)
+            want, n = hot_sequences(tools["hcct"], exact.kept_profile, phi)
+        except RuntimeError as e:
+            result[str(phi)] = {"error": str(e)}
+            continue
+        hot = {s: c for s, (c, _) in want.items() if c >= phi * n}
+        missing = [s for s in hot if s not in got]
+        errors = [abs(got[s][0] - c) / c for s, c in hot.items() if s in got]
+        result[str(phi)] = {"hot": len(hot), "false_negatives": len(missing),
+                            "avg_error": sum(errors) / len(errors) if errors else 0.0,
+                            "max_error": max(errors) if errors else 0.0,
+                            "shown": len(got)}
+    return result
 
 
 def clean_env():
@@ -135,6 +203,8 @@ def run_once(cfg, workload, size, tools, timeout, max_data_gb):
         env[cfg.profile_env] = os.path.join(tmp, "profile", "default.profraw")
     if cfg.wrapper == "uftrace":
         argv = ["uftrace", "record", "--no-libcall", "-d", os.path.join(tmp, "uftrace.data")] + argv
+    elif cfg.wrapper == "setarch":
+        argv = ["setarch", "-R"] + argv
     out_path = os.path.join(tmp, "stdout")
     env["GMON_OUT_PREFIX"] = os.path.join(tmp, "gmon.out")  # gprof: not in the caller's directory
     figures = os.path.join(tmp, "rusage")
@@ -256,6 +326,11 @@ def record(cfg, result, reference, tools, keep):
             if cfg.profile_bytes is None:
                 cfg.profile_bytes = result["profile_bytes"]
                 cfg.path_counts = kpath_counts(result["stderr"])
+            if cfg.keep_profile and cfg.kept_profile is None and result["profile"] and \
+                    os.path.isdir(result["profile"]):
+                cfg.kept_profile = tempfile.mkdtemp(prefix="hcct-real-kept-")
+                shutil.move(result["profile"], os.path.join(cfg.kept_profile, "profile"))
+                cfg.kept_profile = os.path.join(cfg.kept_profile, "profile")
     finally:
         shutil.rmtree(result["tmp"], ignore_errors=True)
 
@@ -298,11 +373,15 @@ def bench_workload(workload, configs, args, tools):
                 cfg.slow = True
         print(f"  {workload.name}: round {round_no}/{args.rounds} done, load {os.getloadavg()[0]:.1f}",
               file=sys.stderr)
+    acc = accuracy(usable, tools) if args.paths else None
+    for cfg in usable:
+        if cfg.kept_profile:
+            shutil.rmtree(os.path.dirname(cfg.kept_profile), ignore_errors=True)
     return {"workload": workload.name, "description": workload.description,
             "command": command_line(workload, native.binary, args.size),
             "rounds": args.rounds, "load_before": [round(x, 2) for x in load_before],
             "load_after": [round(x, 2) for x in os.getloadavg()], "rows": rows_of(usable),
-            "suite": "paths" if args.paths else "calls"}
+            "suite": "paths" if args.paths else "calls", "accuracy": acc}
 
 
 def command_line(workload, binary, size):
@@ -404,6 +483,16 @@ def check_path_targets(result):
     if native and "kpath k=8 kwf" in rows:
         d = rows["kpath k=8 kwf"]["peak_rss_mb"] - native["peak_rss_mb"]
         out.append(("kpath k=8 peak RSS within 32 MB of native", f"{d:+.1f} MB", d <= 32))
+    if native and "kpath k=16 kwf" in rows:
+        d = rows["kpath k=16 kwf"]["peak_rss_mb"] - native["peak_rss_mb"]
+        out.append(("kpath k=16 kwf (bounded default) peak RSS within 64 MB of native", f"{d:+.1f} MB", d <= 64))
+    for phi, a in (result.get("accuracy") or {}).items():
+        if "error" in a:
+            out.append((f"bounded k=16 accuracy at φ = {phi}", a["error"], False))
+            continue
+        out.append((f"bounded k=16 vs path_epsilon=0 at φ = {phi}: 0 false negatives, average error ≤ 1 %",
+                    f"{a['false_negatives']} of {a['hot']} missing, average error {100 * a['avg_error']:.3f} %, "
+                    f"max {100 * a['max_error']:.2f} %", a["false_negatives"] == 0 and a["avg_error"] <= 0.01))
     if "kpath k=8 kwf" in rows and rows["kpath k=8 kwf"].get("compile_x_native") is not None:
         x = rows["kpath k=8 kwf"]["compile_x_native"]
         out.append(("kpath compile ≤ 1.4× native compile (CPU)", f"{x:.2f}×", x <= 1.4))
@@ -513,7 +602,7 @@ def main():
     results = []
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()} at start")
     for name in names:
-        configs = [c for c in (path_configs() if args.paths else all_configs())
+        configs = [c for c in (path_configs(name) if args.paths else all_configs())
                    if c.label == "native" or (re.search(args.configs, c.label) if args.configs else True)]
         configs = [c for c in configs if c.wrapper != "uftrace" or has_uftrace]
         try:

@@ -228,6 +228,58 @@ TEST_CASE("e2e: fast path under threads, recursion and a profiling timer interru
   }
 }
 
+// The bounded kWF under the real runtime: three threads sweeping their own forests (each moves its
+// thread's token), recursion (callers' windows evicted while callees run: cuts), and a profiling
+// timer whose handler runs instrumented code anywhere, also inside a sweep. At k = 8 the exact
+// forests have about 14,600 nodes per thread, nearly uniformly used (random branches);
+// path_epsilon = 0.002 gives a budget of 2,000 live nodes, too small for the slack εN to free enough: sweeps
+// are forced, and the profile's bound (not εN) is what must hold. Every count of the compared
+// functions must lie within the summed bound of the traced run's n-gram count, and every sequence
+// missing must have run at most that often.
+TEST_CASE("e2e: bounded kWF under threads, recursion and a profiling timer keeps its guarantee") {
+  fs::path exe = work() / "fastpath-bounded";
+  run(std::string(HCCT_CLANG) + " -g -O2 -pthread -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR +
+      "/tests/kpath/programs/fastpath.c -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
+      fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+  an::PathMetadata meta;
+  REQUIRE(meta.add_elf(exe));
+  std::set<uint64_t> skip;  // as above: the handler's functions and main vary from run to run
+  for (const auto &[id, f] : meta.functions())
+    if (f.info.name == "handler_work" || f.info.name == "on_timer" || f.info.name == "main") skip.insert(id);
+  REQUIRE(skip.size() == 3);
+  Recorded traced = record_all(exe, "0", "k=2:path_trace=1:path_epsilon=0");
+  auto streams = traced_streams(traced, skip);
+  const uint32_t k = 8;
+  auto want = an::count_ngrams(streams, k).sequences();
+  for (int timer : {0, 1}) {
+    INFO("timer " << timer);
+    Recorded bounded = record_all(exe, std::to_string(timer), "k=8:path_epsilon=0.002");
+    REQUIRE(bounded.threads.size() == 3);
+    uint64_t delta = 0, cuts = 0, sweeps = 0;
+    for (const auto &t : bounded.threads) {
+      REQUIRE(t.forest.bound.bounded());
+      if (t.forest.bound.forced_sweeps == 0) CHECK(t.forest.bound.delta <= uint64_t(0.002 * double(t.forest.paths)));
+      delta += t.forest.bound.delta;
+      cuts += t.forest.bound.cuts;
+      sweeps += t.forest.bound.sweeps;
+    }
+    CHECK(sweeps >= 3);
+    auto bound = [&](size_t n) { return delta + (n - 1) * cuts; };
+    auto got = forest_sequences(bounded, k, skip);
+    INFO("delta " << delta << ", cuts " << cuts << ", sweeps " << sweeps);
+    size_t over = 0, under = 0, missing = 0;
+    for (const auto &[seq, count] : got) {
+      uint64_t truth = want.count(seq) ? want.at(seq) : 0;
+      over += count > truth;
+      under += truth > count + bound(seq.size());
+    }
+    for (const auto &[seq, truth] : want) missing += !got.count(seq) && truth > bound(seq.size());
+    CHECK(over == 0);
+    CHECK(under == 0);
+    CHECK(missing == 0);
+  }
+}
+
 TEST_CASE("e2e: k-IPF from the k-SF and from the kWF equals n-gram counting of the same run's stream") {
   for (const Example &e : kExamples) {
     fs::path exe = build(e, "-O2", "O2");
@@ -298,6 +350,51 @@ TEST_CASE("e2e: masked convolution's 10-IPF shows both branches repeating in lon
   REQUIRE(j["functions"].size() == 1);
   CHECK(j["functions"][0]["name"] == "filter_conv");
   CHECK(j["functions"][0]["forest"].size() >= 2);
+  }
+}
+
+// The case study from a bounded profile (docs/KPATH.md, "Bounded forests"): the exact kWF of this
+// run has 964 nodes at k = 10; path_epsilon = 0.05 gives a budget of 464, so the runtime sweeps.
+// `hcct guide` must give the same guidance as from the exact profile: the same loops in the same
+// order, the same OSR thresholds, the same recommendations (kind, path, unrolling factor).
+TEST_CASE("e2e: masked convolution: hcct guide gives the same guidance from a bounded profile as from an exact one") {
+  const Example e{"masked_conv.c", "600 800 1"};
+  fs::path exe = build(e, "-O2", "conv-bounded");
+  auto guide = [&](const std::string &options, const std::string &name) {
+    an::ThreadPaths t = record(exe, e, options);
+    fs::path data = work() / (name + ".data");
+    fs::remove_all(data);
+    fs::rename(exe.string() + ".data", data);
+    fs::path out = work() / (name + ".guide.json");
+    run(std::string(HCCT_TOOL) + " guide " + data.string() + " -o " + out.string() + " --json 2>&1");
+    std::ifstream in(out);
+    return std::pair{std::move(t), nlohmann::json::parse(in)};
+  };
+  auto [exact_t, exact] = guide("k=10:path_epsilon=0", "conv-exact");
+  auto [bounded_t, bounded] = guide("k=10:path_epsilon=0.05", "conv-bounded");
+  REQUIRE_FALSE(exact_t.forest.bound.bounded());
+  REQUIRE(bounded_t.forest.bound.bounded());
+  CHECK(bounded_t.forest.bound.sweeps > 0);  // it did evict
+  CHECK(bounded_t.forest.nodes.size() < exact_t.forest.nodes.size());
+  CHECK(bounded["counts"]["bounded"] == true);
+  CHECK(exact["counts"]["bounded"] == false);
+  REQUIRE(exact["loops"].size() == bounded["loops"].size());
+  REQUIRE(exact["loops"].size() > 0);
+  for (size_t i = 0; i < exact["loops"].size(); ++i) {
+    const auto &x = exact["loops"][i], &y = bounded["loops"][i];
+    INFO("loop #" << i + 1 << " " << x["key"]);
+    CHECK(x["key"] == y["key"]);
+    CHECK(x["function"] == y["function"]);
+    CHECK(x["header_block"] == y["header_block"]);
+    CHECK(x["threshold"] == y["threshold"]);
+    REQUIRE(x["recommendations"].size() == y["recommendations"].size());
+    for (size_t r = 0; r < x["recommendations"].size(); ++r) {
+      const auto &a = x["recommendations"][r], &b = y["recommendations"][r];
+      INFO(a["text"] << " / " << b["text"]);
+      CHECK(a["kind"] == b["kind"]);
+      CHECK(a.value("path", uint64_t(0)) == b.value("path", uint64_t(0)));
+      CHECK(a.value("factor", 0u) == b.value("factor", 0u));
+    }
   }
 }
 

@@ -7,6 +7,9 @@
 // status 1. (Also run under -fsanitize=address,undefined: docs/KPATH.md.)
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstring>
+
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -47,8 +50,14 @@ struct N {
 };
 
 // A KPTH body: header fields, then the nodes as given (no check: the point is to write bad ones).
+// Version 3's bound fields: ε's bits, budget, delta, cuts, sweeps, forced, evicted.
+struct Bound {
+  double epsilon = 0;
+  uint64_t budget = 0, delta = 0, cuts = 0, sweeps = 0, forced = 0, evicted = 0;
+};
+
 Bytes kpth(uint64_t version, uint64_t k, std::optional<uint64_t> kind, uint64_t paths, uint64_t count,
-           const std::vector<N> &nodes) {
+           const std::vector<N> &nodes, const Bound &bound = {}) {
   Bytes b;
   varint(b, version);
   varint(b, k);
@@ -56,6 +65,12 @@ Bytes kpth(uint64_t version, uint64_t k, std::optional<uint64_t> kind, uint64_t 
   varint(b, paths);
   varint(b, 1);  // enters
   varint(b, 0);  // lost
+  if (version >= 3) {
+    uint64_t bits;
+    std::memcpy(&bits, &bound.epsilon, sizeof bits);
+    u64(b, bits);
+    for (uint64_t v : {bound.budget, bound.delta, bound.cuts, bound.sweeps, bound.forced, bound.evicted}) varint(b, v);
+  }
   varint(b, count);
   for (const N &n : nodes) {
     varint(b, n.delta);
@@ -146,13 +161,47 @@ TEST_CASE("KPTH input: every truncation of a valid section is an error naming th
   }
 }
 
+TEST_CASE("KPTH input: version 3, the bounded kWF's fields") {
+  using hcct::format::kPathForestSlab;
+  using hcct::format::kPathForestWindow;
+  // A k = 3 kWF: root 1 (count 2) with child 2 (count 1); root 2 (count 1).
+  const std::vector<N> nodes{{0, 9, 1, 2}, {1, 0, 2, 1}, {0, 9, 2, 1}};
+  std::optional<an::ThreadPaths> t;
+  REQUIRE(verdict(with_kpth(kpth(3, 3, kPathForestWindow, 4, 3, nodes, {0.01, 600, 5, 2, 3, 1, 40})), &t) == "");
+  REQUIRE(t);
+  CHECK(t->forest.bound.bounded());
+  CHECK(t->forest.bound.epsilon == 0.01);
+  CHECK(t->forest.bound.budget == 600);
+  CHECK(t->forest.bound.error_bound(1) == 5);
+  CHECK(t->forest.bound.error_bound(3) == 5 + 2 * 2);
+  CHECK(t->forest.bound.forced_sweeps == 1);
+  // Exact version 3, and version 2 (no fields): not bounded.
+  REQUIRE(verdict(with_kpth(kpth(3, 3, kPathForestWindow, 4, 3, nodes)), &t) == "");
+  CHECK_FALSE(t->forest.bound.bounded());
+  REQUIRE(verdict(with_kpth(kpth(2, 3, kPathForestWindow, 4, 3, nodes)), &t) == "");
+  CHECK_FALSE(t->forest.bound.bounded());
+  rejected(kpth(3, 3, kPathForestSlab, 4, 3, nodes, {0.01, 600, 5, 2, 3, 1, 40}), "a bounded k-SF");
+  rejected(kpth(3, 3, kPathForestWindow, 4, 3, nodes, {0, 600, 5, 2, 3, 1, 40}), "eviction accounting in an exact forest");
+  rejected(kpth(3, 3, kPathForestWindow, 4, 3, nodes, {1.5, 600, 5, 2, 3, 1, 40}), "outside [0, 1)");
+  rejected(kpth(3, 3, kPathForestWindow, 4, 3, nodes, {-0.5, 600, 5, 2, 3, 1, 40}), "outside [0, 1)");
+  rejected(kpth(3, 3, kPathForestWindow, 4, 3, nodes, {std::nan(""), 600, 5, 2, 3, 1, 40}), "outside [0, 1)");
+  rejected(kpth(3, 3, kPathForestWindow, 4, 3, nodes, {0.01, 600, 5, 2, 3, 4, 40}), "more forced sweeps than sweeps");
+  rejected(kpth(3, 3, kPathForestWindow, 4, 3, nodes, {0.01, 600, 5, UINT64_MAX, 3, 1, 40}), "overflows");
+  // Every truncation of a version-3 section is an error naming the file.
+  Bytes body = kpth(3, 3, kPathForestWindow, 4, 3, nodes, {0.01, 600, 5, 2, 3, 1, 40});
+  for (size_t n = 0; n < body.size(); ++n) {
+    INFO("KPTH cut to " << n << " of " << body.size() << " bytes");
+    rejected(Bytes(body.begin(), body.begin() + long(n)), "");
+  }
+}
+
 TEST_CASE("KPTH input: versions, kinds, counts, links, levels and overflow") {
   using hcct::format::kPathForestBlpp;
   using hcct::format::kPathForestSlab;
   using hcct::format::kPathForestWindow;
   const N root{0, 9, 1, 1};
   rejected(kpth(0, 3, kPathForestSlab, 1, 1, {root}), "unsupported version 0");
-  rejected(kpth(3, 3, kPathForestSlab, 1, 1, {root}), "unsupported version 3");
+  rejected(kpth(4, 3, kPathForestSlab, 1, 1, {root}), "unsupported version 4");
   rejected(kpth(UINT64_MAX, 3, kPathForestSlab, 1, 1, {root}), "unsupported version 18446744073709551615");
   rejected(kpth(2, 0, kPathForestSlab, 1, 1, {root}), "k = 0 is outside [1, 256]");
   rejected(kpth(2, 257, kPathForestSlab, 1, 1, {root}), "k = 257 is outside [1, 256]");

@@ -419,7 +419,7 @@ TEST_CASE("KPTH reader: forest kinds, version 1, depth bounds and errors") {
   REQUIRE(t);
   CHECK(t->forest.kind == an::ForestKind::kUnknown);
   CHECK(parse_error(kpth_file(1, 4, std::nullopt, 7)).find("deeper") != std::string::npos);
-  CHECK(parse_error(kpth_file(3, 4, kPathForestSlab, 1)).find("unsupported version 3") != std::string::npos);
+  CHECK(parse_error(kpth_file(4, 4, kPathForestSlab, 1)).find("unsupported version 4") != std::string::npos);
 }
 
 TEST_CASE("k-IPF: a forest not in preorder is refused and never converted wrongly") {
@@ -458,4 +458,190 @@ TEST_CASE("root cache: a function's path IDs take consecutive entries and never 
     }
   });
   CHECK(r.fast == 3 * 256);
+}
+
+// ---- The bounded kWF (path_epsilon > 0; docs/KPATH.md, "Bounded forests") against the n-gram
+// oracle. The guarantee, on every sequence of at most k paths: a count c in the k-IPF satisfies
+// c <= true <= c + B, and a sequence the k-IPF lacks ran at most B times, where B = error_bound()
+// = delta + (k − 1) · cuts, and delta <= εN unless a sweep was forced. Memory: never more than
+// the budget plus one item's chain of non-root nodes. (B depends on the length n of the sequence:
+// delta + (n − 1) · cuts.)
+
+namespace {
+
+struct BoundedResult {
+  uint64_t sweeps = 0, forced = 0, cuts = 0, evicted = 0, bound = 0 /* delta */, items = 0, budget = 0;
+};
+
+BoundedResult check_bounded(uint32_t k, double epsilon, const std::function<void(StreamDriver &)> &script,
+                            bool fast_path = true) {
+  INFO("bounded kWF, k = " << k << ", epsilon = " << epsilon << ", fast path " << fast_path);
+  rt::PathProfiler p;
+  std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
+  REQUIRE(p.init(k, /*trace=*/false, 2, roots.data(), Forest::kWindow, epsilon));
+  REQUIRE(p.bounded());
+  StreamDriver d(p, fast_path, roots.data());
+  script(d);
+  KsfForest f = snapshot(p);
+  BoundedResult r{p.sweeps(), p.forced_sweeps(), p.cuts(), p.evicted(), p.delta(), d.length(), p.budget()};
+  uint64_t roots_used = p.roots().size();
+  uint64_t peak = p.nodes_peak();
+  p.destroy();
+  // Counts move, never vanish: they still sum to the stream length.
+  REQUIRE(f.paths == d.length());
+  REQUIRE(max_depth(f) <= k);
+  // Memory: at most the budget, plus one item's chain (k nodes), plus the roots (one per distinct
+  // path, which the bound does not evict).
+  REQUIRE(peak <= r.budget + k + roots_used);
+  REQUIRE(f.nodes.size() <= r.budget + k + roots_used);
+  if (r.forced == 0) REQUIRE(r.bound <= uint64_t(epsilon * double(d.length())));  // delta <= εN
+  auto bound = [&](size_t n) { return r.bound + (n > 1 ? (n - 1) * r.cuts : 0); };
+  for (uint32_t kk : {1u, 2u, k / 2 > 2 ? k / 2 : 2u, k}) {
+    if (kk > k) continue;
+    INFO("k' = " << kk << ", bound " << r.bound << ", sweeps " << r.sweeps << ", cuts " << r.cuts);
+    auto got = hcct::analysis::make_k_ipf(f, kk).sequences();
+    auto want = hcct::analysis::count_ngrams(d.streams(), kk).sequences();
+    for (const auto &[seq, count] : got) {
+      auto it = want.find(seq);
+      uint64_t truth = it == want.end() ? 0 : it->second;
+      INFO("sequence of " << seq.size() << ", counted " << count << ", true " << truth);
+      REQUIRE(count <= truth);          // never over
+      REQUIRE(truth <= count + bound(seq.size()));  // at most B under
+    }
+    for (const auto &[seq, truth] : want)
+      if (!got.count(seq)) {
+        INFO("missing sequence of " << seq.size() << ", true " << truth);
+        REQUIRE(truth <= bound(seq.size()));  // what is not reported is cold
+      }
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("bounded kWF: the guarantee on every sequence, random streams with nesting and recursion") {
+  uint64_t sweeps = 0, cuts = 0;
+  for (uint32_t k : {2u, 3u, 5u, 8u, 16u})
+    for (uint64_t seed = 0; seed < 6; ++seed) {
+      std::mt19937_64 rng(seed * 77 + k);
+      uint32_t alphabet = 2 + uint32_t(rng() % 12);
+      double epsilon = seed % 2 ? 0.01 : 0.002;
+      BoundedResult r = check_bounded(
+          k, epsilon,
+          [&](StreamDriver &d) {
+            d.call(100);
+            for (int step = 0; step < 40000; ++step) {
+              uint64_t x = rng() % 100;
+              if (x < 4 && d.depth() < 60) d.call(100 + rng() % 3);  // same function: recursion
+              else if (x < 8 && d.depth() > 1) d.ret();
+              else d.emit(rng() % alphabet);
+            }
+          },
+          seed != 5);
+      sweeps += r.sweeps;
+      cuts += r.cuts;
+    }
+  CHECK(sweeps > 0);  // the budget was reached and nodes were evicted
+  CHECK(cuts > 0);    // a caller's window was evicted under it, and the stream went on
+}
+
+TEST_CASE("bounded kWF: adversarial streams — all distinct, phase changes, deep nesting, a hot loop in noise") {
+  for (uint32_t k : {4u, 8u, 16u}) {
+    // Many distinct sequences: every window new, so every item creates nodes.
+    BoundedResult distinct = check_bounded(k, 0.01, [](StreamDriver &d) {
+      d.call(1);
+      for (uint64_t i = 0; i < 20000; ++i) d.emit(i);
+    });
+    CHECK(distinct.sweeps > 0);
+    // Phase changes: three phases with disjoint alphabets and different periods, then the first
+    // phase again (its sequences were evicted in between and come back).
+    check_bounded(k, 0.005, [k](StreamDriver &d) {
+      d.call(2);
+      std::mt19937 rng(k);
+      for (int phase : {0, 1, 2, 0})
+        for (int i = 0; i < 15000; ++i) d.emit(uint64_t(phase * 100 + (phase == 1 ? i % 7 : rng() % (4 + phase * 5))));
+    });
+    // Deep nesting: recursion 200 deep, every level with a loop, so callers' windows wait (and
+    // may be evicted) while their callees run.
+    check_bounded(k, 0.01, [k](StreamDriver &d) {
+      std::mt19937 rng(5 * k);
+      std::function<void(int)> level = [&](int depth) {
+        d.call(300 + uint64_t(depth % 4));
+        for (int i = 0; i < 40; ++i) {
+          d.emit(rng() % 6);
+          if (i == 20 && depth < 200) level(depth + 1);
+        }
+        d.ret();
+      };
+      for (int round = 0; round < 3; ++round) level(0);
+    });
+    // A hot loop (period 3) in noise: its sequences are above φN for φ well above ε and must all
+    // be reported, with their counts within the bound.
+    BoundedResult hot = check_bounded(k, 0.002, [&](StreamDriver &d) {
+      d.call(9);
+      std::mt19937 rng(k + 1);
+      for (int i = 0; i < 60000; ++i) d.emit(i % 4 ? 1000 + uint64_t(i % 3) : rng() % 5000);
+    });
+    CHECK(hot.sweeps > 0);
+  }
+}
+
+TEST_CASE("bounded kWF: on a skewed stream the slack suffices: no forced sweep, delta <= εN") {
+  // Like a real program's paths (loops, with rare other paths), where the uniform noise above
+  // forces sweeps: this is the case the budget k/(2ε) is sized for (docs/KPATH.md).
+  for (uint32_t k : {4u, 8u, 16u}) {
+    std::mt19937_64 rng(k);
+    BoundedResult r = check_bounded(k, 0.002, [&](StreamDriver &d) {
+      // Loops: a body of seven paths; one item in fifty takes one of 40 other paths.
+      d.call(1);
+      for (int i = 0; i < 60000; ++i) d.emit(rng() % 50 == 0 ? 100 + rng() % 40 : uint64_t(i % 7));
+    });
+    CHECK(r.sweeps > 0);
+    CHECK(r.forced == 0);
+  }
+}
+
+TEST_CASE("bounded kWF: several profilers (threads) and a window moved between them") {
+  // Two profilers with tokens 2^32 apart, like two threads; an activation whose frame a coroutine
+  // moves from one to the other starts afresh there, and sweeps of one never touch the other's.
+  rt::PathProfiler a, b;
+  std::vector<rt::KsfNode *> roots_a(rt::kRootCacheSize), roots_b(rt::kRootCacheSize);
+  REQUIRE(a.init(4, false, uint64_t(1) << 32, roots_a.data(), Forest::kWindow, 0.05));
+  REQUIRE(b.init(4, false, uint64_t(2) << 32, roots_b.data(), Forest::kWindow, 0.05));
+  StreamDriver da(a, true, roots_a.data()), db(b, true, roots_b.data());
+  da.call(1);
+  db.call(1);
+  std::mt19937 rng(1);
+  for (int i = 0; i < 20000; ++i) {
+    da.emit(rng() % 9);
+    db.emit(rng() % 3);
+  }
+  CHECK(a.sweeps() > 0);
+  rt::PathFrame moved{};
+  rt::PathProfiler::enter(&moved);
+  a.path(&moved, 1, 2, 0);
+  uint64_t enters = b.enters();
+  b.path(&moved, 1, 2, 0);  // a's window: another profiler's, never dereferenced by b
+  CHECK(b.enters() == enters + 1);
+  CHECK(moved.owner == b.owner_value());
+  for (auto *p : {&a, &b}) {
+    KsfForest f = snapshot(*p);
+    uint64_t sum = 0;
+    for (const auto &n : f.nodes) sum += n.count;
+    CHECK(sum == f.paths);
+    p->destroy();
+  }
+}
+
+TEST_CASE("bounded kWF: path_epsilon = 0 and the k-SF stay exact") {
+  rt::PathProfiler p;
+  REQUIRE(p.init(8, false, 2, nullptr, Forest::kWindow, 0));
+  CHECK_FALSE(p.bounded());
+  p.destroy();
+  REQUIRE(p.init(8, false, 2, nullptr, Forest::kSlab, 0.01));
+  CHECK_FALSE(p.bounded());
+  p.destroy();
+  REQUIRE(p.init(1, false, 2, nullptr, Forest::kWindow, 0.01));
+  CHECK_FALSE(p.bounded());
+  p.destroy();
 }

@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -416,4 +418,135 @@ TEST_CASE("paths and guide: --help explains the output and gives examples", "[kp
   for (const char *want : {"--min-share", "Examples:", "hcct guide", "iterations", "entries", "cycle", "osr-point", "unroll",
                            "HCCT_GUIDE=", "kpath.so"})
     CHECK_THAT(g.out, Catch::Contains(want));
+}
+
+// ---- Bounded forests (path_epsilon; docs/KPATH.md, "Bounded forests"): a loop whose every fourth
+// iteration takes one of eight pseudo-random paths, so at k = 8 the windows outnumber a small
+// budget and the runtime sweeps. The program is deterministic: a run with path_epsilon=0 is the
+// oracle of the same stream.
+
+namespace {
+
+const char kNoisyProgram[] = R"(#include <stdlib.h>
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 200000;
+  unsigned x = 1;
+  long s = 0;
+  for (int i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    if (i % 4 != 3) {
+      s += i;
+    } else {
+      if (x >> 31) s ^= x;
+      if ((x >> 30) & 1) s += 3;
+      if ((x >> 29) & 1) s -= 1;
+    }
+  }
+  return (int)(s & 1);
+}
+)";
+
+fs::path noisy_program() {
+  static const fs::path exe = [] {
+    const std::string tmp = "." + std::to_string(getpid());
+    fs::path src = work() / "noisy.c";
+    fs::path out = work() / ("noisy" + tmp);
+    std::ofstream(src.string() + tmp) << kNoisyProgram;
+    fs::rename(src.string() + tmp, src);
+    hcct::test::run_command(std::string(HCCT_CLANG) + " -g -O0 -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + src.string() +
+                            " -o " + out.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
+                            fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+    return out;
+  }();
+  return exe;
+}
+
+fs::path record_noisy(const std::string &name, const std::string &options) {
+  fs::path data = work() / name;
+  fs::remove_all(data);
+  hcct::test::run_command("HCCT_OPTIONS='" + options + ":out=" + data.string() + "' " + noisy_program().string() + " 2>&1");
+  return data;
+}
+
+// Every sequence of a `paths --json` document: (function, path IDs) -> (count, error bound).
+std::map<std::vector<std::string>, std::pair<uint64_t, uint64_t>> sequences_of(const json &doc) {
+  std::map<std::vector<std::string>, std::pair<uint64_t, uint64_t>> out;
+  std::function<void(const json &, std::vector<std::string>)> walk = [&](const json &n, std::vector<std::string> seq) {
+    seq.push_back(std::to_string(n["path"].get<uint64_t>()));
+    out[seq] = {n["count"].get<uint64_t>(), n["error_bound"].get<uint64_t>()};
+    for (const json &c : n["children"]) walk(c, seq);
+  };
+  for (const json &f : doc["functions"])
+    for (const json &r : f["forest"]) walk(r, {f["function_id"].get<std::string>()});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("paths and guide: a bounded forest shows its error bounds, --phi leaves out no hot sequence", "[kpath][cli]") {
+  fs::path bounded = record_noisy("noisy-bounded", "k=8:path_epsilon=0.05");
+  fs::path exact = record_noisy("noisy-exact", "k=8:path_epsilon=0");
+  json b = paths_json(bounded, "--min-share 0"), e = paths_json(exact, "--min-share 0");
+  REQUIRE(b["bounded"] == true);
+  CHECK(e["bounded"] == false);
+  CHECK(e["error_bound"]["delta"] == 0);
+  REQUIRE(b["threads"].size() == 1);
+  CHECK(b["threads"][0]["path_epsilon"] == 0.05);
+  CHECK(b["paths"] == e["paths"]);  // the same stream
+  uint64_t n = b["paths"].get<uint64_t>();
+  // Every count of the bounded forest within its bound of the exact one (the oracle), never above.
+  auto got = sequences_of(b), want = sequences_of(e);
+  CHECK(got.size() < want.size());  // it did evict
+  for (const auto &[seq, cb] : got) {
+    INFO("sequence of " << seq.size() - 1 << " paths, bounded " << cb.first << " (+" << cb.second << ")");
+    REQUIRE(want.count(seq));
+    CHECK(cb.first <= want.at(seq).first);
+    CHECK(want.at(seq).first <= cb.first + cb.second);
+  }
+  // --phi: everything shown may have run phi·N times; nothing that did is missing when phi·N is
+  // above the bound (B(8) = delta + 7·cuts); below it, what is missing ran at most B(n) times.
+  uint64_t delta = b["error_bound"]["delta"].get<uint64_t>(), cuts = b["error_bound"]["cuts"].get<uint64_t>();
+  auto bound = [&](size_t paths) { return delta + (paths - 1) * cuts; };
+  for (double phi : {0.2, 0.1, 0.05, 0.01, 0.001}) {
+    INFO("phi " << phi << ", delta " << delta << ", cuts " << cuts << ", N " << n);
+    json hot = paths_json(bounded, "--phi " + std::to_string(phi));
+    CHECK(hot["phi"] == phi);
+    auto shown = sequences_of(hot);
+    for (const auto &[seq, cb] : shown) CHECK(double(cb.first + cb.second) >= phi * double(n));
+    size_t hot_exact = 0;
+    for (const auto &[seq, ce] : want)
+      if (double(ce.first) >= phi * double(n)) {
+        ++hot_exact;
+        if (double(bound(seq.size() - 1)) < phi * double(n)) CHECK(shown.count(seq));
+        else if (!shown.count(seq)) CHECK(ce.first <= bound(seq.size() - 1));
+      }
+    CHECK(hot_exact > 0);
+  }
+  CHECK(double(bound(8)) < 0.05 * double(n));  // so phi = 0.05 and above were checked in full
+  // The text says which guarantee holds and shows each bound; an exact profile says nothing of it.
+  Result text = tool("paths " + bounded.string());
+  REQUIRE(text.status == 0);
+  CHECK(text.out.find("# bounded forest, path_epsilon = 0.05") != std::string::npos);
+  CHECK(text.out.find("(+<=") != std::string::npos);
+  Result plain = tool("paths " + exact.string());
+  CHECK(plain.out.find("# bounded") == std::string::npos);
+  CHECK(plain.out.find("(+<=") == std::string::npos);
+  check_error(tool("paths " + bounded.string() + " --phi 0.1 --min-share 0.1"), {"--phi", "--min-share"});
+  check_error(tool("paths " + bounded.string() + " --phi 2"), {"--phi"});
+  // hcct guide says the counts come from a bounded profile, with the bound.
+  fs::path g = work() / "noisy.guide.json";
+  Result guide = tool("guide " + bounded.string() + " -o " + g.string());
+  REQUIRE(guide.status == 0);
+  CHECK(guide.out.find("counts from a bounded path profile (path_epsilon = 0.05)") != std::string::npos);
+  json gj = json::parse(read_file(g));
+  CHECK(gj["counts"]["bounded"] == true);
+  Result exact_guide = tool("guide " + exact.string() + " -o " + g.string());
+  CHECK(exact_guide.out.find("bounded path profile") == std::string::npos);
+  if (have_jsonschema()) {
+    fs::path doc = work() / "noisy.paths.json";
+    std::ofstream(doc) << b.dump();
+    Result v = validate(doc);
+    INFO(v.err);
+    CHECK(v.status == 0);
+  }
 }

@@ -7,8 +7,12 @@
 // recorded. Lua seeds its string hashes from the clock and addresses: the build fixes the seed
 // (-Dluai_makeseed=sizeof, i.e. a constant), and the runs have address randomisation off. Even so
 // the program's path counts depend on where its stack starts, so every run's environment has the
-// same size: the three HCCT_OPTIONS below are spelled to the same length (with options of different
+// same size: the HCCT_OPTIONS below are spelled to the same length (with options of different
 // lengths, BLPP counted 3,630,233 paths against the traced run's 3,630,232).
+//
+// The bounded forest (path_epsilon, docs/KPATH.md, "Bounded forests") at k = 16 and the default ε
+// against the same oracle: its guarantee on every sequence, no hot sequence (φ = 10^-3) missing,
+// and an average error of the hot sequences' counts of at most 1 %.
 #include <catch2/catch.hpp>
 
 #include "support/command.h"
@@ -120,11 +124,21 @@ std::string differences(const std::map<std::vector<an::PathLabel>, uint64_t> &go
 
 }  // namespace
 
-TEST_CASE("real: Lua's k-IPF (default options, and BLPP) equals n-gram counting of a traced run of the same input") {
+TEST_CASE("real: Lua's k-IPF (exact kWF, BLPP) equals n-gram counting of a traced run, and the bounded kWF keeps its guarantee") {
   fs::path tree = cached_lua_source();
   fs::path lua = build_lua(tree);
   fs::path script = lua_script();
-  Recorded traced = record(lua, script, "k=8:path_trace=1");
+  // Exact runs say path_epsilon=0 (the default bounds the forest); all options have one length.
+  const std::string traced_options = "k=16:path_trace=1:path_epsilon=0.0000";
+  const std::string exact_options = "k=8:path_trace=0:path_epsilon=0.00000";
+  const std::string blpp_options = "k=1:path_trace=0:path_epsilon=0.00000";
+  // The short input's exact kWF at k = 16 has 123 k nodes, just above the default ε's budget
+  // (k/(2ε) = 80 k live nodes): ε = 5·10^-4 (16 k, an eighth of the exact forest) makes it sweep
+  // (13 sweeps), still below φ = 10^-3.
+  const std::string bounded_options = "k=16:path_trace=0:path_epsilon=0.0005";
+  for (const std::string *o : {&exact_options, &blpp_options, &bounded_options})
+    REQUIRE(o->size() == traced_options.size());
+  Recorded traced = record(lua, script, traced_options);
   REQUIRE(traced.slow == traced.paths);  // tracing sends every item through the runtime
   std::vector<std::vector<an::PathLabel>> streams;
   for (const auto &t : traced.threads) {
@@ -133,8 +147,8 @@ TEST_CASE("real: Lua's k-IPF (default options, and BLPP) equals n-gram counting 
     for (auto &s : an::activation_streams(*t.trace))
       if (!s.empty()) streams.push_back(std::move(s));
   }
-  // The default configuration (k = 8, the default forest) and BLPP.
-  for (auto [options, k] : {std::pair<std::string, uint32_t>{"k=8:path_trace=0", 8}, {"k=1:path_trace=0", 1}}) {
+  // The exact forest (k = 8, the default forest kind) and BLPP.
+  for (auto [options, k] : {std::pair<std::string, uint32_t>{exact_options, 8}, {blpp_options, 1}}) {
     INFO("HCCT_OPTIONS '" << options << "', k = " << k);
     Recorded fast = record(lua, script, options);
     REQUIRE(fast.output == traced.output);
@@ -145,4 +159,46 @@ TEST_CASE("real: Lua's k-IPF (default options, and BLPP) equals n-gram counting 
     INFO(differences(got, want));
     CHECK(got == want);
   }
+
+  // The bounded forest at k = 16: every count within its bound, no hot sequence missing, hot counts
+  // within 1 % on average.
+  Recorded bounded = record(lua, script, bounded_options);
+  REQUIRE(bounded.output == traced.output);
+  REQUIRE(bounded.paths == traced.paths);
+  REQUIRE(bounded.threads.size() == 1);  // Lua runs one thread: one N, one bound
+  const an::KsfForest &forest = bounded.threads[0].forest;
+  REQUIRE(forest.bound.bounded());
+  CHECK(forest.bound.sweeps > 0);  // the budget was reached: this is a bounded run, not an exact one
+  CHECK(forest.bound.forced_sweeps == 0);
+  CHECK(forest.bound.delta <= uint64_t(5e-4 * double(forest.paths)));
+  auto got = an::make_k_ipf(forest, 16).sequences();
+  auto want = an::count_ngrams(streams, 16).sequences();
+  size_t over = 0, under = 0;
+  for (const auto &[seq, count] : got) {
+    uint64_t truth = want.count(seq) ? want.at(seq) : 0;
+    if (count > truth) ++over;
+    if (truth > count + forest.bound.error_bound(seq.size())) ++under;
+  }
+  size_t missing_cold_violations = 0;
+  double phi = 1e-3, error_sum = 0;
+  size_t hot = 0, false_negatives = 0;
+  for (const auto &[seq, truth] : want) {
+    auto it = got.find(seq);
+    if (it == got.end() && truth > forest.bound.error_bound(seq.size())) ++missing_cold_violations;
+    if (double(truth) < phi * double(forest.paths)) continue;
+    ++hot;
+    if (it == got.end()) {
+      ++false_negatives;
+      continue;
+    }
+    error_sum += double(truth - it->second) / double(truth);
+  }
+  INFO("N " << forest.paths << ", delta " << forest.bound.delta << ", cuts " << forest.bound.cuts << ", sweeps "
+            << forest.bound.sweeps << ", nodes " << forest.nodes.size() << ", hot " << hot);
+  CHECK(over == 0);
+  CHECK(under == 0);
+  CHECK(missing_cold_violations == 0);
+  CHECK(hot > 100);
+  CHECK(false_negatives == 0);
+  CHECK(error_sum / double(hot) <= 0.01);
 }

@@ -94,8 +94,11 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
                {"recommendations", std::move(recs)}};
     loops.push_back(std::move(jl));
   }
+  // The counts' guarantee (docs/KPATH.md, "Bounded forests"): all 0 for exact profiles.
+  json counts = {{"bounded", g.bounded_threads > 0}, {"path_epsilon", g.epsilon}, {"paths", g.paths},
+                 {"delta", g.delta}, {"cuts", g.cuts}, {"lost", g.lost}, {"forced_sweeps", g.forced_sweeps}};
   return {{"format", guide_format::kGuideFormat}, {"version", guide_format::kGuideVersion}, {"k", g.k}, {"profiles", dirs}, {"loop_iterations", g.loop_iterations},
-          {"loops", std::move(loops)}};
+          {"counts", std::move(counts)}, {"loops", std::move(loops)}};
 }
 
 // The online oracle's thresholds file (hcct/guide_format.h): every loop with a threshold, in rank
@@ -120,6 +123,17 @@ void write_thresholds(const an::Guide &g, const std::string &path) {
 
 void print_report(const an::Guide &g, size_t top, const std::string &output, const std::string &thresholds) {
   std::cout << "hot loops (k = " << g.k << ", " << with_commas(g.loop_iterations) << " loop iterations in all)\n";
+  if (g.bounded_threads) {
+    char eps[32];
+    std::snprintf(eps, sizeof eps, "%g", g.epsilon);
+    std::cout << "counts from a bounded path profile (path_epsilon = " << eps << "): a count of a sequence of n paths is at "
+              << "most " << with_commas(g.delta) << " + (n - 1) * " << with_commas(g.cuts)
+              << (g.lost ? " + n * " + with_commas(g.lost) : std::string()) << " below the truth ("
+              << fixed(100.0 * double(g.delta) / double(std::max<uint64_t>(g.paths, 1)), 4) << "% of the "
+              << with_commas(g.paths) << " paths for one path), never above";
+    if (g.forced_sweeps) std::cout << "; " << g.forced_sweeps << " forced sweeps";
+    std::cout << "\n";
+  }
   std::string oracle;
   for (const an::LoopGuide &l : g.loops) {
     if (l.rank > top) break;

@@ -30,6 +30,7 @@ struct PathsOptions {
   std::optional<uint32_t> k;
   std::string function;
   double min_share = 0.01;  // fraction of the parent's and of the root's count
+  std::optional<double> phi;  // --phi: show the sequences that may have run at least φN times
   bool dot = false;
   std::string out;  // -o: empty = standard output
 };
@@ -45,11 +46,58 @@ struct FunctionView {
   uint64_t total = 0;           // sum of all its roots: its BL path count
 };
 
+// What the selected threads recorded: the header of every output.
+struct Recorded {
+  uint32_t k = 1;
+  std::string kind;  // forest_kind_name() of every thread, or "mixed"; "unknown" for version-1 sections
+  size_t threads = 0;
+  uint64_t lost = 0;   // path IDs not counted (memory ran out), summed over threads
+  uint64_t paths = 0;  // N: path IDs counted, summed over threads
+  // Bounded forests (docs/KPATH.md, "Bounded forests"): the threads' bounds add up when their
+  // forests are summed.
+  size_t bounded_threads = 0;
+  double epsilon = 0;  // the largest of the threads'
+  uint64_t delta = 0, cuts = 0, forced_sweeps = 0, bounded_lost = 0;
+  bool bounded() const { return bounded_threads > 0; }
+  // How far below the truth a count of a sequence of n paths may be (never above it).
+  uint64_t error_bound(size_t n) const {
+    return delta + (n > 1 ? uint64_t(n - 1) * cuts : 0) + uint64_t(n) * bounded_lost;
+  }
+};
+
+std::string kind_name(analysis::ForestKind kind) {
+  return kind == analysis::ForestKind::kUnknown ? "unknown" : analysis::forest_kind_name(kind);
+}
+
+Recorded describe_recording(const std::vector<analysis::ThreadPaths> &threads) {
+  Recorded r;
+  r.k = threads.front().forest.k;
+  r.kind = kind_name(threads.front().forest.kind);
+  r.threads = threads.size();
+  for (const auto &t : threads) {
+    if (kind_name(t.forest.kind) != r.kind) r.kind = "mixed";
+    r.lost += t.forest.lost;
+    r.paths += t.forest.paths;
+    const analysis::ForestBound &b = t.forest.bound;
+    if (!b.bounded()) continue;
+    ++r.bounded_threads;
+    r.epsilon = std::max(r.epsilon, b.epsilon);
+    r.delta += b.delta;
+    r.cuts += b.cuts;
+    r.forced_sweeps += b.forced_sweeps;
+    r.bounded_lost += b.lost;
+  }
+  return r;
+}
+
 class PathsReport {
  public:
-  PathsReport(const Ipf &ipf, const analysis::PathMetadata &meta, const PathsOptions &o) : ipf_(ipf), meta_(meta), o_(o) {
+  PathsReport(const Ipf &ipf, const analysis::PathMetadata &meta, const PathsOptions &o, const Recorded &rec)
+      : ipf_(ipf), meta_(meta), o_(o), rec_(rec) {
     group_roots();
   }
+  // How far below the truth node v's count may be (0 for exact forests).
+  uint64_t error_bound(uint32_t v) const { return rec_.error_bound(size_t(ipf_.nodes()[v].depth) + 1); }
   const std::vector<FunctionView> &functions() const { return functions_; }
 
   // A node is kept when its count is at least min_share times its parent's and its root's (the
@@ -59,7 +107,13 @@ class PathsReport {
     const auto &x = ipf_.nodes()[a], &y = ipf_.nodes()[b];
     return x.count != y.count ? x.count > y.count : x.label < y.label;
   }
+  // With --phi: every sequence whose true count may reach φN (count + its error bound), so none
+  // that did is left out.
+  bool hot(uint32_t v) const {
+    return double(ipf_.nodes()[v].count) + double(error_bound(v)) >= *o_.phi * double(rec_.paths);
+  }
   bool keep(uint32_t v, uint64_t parent, uint64_t root) const {
+    if (o_.phi) return hot(v);
     double c = double(ipf_.nodes()[v].count), limit = o_.min_share;
     return c > 0 && c >= limit * double(parent) && c >= limit * double(root);
   }
@@ -122,7 +176,9 @@ class PathsReport {
       if (!o_.function.empty() && !matches(f)) continue;
       std::vector<uint32_t> kept;
       for (uint32_t r : f.roots)
-        if (ipf_.nodes()[r].count > 0 && double(ipf_.nodes()[r].count) >= o_.min_share * double(f.total)) kept.push_back(r);
+        if (o_.phi ? hot(r)
+                   : ipf_.nodes()[r].count > 0 && double(ipf_.nodes()[r].count) >= o_.min_share * double(f.total))
+          kept.push_back(r);
       std::sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return heavier(a, b); });
       f.roots = std::move(kept);
       functions_.push_back(std::move(f));
@@ -140,33 +196,10 @@ class PathsReport {
   const Ipf &ipf_;
   const analysis::PathMetadata &meta_;
   const PathsOptions &o_;
+  const Recorded &rec_;
   std::vector<FunctionView> functions_;
   std::vector<std::pair<uint64_t, std::string>> all_names_;
 };
-
-// What the selected threads recorded: the header of every output.
-struct Recorded {
-  uint32_t k = 1;
-  std::string kind;  // forest_kind_name() of every thread, or "mixed"; "unknown" for version-1 sections
-  size_t threads = 0;
-  uint64_t lost = 0;  // path IDs not counted (memory ran out), summed over threads
-};
-
-std::string kind_name(analysis::ForestKind kind) {
-  return kind == analysis::ForestKind::kUnknown ? "unknown" : analysis::forest_kind_name(kind);
-}
-
-Recorded describe_recording(const std::vector<analysis::ThreadPaths> &threads) {
-  Recorded r;
-  r.k = threads.front().forest.k;
-  r.kind = kind_name(threads.front().forest.kind);
-  r.threads = threads.size();
-  for (const auto &t : threads) {
-    if (kind_name(t.forest.kind) != r.kind) r.kind = "mixed";
-    r.lost += t.forest.lost;
-  }
-  return r;
-}
 
 // "a kWF", "a k-SF", "BLPP counters", "forests of both kinds", "a forest" (version-1 section).
 std::string recorded_as(const Recorded &rec) {
@@ -182,13 +215,43 @@ std::string share_text(double f) {
   return buf;
 }
 
-void print_text(std::ostream &out, const PathsReport &r, uint32_t k, const Recorded &rec, double min_share) {
+// What the counts guarantee, for the header: exact, or the bounded forests' error bound.
+std::string guarantee_text(const Recorded &rec) {
+  if (!rec.bounded()) return "";
+  std::string threads = rec.bounded_threads == rec.threads ? "" : " (" + std::to_string(rec.bounded_threads) + " of " +
+                                                                     std::to_string(rec.threads) + " threads)";
+  std::string text = "# bounded forest" + threads + ", path_epsilon = " + share_text(rec.epsilon) +
+                     ": a count c of n paths is at most B(n) = " + with_commas(rec.delta) + " + (n - 1) * " +
+                     with_commas(rec.cuts) + (rec.bounded_lost ? " + n * " + with_commas(rec.bounded_lost) : std::string()) +
+                     " below the truth, never above (N = " + with_commas(rec.paths) +
+                     " paths; B(1) = " + pct(rec.delta, rec.paths) + " of N); every sequence that ran more than B(n) times is in the forest\n";
+  if (rec.forced_sweeps)
+    text += "# " + std::to_string(rec.forced_sweeps) +
+            " sweeps found too little under epsilon*N to evict: the bound above exceeds epsilon*N\n";
+  return text;
+}
+
+std::string selection_text(const Recorded &rec, const PathsOptions &o) {
+  if (o.phi)
+    return "sequences shown when count + error bound >= phi * N = " + share_text(*o.phi) + " * " + with_commas(rec.paths);
+  return "nodes below " + share_text(o.min_share) + " of their parent or root hidden";
+}
+
+// A count, with its error bound when the forest is bounded: "1,234 (+<=56)".
+std::string count_text(const PathsReport &r, uint32_t v) {
+  std::string c = with_commas(r.ipf().nodes()[v].count);
+  uint64_t b = r.error_bound(v);
+  return b ? c + " (+<=" + with_commas(b) + ")" : c;
+}
+
+void print_text(std::ostream &out, const PathsReport &r, uint32_t k, const Recorded &rec, const PathsOptions &o) {
   const Ipf &ipf = r.ipf();
   out << "# " << k << "-IPF from " << recorded_as(rec) << " recorded with k = " << rec.k << " ("
-            << rec.threads << (rec.threads == 1 ? " thread" : " threads summed") << "); nodes below "
-            << share_text(min_share) << " of their parent or root hidden\n"
+            << rec.threads << (rec.threads == 1 ? " thread" : " threads summed") << "); " << selection_text(rec, o)
+            << "\n"
             << "# root: [path] count, share of the function; below it: -> [path] X%(Y%) count, a path that "
                "followed, X = share of its parent, Y = of its root\n";
+  out << guarantee_text(rec);
   if (rec.lost) out << "# " << with_commas(rec.lost) << " path IDs not counted: tree memory ran out (max_mb)\n";
   for (const FunctionView &f : r.functions()) {
     std::string loc = r.where(f);
@@ -198,7 +261,7 @@ void print_text(std::ostream &out, const PathsReport &r, uint32_t k, const Recor
     for (uint64_t id : r.ids_shown(f)) out << "  path " << id << ": " << r.path_lines(f, id) << "\n";
     for (uint32_t root : f.roots) {
       uint64_t rc = ipf.nodes()[root].count;
-      out << "  [" << ipf.nodes()[root].label.path << "] " << with_commas(rc) << "  " << pct(rc, f.total) << " of "
+      out << "  [" << ipf.nodes()[root].label.path << "] " << count_text(r, root) << "  " << pct(rc, f.total) << " of "
                 << f.name << "\n";
       // Depth-first, children by decreasing count; indentation shows depth.
       std::vector<uint32_t> stack;
@@ -212,7 +275,7 @@ void print_text(std::ostream &out, const PathsReport &r, uint32_t k, const Recor
         stack.pop_back();
         const IpfNode &n = ipf.nodes()[v];
         out << std::string(2 * n.depth, ' ') << "-> [" << n.label.path << "] " << pct(n.count, ipf.nodes()[n.parent].count)
-                  << "(" << pct(n.count, rc) << ")  " << with_commas(n.count) << "\n";
+                  << "(" << pct(n.count, rc) << ")  " << count_text(r, v) << "\n";
         push_children(v);
       }
     }
@@ -223,7 +286,7 @@ double share(uint64_t part, uint64_t whole) { return whole ? double(part) / doub
 
 json node_json(const PathsReport &r, uint32_t v, uint64_t root, uint64_t function_total) {
   const IpfNode &n = r.ipf().nodes()[v];
-  json j = {{"path", n.label.path}, {"count", n.count}};
+  json j = {{"path", n.label.path}, {"count", n.count}, {"error_bound", r.error_bound(v)}};
   if (n.parent != analysis::kNoParent) {
     j["share_of_parent"] = share(n.count, r.ipf().nodes()[n.parent].count);
     j["share_of_root"] = share(n.count, root);
@@ -237,7 +300,7 @@ json node_json(const PathsReport &r, uint32_t v, uint64_t root, uint64_t functio
 }
 
 // "hcct-paths" version 1: docs/hcct-paths.schema.json.
-void print_json_report(std::ostream &out, const PathsReport &r, uint32_t k, const Recorded &rec, double min_share,
+void print_json_report(std::ostream &out, const PathsReport &r, uint32_t k, const Recorded &rec, const PathsOptions &o,
                        const std::vector<analysis::ThreadPaths> &threads) {
   json jt = json::array();
   for (const auto &t : threads)
@@ -247,7 +310,11 @@ void print_json_report(std::ostream &out, const PathsReport &r, uint32_t k, cons
                   {"k", t.forest.k},
                   {"forest_kind", kind_name(t.forest.kind)},
                   {"paths", t.forest.paths},
-                  {"lost", t.forest.lost}});
+                  {"lost", t.forest.lost},
+                  {"path_epsilon", t.forest.bound.epsilon},
+                  {"delta", t.forest.bound.delta},
+                  {"cuts", t.forest.bound.cuts},
+                  {"forced_sweeps", t.forest.bound.forced_sweeps}});
   json fs = json::array();
   for (const FunctionView &f : r.functions()) {
     json paths = json::array();
@@ -280,7 +347,11 @@ void print_json_report(std::ostream &out, const PathsReport &r, uint32_t k, cons
               {"k", k},
               {"recorded_k", rec.k},
               {"forest_kind", rec.kind},
-              {"min_share", min_share},
+              {"min_share", o.min_share},
+              {"phi", o.phi ? json(*o.phi) : json()},
+              {"bounded", rec.bounded()},
+              {"error_bound", {{"delta", rec.delta}, {"cuts", rec.cuts}, {"forced_sweeps", rec.forced_sweeps}}},
+              {"paths", rec.paths},
               {"threads", std::move(jt)},
               {"functions", std::move(fs)}},
              out);
@@ -299,7 +370,7 @@ void print_dot(std::ostream &out, const PathsReport &r, uint32_t k, const Record
         uint32_t v = stack.back();
         stack.pop_back();
         const IpfNode &n = ipf.nodes()[v];
-        std::string label = std::to_string(n.label.path) + "\\n" + with_commas(n.count);
+        std::string label = std::to_string(n.label.path) + "\\n" + count_text(r, v);
         if (v == root) label = analysis::dot_escape(f.name) + "\\n" + label;
         out << "  n" << v << " [label=\"" << label << "\"];\n";
         if (v != root)
@@ -350,7 +421,7 @@ int run_paths(const PathsOptions &o) {
     }
   for (const std::string &c : meta.conflicts())
     warn_always(c + " was compiled with different control flow in several units");
-  PathsReport report(ipf, meta, o);
+  PathsReport report(ipf, meta, o, rec);
   size_t unnamed = std::count_if(report.functions().begin(), report.functions().end(), [](const FunctionView &f) { return !f.meta; });
   if (unnamed)
     warn_always("no kpath metadata for " + std::to_string(unnamed) + (unnamed == 1 ? " function" : " functions") +
@@ -367,8 +438,8 @@ int run_paths(const PathsOptions &o) {
   }
   OutputFile output(o.out);
   if (o.dot) print_dot(output.stream(), report, k, rec);
-  else if (o.in.json) print_json_report(output.stream(), report, k, rec, o.min_share, threads);
-  else print_text(output.stream(), report, k, rec, o.min_share);
+  else if (o.in.json) print_json_report(output.stream(), report, k, rec, o, threads);
+  else print_text(output.stream(), report, k, rec, o);
   output.commit();
   return 0;
 }
@@ -387,6 +458,11 @@ void add_paths_command(CLI::App &app, Action &action) {
                   "times their function's (0: all)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--phi", o->phi,
+                  "show the hot sequences instead: those whose count plus its error bound is at least F times "
+                  "the paths of the selected threads (a bounded forest then leaves out none that ran that often)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->excludes(sub->get_option("--min-share"));
   sub->add_option("-o,--out", o->out, "write to FILE (complete or not at all) instead of standard output");
   auto *dot = sub->add_flag("--dot", o->dot, "Graphviz output");
   dot->excludes(sub->get_option("--json"));
@@ -399,6 +475,8 @@ Per function, most paths first:
   [ID] COUNT  P% of NAME                    a root: path ID ran COUNT times, P% of T
     -> [ID] X%(Y%)  COUNT                   a path that came next in the same activation, COUNT times;
                                             X = share of its parent's count, Y = of its root's
+  COUNT (+<=B)                              a bounded forest (HCCT_OPTIONS=path_epsilon, the default):
+                                            the true count is in [COUNT, COUNT + B]
 Each level of indentation is one more path of the sequence (at most K in all).
 
 Examples:
@@ -406,6 +484,7 @@ Examples:
   hcct paths                                     every function, k as recorded
   hcct paths --function filter_conv --k 4        one function, sequences of up to 4 paths
   hcct paths --min-share 0                       nothing hidden
+  hcct paths --phi 0.001                         sequences that may have run >= 0.1 % of all paths
   hcct paths --json | jq '.functions[0].forest[0]'        (schema: docs/hcct-paths.schema.json)
   hcct paths --dot --function filter_conv | dot -Tsvg > kipf.svg
   hcct paths --json -o paths.json                written whole or not at all

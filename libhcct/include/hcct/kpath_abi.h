@@ -37,7 +37,10 @@ constexpr size_t root_slot(uint64_t function, uint64_t id) {
   return size_t((root_base(function) + id) & (kRootCacheSize - 1));
 }
 
-// The runtime's symbols. The token and the root cache are initial-exec TLS.
+// The runtime's symbols. The token and the root cache are initial-exec TLS. The token is opaque to
+// the pass (it is only compared with a frame's owner word): the runtime hands out one per thread
+// state and, for a bounded forest, a new one at each sweep, so that windows of an earlier epoch
+// leave the fast path (docs/KPATH.md, "Bounded forests"). Nothing the pass emits depends on it.
 inline constexpr char kSlowSymbol[] = "__hcct_path_slow";       // void (PathFrame *, fn, id, slot)
 inline constexpr char kTokenSymbol[] = "__hcct_path_token";     // __thread uint64_t
 inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v3";  // __thread KsfNode *[kRootCacheSize]

@@ -58,6 +58,9 @@ inline constexpr Option kK{"k", false, "a whole number in [1, 256]", "8",
                            "kpath builds: the k of the k-iteration path profile (1: Ball-Larus counters)"};
 inline constexpr Option kForest{"forest", true, "ksf, kwf", "kwf",
                                 "kpath builds: the run-time forest (k-window forest, or the thesis's k-slab forest)"};
+inline constexpr Option kPathEpsilon{"path_epsilon", false, "0, or a number in [1e-6, 0.5]", "1e-4",
+                                     "kpath builds, k ≥ 2, `forest=kwf`: bound the forest to k/(2ε) live nodes per thread (64 bytes each), every "
+                                     "count at most εN low (docs/KPATH.md, \"Bounded forests\"); 0: the exact forest"};
 inline constexpr Option kPathTrace{"path_trace", true, "0, 1", "0",
                                    "kpath builds: also record the raw path-ID stream (tests, debugging)"};
 
@@ -66,7 +69,7 @@ inline constexpr const Option *kAll[] = {&kMode,  &kEpsilon, &kKey,   &kOut,    
                                          &kExact, &kVerbose, &kLog,   &kFollow,        &kBurst,
                                          &kBurstInterval, &kBurstLength, &kBurstSync, &kTime,
                                          &kSampleHz, &kSampleSignal, &kK, &kForest,
-                                         &kPathTrace};
+                                         &kPathEpsilon, &kPathTrace};
 
 }  // namespace hcct::runtime_options
 

@@ -92,6 +92,12 @@ struct GuideOptions {
 struct Guide {
   uint32_t k = 0;
   uint64_t loop_iterations = 0;  // all header executions in the profile
+  // The counts' guarantee, summed over the threads (ForestBound): exact, or from bounded forests,
+  // where a count of a sequence of n paths is at most delta + (n − 1) · cuts below the truth.
+  uint64_t paths = 0;  // N: all path IDs counted
+  size_t bounded_threads = 0;
+  double epsilon = 0;
+  uint64_t delta = 0, cuts = 0, forced_sweeps = 0, lost = 0;
   std::vector<LoopGuide> loops;  // by rank
   std::vector<std::string> warnings;
 };

@@ -35,10 +35,29 @@ using ForestKind = format::PathForest;  // hcct/format.h: kBlpp, kSlab, kWindow,
 // "BLPP", "k-SF", "kWF", or "forest" when a version-1 section did not say.
 const char *forest_kind_name(ForestKind kind);
 
+// A bounded kWF's parameters and error accounting (KPTH version 3; docs/KPATH.md, "Bounded
+// forests"). All zero for an exact forest and for files before version 3.
+struct ForestBound {
+  double epsilon = 0;       // the run's path_epsilon; 0: exact
+  uint64_t budget = 0;      // non-root node budget
+  uint64_t delta = 0;       // the sum of the sweeps' largest evicted totals
+  uint64_t cuts = 0;        // windows evicted under a suspended activation (k − 1 n-grams each at most)
+  uint64_t sweeps = 0, forced_sweeps = 0, evicted = 0;
+  uint64_t lost = 0;        // the forest's `lost` (items counted nowhere), when bounded
+  bool bounded() const { return epsilon > 0; }
+  // For a sequence of n paths, its k-IPF count c satisfies c <= true count <= c + error_bound(n),
+  // and a sequence not in the forest ran at most error_bound(n) times: a cut restarts one window,
+  // so the next n − 1 items may miss an n-gram each; a lost item misses its own and restarts too.
+  uint64_t error_bound(size_t n) const {
+    return delta + (n > 1 ? uint64_t(n - 1) * cuts : 0) + uint64_t(n) * lost;
+  }
+};
+
 struct KsfForest {
   uint32_t k = 1;  // 1: BLPP counters (every node a root)
   ForestKind kind = ForestKind::kUnknown;
   uint64_t paths = 0, enters = 0, lost = 0;
+  ForestBound bound;
   std::vector<KsfNode> nodes;  // preorder; roots have parent kNoParent
 };
 
