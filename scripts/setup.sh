@@ -14,6 +14,7 @@ packages=(
   protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # pprof export and its check
   graphviz valgrind python3                           # export checks and benchmarks
   uftrace                                             # the independent oracle of tests/real (Lua exact CCT)
+  linux-perf                                          # the independent oracle of the time samples (e2e/time against perf)
   python3-jsonschema                                  # validates hcct export -f json against docs/*.schema.json
   help2man dpkg-dev                                   # man pages from --help; cpack -G DEB (dpkg-shlibdeps)
   npm chromium                                        # hcct view: d3-flame-graph vendored at configure time; its browser test
