@@ -559,35 +559,24 @@ double perf_share(const PerfRun &r, const std::string &fn, const std::string &wi
 TEST_CASE("time: against perf's cpu-clock samples on the bundled examples", "[time][e2e][oracle][perf]") {
   if (!perf_works())
     hcct::test::skip_test("perf record -e cpu-clock does not work here (no perf, or perf_event_paranoid too strict)");
-  {
-    PerfRun r = run_with_perf({std::string(EXAMPLES_DIR) + "/calls", "32", "30000000"}, "mode=hcct");
+  // Each function's share of main's samples: hcct's (its subtree) against perf's (its call chain).
+  auto agree = [](const std::string &what, const std::vector<std::string> &argv, const std::vector<std::string> &functions) {
+    PerfRun r = run_with_perf(argv, "mode=hcct");
     INFO(r.hcct.result.out << r.hcct.result.err);
     REQUIRE(r.hcct.result.status == 0);
     REQUIRE(r.samples.size() > 500);
     ha::ProfileSet set = ha::read_profiles(r.hcct.dir);
     const ha::Process &p = set.processes.at(0);
     double s = double(samples_through(p, "main"));
-    for (const std::string fn : {"fib", "work"}) {
+    for (const std::string &fn : functions) {
       double ours = double(samples_through(p, fn)) / s, theirs = perf_share(r, fn, "main");
-      INFO("calls: " << fn << " hcct " << ours << ", perf " << theirs << " of " << r.samples.size());
+      INFO(what << ": " << fn << " hcct " << ours << ", perf " << theirs << " of " << r.samples.size());
       CHECK(std::abs(ours - theirs) <= 0.03);
     }
-  }
-  {
-    // Compute bound, few calls: left > kernel runs twice as long as right > kernel, 40 rounds.
-    PerfRun r = run_with_perf({std::string(E2E_DIR) + "/e2e_compute", "20", "30"}, "mode=hcct");
-    INFO(r.hcct.result.out << r.hcct.result.err);
-    REQUIRE(r.hcct.result.status == 0);
-    REQUIRE(r.samples.size() > 500);
-    ha::ProfileSet set = ha::read_profiles(r.hcct.dir);
-    const ha::Process &p = set.processes.at(0);
-    double s = double(samples_through(p, "main"));
-    for (const std::string fn : {"left", "right"}) {
-      double ours = double(samples_through(p, fn)) / s, theirs = perf_share(r, fn, "main");
-      INFO("compute: " << fn << " hcct " << ours << ", perf " << theirs << " of " << r.samples.size());
-      CHECK(std::abs(ours - theirs) <= 0.03);
-    }
-  }
+  };
+  agree("calls", {std::string(EXAMPLES_DIR) + "/calls", "32", "30000000"}, {"fib", "work"});
+  // Compute bound, few calls: left > kernel runs twice as long as right > kernel, 40 rounds.
+  agree("compute", {std::string(E2E_DIR) + "/e2e_compute", "20", "30"}, {"left", "right"});
 }
 
 // The sampler thread charges trees their threads are changing: four threads of calls, virtual
