@@ -176,6 +176,12 @@ void check_wall_split(const std::string &options, const std::vector<std::string>
   CHECK(std::abs(double(in_sleep) / 1000.0 - wall["sleepy"]["sleeper"]) <= 0.03);
 }
 
+// The child's thread of a run that wrote two processes: the one whose parent is the other.
+const ha::ThreadProfile &forked_child(const ha::ProfileSet &set) {
+  return set.processes[0].pid == set.processes[1].threads[0].meta.ppid ? set.processes[1].threads[0]
+                                                                       : set.processes[0].threads[0];
+}
+
 }  // namespace
 
 TEST_CASE("time: a known CPU time split in cct mode at the default rate", "[time][e2e]") {
@@ -298,9 +304,7 @@ TEST_CASE("time: fork — the child is sampled in its own context", "[time][e2e]
   REQUIRE(run.result.status == 0);
   ha::ProfileSet set = ha::read_profiles(run.dir);
   REQUIRE(set.processes.size() == 2);
-  const ha::ThreadProfile &child = set.processes[0].pid == set.processes[1].threads[0].meta.ppid
-                                       ? set.processes[1].threads[0]
-                                       : set.processes[0].threads[0];
+  const ha::ThreadProfile &child = forked_child(set);
   uint64_t in_child_work = total_under(e2e::named_samples(child), {"main", "forks", "child_work"});
   INFO("child samples " << child.meta.samples << ", in child_work " << in_child_work);
   CHECK(in_child_work + child.meta.samples_lost > 150);  // 0.3 s of CPU
@@ -355,9 +359,7 @@ TEST_CASE("time: time=wall across fork and exec and with 1000 short threads", "[
     REQUIRE(run.result.status == 0);
     ha::ProfileSet set = ha::read_profiles(run.dir);
     REQUIRE(set.processes.size() == 2);
-    const ha::ThreadProfile &child = set.processes[0].pid == set.processes[1].threads[0].meta.ppid
-                                         ? set.processes[1].threads[0]
-                                         : set.processes[0].threads[0];
+    const ha::ThreadProfile &child = forked_child(set);
     CHECK(child.meta.time == "wall");
     // The child burns 0.3 s of CPU: at least as much wall-clock time, in child_work.
     uint64_t in_child_work = total_under(e2e::named_samples(child), {"main", "forks", "child_work"});

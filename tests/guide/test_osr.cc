@@ -10,6 +10,7 @@
 //   - the worked example: every mode prints the baseline's checksum, the guided build switches.
 #include <catch2/catch.hpp>
 
+#include "guide_programs.h"
 #include "support/command.h"
 
 #include <algorithm>
@@ -24,12 +25,10 @@ using nlohmann::json;
 
 namespace {
 
-std::string run(const std::string &cmd) { return hcct::test::run_command(cmd); }
+using guide_programs::programs;
+using guide_programs::run;
+using guide_programs::runtime_link;
 fs::path work() { return hcct::test::work_directory("tests/guide/work/osr"); }
-std::string programs() { return std::string(HCCT_SOURCE_DIR) + "/tests/guide/programs/"; }
-std::string runtime_link() {
-  return std::string(HCCT_RUNTIME) + " -Wl,-rpath," + fs::path(HCCT_RUNTIME).parent_path().string();
-}
 std::string clang(const std::string &flags) {
   return std::string(HCCT_CLANG) + " -g " + flags + " -I" + HCCT_SOURCE_DIR + "/libhcct/include -fpass-plugin=" +
          HCCT_KPATH_PLUGIN + " ";

@@ -12,6 +12,7 @@
 //   - the masked convolution example built from its own profile.
 #include <catch2/catch.hpp>
 
+#include "guide_programs.h"
 #include "support/command.h"
 #include "support/skip.h"
 
@@ -26,12 +27,10 @@ using nlohmann::json;
 
 namespace {
 
-std::string run(const std::string &cmd) { return hcct::test::run_command(cmd); }
+using guide_programs::programs;
+using guide_programs::run;
+using guide_programs::runtime_link;
 fs::path work() { return hcct::test::work_directory("tests/guide/work/versions"); }
-std::string programs() { return std::string(HCCT_SOURCE_DIR) + "/tests/guide/programs/"; }
-std::string runtime_link() {
-  return std::string(HCCT_RUNTIME) + " -Wl,-rpath," + fs::path(HCCT_RUNTIME).parent_path().string();
-}
 
 // The generated loops' trip count (every `for` of a generated program runs kTrips iterations
 // unless it leaves early).
