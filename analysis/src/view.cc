@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 #include "hcct/analysis/hot.h"
@@ -112,6 +113,31 @@ std::vector<uint64_t> caller_chain(const std::vector<Frame> &stack, bool &cut) {
   return chain;
 }
 
+// The one preorder walk behind the view and the flat profile. The path from the root is a stack of
+// frames: `enter(node, index, parent_frame)` makes a node's frame (the walk sets its `index`), `leave()`
+// pops the top frame once its subtree is complete. Returns the number of nodes read.
+template <class Frame, class Enter, class Leave>
+uint64_t walk_preorder(NodeSource &source, std::vector<Frame> &stack, const Frame &root, const char *who,
+                       const std::function<void(uint64_t)> &progress, Enter enter, Leave leave) {
+  Node n;
+  uint64_t index = 0;
+  while (source.next(n)) {
+    if (progress && (index & 0xffff) == 0) progress(index);
+    if (index == 0) {
+      stack.push_back(root);
+      ++index;
+      continue;
+    }
+    while (!stack.empty() && stack.back().index != n.parent) leave();
+    if (stack.empty()) throw std::logic_error(std::string(who) + ": source not in preorder");
+    Frame f = enter(n, index, stack.back());
+    f.index = index++;
+    stack.push_back(f);
+  }
+  if (progress) progress(index);
+  return index;
+}
+
 }  // namespace
 
 ContextView build_view(NodeSource &source, const ViewOptions &o, const std::function<void(uint64_t)> &progress) {
@@ -147,23 +173,11 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
     stack.pop_back();
   };
 
-  Node n;
-  uint64_t index = 0;
-  while (source.next(n)) {
-    if (progress && (index & 0xffff) == 0) progress(index);
-    if (index == 0) {
-      Frame root;
-      root.view = o.focus ? kNone : kViewRoot;  // with a focus, only matches enter the view
-      if (!o.focus && !o.left_out.empty()) v.nodes[kViewRoot].left_out = o.left_out[0];
-      stack.push_back(root);
-      ++index;
-      continue;
-    }
-    while (!stack.empty() && stack.back().index != n.parent) pop();
-    if (stack.empty()) throw std::logic_error("build_view: source not in preorder");
-    const Frame &parent = stack.back();
+  Frame root;
+  root.view = o.focus ? kNone : kViewRoot;  // with a focus, only matches enter the view
+  if (!o.focus && !o.left_out.empty()) v.nodes[kViewRoot].left_out = o.left_out[0];
+  auto enter = [&](const Node &n, uint64_t index, const Frame &parent) {
     Frame f;
-    f.index = index;
     f.routine = n.routine;
     f.depth = parent.depth + 1;
     const uint64_t value = metric_value(meta, n, source.samples(), o.metric);
@@ -173,9 +187,7 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
     if (f.ignored || (parent.view == kNone && !focus_match)) {
       ++v.ignored;
       v.ignored_value += value;
-      stack.push_back(f);
-      ++index;
-      continue;
+      return f;
     }
     f.value = value;
     const uint64_t missing = index < o.left_out.size() ? o.left_out[index] : 0;
@@ -233,12 +245,10 @@ ContextView build_view(NodeSource &source, const ViewOptions &o, const std::func
       nearest[f.routine_id] = stack.size();
       f.registered = true;
     }
-    stack.push_back(f);
-    ++index;
-  }
+    return f;
+  };
+  v.source_nodes = walk_preorder(source, stack, root, "build_view", progress, enter, pop);
   while (!stack.empty()) pop();
-  v.source_nodes = index;
-  if (progress) progress(index);
 
   for (ContextView::FocusCallers &fc : v.callers)
     std::stable_sort(fc.chains.begin(), fc.chains.end(),
@@ -319,22 +329,10 @@ std::vector<FlatEntry> flat_profile(NodeSource &source, const ViewOptions &o,
     }
     if (!stack.empty()) stack.back().subtree += f.subtree;
   };
-  Node n;
-  uint64_t index = 0;
-  while (source.next(n)) {
-    if (progress && (index & 0xffff) == 0) progress(index);
-    if (index == 0) {
-      Frame root;
-      root.in_view = !o.focus;
-      stack.push_back(root);
-      ++index;
-      continue;
-    }
-    while (!stack.empty() && stack.back().index != n.parent) pop();
-    if (stack.empty()) throw std::logic_error("flat_profile: source not in preorder");
-    const Frame &parent = stack.back();
+  Frame root;
+  root.in_view = !o.focus;
+  auto enter = [&](const Node &n, uint64_t, const Frame &parent) {
     Frame f;
-    f.index = index++;
     f.routine = n.routine;
     f.ignored = parent.ignored || (o.ignore && o.ignore(n.routine));
     f.in_view = !f.ignored && (parent.in_view || (o.focus && o.focus(n.routine)));
@@ -348,11 +346,11 @@ std::vector<FlatEntry> flat_profile(NodeSource &source, const ViewOptions &o,
       ++e.contexts;
       ++running[n.routine];
     }
-    stack.push_back(f);
-  }
+    return f;
+  };
+  walk_preorder(source, stack, root, "flat_profile", progress, enter, pop);
   // The root's frame is not a function's: leave it out of the totals.
   while (stack.size() > 1) pop();
-  if (progress) progress(index);
   std::stable_sort(out.begin(), out.end(), [](const FlatEntry &a, const FlatEntry &b) {
     return a.total != b.total ? a.total > b.total : a.self > b.self;
   });
