@@ -1,6 +1,7 @@
 #include "LoopVersioner.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "PathSpecializer.h"
 #include "llvm/ADT/Triple.h"
@@ -131,6 +132,49 @@ void LoopVersioner::map_header_state(BasicBlock *header, BasicBlock *clone_entry
   for (PHINode &phi : header->phis()) cast<PHINode>(map[&phi])->setIncomingValueForBlock(clone_entry, &phi);
 }
 
+namespace {
+
+// How the split trigger reads a header's exit test `x pred n` (the loop goes on while it holds),
+// with x an affine recurrence of constant step that does not wrap.
+struct ExitTest {
+  bool up;                        // x grows
+  bool is_signed;                 // the order the test (and x's no-wrap flag) uses
+  bool stops_at_bound;            // the loop ends exactly when x reaches a value: `<`, `>`, `!=` by ±1
+  ICmpInst::Predicate before;     // strict order along x's travel: `a before b`
+};
+
+// The tests a split can bound: x must travel towards n in the test's order, `!=` only with a unit
+// step (x then meets n exactly). x must not wrap in that order before the loop ends: SCEV's no-wrap
+// flag says so, or the test itself does when the step is ±1 and the loop ends at the first value
+// that fails it (`<`, `>`, `!=`: x passes through every value up to n and stops there). `!=` takes
+// the signed order if x is nsw, else the unsigned one (either is right; the flag's order lets
+// `at` be reached from a negative start).
+std::optional<ExitTest> read_exit_test(ICmpInst::Predicate pred, const APInt &step, bool nsw, bool nuw) {
+  const bool up = step.isStrictlyPositive();
+  ExitTest t{up, false, false, ICmpInst::BAD_ICMP_PREDICATE};
+  switch (pred) {
+    case ICmpInst::ICMP_SLT: case ICmpInst::ICMP_ULT: case ICmpInst::ICMP_SGT: case ICmpInst::ICMP_UGT:
+      t.stops_at_bound = true;
+      [[fallthrough]];
+    case ICmpInst::ICMP_SLE: case ICmpInst::ICMP_ULE: case ICmpInst::ICMP_SGE: case ICmpInst::ICMP_UGE:
+      if (ICmpInst::isLT(pred) || ICmpInst::isLE(pred) ? !up : up) return std::nullopt;
+      t.is_signed = ICmpInst::isSigned(pred);
+      break;
+    case ICmpInst::ICMP_NE:
+      if (!step.abs().isOne()) return std::nullopt;
+      t.is_signed = nsw;
+      t.stops_at_bound = true;
+      break;
+    default: return std::nullopt;
+  }
+  if (!(t.is_signed ? nsw : nuw) && !(t.stops_at_bound && step.abs().isOne())) return std::nullopt;
+  t.before = up ? (t.is_signed ? ICmpInst::ICMP_SLT : ICmpInst::ICMP_ULT)
+                : (t.is_signed ? ICmpInst::ICMP_SGT : ICmpInst::ICMP_UGT);
+  return t;
+}
+
+}  // namespace
+
 bool LoopVersioner::split_at_threshold(Loop &base, BasicBlock *clone_entry, uint64_t threshold) {
   BasicBlock *header = base.getHeader();
   BasicBlock *preheader = base.getLoopPreheader();
@@ -151,37 +195,46 @@ bool LoopVersioner::split_at_threshold(Loop &base, BasicBlock *clone_entry, uint
     std::swap(x, n);
     pred = ICmpInst::getSwappedPredicate(pred);
   }
-  if (!base.isLoopInvariant(n) || !x->getType()->isIntegerTy() || (pred != ICmpInst::ICMP_SLT && pred != ICmpInst::ICMP_ULT))
-    return false;
-  bool is_signed = pred == ICmpInst::ICMP_SLT;
+  if (!base.isLoopInvariant(n) || !x->getType()->isIntegerTy()) return false;
   Scev scev(f_, dt_, li_);
   ScalarEvolution &se = scev.se;
   const auto *rec = dyn_cast<SCEVAddRecExpr>(se.getSCEV(x));
-  if (!rec || rec->getLoop() != &base || !rec->isAffine() ||
-      !rec->hasNoSelfWrap() || !rec->getNoWrapFlags(is_signed ? SCEV::FlagNSW : SCEV::FlagNUW))
-    return false;
+  if (!rec || rec->getLoop() != &base || !rec->isAffine()) return false;
   const auto *step = dyn_cast<SCEVConstant>(rec->getStepRecurrence(se));
-  if (!step || !step->getAPInt().isStrictlyPositive()) return false;
-  // x at header execution T: start + (T - 1) * step, if that fits (else x never gets there).
+  if (!step || step->getAPInt().isZero()) return false;
+  std::optional<ExitTest> test = read_exit_test(pred, step->getAPInt(), rec->getNoWrapFlags(SCEV::FlagNSW) != 0,
+                                                rec->getNoWrapFlags(SCEV::FlagNUW) != 0);
+  if (!test) return false;
+  // x at header execution T: start ± (T - 1) * |step|, if that fits (else x never gets there).
   unsigned width = x->getType()->getIntegerBitWidth();
   APInt executions(width + 64, std::max<uint64_t>(threshold, 1) - 1);
-  APInt span = executions * step->getAPInt().zext(width + 64);
-  if (span.getActiveBits() > (is_signed ? width - 1 : width)) return false;
+  APInt span = executions * step->getAPInt().abs().zext(width + 64);
+  if (span.getActiveBits() > (test->is_signed ? width - 1 : width)) return false;
   const DataLayout &dl = f_.getParent()->getDataLayout();
   if (!isSafeToExpand(rec->getStart(), se)) return false;
   SCEVExpander expander(se, dl, "hcct.osr");
   IRBuilder<> b(preheader->getTerminator());
   Value *start = expander.expandCodeFor(rec->getStart(), x->getType(), preheader->getTerminator());
-  Value *sum = b.CreateBinaryIntrinsic(is_signed ? Intrinsic::sadd_with_overflow : Intrinsic::uadd_with_overflow, start,
-                                       ConstantInt::get(x->getType(), span.trunc(width)));
+  Intrinsic::ID move = test->up ? (test->is_signed ? Intrinsic::sadd_with_overflow : Intrinsic::uadd_with_overflow)
+                                : (test->is_signed ? Intrinsic::ssub_with_overflow : Intrinsic::usub_with_overflow);
+  Value *sum = b.CreateBinaryIntrinsic(move, start, ConstantInt::get(x->getType(), span.trunc(width)));
   Value *at = b.CreateExtractValue(sum, 0, "hcct.osr.at");
   Value *beyond = b.CreateExtractValue(sum, 1);
-  Value *smaller = b.CreateICmp(pred, at, n);
-  Value *bound = b.CreateSelect(b.CreateAnd(smaller, b.CreateNot(beyond)), at, n, "hcct.osr.bound");
+  // The base loop's new test. When x stops exactly at the value that ends the loop (`<`, `>`, and
+  // `!=` with a unit step), one compare against the nearer of n and `at` does (nothing per
+  // iteration); a non-strict test (`<=`, `>=`) keeps its compare and adds `x` strictly before `at`.
+  IRBuilder<> h(br);
+  Value *go_on = nullptr;
+  if (test->stops_at_bound) {
+    Value *nearer = b.CreateICmp(test->before, at, n);
+    Value *bound = b.CreateSelect(b.CreateAnd(nearer, b.CreateNot(beyond)), at, n, "hcct.osr.bound");
+    go_on = h.CreateICmp(pred, x, bound, "hcct.osr.below");
+  } else {
+    Value *before_at = h.CreateOr(beyond, h.CreateICmp(test->before, x, at), "hcct.osr.before");
+    go_on = h.CreateAnd(h.CreateICmp(pred, x, n), before_at, "hcct.osr.below");
+  }
   // The base loop stops at the bound; the clone takes over if the loop was not done.
   BasicBlock *split = BasicBlock::Create(f_.getContext(), header->getName() + ".osr.split", &f_, exit);
-  IRBuilder<> h(br);
-  Value *go_on = h.CreateICmp(pred, x, bound, "hcct.osr.below");
   BranchInst *nb = BranchInst::Create(br->getSuccessor(stay), split, go_on, header);
   nb->copyMetadata(*br);
   nb->setMetadata(LLVMContext::MD_prof, nullptr);

@@ -18,9 +18,10 @@
 // frame's variables, phi by phi (OSR, Distilled: such a mapping is correct by construction);
 // locals whose address escapes stay in the shared frame and need no mapping.
 //
-// The counter is the fallback trigger: when the header's exit test is `x < n` with x a
-// non-wrapping induction variable (SCEV), the base loop instead runs to min(n, x at the
-// threshold) and then leaves to the clone if x < n (split_at_threshold: nothing per iteration).
+// The counter is the fallback trigger: when the header's exit test orders a non-wrapping induction
+// variable against an invariant (`x < n`, `<=`, `>`, `>=`, `!=` by ±1; SCEV), the base loop instead
+// runs until x reaches its value at the threshold or the loop ends, and then leaves to the clone if
+// the test still holds (split_at_threshold: for strict tests nothing per iteration).
 // With path patterns from the guidance, the clone is specialised (PathSpecializer.h). Both need
 // SSA form, so the function's allocas are promoted first.
 //

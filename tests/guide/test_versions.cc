@@ -83,7 +83,7 @@ class ProgramGenerator {
     std::string pad(2 * indent, ' ');
     ++depth_;
     std::string i = var();
-    // A signed index does not wrap (the split trigger applies), an unsigned one may (the counter).
+    // Signed and unsigned indices (the split trigger bounds both: `i < n` by 1 cannot wrap).
     o << pad << "for (" << (pick(2) ? "long " : "unsigned long ") << i << " = 0; " << i << " < " << kTrips << "; " << i
       << "++) {\n";
     unsigned statements = 2 + pick(4);
@@ -363,6 +363,32 @@ TEST_CASE("specialised loop versions: F copies of the hot path behind one guard,
                    {1, 8, 37}, "all");
   else
     WARN("osr_runs.c under ASan/UBSan not run: clang's sanitizer runtime is missing");
+}
+
+// The remark line of the loop in `function` (empty if none).
+std::string remark_of(const std::string &remarks, const std::string &function) {
+  size_t at = remarks.find("(" + function + ", header block");
+  if (at == std::string::npos) return "";
+  size_t end = remarks.find('\n', at);
+  return remarks.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+TEST_CASE("loop versions: the split trigger bounds <, <=, != and downward loops, signed and unsigned, at every threshold") {
+  fs::path src = programs() + "osr_exit_tests.c";
+  const std::vector<uint64_t> thresholds{0, 1, 2, 3, 7, 13, 14, 15, 20, 39, 40, 41, 42, 43, 999};
+  for (const char *flags : {"-O0", "-O2"}) {
+    std::string remarks = check_versions({HCCT_CLANG, flags, "early"}, src, std::string("exits") + flags, thresholds, "40");
+    INFO(flags << "\n" << remarks);
+    for (const char *function : {"up_less", "up_less_equal", "up_not_equal", "up_unsigned_less", "up_by_three",
+                                 "down_greater", "down_greater_equal", "down_not_equal", "down_by_two"}) {
+      INFO(function);
+      CHECK(remark_of(remarks, function).find("(iteration space split at the threshold)") != std::string::npos);
+    }
+    // `!=` with a step of 2 could jump over its bound; an unsigned `<=` may wrap: the counter.
+    CHECK(remark_of(remarks, "up_not_equal_by_two").find("(counter)") != std::string::npos);
+    CHECK(remark_of(remarks, "up_unsigned_less_equal").find("(counter)") != std::string::npos);
+  }
+  check_versions({HCCT_CLANG, "-O2", "late"}, src, "exits-late", thresholds, "40");
 }
 
 TEST_CASE("loop versions: the collatz and lexer examples print what their unguided builds print at every threshold") {
