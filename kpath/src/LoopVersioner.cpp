@@ -288,22 +288,29 @@ void LoopVersioner::promote_allocas() {
 }
 
 std::string LoopVersioner::specialize(Loop &clone, const std::vector<PathPattern> &patterns, ValueToValueMapTy &map) {
-  std::string reasons;
+  Scev scev(f_, dt_, li_);
+  PathSpecializer specializer(clone, dt_, scev.se);
+  std::string text;
   for (const PathPattern &p : patterns) {
     std::vector<BasicBlock *> blocks;
     for (BasicBlock *b : p.blocks)
       if (Value *twin = map.lookup(b)) blocks.push_back(cast<BasicBlock>(twin));
-    std::string why = "a block of the path is not in the loop";
-    if (blocks.size() == p.blocks.size()) {
-      Scev scev(f_, dt_, li_);
-      why = PathSpecializer(clone, dt_, scev.se).specialize(blocks, p.factor);
+    std::string why = blocks.size() == p.blocks.size() ? specializer.add(blocks, p.factor) : "a block of the path is not in the loop";
+    std::string pattern = "path " + std::to_string(p.path) + " x" + std::to_string(p.factor);
+    if (why.empty()) {
+      text += "; the clone is specialised for " + pattern + " (one guard checks its branches for " +
+              std::to_string(p.factor) + " iterations";
+      if (unsigned kept = specializer.kept_branches())
+        text += "; " + std::to_string(kept) +
+                (kept == 1 ? " branch on the iteration's own values stays" : " branches on the iteration's own values stay") +
+                " in the fast loop";
+      text += ")";
     }
-    if (why.empty())
-      return "; the clone is specialised for path " + std::to_string(p.path) + " x" + std::to_string(p.factor) +
-             " (one guard checks its branches for " + std::to_string(p.factor) + " iterations)";
-    reasons += "; not specialised for path " + std::to_string(p.path) + " x" + std::to_string(p.factor) + ": " + why;
+    else
+      text += "; not specialised for " + pattern + ": " + why;
   }
-  return reasons;
+  specializer.build();
+  return text;
 }
 
 bool LoopVersioner::version(BasicBlock *header, uint64_t threshold, const std::string &what,

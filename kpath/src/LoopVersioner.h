@@ -65,7 +65,7 @@ class LoopVersioner {
 
   // Versions the natural loop headed by `header`, switching at its `threshold`-th header
   // execution per entry; `what` names the loop in remarks. Returns whether it did.
-  // The clone is specialised for the first of `patterns` that PathSpecializer accepts.
+  // The clone is specialised for each of `patterns` that PathSpecializer accepts, tried in order.
   bool version(llvm::BasicBlock *header, uint64_t threshold, const std::string &what,
                const std::vector<PathPattern> &patterns = {});
   // Loop nesting depth of `header` (0: not in a loop): inner loops are versioned first, so that
@@ -85,9 +85,10 @@ class LoopVersioner {
   void map_header_state(llvm::BasicBlock *header, llvm::BasicBlock *clone_entry, llvm::ValueToValueMapTy &map);
   // The per-entry counter and the conditional transfer at the top of the base header.
   void insert_trigger(llvm::Loop &base, llvm::BasicBlock *clone_entry, uint64_t threshold);
-  // The trigger without a counter, when the header's exit test is `X < N` with X an induction
-  // variable that does not wrap: the base loop runs to min(N, X at the threshold) and leaves to
-  // the clone if X < N. Returns false (nothing changed) when the loop is not like that.
+  // The trigger without a counter, when the header's exit test orders an induction variable X
+  // that does not wrap against an invariant N (`<`, `<=`, `>`, `>=`, `!=` by ±1): the base loop
+  // runs until X reaches its value at the threshold or the test fails, and leaves to the clone if
+  // the test holds. Returns false (nothing changed) when the loop is not like that.
   bool split_at_threshold(llvm::Loop &base, llvm::BasicBlock *clone_entry, uint64_t threshold);
   void refuse(const llvm::Loop *loop, llvm::BasicBlock *header, const std::string &what, const std::string &why);
   void recompute();

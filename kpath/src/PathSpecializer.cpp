@@ -1,14 +1,20 @@
 #include "PathSpecializer.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Analysis/IVDescriptors.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
+#include "llvm/Analysis/VectorUtils.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
 namespace hcct::kpath {
@@ -47,7 +53,7 @@ bool PathSpecializer::affine_pointer(Value *pointer) const {
   return rec && rec->getLoop() == &loop_ && rec->isAffine();
 }
 
-std::string PathSpecializer::check_tree(Value *v, bool allow_loads, bool *reads) {
+std::string PathSpecializer::check_tree(Plan &p, Value *v, bool allow_loads, bool *reads) {
   auto *i = dyn_cast<Instruction>(v);
   if (!i || !loop_.contains(i)) return "";  // invariant
   if (auto *phi = dyn_cast<PHINode>(i)) {
@@ -66,21 +72,21 @@ std::string PathSpecializer::check_tree(Value *v, bool allow_loads, bool *reads)
     if (!affine_pointer(load->getPointerOperand()))
       return "a branch of the path depends on a load whose address is not affine in the loop" + where(*i);
     bool pointer_reads = false;
-    if (std::string why = check_tree(load->getPointerOperand(), false, &pointer_reads); !why.empty()) return why;
+    if (std::string why = check_tree(p, load->getPointerOperand(), false, &pointer_reads); !why.empty()) return why;
     *reads = true;
     const DataLayout &dl = i->getModule()->getDataLayout();
-    guard_loads_.push_back({load->getPointerOperand(), dl.getTypeStoreSize(load->getType()).getFixedSize()});
+    p.guard_loads.push_back({load->getPointerOperand(), dl.getTypeStoreSize(load->getType()).getFixedSize()});
     return "";
   }
   bool pure = (isa<BinaryOperator>(i) && !is_division(*i)) || isa<CastInst>(i) || isa<GetElementPtrInst>(i) ||
               isa<CmpInst>(i) || isa<SelectInst>(i) || isa<FreezeInst>(i);
   if (!pure) return "a branch of the path depends on " + an(*i) + where(*i);
   for (Value *op : i->operands())
-    if (std::string why = check_tree(op, allow_loads, reads); !why.empty()) return why;
+    if (std::string why = check_tree(p, op, allow_loads, reads); !why.empty()) return why;
   return "";
 }
 
-std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
+std::string PathSpecializer::check(Plan &p, ArrayRef<BasicBlock *> path) {
   BasicBlock *header = loop_.getHeader();
   if (path.empty() || path.front() != header) return "the path does not start at the loop header";
   DenseSet<BasicBlock *> on_path;
@@ -94,10 +100,17 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
     if (std::find(succ_begin(b), succ_end(b), next) == succ_end(b)) return "the path is not a path of this loop's CFG";
     auto *br = dyn_cast<BranchInst>(b->getTerminator());
     if (!br) return an(*b->getTerminator()) + " on the path";
-    if (br->isConditional() && br->getSuccessor(0) != br->getSuccessor(1))
-      conditions_.push_back({br->getCondition(), br->getSuccessor(0) == next, false});
+    if (br->isConditional() && br->getSuccessor(0) != br->getSuccessor(1)) {
+      Condition c{br->getCondition(), br->getSuccessor(0) == next, false};
+      c.block = b;
+      c.next = next;
+      p.conditions.push_back(c);
+    }
   }
   if (!loop_.isLoopLatch(path.back())) return "the path does not end on a back edge";
+  p.body.assign(path.begin(), path.end());
+  p.path_length = path.size();
+  p.in_body.insert(path.begin(), path.end());
 
   for (PHINode &phi : header->phis())
     if (const auto *rec = dyn_cast<SCEVAddRecExpr>(se_.getSCEV(&phi)); rec && rec->getLoop() == &loop_ && rec->isAffine())
@@ -105,31 +118,41 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
         iv_step_[&phi] = step->getAPInt().getSExtValue();
 
   bool any_reads = false;
-  for (Condition &c : conditions_) {
-    if (std::string why = check_tree(c.value, true, &c.reads_memory); !why.empty()) return why;
+  for (Condition &c : p.conditions) {
+    size_t loads_before = p.guard_loads.size();
+    if (std::string why = check_tree(p, c.value, true, &c.reads_memory); !why.empty()) {
+      // Not computable before the window runs: the fast loop keeps the branch if it can.
+      p.guard_loads.resize(loads_before);
+      c.reads_memory = false;
+      if (!keep_branch(p, c, on_path).empty()) return why;
+      c.kept = true;
+      continue;
+    }
     any_reads |= c.reads_memory;
     if (!c.reads_memory) find_monotone(c);
   }
   const DataLayout &dl = header->getModule()->getDataLayout();
-  for (BasicBlock *b : path)
+  for (BasicBlock *b : p.body)
     for (Instruction &i : *b) {
       if (!i.mayWriteToMemory()) continue;
       auto *store = dyn_cast<StoreInst>(&i);
       if (!store || !store->isSimple()) return an(i) + " that may write memory on the path" + where(i);
       bool reads = false;
-      if (!affine_pointer(store->getPointerOperand()) || !check_tree(store->getPointerOperand(), false, &reads).empty())
+      if (!affine_pointer(store->getPointerOperand()) || !check_tree(p, store->getPointerOperand(), false, &reads).empty())
         return "a store on the path whose address is not affine in the loop" + where(i);
-      stores_.push_back({store->getPointerOperand(), dl.getTypeStoreSize(store->getValueOperand()->getType()).getFixedSize()});
+      p.stores.push_back({store->getPointerOperand(), dl.getTypeStoreSize(store->getValueOperand()->getType()).getFixedSize()});
     }
-  for (BasicBlock *b : path)
+  for (BasicBlock *b : p.body)
     for (Instruction &i : *b)
       if (auto *load = dyn_cast<LoadInst>(&i)) {
         bool reads = false;
-        if (load->isSimple() && affine_pointer(load->getPointerOperand()) &&
-            check_tree(load->getPointerOperand(), false, &reads).empty())
-          path_loads_.push_back({load->getPointerOperand(), dl.getTypeStoreSize(load->getType()).getFixedSize()});
+        // An invariant address is a one-element range: checked against the stores as well.
+        Value *address = load->getPointerOperand();
+        if (load->isSimple() && (affine_pointer(address) || se_.isLoopInvariant(se_.getSCEV(address), &loop_)) &&
+            check_tree(p, address, false, &reads).empty())
+          p.path_loads.push_back({load->getPointerOperand(), dl.getTypeStoreSize(load->getType()).getFixedSize()});
         else
-          path_loads_affine_ = false;
+          p.path_loads_affine = false;
       }
   if (!any_reads) return "";
   // The guard loads for iterations 1..F-1 before they run: only where they would run them.
@@ -137,7 +160,7 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
   loop_.getExitingBlocks(exiting);
   for (BasicBlock *b : exiting) {
     if (!on_path.count(b)) return "the loop can be left from a block off the path, so the guard's loads would be speculative";
-    for (const Condition &c : conditions_)
+    for (const Condition &c : p.conditions)
       if (cast<BranchInst>(b->getTerminator())->isConditional() &&
           cast<BranchInst>(b->getTerminator())->getCondition() == c.value && c.reads_memory)
         return "the loop's exit depends on memory, so the guard's loads would be speculative";
@@ -149,6 +172,55 @@ std::string PathSpecializer::check(ArrayRef<BasicBlock *> path) {
       if (isa<CallBase>(i) && i.mayWriteToMemory()) return "a call that may write memory is in the loop" + where(i);
     }
   return "";
+}
+
+std::string PathSpecializer::keep_branch(Plan &p, const Condition &c, const DenseSet<BasicBlock *> &on_path) {
+  auto *br = cast<BranchInst>(c.block->getTerminator());
+  SmallVector<BasicBlock *, 8> work{br->getSuccessor(c.taken ? 1 : 0)};
+  SmallVector<BasicBlock *, 8> region;
+  DenseSet<BasicBlock *> seen;
+  while (!work.empty()) {
+    BasicBlock *b = work.pop_back_val();
+    // Back on the path (the header included: the iteration ends there), or kept already.
+    if (on_path.count(b) || p.in_body.count(b) || !seen.insert(b).second) continue;
+    if (!loop_.contains(b)) return "the branch leads out of the loop";
+    for (const Loop *inner : loop_.getSubLoops())
+      if (inner->contains(b)) return "the branch leads into an inner loop";
+    if (!isa<BranchInst>(b->getTerminator())) return "the branch leads to " + an(*b->getTerminator());
+    for (Instruction &i : *b)
+      if (i.mayWriteToMemory()) return "the branch leads to " + an(i) + " that may write memory" + where(i);
+    region.push_back(b);
+    for (BasicBlock *next : successors(b)) work.push_back(next);
+  }
+  p.body.append(region.begin(), region.end());
+  p.in_body.insert(region.begin(), region.end());
+  return "";
+}
+
+bool PathSpecializer::vectorisable(const Plan &p) {
+  // The loop state: inductions and reductions as LLVM's own descriptors see them in the loop.
+  for (PHINode &phi : loop_.getHeader()->phis()) {
+    RecurrenceDescriptor reduction;
+    if (!iv_step_.count(&phi) && !RecurrenceDescriptor::isReductionPHI(&phi, &loop_, reduction, nullptr, nullptr, &dt_))
+      return false;
+  }
+  // Memory the vectoriser can analyse where it must (stores are affine already: every load must be
+  // too, or invariant), and no access under a kept branch (SSE cannot if-convert one: no masked
+  // loads or stores).
+  if (!p.stores.empty() && !p.path_loads_affine) return false;
+  for (BasicBlock *b : p.body)
+    for (Instruction &i : *b) {
+      if (auto *call = dyn_cast<CallBase>(&i)) {
+        auto *intrinsic = dyn_cast<IntrinsicInst>(call);
+        if (!intrinsic || !(isTriviallyVectorizable(intrinsic->getIntrinsicID()) || isa<DbgInfoIntrinsic>(intrinsic) ||
+                            intrinsic->isAssumeLikeIntrinsic()))
+          return false;
+      }
+    }
+  for (size_t k = p.path_length; k < p.body.size(); ++k)
+    for (Instruction &i : *p.body[k])
+      if (i.mayReadOrWriteMemory() && !isa<DbgInfoIntrinsic>(i)) return false;
+  return true;
 }
 
 void PathSpecializer::find_monotone(Condition &c) {
@@ -276,11 +348,11 @@ void PathSpecializer::mark_independent(ArrayRef<BasicBlock *> blocks) {
     }
 }
 
-void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
+void PathSpecializer::build() {
+  if (plans_.empty()) return;
   BasicBlock *header = loop_.getHeader();
   Function &f = *header->getParent();
   LLVMContext &ctx = f.getContext();
-  memo_.assign(factor, DenseMap<Value *, Value *>());
 
   // G takes over the header's role: its phis are the loop state, and every edge into the header
   // now goes to G.
@@ -293,13 +365,13 @@ void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
     for (unsigned n = 0; n < phi.getNumIncomingValues(); ++n) g->addIncoming(phi.getIncomingValue(n), phi.getIncomingBlock(n));
     if (auto it = iv_step_.find(&phi); it != iv_step_.end()) steps[g] = it->second;
     // The conditions and accesses recorded by check() may be the phi itself.
-    for (Condition &c : conditions_)
-      if (c.value == &phi) c.value = g;
-    for (Access &a : stores_)
-      if (a.pointer == &phi) a.pointer = g;
-    for (SmallVectorImpl<Access> *accesses : {static_cast<SmallVectorImpl<Access> *>(&guard_loads_), static_cast<SmallVectorImpl<Access> *>(&path_loads_)})
-      for (Access &a : *accesses)
-        if (a.pointer == &phi) a.pointer = g;
+    for (Plan &p : plans_) {
+      for (Condition &c : p.conditions)
+        if (c.value == &phi) c.value = g;
+      for (SmallVectorImpl<Access> *accesses : std::initializer_list<SmallVectorImpl<Access> *>{&p.stores, &p.guard_loads, &p.path_loads})
+        for (Access &a : *accesses)
+          if (a.pointer == &phi) a.pointer = g;
+    }
     phi.replaceAllUsesWith(g);
     phi.eraseFromParent();
     state.push_back(g);
@@ -309,98 +381,171 @@ void PathSpecializer::build(ArrayRef<BasicBlock *> path, unsigned factor) {
   for (BasicBlock *p : preds)
     if (seen.insert(p).second) p->getTerminator()->replaceUsesOfWith(header, guard);
 
-  // Back-off: after a failed guard the generic body runs F iterations before the next guard, so
-  // that a run of another path pays for one guard per F iterations, not one per iteration.
+  // Back-off: after every guard failed the generic body runs F iterations (the smallest factor)
+  // before the next try, so that a run of another path pays for one try per F iterations.
+  unsigned smallest = plans_.front().factor;
+  for (const Plan &p : plans_) smallest = std::min(smallest, p.factor);
   Type *i32 = Type::getInt32Ty(ctx);
-  PHINode *skip = PHINode::Create(i32, preds.size() + 1, "hcct.spec.skip", guard);
-  BasicBlock *check = BasicBlock::Create(ctx, header->getName() + ".spec.check", &f, header);
+  PHINode *skip = PHINode::Create(i32, preds.size() + plans_.size(), "hcct.spec.skip", guard);
+  SmallVector<BasicBlock *, 4> checks;
+  for (size_t k = 0; k < plans_.size(); ++k)
+    checks.push_back(BasicBlock::Create(ctx, header->getName() + ".spec.check" + std::to_string(k), &f, header));
   IRBuilder<> top(guard);
   Value *skipping = top.CreateICmpNE(skip, ConstantInt::get(i32, 0));
   Value *skip_less = top.CreateSub(skip, ConstantInt::get(i32, 1));
-  top.CreateCondBr(skipping, header, check);
+  top.CreateCondBr(skipping, header, checks.front());
   PHINode *generic_skip = PHINode::Create(i32, 3, "hcct.spec.skip.left", &*header->getFirstInsertionPt());
   generic_skip->addIncoming(skip_less, guard);
   for (BasicBlock *p : preds) skip->addIncoming(loop_.contains(p) ? static_cast<Value *>(generic_skip) : ConstantInt::get(i32, 0), p);
-  Constant *back_off = ConstantInt::get(i32, factor - 1);
 
+  // The patterns' guards in order: each failure tries the next, the last one's the generic body.
+  for (size_t k = 0; k < plans_.size(); ++k) {
+    BasicBlock *failed = k + 1 < plans_.size() ? checks[k + 1] : header;
+    auto fail_to = [&](BasicBlock *from) {
+      if (failed == header) generic_skip->addIncoming(ConstantInt::get(i32, smallest - 1), from);
+      return failed;
+    };
+    BasicBlock *fast_entry = build_guard(plans_[k], checks[k], fail_to);
+    build_fast_loop(plans_[k], fast_entry, guard, state, skip);
+  }
+}
+
+BasicBlock *PathSpecializer::build_guard(Plan &p, BasicBlock *check, const std::function<BasicBlock *(BasicBlock *)> &fail_to) {
+  // (Values of another pattern's guard need not dominate this one's.)
+  memo_.assign(p.factor, DenseMap<Value *, Value *>());
+  LLVMContext &ctx = check->getContext();
+  Function &f = *check->getParent();
+  BasicBlock *header = loop_.getHeader();
   // The guard: memory-free conditions and the overlap checks first, then the loads.
   IRBuilder<> b(check);
   Value *ok = b.getTrue();
-  for (const Condition &c : conditions_)
-    if (!c.reads_memory) ok = b.CreateAnd(ok, holds_in_window(c, factor, b));
+  for (const Condition &c : p.conditions)
+    if (!c.reads_memory && !c.kept) ok = b.CreateAnd(ok, holds_in_window(c, p.factor, b));
   // Reads of the guard after the window's stores must see nothing they wrote; with every load of
-  // the path checked, the copies' loads and stores are independent, which the metadata below says.
-  bool independent = !stores_.empty() && path_loads_affine_ && !path_loads_.empty();
-  if (!stores_.empty()) ok = b.CreateAnd(ok, no_overlap(stores_, independent ? ArrayRef<Access>(path_loads_) : guard_loads_, factor, b));
+  // the fast loop checked, its loads and stores are independent, which the metadata says.
+  p.independent = !p.stores.empty() && p.path_loads_affine && !p.path_loads.empty();
+  if (!p.stores.empty())
+    ok = b.CreateAnd(ok, no_overlap(p.stores, p.independent ? ArrayRef<Access>(p.path_loads) : p.guard_loads, p.factor, b));
   BasicBlock *fast_entry = BasicBlock::Create(ctx, header->getName() + ".spec.fast", &f, header);
   BasicBlock *after_guard = fast_entry;
-  if (!guard_loads_.empty()) after_guard = BasicBlock::Create(ctx, header->getName() + ".spec.loads", &f, fast_entry);
-  b.CreateCondBr(ok, after_guard, header);
-  generic_skip->addIncoming(back_off, check);
+  if (!p.guard_loads.empty()) after_guard = BasicBlock::Create(ctx, header->getName() + ".spec.loads", &f, fast_entry);
+  b.CreateCondBr(ok, after_guard, fail_to(check));
   if (after_guard != fast_entry) {
-    generic_skip->addIncoming(back_off, after_guard);
     IRBuilder<> l(after_guard);
     Value *ok_loads = l.getTrue();
-    for (const Condition &c : conditions_)
+    for (const Condition &c : p.conditions)
       if (c.reads_memory)
-        for (unsigned j = 0; j < factor; ++j) {
+        for (unsigned j = 0; j < p.factor; ++j) {
           Value *v = at_iteration(c.value, j, l);
           ok_loads = l.CreateAnd(ok_loads, c.taken ? v : l.CreateNot(v));
         }
-    l.CreateCondBr(ok_loads, fast_entry, header);
+    l.CreateCondBr(ok_loads, fast_entry, fail_to(after_guard));
   }
-
-  // F copies of the path, each branch taken the path's way; iteration j starts from the state
-  // that iteration j - 1 leaves on the back edge.
-  BasicBlock *latch = path.back();
-  DenseMap<PHINode *, Value *> current;
-  for (PHINode *g : state) current[g] = g;
-  BasicBlock *into = fast_entry;
-  SmallVector<BasicBlock *, 64> fast_blocks;
-  for (unsigned j = 0; j < factor; ++j) {
-    ValueToValueMapTy map;
-    for (PHINode *g : state) map[g] = current[g];
-    SmallVector<Instruction *, 64> copies;
-    for (size_t k = 0; k < path.size(); ++k) {
-      BasicBlock *from = path[k];
-      BasicBlock *copy = k == 0 && j == 0 ? fast_entry
-                                          : BasicBlock::Create(ctx, from->getName() + ".spec" + std::to_string(j), &f, header);
-      fast_blocks.push_back(copy);
-      if (copy != into) BranchInst::Create(copy, into);
-      for (Instruction &i : *from) {
-        if (auto *phi = dyn_cast<PHINode>(&i)) {  // one predecessor on the path: its value
-          if (k == 0) continue;                    // (the header's is the back-off count)
-          Value *in = phi->getIncomingValueForBlock(path[k - 1]);
-          Value *mapped = map.lookup(in);
-          map[phi] = mapped ? mapped : in;
-          continue;
-        }
-        if (i.isTerminator()) break;
-        Instruction *c = i.clone();
-        c->setName(i.getName());
-        copy->getInstList().push_back(c);
-        map[&i] = c;
-        copies.push_back(c);
-      }
-      into = copy;
-    }
-    for (Instruction *c : copies) RemapInstruction(c, map, RF_NoModuleLevelChanges | RF_IgnoreMissingLocals);
-    for (PHINode *g : state) {
-      Value *next = g->getIncomingValueForBlock(latch);
-      Value *mapped = map.lookup(next);
-      current[g] = mapped ? mapped : next;
-    }
-  }
-  BranchInst::Create(guard, into);
-  for (PHINode *g : state) g->addIncoming(current[g], into);
-  skip->addIncoming(ConstantInt::get(i32, 0), into);
-  if (independent) mark_independent(fast_blocks);
+  return fast_entry;
 }
 
-std::string PathSpecializer::specialize(ArrayRef<BasicBlock *> path, unsigned factor) {
+void PathSpecializer::build_fast_loop(Plan &p, BasicBlock *fast_entry, BasicBlock *guard, ArrayRef<PHINode *> state,
+                                      PHINode *skip) {
+  BasicBlock *header = loop_.getHeader();
+  Function &f = *header->getParent();
+  LLVMContext &ctx = f.getContext();
+  Type *i32 = Type::getInt32Ty(ctx);
+  // The fast loop: F iterations of a copy of the body, each guarded branch taken the path's way.
+  BasicBlock *fast_header = BasicBlock::Create(ctx, header->getName() + ".spec.loop", &f, header);
+  BasicBlock *fast_latch = BasicBlock::Create(ctx, header->getName() + ".spec.next", &f, header);
+  BranchInst::Create(fast_header, fast_entry);
+  PHINode *iteration = PHINode::Create(i32, 2, "hcct.spec.j", fast_header);
+  iteration->addIncoming(ConstantInt::get(i32, 0), fast_entry);
+  ValueToValueMapTy map;
+  SmallVector<PHINode *, 8> fast_state;
+  for (PHINode *g : state) {
+    PHINode *s = PHINode::Create(g->getType(), 2, g->getName() + ".fast", fast_header);
+    s->addIncoming(g, fast_entry);
+    map[g] = s;
+    fast_state.push_back(s);
+  }
+  SmallVector<BasicBlock *, 32> copies;
+  DenseMap<BasicBlock *, BasicBlock *> original;
+  for (BasicBlock *from : p.body) {
+    BasicBlock *copy = CloneBasicBlock(from, map, ".fast", &f);
+    copy->moveBefore(header);
+    map[from] = copy;
+    original[copy] = from;
+    copies.push_back(copy);
+  }
+  // The header's only phi now is the back-off count, which the fast loop does not use.
+  auto *header_copy = cast<BasicBlock>(map[header]);
+  while (auto *phi = dyn_cast<PHINode>(&header_copy->front())) phi->eraseFromParent();
+  BranchInst::Create(header_copy, fast_header);
+  map[guard] = fast_latch;  // the back edges
+  for (BasicBlock *copy : copies)
+    for (Instruction &i : *copy) {
+      RemapInstruction(&i, map, RF_NoModuleLevelChanges | RF_IgnoreMissingLocals);
+      if (i.isTerminator()) i.setMetadata(LLVMContext::MD_loop, nullptr);
+    }
+  for (const Condition &c : p.conditions) {
+    if (c.kept) continue;
+    Instruction *branch = cast<BasicBlock>(map[c.block])->getTerminator();
+    BranchInst::Create(c.next == header ? fast_latch : cast<BasicBlock>(map[c.next]), branch);
+    branch->eraseFromParent();
+  }
+  // Phi entries of edges the folding removed.
+  for (BasicBlock *copy : copies) {
+    DenseSet<BasicBlock *> preds(pred_begin(copy), pred_end(copy));
+    for (PHINode &phi : copy->phis())
+      for (unsigned n = phi.getNumIncomingValues(); n-- > 0;)
+        if (!preds.count(phi.getIncomingBlock(n))) phi.removeIncomingValue(n, /*DeletePHIIfEmpty=*/false);
+  }
+
+  // The fast latch: the state each back edge carries (G's value for that latch, as the copy
+  // computed it), then F iterations done → G.
+  SmallVector<BasicBlock *, 4> back_edges(predecessors(fast_latch));
+  IRBuilder<> l(fast_latch);
+  l.SetCurrentDebugLocation(p.latch_location);
+  for (size_t n = 0; n < state.size(); ++n) {
+    PHINode *next = l.CreatePHI(state[n]->getType(), back_edges.size(), state[n]->getName() + ".next");
+    for (BasicBlock *from : back_edges) {
+      Value *v = state[n]->getIncomingValueForBlock(original[from]);
+      Value *mapped = map.lookup(v);
+      next->addIncoming(mapped ? mapped : v, from);
+    }
+    fast_state[n]->addIncoming(next, fast_latch);
+    state[n]->addIncoming(next, fast_latch);
+  }
+  Value *following = l.CreateAdd(iteration, ConstantInt::get(i32, 1), "hcct.spec.j.next");
+  iteration->addIncoming(following, fast_latch);
+  BranchInst *again = l.CreateCondBr(l.CreateICmpULT(following, ConstantInt::get(i32, p.factor)), fast_header, guard);
+  // With a trip count of F the vectoriser's cost model gives up on a short loop; the guard has
+  // already paid for the window, and the vectoriser still checks that it may. A width, not
+  // `vectorize.enable`: a forced loop that it cannot vectorise is a -Wpass-failed warning for the
+  // user. Not unrolled first: LLVM's full unroller runs before the vectoriser and would turn a
+  // small body back into F straight-line copies.
+  if (p.vectorisable) {
+    MDNode *width = MDNode::get(ctx, {MDString::get(ctx, "llvm.loop.vectorize.width"),
+                                      ConstantAsMetadata::get(ConstantInt::get(i32, p.factor))});
+    MDNode *no_unroll = MDNode::get(ctx, {MDString::get(ctx, "llvm.loop.unroll.disable")});
+    MDNode *id = MDNode::getDistinct(ctx, {nullptr, width, no_unroll});
+    id->replaceOperandWith(0, id);
+    again->setMetadata(LLVMContext::MD_loop, id);
+  }
+  skip->addIncoming(ConstantInt::get(i32, 0), fast_latch);
+  if (p.independent) mark_independent(copies);
+}
+
+unsigned PathSpecializer::kept_branches() const {
+  if (plans_.empty()) return 0;
+  const auto &conditions = plans_.back().conditions;
+  return unsigned(std::count_if(conditions.begin(), conditions.end(), [](const Condition &c) { return c.kept; }));
+}
+
+std::string PathSpecializer::add(ArrayRef<BasicBlock *> path, unsigned factor) {
   if (factor < 2) return "a factor below 2";
-  if (std::string why = check(path); !why.empty()) return why;
-  build(path, factor);
+  Plan p;
+  p.factor = factor;
+  if (std::string why = check(p, path); !why.empty()) return why;
+  p.latch_location = path.back()->getTerminator()->getDebugLoc();
+  p.vectorisable = vectorisable(p);
+  plans_.push_back(std::move(p));
   return "";
 }
 
