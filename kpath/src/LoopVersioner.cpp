@@ -143,13 +143,13 @@ struct ExitTest {
   ICmpInst::Predicate before;     // strict order along x's travel: `a before b`
 };
 
-// The tests a split can bound: x must travel towards n in the test's order, `!=` only with a unit
-// step (x then meets n exactly). x must not wrap in that order before the loop ends: SCEV's no-wrap
-// flag says so, or the test itself does when the step is ±1 and the loop ends at the first value
-// that fails it (`<`, `>`, `!=`: x passes through every value up to n and stops there). `!=` takes
-// the signed order if x is nsw, else the unsigned one (either is right; the flag's order lets
+// The tests a split can bound: x must travel towards n in the test's order, `!=` only when x meets
+// n exactly (`meets_n`: a unit step, or one that divides n − start). x must not wrap in that order
+// before the loop ends: SCEV's no-wrap flag says so, or the test itself does when the loop ends at
+// the first value that fails it and x passes through it (`<`, `>` by ±1; `!=` meeting n). `!=`
+// takes the signed order if x is nsw, else the unsigned one (either is right; the flag's order lets
 // `at` be reached from a negative start).
-std::optional<ExitTest> read_exit_test(ICmpInst::Predicate pred, const APInt &step, bool nsw, bool nuw) {
+std::optional<ExitTest> read_exit_test(ICmpInst::Predicate pred, const APInt &step, bool meets_n, bool nsw, bool nuw) {
   const bool up = step.isStrictlyPositive();
   ExitTest t{up, false, false, ICmpInst::BAD_ICMP_PREDICATE};
   switch (pred) {
@@ -161,13 +161,14 @@ std::optional<ExitTest> read_exit_test(ICmpInst::Predicate pred, const APInt &st
       t.is_signed = ICmpInst::isSigned(pred);
       break;
     case ICmpInst::ICMP_NE:
-      if (!step.abs().isOne()) return std::nullopt;
+      if (!meets_n) return std::nullopt;
       t.is_signed = nsw;
       t.stops_at_bound = true;
       break;
     default: return std::nullopt;
   }
-  if (!(t.is_signed ? nsw : nuw) && !(t.stops_at_bound && step.abs().isOne())) return std::nullopt;
+  if (!(t.is_signed ? nsw : nuw) && !(t.stops_at_bound && (step.abs().isOne() || (pred == ICmpInst::ICMP_NE && meets_n))))
+    return std::nullopt;
   t.before = up ? (t.is_signed ? ICmpInst::ICMP_SLT : ICmpInst::ICMP_ULT)
                 : (t.is_signed ? ICmpInst::ICMP_SGT : ICmpInst::ICMP_UGT);
   return t;
@@ -191,43 +192,67 @@ bool LoopVersioner::split_at_threshold(Loop &base, BasicBlock *clone_entry, uint
   // Normalised: the loop goes on while `x pred n`.
   ICmpInst::Predicate pred = stay == 0 ? cmp->getPredicate() : cmp->getInversePredicate();
   Value *x = cmp->getOperand(0), *n = cmp->getOperand(1);
-  if (!base.isLoopInvariant(n)) {
+  Scev scev(f_, dt_, li_);
+  ScalarEvolution &se = scev.se;
+  // Invariant as a value, even if computed in the header (`p < a + n` at -O0).
+  auto invariant = [&](Value *v) { return se.isLoopInvariant(se.getSCEV(v), &base); };
+  if (!invariant(n)) {
     std::swap(x, n);
     pred = ICmpInst::getSwappedPredicate(pred);
   }
-  if (!base.isLoopInvariant(n) || !x->getType()->isIntegerTy()) return false;
-  Scev scev(f_, dt_, li_);
-  ScalarEvolution &se = scev.se;
+  if (!invariant(n) || !(x->getType()->isIntegerTy() || x->getType()->isPointerTy())) return false;
   const auto *rec = dyn_cast<SCEVAddRecExpr>(se.getSCEV(x));
   if (!rec || rec->getLoop() != &base || !rec->isAffine()) return false;
   const auto *step = dyn_cast<SCEVConstant>(rec->getStepRecurrence(se));
   if (!step || step->getAPInt().isZero()) return false;
-  std::optional<ExitTest> test = read_exit_test(pred, step->getAPInt(), rec->getNoWrapFlags(SCEV::FlagNSW) != 0,
+  // x meets n exactly: a unit step, or one that divides the distance (`p != a + n` by elements).
+  const SCEV *distance = se.getMinusSCEV(se.getSCEV(n), rec->getStart());
+  const SCEV *step_size = se.getConstant(step->getAPInt().abs());
+  bool meets_n = step->getAPInt().abs().isOne() ||
+                 (distance->getType() == step_size->getType() && se.getURemExpr(distance, step_size)->isZero());
+  std::optional<ExitTest> test = read_exit_test(pred, step->getAPInt(), meets_n, rec->getNoWrapFlags(SCEV::FlagNSW) != 0,
                                                 rec->getNoWrapFlags(SCEV::FlagNUW) != 0);
   if (!test) return false;
   // x at header execution T: start ± (T - 1) * |step|, if that fits (else x never gets there).
-  unsigned width = x->getType()->getIntegerBitWidth();
+  // A pointer (ordered unsigned) is computed on its address bits, its step being in bytes.
+  const DataLayout &dl = f_.getParent()->getDataLayout();
+  const bool pointer = x->getType()->isPointerTy();
+  if (pointer && pred == ICmpInst::ICMP_NE) {  // `!=` by ±1 needs no flag; addresses are unsigned
+    test->is_signed = false;
+    test->before = test->up ? ICmpInst::ICMP_ULT : ICmpInst::ICMP_UGT;
+  }
+  if (pointer && test->is_signed) return false;
+  unsigned width = pointer ? dl.getIndexTypeSizeInBits(x->getType()) : x->getType()->getIntegerBitWidth();
   APInt executions(width + 64, std::max<uint64_t>(threshold, 1) - 1);
   APInt span = executions * step->getAPInt().abs().zext(width + 64);
   if (span.getActiveBits() > (test->is_signed ? width - 1 : width)) return false;
-  const DataLayout &dl = f_.getParent()->getDataLayout();
-  if (!isSafeToExpand(rec->getStart(), se)) return false;
+  if (!isSafeToExpand(rec->getStart(), se) || !isSafeToExpand(se.getSCEV(n), se)) return false;
   SCEVExpander expander(se, dl, "hcct.osr");
   IRBuilder<> b(preheader->getTerminator());
   Value *start = expander.expandCodeFor(rec->getStart(), x->getType(), preheader->getTerminator());
+  // n in the preheader (the bound is computed there); the header keeps using its own n.
+  Value *limit = base.isLoopInvariant(n) ? n : expander.expandCodeFor(se.getSCEV(n), n->getType(), preheader->getTerminator());
   Intrinsic::ID move = test->up ? (test->is_signed ? Intrinsic::sadd_with_overflow : Intrinsic::uadd_with_overflow)
                                 : (test->is_signed ? Intrinsic::ssub_with_overflow : Intrinsic::usub_with_overflow);
-  Value *sum = b.CreateBinaryIntrinsic(move, start, ConstantInt::get(x->getType(), span.trunc(width)));
+  Type *bits = pointer ? dl.getIndexType(x->getType()) : x->getType();
+  Value *sum = b.CreateBinaryIntrinsic(move, pointer ? b.CreatePtrToInt(start, bits) : start,
+                                       ConstantInt::get(bits, span.trunc(width)));
   Value *at = b.CreateExtractValue(sum, 0, "hcct.osr.at");
   Value *beyond = b.CreateExtractValue(sum, 1);
+  if (pointer) {
+    // Only compared, never dereferenced: the address from the same pointer, not inbounds.
+    Value *bytes = b.CreateBitCast(start, b.getInt8PtrTy(x->getType()->getPointerAddressSpace()));
+    Value *offset = ConstantInt::get(bits, (test->up ? span : -span).trunc(width));
+    at = b.CreateBitCast(b.CreateGEP(b.getInt8Ty(), bytes, offset), x->getType(), "hcct.osr.at");
+  }
   // The base loop's new test. When x stops exactly at the value that ends the loop (`<`, `>`, and
   // `!=` with a unit step), one compare against the nearer of n and `at` does (nothing per
   // iteration); a non-strict test (`<=`, `>=`) keeps its compare and adds `x` strictly before `at`.
   IRBuilder<> h(br);
   Value *go_on = nullptr;
   if (test->stops_at_bound) {
-    Value *nearer = b.CreateICmp(test->before, at, n);
-    Value *bound = b.CreateSelect(b.CreateAnd(nearer, b.CreateNot(beyond)), at, n, "hcct.osr.bound");
+    Value *nearer = b.CreateICmp(test->before, at, limit);
+    Value *bound = b.CreateSelect(b.CreateAnd(nearer, b.CreateNot(beyond)), at, limit, "hcct.osr.bound");
     go_on = h.CreateICmp(pred, x, bound, "hcct.osr.below");
   } else {
     Value *before_at = h.CreateOr(beyond, h.CreateICmp(test->before, x, at), "hcct.osr.before");

@@ -360,12 +360,12 @@ TEST_CASE("specialised loop versions: a loop of F iterations of the hot path beh
     std::string remarks = check_versions({HCCT_CLANG, flags, "early"}, src, std::string("runs") + flags,
                                          {0, 1, 2, 7, 8, 9, 36, 37, 38, 999, 5003, 5004}, "all");
     INFO(flags << "\n" << remarks);
-    // `i < n` with a non-wrapping i: split at the threshold; `p < end` (pointers): the counter.
+    // `i < n` with a non-wrapping i, `p < end` (a pointer): split at the threshold.
     CHECK(remarks.find("(masked, header block 1, line 19) versioned: the base loop transfers to its clone at header "
                        "execution 5004 of each entry (iteration space split at the threshold); the clone is specialised "
                        "for path ") != std::string::npos);
     CHECK(remarks.find("(ahead, header block 1, line 37) versioned: the base loop transfers to its clone at header "
-                       "execution 5004 of each entry (counter)") != std::string::npos);
+                       "execution 5004 of each entry (iteration space split at the threshold)") != std::string::npos);
     CHECK(remarks.find("(by_index, header block 1, line 27) versioned") != std::string::npos);
     CHECK(count_of(remarks, "the clone is specialised for path") >= 3);
     size_t search = remarks.find("(search, header block 1, line 54) versioned: the base loop transfers to its clone at header "
@@ -382,19 +382,20 @@ TEST_CASE("specialised loop versions: a loop of F iterations of the hot path beh
     WARN("osr_runs.c under ASan/UBSan not run: clang's sanitizer runtime is missing");
 }
 
-TEST_CASE("loop versions: the split trigger bounds <, <=, != and downward loops, signed and unsigned, at every threshold") {
+TEST_CASE("loop versions: the split trigger bounds <, <=, != and downward loops, signed, unsigned and pointers, at every threshold") {
   fs::path src = programs() + "osr_exit_tests.c";
   const std::vector<uint64_t> thresholds{0, 1, 2, 3, 7, 13, 14, 15, 20, 39, 40, 41, 42, 43, 999};
   for (const char *flags : {"-O0", "-O2"}) {
     std::string remarks = check_versions({HCCT_CLANG, flags, "early"}, src, std::string("exits") + flags, thresholds, "40");
     INFO(flags << "\n" << remarks);
     for (const char *function : {"up_less", "up_less_equal", "up_not_equal", "up_unsigned_less", "up_by_three",
-                                 "down_greater", "down_greater_equal", "down_not_equal", "down_by_two"}) {
+                                 "down_greater", "down_greater_equal", "down_not_equal", "down_by_two", "up_pointer",
+                                 "up_pointer_not_equal", "down_pointer", "up_not_equal_by_two"}) {
       INFO(function);
       CHECK(remark_of(remarks, function).find("(iteration space split at the threshold)") != std::string::npos);
     }
-    // `!=` with a step of 2 could jump over its bound; an unsigned `<=` may wrap: the counter.
-    CHECK(remark_of(remarks, "up_not_equal_by_two").find("(counter)") != std::string::npos);
+    // `!=` with a step of 2 that might jump over its bound; an unsigned `<=` may wrap: the counter.
+    CHECK(remark_of(remarks, "up_not_equal_unproven").find("(counter)") != std::string::npos);
     CHECK(remark_of(remarks, "up_unsigned_less_equal").find("(counter)") != std::string::npos);
   }
   check_versions({HCCT_CLANG, "-O2", "late"}, src, "exits-late", thresholds, "40");
