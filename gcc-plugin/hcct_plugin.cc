@@ -69,6 +69,8 @@
 #include "rtl.h"
 #include "emit-rtl.h"
 #include "output.h"
+#include "rtl-iter.h"
+#include "target.h"
 
 #include "hcct/unit_abi.h"
 
@@ -103,7 +105,8 @@ struct Options {
   // functions and clones; no exit probe on exception or longjmp exits). docs/INLINING.md.
   enum class Stage { kEarly, kLate } stage = Stage::kEarly;
   bool stage_given = false;
-  // stage=early: give the runtime the table of inlined instrumented functions per call site, so
+  // Give the runtime the table of instrumented functions per call site where the machine frame
+  // alone does not tell them (inlined functions with stage=early; `.cold` and `.part` pieces), so
   // that a burst can rebuild a calling path from the machine stack (docs/GCC-PLUGIN.md, "The unit
   // descriptor"). Off: the unit says it has none, and burst_sync=auto keeps a shadow stack.
   bool unwind_table = true;
@@ -1111,23 +1114,56 @@ tree probe_identity(tree fn) {
   return NULL_TREE;
 }
 
-// The instrumented function at the outermost level of the body being compiled, if any. None for
-// an ipa-split `.part` piece: its function's enter probe ran in the header, in the caller's frame,
-// whose own chain names the function already.
-tree outermost_identity(tree fd) {
-  cgraph_node *node = cgraph_node::get(fd);
-  if (node && node->split_part)
-    return NULL_TREE;
-  return probe_identity(fd);
+// The innermost scope of an inlined function that `insn` lies in, or null (the body's own code).
+tree inlined_scope(rtx_insn *insn) {
+  location_t loc = INSN_LOCATION(insn);
+  for (tree b = loc != UNKNOWN_LOCATION ? LOCATION_BLOCK(loc) : NULL_TREE; b && TREE_CODE(b) == BLOCK;
+       b = BLOCK_SUPERCONTEXT(b))
+    if (inlined_function_outer_scope_p(b))
+      return b;
+  return NULL_TREE;
 }
 
-// The instrumented functions active at `insn`, outermost first.
-std::vector<tree> active_chain(rtx_insn *insn, tree outer) {
+bool calls_enter_probe(rtx_insn *insn) {
+  subrtx_iterator::array_type array;
+  FOR_EACH_SUBRTX(iter, array, PATTERN(insn), ALL) {
+    if (SYMBOL_REF_P(*iter) && !strcmp(XSTR(*iter, 0), "__hcct_enter_open"))
+      return true;
+  }
+  return false;
+}
+
+// Which code of the body runs an enter probe: the body's own (`own`), and the scopes of inlined
+// functions (`scopes`). Only those are frames of instrumented functions. This leaves out, without
+// asking how they came to be, the pieces ipa-split cut off a function after its enter probe (the
+// `.part` clone, in a frame of its own or inlined back into its header or a caller: its blocks
+// descend from the function's own), whose function is the frame or scope of the header.
+struct EnterProbes {
+  bool own = false;
+  std::set<tree> scopes;
+};
+
+EnterProbes find_enter_probes() {
+  EnterProbes found;
+  for (rtx_insn *insn = get_insns(); insn; insn = NEXT_INSN(insn)) {
+    if (!CALL_P(insn) || !calls_enter_probe(insn))
+      continue;
+    if (tree scope = inlined_scope(insn))
+      found.scopes.insert(scope);
+    else
+      found.own = true;
+  }
+  return found;
+}
+
+// The instrumented functions active at `insn`, outermost first: the body's own function if it ran
+// its enter probe, then each enclosing inlined scope that ran one.
+std::vector<tree> active_chain(rtx_insn *insn, tree outer, const EnterProbes &probes) {
   std::vector<tree> inner;  // innermost first
   location_t loc = INSN_LOCATION(insn);
-  tree block = loc != UNKNOWN_LOCATION ? LOCATION_BLOCK(loc) : NULL_TREE;
-  for (tree b = block; b && TREE_CODE(b) == BLOCK; b = BLOCK_SUPERCONTEXT(b)) {
-    if (!inlined_function_outer_scope_p(b))
+  for (tree b = loc != UNKNOWN_LOCATION ? LOCATION_BLOCK(loc) : NULL_TREE; b && TREE_CODE(b) == BLOCK;
+       b = BLOCK_SUPERCONTEXT(b)) {
+    if (!inlined_function_outer_scope_p(b) || !probes.scopes.count(b))
       continue;
     if (tree fn = probe_identity(block_ultimate_origin(b)))
       inner.push_back(fn);
@@ -1165,7 +1201,8 @@ unsigned intern_chain(const std::vector<tree> &chain) {
 // so the code is unchanged (docs/GCC-PLUGIN.md has the objdump comparison).
 void record_sites(function *fun) {
   tree fd = fun->decl;
-  tree outer = outermost_identity(fd);
+  EnterProbes probes = find_enter_probes();
+  tree outer = probes.own ? probe_identity(fd) : NULL_TREE;
   bool cold = false;  // after the switch to the function's .cold part
   for (rtx_insn *insn = get_insns(); insn; insn = NEXT_INSN(insn)) {
     if (NOTE_P(insn) && NOTE_KIND(insn) == NOTE_INSN_SWITCH_TEXT_SECTIONS) {
@@ -1174,8 +1211,12 @@ void record_sites(function *fun) {
     }
     if (!CALL_P(insn) || SIBLING_CALL_P(insn))
       continue;
-    std::vector<tree> chain = active_chain(insn, outer);
-    bool natural = (!cold && outer == fd) ? chain.size() == 1 : chain.empty();
+    std::vector<tree> chain = active_chain(insn, outer, probes);
+    // The runtime finds a frame's function by its region start, if the code takes its own address
+    // (`lea f(%rip)`, the probes' argument): not in .cold, a clone (whose probes pass the
+    // original), a .part, or a function that does not bind locally (in a shared library its
+    // probes load &f from the GOT).
+    bool natural = (!cold && outer == fd && targetm.binds_local_p(fd)) ? chain.size() == 1 : chain.empty();
     if (natural)
       continue;
     rtx_code_label *label = gen_label_rtx();
@@ -1212,7 +1253,7 @@ void emit_unit_descriptor(void *, void *) {
   if (!unit_decl || !asm_out_file || seen_error())
     return;
   FILE *out = asm_out_file;
-  bool table = opts.stage == Options::Stage::kEarly && opts.unwind_table;
+  bool table = opts.unwind_table;
   const char *name = IDENTIFIER_POINTER(DECL_ASSEMBLER_NAME(unit_decl));
   fprintf(out, "\t.pushsection\t.data.rel.ro.hcct_unit,\"aw\"\n\t.balign\t8\n");
   fprintf(out, "\t.globl\t%s\n\t.hidden\t%s\n\t.type\t%s, @object\n\t.size\t%s, %u\n%s:\n", name, name, name,
@@ -1268,6 +1309,7 @@ public:
         return 0;
     }
     unsigned todo = instrument_late(fun);
+    instrumented_uids.insert(DECL_UID(fd));
     write_list_line(fd, name, file);
     return todo;
   }
@@ -1376,7 +1418,7 @@ int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
     // marking. Its dump (-fdump-tree-optimized) shows the probes.
     insert_pass_before(info->base_name, new LatePass(g), "optimized");
   }
-  if (opts.stage == Options::Stage::kEarly && opts.unwind_table && describes_unit()) {
+  if (opts.unwind_table && describes_unit()) {
     // After every pass that moves or adds calls, before branch shortening and final.
     insert_pass_before(info->base_name, new SitesPass(g), "shorten");
   }

@@ -42,10 +42,13 @@ uint64_t g_interval_ns = 0, g_length_ns = 0;
 bool g_open = false;
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
 unsigned char g_plugin_seen = 0;
-// burst_sync=auto: the machine stack is right for every plugin unit seen so far (each registered a
-// descriptor that can be unwound: stage=late, or stage=early with its site table). Cleared once for
-// good by switch_to_shadow_locked.
-bool g_auto_machine = true;
+// burst_sync=auto. Until the first plugin event the gate stays open and shadow stacks are kept
+// (undecided); then the machine stack is chosen if every unit registered so far can be unwound
+// right (each has its site table), else the shadow stack. A unit registered later that cannot
+// (dlopen) turns the machine stack into the shadow stack for the rest of the run.
+bool g_auto_machine = false;  // the machine stack was chosen (burst_may_unwind)
+bool g_auto_shadow = false;   // the shadow stack was chosen, for good
+bool g_machine_chosen = false;  // g_auto_machine was set at some point (events were missed)
 
 HCCT_NOINST void lock() {
   while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
@@ -282,10 +285,12 @@ HCCT_NOINST void units_lock() {
 }
 HCCT_NOINST void units_unlock() { __atomic_store_n(&g_units_lock, 0, __ATOMIC_RELEASE); }
 
+// Whether the machine stack gives the unit's functions right: with its site table (inlined
+// functions of stage=early, `.cold` pieces of either stage).
 HCCT_NOINST bool unwindable(const unit_abi::Unit *u) {
-  if (u->version != unit_abi::kVersion) return false;
-  if (u->stage == unit_abi::kStageLate) return true;
-  return u->stage == unit_abi::kStageEarly && (u->flags & unit_abi::kHasSiteTable);
+  return u->version == unit_abi::kVersion &&
+         (u->stage == unit_abi::kStageEarly || u->stage == unit_abi::kStageLate) &&
+         (u->flags & unit_abi::kHasSiteTable);
 }
 
 // The sorted copy of a unit's sites, made by the first thread that needs it (mmap'd: the event
@@ -417,10 +422,12 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   // constructors first): the shadow stack from the start, as with burst_sync=shadow.
   units_lock();
   bool shadow = g_sync == BurstSync::kShadow || (g_sync == BurstSync::kAuto && g_units_fallback);
-  if (shadow) g_auto_machine = false;
+  if (shadow) g_auto_shadow = true;
   units_unlock();
   g_all_events = exact || shadow;
-  g_gate_flips = !g_all_events;
+  // auto opens the gate between bursts too until the first plugin event decides
+  // (decide_auto_locked).
+  g_gate_flips = !g_all_events && g_sync == BurstSync::kUnwind;
   g_keep_shadow = g_sync != BurstSync::kUnwind;
   if (g_sync != BurstSync::kShadow) {
     g_functions = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
@@ -453,39 +460,58 @@ HCCT_NOINST bool burst_keeps_shadow() { return g_keep_shadow; }
 
 HCCT_NOINST bool burst_may_unwind() {
   return g_sync == BurstSync::kUnwind ||
-         (g_sync == BurstSync::kAuto && __atomic_load_n(&g_plugin_seen, __ATOMIC_RELAXED) &&
-          __atomic_load_n(&g_auto_machine, __ATOMIC_RELAXED));
+         (g_sync == BurstSync::kAuto && __atomic_load_n(&g_auto_machine, __ATOMIC_RELAXED));
 }
 
 namespace {
 
 // burst_sync=auto, once a plugin unit turned up whose inlined functions the machine stack cannot
-// show (a stage=early unit without a site table, an object without a descriptor): keep a shadow
-// stack from now on. Before any event was processed this is burst_sync=shadow exactly (the event
-// clock; the timer thread stops at its next wake-up). After, the gate stays open and each thread
-// rebuilds its shadow stack once from the machine stack (g_shadow_generation), on the time clock.
-// Caller holds the units lock.
+// show (a unit without a site table, an object without a descriptor): the shadow stack for good.
+// Undecided until now (the gate was open, every event reached the runtime): before any event was
+// processed this is burst_sync=shadow exactly (the event clock, if bursts are on a timer: the
+// timer thread stops at its next wake-up); after, the time clock stays, with every event counted.
+// After the machine stack was chosen (a unit loaded later), the gate stays open from now on and each
+// thread rebuilds its shadow stack from the machine stack once (g_shadow_generation). Caller holds
+// the units lock.
 HCCT_NOINST void switch_to_shadow_locked() {
-  if (g_sync != BurstSync::kAuto || !g_auto_machine) return;
-  g_auto_machine = false;
+  if (g_sync != BurstSync::kAuto || g_auto_shadow) return;
+  bool was_machine = g_auto_machine;
+  g_auto_shadow = true;
+  __atomic_store_n(&g_auto_machine, false, __ATOMIC_RELAXED);
   if (!g_active) return;  // burst_start decides
   lock();
   if (!g_finished) {
-    bool fresh = !__atomic_load_n(&g_burst_events_seen, __ATOMIC_ACQUIRE);
-    g_gate_flips = false;
-    g_keep_shadow = true;
-    if (fresh) {
+    if (was_machine) {
+      g_gate_flips = false;
+      __atomic_add_fetch(&g_shadow_generation, 1, __ATOMIC_RELEASE);
+      __atomic_store_n(&g_burst_between, (unsigned char)!g_open, __ATOMIC_RELEASE);
+      __atomic_store_n(&g_hook_gate, kGateProfiling, __ATOMIC_RELEASE);
+      __atomic_store_n(&__hcct_gate_local, kGateProfiling, __ATOMIC_RELEASE);
+    } else {
       g_all_events = true;
-      g_event_clock = g_kind == Burst::kTimer;
-      if (g_open) g_burst_ns += monotonic_ns() - g_opened_ns;
-      g_open = false;
-      uint64_t e = g_burst_epoch;
-      __atomic_store_n(&g_burst_epoch, e + ((e & 1) ? 1 : 2), __ATOMIC_RELEASE);
+      if (g_kind == Burst::kTimer && !__atomic_load_n(&g_burst_events_seen, __ATOMIC_ACQUIRE)) {
+        if (g_open) g_burst_ns += monotonic_ns() - g_opened_ns;
+        g_open = false;
+        g_event_clock = true;
+        uint64_t e = g_burst_epoch;
+        __atomic_store_n(&g_burst_epoch, e + ((e & 1) ? 1 : 2), __ATOMIC_RELEASE);
+        __atomic_store_n(&g_burst_between, (unsigned char)1, __ATOMIC_RELEASE);
+      }
     }
-    __atomic_add_fetch(&g_shadow_generation, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&g_burst_between, (unsigned char)!g_open, __ATOMIC_RELEASE);
-    __atomic_store_n(&g_hook_gate, kGateProfiling, __ATOMIC_RELEASE);
-    __atomic_store_n(&__hcct_gate_local, kGateProfiling, __ATOMIC_RELEASE);
+  }
+  unlock();
+}
+
+// burst_sync=auto at the first plugin event, every unit registered so far unwindable: the machine
+// stack; the gate closes between bursts from now on (unless exact=1 needs every event). Caller
+// holds the units lock.
+HCCT_NOINST void choose_machine_locked() {
+  lock();
+  __atomic_store_n(&g_auto_machine, true, __ATOMIC_RELAXED);
+  if (!g_all_events && !g_finished) {
+    __atomic_store_n(&g_machine_chosen, true, __ATOMIC_RELAXED);
+    g_gate_flips = true;
+    if (!g_open) __atomic_store_n(&__hcct_gate_local, kGateOff, __ATOMIC_RELEASE);
   }
   unlock();
 }
@@ -504,10 +530,15 @@ HCCT_NOINST SampleSite burst_sample_site(const BurstThread &b) {
 
 HCCT_NOINST void burst_plugin_probe_seen() {
   if (g_plugin_seen) return;
-  // The first plugin event of the process (the units linked in have registered by now): objects
+  // The first plugin event of the process: the units linked in have registered by now. Objects
   // built before unit descriptors send events without having registered anything.
   units_lock();
-  if (!__atomic_load_n(&g_unit_count, __ATOMIC_RELAXED) || g_units_fallback) switch_to_shadow_locked();
+  if (g_sync == BurstSync::kAuto && g_active && !g_auto_shadow && !g_auto_machine) {
+    if (!__atomic_load_n(&g_unit_count, __ATOMIC_RELAXED) || g_units_fallback)
+      switch_to_shadow_locked();
+    else
+      choose_machine_locked();
+  }
   units_unlock();
   __atomic_store_n(&g_plugin_seen, 1, __ATOMIC_RELAXED);
 }
@@ -534,7 +565,8 @@ HCCT_NOINST bool burst_unit_unwinds(uintptr_t return_address, uintptr_t *chain, 
 }
 
 HCCT_NOINST bool burst_events_known() {
-  return g_all_events || (g_sync == BurstSync::kAuto && !__atomic_load_n(&g_plugin_seen, __ATOMIC_RELAXED));
+  // auto: every event reached the runtime unless the machine stack was chosen at some point.
+  return g_all_events || (g_sync == BurstSync::kAuto && !__atomic_load_n(&g_machine_chosen, __ATOMIC_RELAXED));
 }
 
 HCCT_NOINST void burst_learn(uintptr_t fn) {

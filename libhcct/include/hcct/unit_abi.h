@@ -8,8 +8,10 @@
 // calling path from the machine stack. That is right only if every instrumented function active on
 // the stack has a machine frame of its own, which holds for probes inserted after inlining
 // (stage=late) but not before it (stage=early: an inlined copy keeps its probes and has no frame).
-// A unit tells the runtime which stage its probes come from and, for stage=early, gives the table
-// that expands a machine frame into the instrumented functions active in it.
+// A unit tells the runtime which stage its probes come from and gives the table that expands a
+// machine frame into the instrumented functions active in it (inlined ones with stage=early; the
+// function of a `.cold` piece, whose frame starts elsewhere, with either stage). A unit is unwound
+// from the machine stack only with its table.
 #ifndef HCCT_UNIT_ABI_H
 #define HCCT_UNIT_ABI_H
 

@@ -1,0 +1,26 @@
+// A library built with the GCC plugin (stage=early) that tests/bursting loads with dlopen twice:
+// with its site table, and (a second copy) without it. An instrumented function inlined into
+// another one opens a burst.
+extern void hcct_burst(int on) __attribute__((weak));
+
+__attribute__((no_instrument_function)) static void burst(int on) {
+  if (hcct_burst) hcct_burst(on);
+}
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) void lib_leaf(void) { sink += 1; }
+
+static inline __attribute__((always_inline)) void lib_middle(int k) {
+  burst(1);
+  for (int i = 0; i < k; ++i) lib_leaf();
+  burst(0);
+}
+
+__attribute__((noinline)) void lib_outer(int k) {
+  sink += 2;
+  lib_middle(k);
+  sink += 3;
+}
+
+void lib_run(int k) { lib_outer(k); }
