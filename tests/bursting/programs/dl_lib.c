@@ -1,5 +1,7 @@
 // A library built with the GCC plugin (stage=early) that tests/bursting loads with dlopen twice:
-// with its site table, and (a second copy) without it. An instrumented function inlined into
+// as is, and (a second copy, linked with one more DT_NEEDED) with the same code but its site table
+// elsewhere in its data, so that the first copy's table, were it still used once the first copy is
+// unloaded, would read other data where its chains were. An instrumented function inlined into
 // another one opens a burst.
 extern void hcct_burst(int on) __attribute__((weak));
 
@@ -24,3 +26,4 @@ __attribute__((noinline)) void lib_outer(int k) {
 }
 
 void lib_run(int k) { lib_outer(k); }
+
