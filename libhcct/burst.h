@@ -72,6 +72,7 @@ struct BurstThread {
   uint64_t epoch = 0;    // the burst (an odd epoch number) the profile's path is synchronised to
   uint64_t skipped = 0;  // enter events seen between bursts and not profiled
   uint64_t bursts = 0;   // bursts this thread took part in
+  uint32_t generation = 0;  // g_shadow_generation when the shadow stack last matched the machine stack
   // The shadow stack, not the profile's frames, holds the current calling path: there were events
   // between bursts since the profile's last one.
   bool shadow_current = false;

@@ -4,6 +4,7 @@
 // thread's calling path at the start of a burst when no shadow stack was kept.
 #include "burst_runtime.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -11,7 +12,10 @@
 #include <time.h>
 #include <unwind.h>
 
+#include <algorithm>
+
 #include "hcct/hcct.h"
+#include "hcct/unit_abi.h"
 #include "thread.h"
 
 namespace hcct::rt {
@@ -19,6 +23,8 @@ namespace hcct::rt {
 uint64_t g_burst_epoch = 0;
 unsigned char g_burst_between = 0;
 unsigned char g_hook_gate = 0;
+unsigned char g_burst_events_seen = 0;
+uint32_t g_shadow_generation = 0;
 
 namespace {
 
@@ -36,6 +42,13 @@ uint64_t g_interval_ns = 0, g_length_ns = 0;
 bool g_open = false;
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
 unsigned char g_plugin_seen = 0;
+// burst_sync=auto. Until the first plugin event the gate stays open and shadow stacks are kept
+// (undecided); then the machine stack is chosen if every unit registered so far can be unwound
+// right (each has its site table), else the shadow stack. A unit registered later that cannot
+// (dlopen) turns the machine stack into the shadow stack for the rest of the run.
+bool g_auto_machine = false;  // the machine stack was chosen (burst_may_unwind)
+bool g_auto_shadow = false;   // the shadow stack was chosen, for good
+bool g_machine_chosen = false;  // g_auto_machine was set at some point (events were missed)
 
 HCCT_NOINST void lock() {
   while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
@@ -52,7 +65,7 @@ HCCT_NOINST uint64_t monotonic_ns() {
 // a new one, so a thread knows at its next event whether its path is synchronised. Caller holds
 // the lock.
 HCCT_NOINST void set_phase_locked(bool on) {
-  if (!g_active || g_finished) return;
+  if (!g_active || g_finished || g_event_clock) return;
   uint64_t e = g_burst_epoch;
   if (on) {
     e += (e & 1) ? 2 : 1;  // a burst opened during a burst is a new burst
@@ -112,7 +125,7 @@ HCCT_NOINST void *timer_main(void *arg) {
     sleep_until(next);
     open = !open;
     lock();
-    bool done = g_finished;
+    bool done = g_finished || g_event_clock;  // (auto switched to the event clock: no timer needed)
     if (!done) set_phase_locked(open);
     unlock();
     if (done) return nullptr;
@@ -236,6 +249,97 @@ HCCT_NOINST bool known(uintptr_t fn) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Unit descriptors (hcct/unit_abi.h): what the GCC plugin's units say about their probes, and the
+// site tables that expand a machine frame of a stage=early unit into the instrumented functions
+// active in it (inlined ones have no frame of their own).
+
+// A site of a unit's table, as looked up: sorted by return address.
+struct SortedSite {
+  uintptr_t return_address;
+  const uint64_t *chain;  // in the loaded module's data
+  uint64_t length;
+};
+
+enum : uint32_t { kUnsorted = 0, kSorting = 1, kReady = 2 };
+
+struct UnitRecord {
+  const unit_abi::Unit *unit;  // null once its module was unloaded
+  uint32_t state;               // kUnsorted, kSorting, kReady (published with release)
+  bool unwindable;
+  SortedSite *sites;            // valid once kReady; never freed (a reader may still hold it)
+  uint64_t count;
+  uintptr_t lo, hi;             // the sites' return addresses lie in [lo, hi]
+};
+
+// Records are appended under g_units_lock and published by g_unit_count; readers need no lock.
+// Untouched BSS costs nothing; a program with more units than this has the rest served as units
+// without a table.
+constexpr uint32_t kMaxUnits = 1u << 16;
+UnitRecord g_units[kMaxUnits];
+uint32_t g_unit_count = 0;
+int g_units_lock = 0;
+bool g_units_fallback = false;  // a registered unit cannot be unwound right (or did not fit)
+
+HCCT_NOINST void units_lock() {
+  while (__atomic_exchange_n(&g_units_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+HCCT_NOINST void units_unlock() { __atomic_store_n(&g_units_lock, 0, __ATOMIC_RELEASE); }
+
+// Whether the machine stack gives the unit's functions right: with its site table (inlined
+// functions of stage=early, `.cold` pieces of either stage).
+HCCT_NOINST bool unwindable(const unit_abi::Unit *u) {
+  return u->version == unit_abi::kVersion &&
+         (u->stage == unit_abi::kStageEarly || u->stage == unit_abi::kStageLate) &&
+         (u->flags & unit_abi::kHasSiteTable);
+}
+
+// The sorted copy of a unit's sites, made by the first thread that needs it (mmap'd: the event
+// path allocates nothing from the program). A thread that finds another one sorting treats the
+// unit as tableless for this walk rather than wait.
+HCCT_NOINST bool unit_ready(UnitRecord &r) {
+  uint32_t state = __atomic_load_n(&r.state, __ATOMIC_ACQUIRE);
+  if (state == kReady) return true;
+  if (state == kSorting || !__atomic_compare_exchange_n(&r.state, &state, kSorting, false, __ATOMIC_ACQUIRE,
+                                                        __ATOMIC_RELAXED))
+    return false;
+  const unit_abi::Unit *u = __atomic_load_n(&r.unit, __ATOMIC_ACQUIRE);
+  uint64_t n = u && r.unwindable ? u->site_count : 0;
+  SortedSite *sites = n ? static_cast<SortedSite *>(map_pages(n * sizeof(SortedSite))) : nullptr;
+  if (!sites) n = 0;
+  uint64_t kept = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const unit_abi::Site &site = u->sites[i];
+    if (uint64_t(site.chain_begin) + site.chain_length > u->chain_count) continue;  // not ours to trust
+    sites[kept++] = SortedSite{uintptr_t(site.return_address), u->chains + site.chain_begin, site.chain_length};
+  }
+  std::sort(sites, sites + kept,
+            [](const SortedSite &a, const SortedSite &b) { return a.return_address < b.return_address; });
+  r.sites = sites;
+  r.count = kept;
+  r.lo = kept ? sites[0].return_address : 1;
+  r.hi = kept ? sites[kept - 1].return_address : 0;
+  __atomic_store_n(&r.state, uint32_t(kReady), __ATOMIC_RELEASE);
+  return true;
+}
+
+// The site of a stage=early unit whose return address is `ip`, if any.
+HCCT_NOINST const SortedSite *find_site(uintptr_t ip) {
+  uint32_t n = __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < n; ++i) {
+    UnitRecord &r = g_units[i];
+    if (!r.unwindable || !__atomic_load_n(&r.unit, __ATOMIC_ACQUIRE) || !unit_ready(r)) continue;
+    if (ip < r.lo || ip > r.hi) continue;
+    const SortedSite *begin = r.sites, *end = r.sites + r.count;
+    const SortedSite *it = std::lower_bound(
+        begin, end, ip, [](const SortedSite &s, uintptr_t a) { return s.return_address < a; });
+    if (it != end && it->return_address == ip) return it;
+  }
+  return nullptr;
+}
+
+HCCT_NOINST void switch_to_shadow_locked();
+
+// ---------------------------------------------------------------------------------------------
 // The machine-stack unwinder (libgcc's, symbol-free): region start = the function, IP = return
 // address, CFA = the caller's stack pointer at the call.
 
@@ -245,14 +349,28 @@ struct Walk {
   bool exclude_first;
   bool started;
   bool have_pending;
+  bool excluded_own;  // the event's own function was left out of the path
   PathEntry pending;
+  const SortedSite *pending_site;  // the frame's chain, from its unit's site table
+  SortedSite scratch_site;         // the first frame's chain without the event's own function
   ShadowStack *out;
 };
 
+// Pushes the pending frame (innermost first: the path is reversed at the end). A frame with a
+// chain in its unit's table gives the functions active in it, innermost first, all with the
+// frame's call site and stack pointer: an inlined function's probes pass the return address and
+// CFA of the function it was inlined into.
 HCCT_NOINST void emit(Walk *w, uintptr_t site) {
   if (!w->have_pending) return;
   w->pending.site = site;
-  if (known(w->pending.fn)) w->out->push_raw(w->pending);
+  if (const SortedSite *chain = w->pending_site) {
+    for (uint64_t i = chain->length; i-- > 0;) {
+      uintptr_t fn = uintptr_t(chain->chain[i]);
+      if (fn) w->out->push_raw(PathEntry{fn, site, w->pending.sp});
+    }
+  } else if (known(w->pending.fn)) {
+    w->out->push_raw(w->pending);
+  }
   w->have_pending = false;
 }
 
@@ -267,13 +385,27 @@ HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
   int before = 0;
   uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
   uintptr_t start = _Unwind_GetRegionStart(ctx);
+  const SortedSite *site = before ? nullptr : find_site(ip);  // (a signal frame's IP is no return address)
   if (!w->started) {
     if (frame_sp < w->sp) return _URC_NO_REASON;  // the runtime's own frames
     w->started = true;
-    if (w->exclude_first && start == w->fn) return _URC_NO_REASON;  // the event's own function
+    if (w->exclude_first) {
+      // The event's own function: the innermost of the frame's chain (an inlined probe's function),
+      // or the frame's function.
+      if (site && site->length && uintptr_t(site->chain[site->length - 1]) == w->fn) {
+        w->excluded_own = true;
+        if (site->length == 1) return _URC_NO_REASON;
+        w->scratch_site = SortedSite{site->return_address, site->chain, site->length - 1};
+        site = &w->scratch_site;
+      } else if (!site && start == w->fn) {
+        w->excluded_own = true;
+        return _URC_NO_REASON;
+      }
+    }
   }
   emit(w, ip);  // this frame's IP is the call site of the frame inside it
   w->pending = PathEntry{start, 0, frame_sp};
+  w->pending_site = site;
   w->have_pending = true;
   return _URC_NO_REASON;
 }
@@ -286,8 +418,16 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   g_sync = o.burst_sync;
   g_interval_ns = o.burst_interval_ns;
   g_length_ns = o.burst_length_ns;
-  g_all_events = exact || g_sync == BurstSync::kShadow;
-  g_gate_flips = !g_all_events;
+  // auto with a unit already registered that cannot be unwound right (static links run the units'
+  // constructors first): the shadow stack from the start, as with burst_sync=shadow.
+  units_lock();
+  bool shadow = g_sync == BurstSync::kShadow || (g_sync == BurstSync::kAuto && g_units_fallback);
+  if (shadow) g_auto_shadow = true;
+  units_unlock();
+  g_all_events = exact || shadow;
+  // auto opens the gate between bursts too until the first plugin event decides
+  // (decide_auto_locked).
+  g_gate_flips = !g_all_events && g_sync == BurstSync::kUnwind;
   g_keep_shadow = g_sync != BurstSync::kUnwind;
   if (g_sync != BurstSync::kShadow) {
     g_functions = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
@@ -297,7 +437,7 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   // Every event reaches the runtime and keeps a shadow stack: each thread can count its calls and
   // schedule its own bursts in them (the event clock), which makes every window's sampled fraction
   // the same whatever the in-burst slowdown of the phase (docs/BURSTING.md, "The estimator").
-  g_event_clock = g_kind == Burst::kTimer && g_sync == BurstSync::kShadow;
+  g_event_clock = g_kind == Burst::kTimer && shadow;
   g_start_ns = g_opened_ns = monotonic_ns();
   g_active = true;
   // The run starts between bursts (epoch 2: even, and never the 0 of "no bursting").
@@ -320,8 +460,63 @@ HCCT_NOINST bool burst_keeps_shadow() { return g_keep_shadow; }
 
 HCCT_NOINST bool burst_may_unwind() {
   return g_sync == BurstSync::kUnwind ||
-         (g_sync == BurstSync::kAuto && __atomic_load_n(&g_plugin_seen, __ATOMIC_RELAXED));
+         (g_sync == BurstSync::kAuto && __atomic_load_n(&g_auto_machine, __ATOMIC_RELAXED));
 }
+
+namespace {
+
+// burst_sync=auto, once a plugin unit turned up whose inlined functions the machine stack cannot
+// show (a unit without a site table, an object without a descriptor): the shadow stack for good.
+// Undecided until now (the gate was open, every event reached the runtime): before any event was
+// processed this is burst_sync=shadow exactly (the event clock, if bursts are on a timer: the
+// timer thread stops at its next wake-up); after, the time clock stays, with every event counted.
+// After the machine stack was chosen (a unit loaded later), the gate stays open from now on and each
+// thread rebuilds its shadow stack from the machine stack once (g_shadow_generation). Caller holds
+// the units lock.
+HCCT_NOINST void switch_to_shadow_locked() {
+  if (g_sync != BurstSync::kAuto || g_auto_shadow) return;
+  bool was_machine = g_auto_machine;
+  g_auto_shadow = true;
+  __atomic_store_n(&g_auto_machine, false, __ATOMIC_RELAXED);
+  if (!g_active) return;  // burst_start decides
+  lock();
+  if (!g_finished) {
+    if (was_machine) {
+      g_gate_flips = false;
+      __atomic_add_fetch(&g_shadow_generation, 1, __ATOMIC_RELEASE);
+      __atomic_store_n(&g_burst_between, (unsigned char)!g_open, __ATOMIC_RELEASE);
+      __atomic_store_n(&g_hook_gate, kGateProfiling, __ATOMIC_RELEASE);
+      __atomic_store_n(&__hcct_gate_local, kGateProfiling, __ATOMIC_RELEASE);
+    } else {
+      g_all_events = true;
+      if (g_kind == Burst::kTimer && !__atomic_load_n(&g_burst_events_seen, __ATOMIC_ACQUIRE)) {
+        if (g_open) g_burst_ns += monotonic_ns() - g_opened_ns;
+        g_open = false;
+        g_event_clock = true;
+        uint64_t e = g_burst_epoch;
+        __atomic_store_n(&g_burst_epoch, e + ((e & 1) ? 1 : 2), __ATOMIC_RELEASE);
+        __atomic_store_n(&g_burst_between, (unsigned char)1, __ATOMIC_RELEASE);
+      }
+    }
+  }
+  unlock();
+}
+
+// burst_sync=auto at the first plugin event, every unit registered so far unwindable: the machine
+// stack; the gate closes between bursts from now on (unless exact=1 needs every event). Caller
+// holds the units lock.
+HCCT_NOINST void choose_machine_locked() {
+  lock();
+  __atomic_store_n(&g_auto_machine, true, __ATOMIC_RELAXED);
+  if (!g_all_events && !g_finished) {
+    __atomic_store_n(&g_machine_chosen, true, __ATOMIC_RELAXED);
+    g_gate_flips = true;
+    if (!g_open) __atomic_store_n(&__hcct_gate_local, kGateOff, __ATOMIC_RELEASE);
+  }
+  unlock();
+}
+
+}  // namespace
 
 HCCT_NOINST SampleSite burst_sample_site(const BurstThread &b) {
   if (b.shadow_current) return SampleSite::kShadow;
@@ -334,18 +529,52 @@ HCCT_NOINST SampleSite burst_sample_site(const BurstThread &b) {
 }
 
 HCCT_NOINST void burst_plugin_probe_seen() {
-  if (!g_plugin_seen) __atomic_store_n(&g_plugin_seen, 1, __ATOMIC_RELAXED);
+  if (g_plugin_seen) return;
+  // The first plugin event of the process: the units linked in have registered by now. Objects
+  // built before unit descriptors send events without having registered anything.
+  units_lock();
+  if (g_sync == BurstSync::kAuto && g_active && !g_auto_shadow && !g_auto_machine) {
+    if (!__atomic_load_n(&g_unit_count, __ATOMIC_RELAXED) || g_units_fallback)
+      switch_to_shadow_locked();
+    else
+      choose_machine_locked();
+  }
+  units_unlock();
+  __atomic_store_n(&g_plugin_seen, 1, __ATOMIC_RELAXED);
+}
+
+HCCT_NOINST void burst_forget_unloaded_units() {
+  units_lock();
+  uint32_t n = g_unit_count;
+  for (uint32_t i = 0; i < n; ++i) {
+    const unit_abi::Unit *u = g_units[i].unit;
+    Dl_info info;
+    if (u && !dladdr(u, &info)) __atomic_store_n(&g_units[i].unit, nullptr, __ATOMIC_RELEASE);
+  }
+  units_unlock();
+}
+
+HCCT_NOINST size_t burst_unit_count() { return __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE); }
+
+HCCT_NOINST bool burst_unit_unwinds(uintptr_t return_address, uintptr_t *chain, size_t max, size_t *length) {
+  const SortedSite *site = find_site(return_address);
+  if (!site) return false;
+  *length = 0;
+  for (uint64_t i = 0; i < site->length && *length < max; ++i) chain[(*length)++] = uintptr_t(site->chain[i]);
+  return true;
 }
 
 HCCT_NOINST bool burst_events_known() {
-  return g_all_events || (g_sync == BurstSync::kAuto && !__atomic_load_n(&g_plugin_seen, __ATOMIC_RELAXED));
+  // auto: every event reached the runtime unless the machine stack was chosen at some point.
+  return g_all_events || (g_sync == BurstSync::kAuto && !__atomic_load_n(&g_machine_chosen, __ATOMIC_RELAXED));
 }
 
 HCCT_NOINST void burst_learn(uintptr_t fn) {
   if (g_functions && !set_contains(g_functions, fn)) set_insert(g_functions, fn);
 }
 
-HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down) {
+HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down,
+                                bool *excluded_own) {
   scratch.clear();
   Walk w{};
   w.sp = sp;
@@ -355,6 +584,7 @@ HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp
   _Unwind_Backtrace(walk_frame, &w);
   emit(&w, 0);
   scratch.reverse();
+  if (excluded_own) *excluded_own = w.excluded_own;
   return scratch.depth();
 }
 
@@ -469,4 +699,28 @@ HCCT_EXPORT void hcct_burst(int on) {
   using namespace hcct::rt;
   if (g_kind != Burst::kManual) return;
   set_phase(on != 0);
+}
+
+// Unit descriptors (hcct/unit_abi.h, docs/RUNTIME-ABI.md "Unit descriptors"): called by the
+// constructor of each unit the GCC plugin built, possibly before the runtime's own constructor
+// (static links). Keeps the pointer; the site table is sorted when a burst first needs it.
+HCCT_EXPORT void __hcct_register_unit(const void *descriptor) {
+  using namespace hcct::rt;
+  const auto *u = static_cast<const hcct::unit_abi::Unit *>(descriptor);
+  if (!u) return;
+  units_lock();
+  bool fits = g_unit_count < kMaxUnits;
+  bool right = unwindable(u);
+  if (fits) {
+    UnitRecord &r = g_units[g_unit_count];
+    r = UnitRecord{};
+    r.unit = u;
+    r.unwindable = right;
+    __atomic_store_n(&g_unit_count, g_unit_count + 1, __ATOMIC_RELEASE);
+  }
+  if (!fits || !right) {
+    g_units_fallback = true;
+    switch_to_shadow_locked();
+  }
+  units_unlock();
 }

@@ -11,6 +11,12 @@ namespace hcct::rt {
 // every change. A thread takes the inline fast path only while its ThreadState::fast_epoch equals
 // it, so the first event of a burst finds its thread's path to re-synchronise.
 extern uint64_t g_burst_epoch __attribute__((visibility("hidden")));
+// Set at the first event the bursting paths process (burst_sync=auto may switch to the shadow
+// stack's event clock only before it).
+extern unsigned char g_burst_events_seen __attribute__((visibility("hidden")));
+// Bumped when burst_sync=auto switches to the shadow stack mid-run: a thread whose
+// BurstThread::generation differs rebuilds its shadow stack from the machine stack once.
+extern uint32_t g_shadow_generation __attribute__((visibility("hidden")));
 // 1 between bursts when events arriving then keep a shadow stack (burst_sync auto or shadow).
 extern unsigned char g_burst_between __attribute__((visibility("hidden")));
 // The gate the -finstrument-functions hooks test (they are called whatever __hcct_gate says): equal
@@ -33,7 +39,16 @@ void burst_learn(uintptr_t fn);
 // The calling path of the current thread from the machine stack, outermost first, into `scratch`:
 // the known-instrumented frames whose CFA lies above `sp` (the probe's), without the event's own
 // function's frame unless the exit probe was tail-called (its frame is then gone). Returns the depth.
-size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down);
+// Frames of stage=early GCC-plugin units are expanded into the instrumented functions active in
+// them (their unit's site table, hcct/unit_abi.h). *excluded_own: whether the event's own function
+// was left out (else an exit's function, if on the path, is the path's last entry).
+size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down,
+                    bool *excluded_own = nullptr);
+// After a dlclose: forgets the unit descriptors of unloaded modules.
+void burst_forget_unloaded_units();
+// Registered unit descriptors, and the chain of `return_address` in their site tables (tests).
+size_t burst_unit_count();
+bool burst_unit_unwinds(uintptr_t return_address, uintptr_t *chain, size_t max, size_t *length);
 // Where a time sample finds a thread's current calling context under bursting (docs/RUNTIME.md,
 // "Time and bursting"): on the profile's path, on the shadow stack kept between bursts, or nowhere
 // the runtime keeps (no shadow stack between bursts: burst_sync=unwind, plugin probes).

@@ -771,12 +771,33 @@ HCCT_NOINST bool join_burst(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
                             bool is_exit) {
   // Once plugin probes are seen (or with burst_sync=unwind) the shadow stack cannot be trusted: the
   // plugin's probes are silent between bursts, so only the machine stack tells the path.
-  bool use_machine = burst_may_unwind();
+  // burst_sync=auto that switched to the shadow stack mid-run: a thread's shadow stack is not
+  // current until it was rebuilt from the machine stack once.
+  uint32_t generation = __atomic_load_n(&g_shadow_generation, __ATOMIC_ACQUIRE);
+  bool use_machine = burst_may_unwind() || s->burst.generation != generation;
+  s->burst.generation = generation;
   if (use_machine) s->burst.shadow_current = false;
-  size_t n = use_machine ? burst_unwind(s->burst.shadow, fn, sp, torn_down) : 0;
+  bool excluded_own = false;
+  size_t n = use_machine ? burst_unwind(s->burst.shadow, fn, sp, torn_down, &excluded_own) : 0;
   s->burst.join(s->profile, e, s->burst.shadow.path(), n, use_machine);
   set_own_epoch(&s->fast_epoch, g_exact ? ~uint64_t(0) : e);
-  return use_machine && is_exit;
+  // An exit whose frame is on the rebuilt path (an ipa-split part's exit: its function's frame
+  // is the caller's) is processed; one whose own frame was left out is not.
+  bool on_path = n && !excluded_own && s->burst.shadow.path()[n - 1].fn == fn;
+  return use_machine && is_exit && !on_path;
+}
+
+// Between bursts, before the shadow stack takes an event: after burst_sync=auto switched to the
+// shadow stack mid-run, the thread's shadow stack is rebuilt from the machine stack once. True if
+// the event is an exit whose own frame was left out of the rebuilt path (not to be processed).
+HCCT_NOINST bool resync_shadow(ThreadState *s, uintptr_t fn, uintptr_t sp, bool torn_down, bool is_exit) {
+  uint32_t generation = __atomic_load_n(&g_shadow_generation, __ATOMIC_ACQUIRE);
+  if (HCCT_LIKELY(s->burst.generation == generation)) return false;
+  s->burst.generation = generation;
+  bool excluded_own = false;
+  burst_unwind(s->burst.shadow, fn, sp, torn_down, &excluded_own);
+  s->burst.shadow_current = true;
+  return is_exit && excluded_own;
 }
 
 // True while events are wanted: a burst, or between bursts with the gate open or shadow stacks
@@ -826,6 +847,7 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
 [[gnu::noinline]] HCCT_NOINST void burst_enter(ThreadState *s, uintptr_t fn, uintptr_t site,
                                                uintptr_t sp) {
   if (!burst_live()) return;
+  if (HCCT_UNLIKELY(!g_burst_events_seen)) __atomic_store_n(&g_burst_events_seen, 1, __ATOMIC_RELEASE);
   uint64_t e = __atomic_load_n(&g_burst_epoch, __ATOMIC_ACQUIRE);
   if (g_exact) s->exact.enter(fn, site, sp);  // the exact side sees every event
   if (burst_event_clock()) return clock_enter(s, e, fn, site, sp);
@@ -834,6 +856,7 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
     if (s->burst.epoch != e) join_burst(s, e, fn, sp, false, false);
     s->profile.enter(fn, site, sp);
   } else if (burst_keeps_shadow() && !burst_may_unwind()) {
+    resync_shadow(s, fn, sp, false, false);
     s->burst.between_enter(s->profile, fn, site, sp);
     // The shadow-stack-only paths may run until the next change (not with exact=1: the exact side
     // needs every event).
@@ -846,6 +869,7 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
 [[gnu::noinline]] HCCT_NOINST void burst_exit(ThreadState *s, uintptr_t fn, uintptr_t sp,
                                               bool torn_down) {
   if (!burst_live()) return;
+  if (HCCT_UNLIKELY(!g_burst_events_seen)) __atomic_store_n(&g_burst_events_seen, 1, __ATOMIC_RELEASE);
   uint64_t e = __atomic_load_n(&g_burst_epoch, __ATOMIC_ACQUIRE);
   if (g_exact) s->exact.exit(fn, sp, torn_down);
   if (burst_event_clock()) return clock_exit(s, e, fn, sp, torn_down);
@@ -854,6 +878,7 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
     if (s->burst.epoch != e && join_burst(s, e, fn, sp, torn_down, true)) return;
     s->profile.exit(fn, sp, torn_down);
   } else if (burst_keeps_shadow() && !burst_may_unwind()) {
+    if (resync_shadow(s, fn, sp, torn_down, true)) return;
     s->burst.between_exit(s->profile, fn, sp, torn_down);
     if (!g_exact) set_own_epoch(&s->between_epoch, e);
   }
@@ -1091,6 +1116,7 @@ HCCT_EXPORT int dlclose(void *handle) {
   int result = real_dlclose(handle);
   // Code loaded later at the unloaded addresses is a different routine (docs/RUNTIME.md, "Reused
   // addresses"). The calling thread catches up now; the others at their next event.
+  if (result == 0) burst_forget_unloaded_units();  // their site tables (hcct/unit_abi.h)
   if (profiling && result == 0 && retire_unloaded_modules()) {
     kick_threads();
     if (ThreadState *s = event_begin(/*attach=*/false)) {

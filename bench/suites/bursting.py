@@ -49,7 +49,8 @@ def suite_bursting(build, small=False):
             Config("plugin off", plugin, hcct_options="mode=off"),
             Config("plugin hcct", plugin, hcct_options="mode=hcct"),
             Config("plugin burst (auto: unwind)", plugin, hcct_options="mode=hcct:burst=1:burst_sync=auto"),
-            Config("plugin burst (shadow, event clock)", plugin, hcct_options="mode=hcct:burst=1"),
+            Config("plugin burst (shadow, event clock)", plugin, hcct_options="mode=hcct:burst=1:burst_sync=shadow"),
+            Config("plugin burst (default)", plugin, hcct_options="mode=hcct:burst=1"),
         ]
     return "bursting", configs, ["native", "gprof"]
 

@@ -416,3 +416,119 @@ TEST_CASE("hcct compare, merge and report scale sampled profiles by their estima
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("# estimator: every burst window sampled the same fraction"));
 }
+
+// Issue 16: the machine stack with the plugin's unit descriptors (hcct/unit_abi.h). A stage=early
+// unit's site table puts the instrumented functions inlined into a frame back on the unwound path,
+// so burst_sync=auto (the gate closed between bursts) and unwind give the true contexts.
+namespace {
+
+std::string plugin_program(const std::string &name) {
+  std::string exe = kPrograms + "/" + name;
+  if (!std::filesystem::exists(exe)) hcct::test::skip_test("built without the GCC plugin: no " + exe);
+  return exe;
+}
+
+std::string listing(const std::map<NamePath, uint64_t> &counts) {
+  std::string all;
+  for (auto &[path, count] : counts) {
+    for (auto &n : path) all += n + ">";
+    all += " = " + std::to_string(count) + "\n";
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("machine stack: inlined instrumented functions are on the unwound path", "[bursting][e2e]") {
+  const std::string exe = plugin_program("inlined_probe_plugin");
+  for (const char *sync : {"auto", "unwind"}) {
+    INFO("burst_sync=" << sync);
+    auto p = run_profiled({exe, "1000"}, std::string("mode=cct:burst=manual:burst_sync=") + sync);
+    REQUIRE(p.result.status == 0);
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = set.processes.at(0).threads.at(0);
+    auto counts = named_counts(t);
+    INFO(listing(counts));
+    CHECK(counts[{"main", "outer", "middle", "leaf"}] == 1000);
+    CHECK(counts.count({"main", "outer", "leaf"}) == 0);
+    // The gate was closed between bursts: the machine stack was used, not a shadow stack.
+    CHECK(meta(t, "sampled_fraction_basis") == "time");
+  }
+}
+
+// Bursts that open inside a .part piece (a frame whose function's enter probe ran in the caller's
+// frame), a .cold piece (a frame starting elsewhere than its function), an inlined function and a
+// tail-called one: with burst_sync=unwind, every context the bursts recorded is one of the exact
+// CCT's of the same run, and the windows' counts are the exact ones.
+TEST_CASE("machine stack: split, cold and tail-called functions against the exact tree", "[bursting][e2e]") {
+  for (const char *stage : {"early", "late"}) {
+    const std::string exe = plugin_program(std::string("split_inline_") + stage);
+    for (const char *sync : {"unwind", "auto"}) {
+      INFO("stage=" << stage << " burst_sync=" << sync);
+      auto p = run_profiled({exe, "2000"}, std::string("mode=hcct:exact=1:key=routine:burst=manual:burst_sync=") + sync);
+      REQUIRE(p.result.status == 0);
+      auto sampled = named_counts(ha::read_profiles(p.dir).processes.at(0).threads.at(0));
+      auto exact = named_counts(ha::read_profiles(p.dir / "exact").processes.at(0).threads.at(0));
+      INFO("sampled:\n" << listing(sampled) << "exact:\n" << listing(exact));
+      for (auto &[path, count] : sampled) {
+        if (count == 0) continue;
+        std::string joined;
+        for (auto &n : path) joined += n + ">";
+        INFO(joined << " = " << count);
+        CHECK(exact.count(path));
+      }
+      // Four windows each in check_size.cold and check_big.part.0 (two calls each), 200 in
+      // middle/leaf, 200 around heavy2's call.
+      CHECK(sampled[{"main", "check_size", "complain"}] == 8);
+      CHECK(sampled[{"main", "check_big", "complain"}] == 8);
+      if (std::string(stage) == "early") {
+        CHECK(sampled[{"main", "outer", "middle", "leaf"}] == 600);
+        CHECK(sampled[{"main", "twice", "heavy2", "heavy"}] == 200);
+      } else {
+        CHECK(sampled[{"main", "outer", "leaf"}] == 600);  // middle was inlined before the probes
+        CHECK(sampled[{"main", "heavy2", "heavy"}] == 200);  // twice tail-called heavy2
+      }
+      CHECK(sampled[{"main", "concat", "heavy"}] > 0);
+    }
+  }
+}
+
+// Units that cannot be unwound right: burst_sync=auto keeps the shadow stack for them. A unit built
+// with -fplugin-arg-hcct_plugin-unwind-table=no, and an object with the plugin's probes and no
+// descriptor at all (built before descriptors existed).
+TEST_CASE("machine stack: burst_sync=auto keeps a shadow stack for units without a site table",
+          "[bursting][e2e]") {
+  for (const char *name : {"inlined_probe_no_table", "old_probes"}) {
+    const std::string exe = plugin_program(name);
+    INFO(name);
+    auto p = run_profiled({exe, "1000"}, "mode=cct:burst=manual:burst_sync=auto");
+    REQUIRE(p.result.status == 0);
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = set.processes.at(0).threads.at(0);
+    auto counts = named_counts(t);
+    INFO(listing(counts));
+    CHECK(counts[{"main", "outer", "middle", "leaf"}] == 1000);
+    CHECK(meta(t, "sampled_fraction_basis") == "events");  // every event reached the runtime
+  }
+}
+
+// A plugin-built library loaded with dlopen registers its unit at load: its inlined function is on
+// the unwound path. At dlclose the runtime forgets it. The second library has the same code at the
+// same addresses (usually: the test says when not) and its own table elsewhere in its data: had the
+// first library's table been kept, its chains would be read from the second library's data and the
+// second path would hold whatever lies there (seen: 0x3cb8 > 0xd > 0x13c4 > 0x1000 > lib_leaf).
+TEST_CASE("machine stack: a dlopen'ed library's site table, registered at load, forgotten at dlclose",
+          "[bursting][e2e]") {
+  const std::string exe = plugin_program("dl_main");
+  const std::string first = kPrograms + "/libdl_lib_table.so", second = kPrograms + "/libdl_lib_shifted.so";
+  auto p = run_profiled({exe, "1000", first, second}, "mode=cct:burst=manual:burst_sync=unwind");
+  REQUIRE(p.result.status == 0);
+  auto counts = named_counts(ha::read_profiles(p.dir).processes.at(0).threads.at(0));
+  INFO(listing(counts));
+  if (p.result.out.find("same") == std::string::npos)
+    WARN("the second library was not loaded at the first one's address: the forgetting is not exercised");
+  // Both libraries' windows, each under its own (unloaded or live) lib_run: the same names.
+  CHECK(counts[{"main", "lib_run", "lib_outer", "lib_middle", "lib_leaf"}] == 2000);
+  for (auto &[path, count] : counts)
+    if (path.back() == "lib_leaf" && count) CHECK(path == NamePath{"main", "lib_run", "lib_outer", "lib_middle", "lib_leaf"});
+}
