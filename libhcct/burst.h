@@ -89,37 +89,6 @@ struct BurstThread {
   uint64_t burst_ns = 0;               // time spent in the thread's finished bursts
   uint64_t random = 0;                 // xorshift state for the gaps' jitter
 
-  // The native-time estimator (the time clock with the gate closed between bursts; docs/BURSTING.md,
-  // "The native-time estimator"). A burst's events take the out-of-line path, where every
-  // kTimedEvery-th one is timed with the cycle counter; at the thread's next burst (or its dump) the
-  // burst is closed: its native time is its wall time in the burst, times the thread's share of the
-  // CPU over the window, minus the time measured in the runtime, and the window's calls are
-  // estimated as burst calls x (native time of the window / native time of the burst).
-  struct Native {
-    uint64_t epoch = 0;           // the burst being measured (0: none)
-    uint64_t epoch_measured = 0;  // the last burst measured
-    uint64_t join_ns = 0;         // CLOCK_MONOTONIC at the thread's first event of it
-    uint64_t join_cpu_ns = 0;     // the thread's CPU clock then
-    uint64_t join_calls = 0;      // the profile's calls + lost events then
-    uint64_t last_cpu_ns = 0;     // the thread's CPU clock at the burst's last calibration (0: none)
-    uint64_t last_cpu_calls = 0;  // the calls then
-    uint64_t fixed_ticks = 0;     // cycles of the burst's re-synchronisation, calibrations, timings
-    uint64_t timed_ticks = 0, timed_events = 0;  // cycles of the burst's timed events, and how many
-    uint64_t all_timed_ticks = 0, all_timed_events = 0;  // the same over the thread's closed bursts
-    uint32_t until_timed = 1;     // events until the next timed one
-    uint32_t until_calibration = 1;  // timed events until the next calibration
-    uint32_t dummies_seen = 0;    // dummy events of the calibration that reached the runtime
-    bool calibrate = false;       // the current event ends with a calibration
-    // The calibration's averages: cycles of an enter and of an exit outside what they time.
-    uint64_t enter_cycles = 0, exit_cycles = 0, calibrations = 0;
-    uint64_t batch_cycles = 0;  // kCalibrationBatch pairs timed at once
-    // Totals over the thread's closed bursts (the dump's META).
-    double sampled_calls = 0;     // calls made in bursts
-    double share = 0;             // the native share of its last bursts, smoothed
-    double burst_ns = 0;          // the thread's CPU time in bursts
-    double runtime_ns = 0;        // of which in the runtime
-  } native;
-
   bool init(uintptr_t stack_lo, uintptr_t stack_size) { return shadow.init(stack_lo, stack_size); }
   void destroy() { shadow.destroy(); }
 

@@ -37,28 +37,6 @@ bool g_open = false;
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
 unsigned char g_plugin_seen = 0;
 
-// The native-time estimator (docs/BURSTING.md, "The native-time estimator").
-bool g_native = false;
-// The native share of the bursts (native time / CPU time in them) a thread measured last, as the
-// bits of a double: the timer stretches the next burst by its inverse (next_burst_ns).
-uint64_t g_native_share_bits = 0;
-constexpr double kMaxStretch = 32;
-// When each recent burst opened and closed, by epoch: a
-// thread closes its measurement of a burst at its next one, when the timer has moved on. Written
-// by the timer under the lock; read without it (the epoch, read before and after, validates).
-struct BurstRecord {
-  uint64_t epoch;
-  uint64_t open_ns;
-  uint64_t close_ns;
-};
-constexpr size_t kBurstRecords = 64;
-BurstRecord g_records[kBurstRecords];
-// Cycle counter against CLOCK_MONOTONIC from the start (the rate, measured over the run so far), and
-// the cost of reading it twice back to back (subtracted from every timed event).
-uint64_t g_cycles_at_start = 0;
-uint64_t g_cycles_overhead = 0;
-uint64_t g_cycles_per_timing = 0;  // the rest of a timed event's two readings, outside its interval
-
 HCCT_NOINST void lock() {
   while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
 }
@@ -84,19 +62,6 @@ HCCT_NOINST void set_phase_locked(bool on) {
   }
   uint64_t now = monotonic_ns();
   if (g_open) g_burst_ns += now - g_opened_ns;
-  if (g_native) {
-    if (g_open) {
-      BurstRecord &r = g_records[(g_burst_epoch >> 1) % kBurstRecords];
-      if (r.epoch == g_burst_epoch) __atomic_store_n(&r.close_ns, now, __ATOMIC_RELEASE);
-    }
-    if (on) {
-      BurstRecord &r = g_records[(e >> 1) % kBurstRecords];
-      __atomic_store_n(&r.epoch, 0, __ATOMIC_RELEASE);  // invalid while it changes
-      __atomic_store_n(&r.open_ns, now, __ATOMIC_RELAXED);
-      __atomic_store_n(&r.close_ns, 0, __ATOMIC_RELAXED);
-      __atomic_store_n(&r.epoch, e, __ATOMIC_RELEASE);
-    }
-  }
   g_open = on;
   g_opened_ns = now;
   __atomic_store_n(&g_burst_epoch, e, __ATOMIC_RELEASE);
@@ -126,21 +91,6 @@ HCCT_NOINST void sleep_until(uint64_t deadline) {
   }
 }
 
-// The length of the burst that opens now: burst_length, or with the native-time estimator
-// burst_length / the native share of the bursts measured last (at most kMaxStretch times longer),
-// so that each burst holds about burst_length of the program's own time and every window (the gap
-// after it stays interval - length) samples the same fraction of its native time, hence of its
-// calls, whatever the phase's in-burst slowdown.
-HCCT_NOINST uint64_t next_burst_ns() {
-  if (!g_native) return g_length_ns;
-  uint64_t bits = __atomic_load_n(&g_native_share_bits, __ATOMIC_RELAXED);
-  double share = 1.0;
-  if (bits) __builtin_memcpy(&share, &bits, sizeof share);
-  if (!(share >= 1.0 / kMaxStretch)) share = 1.0 / kMaxStretch;
-  if (share > 1.0) share = 1.0;
-  return uint64_t(double(g_length_ns) / share + 0.5);
-}
-
 // The timer thread: wall-clock (CLOCK_MONOTONIC) schedule, absolute deadlines so that lateness
 // does not accumulate; no signals. All signals are blocked in it, so it never takes one of the
 // program's.
@@ -155,7 +105,7 @@ HCCT_NOINST void *timer_main(void *arg) {
       next += first_wait;
       first_wait = 0;
     } else {
-      next += open ? next_burst_ns() : g_interval_ns - g_length_ns;
+      next += open ? g_length_ns : g_interval_ns - g_length_ns;
     }
     uint64_t now = monotonic_ns();
     if (next + g_interval_ns < now) next = now;  // far behind (a stopped process): re-anchor
@@ -348,25 +298,6 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   // schedule its own bursts in them (the event clock), which makes every window's sampled fraction
   // the same whatever the in-burst slowdown of the phase (docs/BURSTING.md, "The estimator").
   g_event_clock = g_kind == Burst::kTimer && g_sync == BurstSync::kShadow;
-  // The gate closes between bursts and time is the only clock: the native-time estimator.
-  g_native = g_kind == Burst::kTimer && !g_event_clock && g_gate_flips;
-  if (g_native) {
-    // What timing an event adds: two readings of the counter, of which a timed interval holds one.
-    uint64_t best = ~uint64_t(0), pairs = ~uint64_t(0);
-    for (int round = 0; round < 8; ++round) {
-      uint64_t begin = burst_cycles();
-      for (int i = 0; i < 16; ++i) {
-        uint64_t a = burst_cycles();
-        uint64_t b = burst_cycles();
-        if (b - a < best) best = b - a;
-      }
-      uint64_t took = (burst_cycles() - begin) / 16;
-      if (took < pairs) pairs = took;
-    }
-    g_cycles_overhead = best;
-    g_cycles_per_timing = pairs > best ? pairs - best : 0;
-    g_cycles_at_start = burst_cycles();
-  }
   g_start_ns = g_opened_ns = monotonic_ns();
   g_active = true;
   // The run starts between bursts (epoch 2: even, and never the 0 of "no bursting").
@@ -500,174 +431,6 @@ HCCT_NOINST double burst_thread_time_fraction(const BurstThread &b) {
   uint64_t in_bursts = b.burst_ns + (b.sampling ? now - b.burst_started_ns : 0);
   uint64_t total = b.clock_started_ns ? now - b.clock_started_ns : 0;
   return total ? double(in_bursts) / double(total) : 0.0;
-}
-
-namespace {
-HCCT_NOINST uint64_t thread_cpu_ns(int tid);
-}  // namespace
-
-HCCT_NOINST bool burst_native_estimator() { return g_native; }
-
-HCCT_NOINST void burst_native_add(BurstThread &b, uint64_t start_cycles, bool joined) {
-  uint64_t took = burst_cycles() - start_cycles;
-  took = took > g_cycles_overhead ? took - g_cycles_overhead : 0;
-  BurstThread::Native &m = b.native;
-  m.fixed_ticks += g_cycles_per_timing;
-  if (joined) {  // the re-synchronisation: once per burst, all of it
-    m.fixed_ticks += took;
-    return;
-  }
-  // One timed event stands for kNativeTimedEvery: one the thread was preempted in (or that took
-  // unusually long) would weigh far too much, so it is left out of the average.
-  if (took < kMaxTimedCycles) {
-    m.timed_ticks += took;
-    ++m.timed_events;
-  }
-  if (--m.until_calibration == 0) {
-    m.until_calibration = kCalibrateEvery;
-    m.calibrate = true;
-  }
-}
-
-namespace {
-// The calibration's dummy routine: its address is never a program's.
-[[gnu::noinline]] HCCT_NOINST void calibration_dummy() { __asm__ volatile(""); }
-}  // namespace
-
-HCCT_NOINST uintptr_t burst_calibration_fn() { return reinterpret_cast<uintptr_t>(&calibration_dummy); }
-HCCT_NOINST bool burst_plugin_probes() { return __atomic_load_n(&g_plugin_seen, __ATOMIC_RELAXED); }
-
-HCCT_NOINST void burst_native_calibrated(BurstThread &b, uint64_t start, uint64_t middle, uint64_t end,
-                                         uint64_t batch_end, uint64_t calls, int tid) {
-  BurstThread::Native &m = b.native;
-  // The thread's CPU clock now and then inside the burst: its CPU time in the burst, extrapolated
-  // from the last reading by calls, does not depend on how the CPU was shared over the window.
-  m.last_cpu_ns = thread_cpu_ns(tid);
-  m.last_cpu_calls = calls;
-  uint64_t read = burst_cycles();
-  m.fixed_ticks += read - end;
-  // The calibration runs in the burst too: all of it is the runtime's time.
-  m.fixed_ticks += batch_end - start + g_cycles_overhead + g_cycles_per_timing;
-  uint64_t enter = middle - start, exit = end - middle, batch = batch_end - end;
-  // All reached the runtime (the gate stayed open), and none was preempted.
-  if (m.dummies_seen == 2 + 2 * kCalibrationBatch && enter < kMaxTimedCycles && exit < kMaxTimedCycles &&
-      batch < kMaxTimedCycles * kCalibrationBatch) {
-    m.enter_cycles += enter > g_cycles_overhead ? enter - g_cycles_overhead : 0;
-    m.exit_cycles += exit > g_cycles_overhead ? exit - g_cycles_overhead : 0;
-    m.batch_cycles += batch;
-    ++m.calibrations;
-  }
-  m.dummies_seen = 0;
-}
-
-namespace {
-
-// The CPU clock of thread `tid` (any thread may read it: the final dump closes every thread's last
-// burst); 0 if it cannot be read (the thread has gone).
-HCCT_NOINST uint64_t thread_cpu_ns(int tid) {
-  clockid_t clock = clockid_t((~unsigned(tid) << 3) | 4 | 2);  // Linux: per-thread, sched clock
-  timespec ts;
-  if (clock_gettime(clock, &ts) != 0) return 0;
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-// Cycle-counter ticks per nanosecond, measured from the start of bursting to now.
-HCCT_NOINST double cycles_per_ns(uint64_t now_ns) {
-  uint64_t ns = now_ns - g_start_ns;
-  uint64_t cycles = burst_cycles() - g_cycles_at_start;
-  return ns && cycles ? double(cycles) / double(ns) : 1.0;
-}
-
-// The record of burst `epoch`, if the ring still holds it (copied; false if not).
-HCCT_NOINST bool find_record(uint64_t epoch, BurstRecord *out) {
-  const BurstRecord &r = g_records[(epoch >> 1) % kBurstRecords];
-  if (__atomic_load_n(&r.epoch, __ATOMIC_ACQUIRE) != epoch) return false;
-  out->open_ns = __atomic_load_n(&r.open_ns, __ATOMIC_ACQUIRE);
-  out->close_ns = __atomic_load_n(&r.close_ns, __ATOMIC_ACQUIRE);
-  out->epoch = epoch;
-  return __atomic_load_n(&r.epoch, __ATOMIC_ACQUIRE) == epoch;
-}
-
-// Closes the thread's measurement of its last burst (at its next burst's first event, or at its
-// dump): the burst's CPU time is its wall time (from the thread's first event in it to its close)
-// times the thread's share of the CPU since then; the runtime's part of it is the timed events'
-// cycles, scaled, plus the calibration's cost of what they do not time.
-HCCT_NOINST void close_native(BurstThread &b, uint64_t calls, uint64_t now_ns, uint64_t cpu_ns) {
-  BurstThread::Native &m = b.native;
-  if (!m.epoch) return;
-  m.epoch = 0;
-  uint64_t sampled = calls - m.join_calls;
-  if (!sampled || now_ns <= m.join_ns) return;
-  BurstRecord r{};
-  bool closed = find_record(m.epoch_measured, &r) && r.close_ns >= m.join_ns && r.close_ns <= now_ns;
-  uint64_t close = closed ? r.close_ns : now_ns;  // (still open at a dump)
-  double window_wall = double(now_ns - m.join_ns);
-  double window_cpu = cpu_ns > m.join_cpu_ns ? double(cpu_ns - m.join_cpu_ns) : window_wall;
-  if (window_cpu > window_wall) window_cpu = window_wall;
-  double burst_cpu = double(close - m.join_ns) * (window_cpu / window_wall);
-  // The burst's events (an enter and an exit per call) at the average timed cost, plus what they
-  // cost outside the timed part by the calibration's averages (both the thread's so far when the
-  // burst had none of its own).
-  m.all_timed_ticks += m.timed_ticks;
-  m.all_timed_events += m.timed_events;
-  double per_event = m.timed_events ? double(m.timed_ticks) / double(m.timed_events)
-                     : m.all_timed_events ? double(m.all_timed_ticks) / double(m.all_timed_events) : 0;
-  // A pair timed per event reads more than the same pair timed in a batch: the difference is the
-  // error of timing one event (per measurement), which the timed events carry too.
-  double per_call = 2 * per_event;
-  if (m.calibrations) {
-    double pair = double(m.enter_cycles + m.exit_cycles) / double(m.calibrations);
-    double batched = double(m.batch_cycles) / double(m.calibrations) / kCalibrationBatch;
-    double error = (pair - batched) / 2;
-    per_call = 2 * (per_event > error ? per_event - error : 0) + batched;
-  }
-  double runtime_ns = (double(m.fixed_ticks) + double(sampled) * per_call) / cycles_per_ns(now_ns);
-  if (runtime_ns > burst_cpu) runtime_ns = burst_cpu;
-  m.sampled_calls += double(sampled);
-  m.burst_ns += burst_cpu;
-  m.runtime_ns += runtime_ns;
-  if (!(burst_cpu > 0)) return;
-  // The timer stretches bursts by the inverse of the native share (next_burst_ns): smoothed over
-  // the thread's last bursts, since one burst's share is a small difference of two large times when
-  // the in-burst slowdown is large.
-  double share = (burst_cpu - runtime_ns) / burst_cpu;
-  m.share = m.share > 0 ? 0.5 * (m.share + share) : share;
-  uint64_t bits;
-  __builtin_memcpy(&bits, &m.share, sizeof bits);
-  __atomic_store_n(&g_native_share_bits, bits, __ATOMIC_RELAXED);
-}
-
-}  // namespace
-
-HCCT_NOINST void burst_native_join(BurstThread &b, uint64_t epoch, uint64_t calls, int tid) {
-  uint64_t now = monotonic_ns();
-  uint64_t cpu = thread_cpu_ns(tid);
-  close_native(b, calls, now, cpu);
-  BurstThread::Native &m = b.native;
-  m.epoch = m.epoch_measured = epoch;
-  m.join_ns = now;
-  m.join_cpu_ns = cpu;
-  m.join_calls = calls;
-  m.fixed_ticks = m.timed_ticks = m.timed_events = 0;
-  m.last_cpu_ns = 0;
-  m.last_cpu_calls = calls;
-}
-
-HCCT_NOINST double burst_native_fraction(BurstThread &b, uint64_t calls, int tid) {
-  uint64_t cpu = thread_cpu_ns(tid);
-  close_native(b, calls, monotonic_ns(), cpu);
-  const BurstThread::Native &m = b.native;
-  // The fraction of the thread's own (native) CPU time spent in bursts: bursts hold the same native
-  // time per window, so it is the fraction of its calls sampled in every phase.
-  double native_total = double(cpu) - m.runtime_ns;
-  double native_bursts = m.burst_ns - m.runtime_ns;
-  if (!cpu || !(native_bursts > 0) || native_total < native_bursts) return -1.0;
-  return native_bursts / native_total;
-}
-
-HCCT_NOINST double burst_native_share(const BurstThread &b) {
-  const BurstThread::Native &m = b.native;
-  return m.burst_ns > 0 ? 1.0 - m.runtime_ns / m.burst_ns : 1.0;
 }
 
 HCCT_NOINST const char *burst_kind_name() { return g_kind == Burst::kManual ? "manual" : "timer"; }

@@ -53,43 +53,6 @@ void burst_schedule_first(BurstThread &b, uint64_t seed);
 void burst_schedule_next(BurstThread &b);
 // The fraction of the thread's time (since its first event) spent in its own bursts.
 double burst_thread_time_fraction(const BurstThread &b);
-// The native-time estimator (docs/BURSTING.md, "The native-time estimator"): on the time clock with
-// the gate closed between bursts, a burst's events take the out-of-line path (the inline fast path
-// stays off) and every kNativeTimedEvery-th is timed with the cycle counter.
-bool burst_native_estimator();
-inline constexpr uint32_t kNativeTimedEvery = 32;
-inline constexpr uint32_t kCalibrateEvery = 8;  // timed events per calibration
-inline uint64_t burst_cycles() { return __builtin_ia32_rdtsc(); }
-// Whether this event of a burst is one of the timed ones.
-inline bool burst_native_timed(BurstThread &b) {
-  if (--b.native.until_timed) return false;
-  b.native.until_timed = kNativeTimedEvery;
-  return true;
-}
-// Adds the cycles of a timed event (`joined`: the burst's first, which re-synchronised the path);
-// asks for a calibration now and then (BurstThread::Native::calibrate).
-void burst_native_add(BurstThread &b, uint64_t start_cycles, bool joined);
-// A timed event or calibration longer than this was preempted (or is an outlier): left out.
-inline constexpr uint64_t kMaxTimedCycles = 20000;
-// The calibration's dummy routine (never a program's), and whether the program's probes are the
-// GCC plugin's (else -finstrument-functions hooks).
-uintptr_t burst_calibration_fn();
-bool burst_plugin_probes();
-// The dummy reached burst_enter/burst_exit (the gate was open).
-inline void burst_native_probe_seen(BurstThread &b) { ++b.native.dummies_seen; }
-// The dummy enter took [start, middle), the dummy exit [middle, end); the thread (`tid`) has made
-// `calls` calls (+ lost events) so far. Also reads the thread's CPU clock, for the burst's CPU time.
-void burst_native_calibrated(BurstThread &b, uint64_t start, uint64_t middle, uint64_t end,
-                             uint64_t batch_end, uint64_t calls, int tid);
-inline constexpr uint32_t kCalibrationBatch = 8;
-// The thread's first event of burst `epoch`: closes the burst it measured before (if any) and starts
-// measuring this one. `calls`: the profile's calls + lost events now; `tid`: the thread's.
-void burst_native_join(BurstThread &b, uint64_t epoch, uint64_t calls, int tid);
-// At the dump: closes the burst being measured; the thread's sampled fraction by the estimator, or
-// a negative value when it has no closed burst. `tid`: the thread's (its CPU clock).
-double burst_native_fraction(BurstThread &b, uint64_t calls, int tid);
-// The thread's measured native share of its CPU time in bursts (1 / its in-burst slowdown).
-double burst_native_share(const BurstThread &b);
 const char *burst_kind_name();
 const char *burst_sync_option();
 uint64_t burst_interval_ns();

@@ -711,9 +711,6 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
       out.append_pair_double(meta::kSampledFraction.name,
                              burst->events ? double(sampled) / double(burst->events) : 1.0);
       out.append_pair(meta::kSampledFractionBasis.name, "events");
-    } else if (burst->native_fraction > 0) {
-      out.append_pair_double(meta::kSampledFraction.name, burst->native_fraction);
-      out.append_pair(meta::kSampledFractionBasis.name, "native_time");
     } else {
       out.append_pair_double(meta::kSampledFraction.name, burst->time_fraction);
       out.append_pair(meta::kSampledFractionBasis.name, "time");

@@ -81,10 +81,6 @@ struct BurstMeta {
   bool events_known = false;   // every event reached the runtime
   double time_fraction = 0;    // fraction of wall time in bursts
   const char *clock = "time";  // events (each thread's own schedule) or time (docs/BURSTING.md)
-  // The native-time estimator's fraction and native share (time clock, gate closed between bursts;
-  // negative: not estimated so).
-  double native_fraction = -1;
-  double native_share = -1;
 };
 
 // Appends the META, MODS and CCT sections for `profile` (`burst`: the sampled profile of a run with

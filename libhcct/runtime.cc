@@ -274,8 +274,7 @@ HCCT_NOINST void catch_up_retired(ThreadState *s) {
     }
     s->retired_seen = n;
     uint64_t kicked = kKicked;
-    // (With the native-time estimator a burst's events stay off the inline fast path: fast_epoch 0.)
-    uint64_t resumed = g_exact ? ~uint64_t(0) : g_bursting && !burst_native_estimator() ? s->burst.epoch : 0;
+    uint64_t resumed = g_exact ? ~uint64_t(0) : g_bursting ? s->burst.epoch : 0;
     __atomic_compare_exchange_n(&s->fast_epoch, &kicked, resumed, false, __ATOMIC_SEQ_CST,
                                 __ATOMIC_RELAXED);
     kicked = kKicked;
@@ -336,11 +335,6 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
     burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped;
     burst.time_fraction = burst_event_clock() ? burst_thread_time_fraction(s->burst) : burst_time_fraction();
     burst.clock = burst_event_clock() ? "events" : "time";
-    if (burst_native_estimator()) {
-      burst.native_fraction =
-          burst_native_fraction(s->burst, s->profile.calls() + s->profile.lost_events(), s->tid);
-      burst.native_share = burst_native_share(s->burst);
-    }
   }
   // A full disk or a file-size limit (SIGXFSZ) gives an error here, never a signal in the program.
   QuietWrites quiet;
@@ -778,13 +772,10 @@ HCCT_NOINST bool join_burst(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
   // Once plugin probes are seen (or with burst_sync=unwind) the shadow stack cannot be trusted: the
   // plugin's probes are silent between bursts, so only the machine stack tells the path.
   bool use_machine = burst_may_unwind();
-  if (burst_native_estimator())
-    burst_native_join(s->burst, e, s->profile.calls() + s->profile.lost_events(), s->tid);
   if (use_machine) s->burst.shadow_current = false;
   size_t n = use_machine ? burst_unwind(s->burst.shadow, fn, sp, torn_down) : 0;
   s->burst.join(s->profile, e, s->burst.shadow.path(), n, use_machine);
-  // The native-time estimator times a subset of the burst's events out of line: no fast path.
-  set_own_epoch(&s->fast_epoch, g_exact ? ~uint64_t(0) : burst_native_estimator() ? 0 : e);
+  set_own_epoch(&s->fast_epoch, g_exact ? ~uint64_t(0) : e);
   return use_machine && is_exit;
 }
 
@@ -836,20 +827,12 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
                                                uintptr_t sp) {
   if (!burst_live()) return;
   uint64_t e = __atomic_load_n(&g_burst_epoch, __ATOMIC_ACQUIRE);
-  if (HCCT_UNLIKELY(fn == burst_calibration_fn())) return burst_native_probe_seen(s->burst);
   if (g_exact) s->exact.enter(fn, site, sp);  // the exact side sees every event
   if (burst_event_clock()) return clock_enter(s, e, fn, site, sp);
   if (e & 1) {
-    // The native-time estimator: the burst's first event (its re-synchronisation) and every
-    // kNativeTimedEvery-th one are timed.
-    BurstThread &b = s->burst;
-    bool joins = b.epoch != e;
-    bool timed = burst_native_estimator() && (joins || burst_native_timed(b));
-    uint64_t start = timed ? burst_cycles() : 0;
     burst_learn(fn);
-    if (joins) join_burst(s, e, fn, sp, false, false);
+    if (s->burst.epoch != e) join_burst(s, e, fn, sp, false, false);
     s->profile.enter(fn, site, sp);
-    if (timed) burst_native_add(b, start, joins);
   } else if (burst_keeps_shadow() && !burst_may_unwind()) {
     s->burst.between_enter(s->profile, fn, site, sp);
     // The shadow-stack-only paths may run until the next change (not with exact=1: the exact side
@@ -864,53 +847,16 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
                                               bool torn_down) {
   if (!burst_live()) return;
   uint64_t e = __atomic_load_n(&g_burst_epoch, __ATOMIC_ACQUIRE);
-  if (HCCT_UNLIKELY(fn == burst_calibration_fn())) return burst_native_probe_seen(s->burst);
   if (g_exact) s->exact.exit(fn, sp, torn_down);
   if (burst_event_clock()) return clock_exit(s, e, fn, sp, torn_down);
   if (e & 1) {
-    BurstThread &b = s->burst;
-    bool joins = b.epoch != e;
-    bool timed = burst_native_estimator() && (joins || burst_native_timed(b));
-    uint64_t start = timed ? burst_cycles() : 0;
     burst_learn(fn);
-    bool skip = joins && join_burst(s, e, fn, sp, torn_down, true);
-    if (!skip) s->profile.exit(fn, sp, torn_down);
-    if (timed) burst_native_add(b, start, joins);
+    if (s->burst.epoch != e && join_burst(s, e, fn, sp, torn_down, true)) return;
+    s->profile.exit(fn, sp, torn_down);
   } else if (burst_keeps_shadow() && !burst_may_unwind()) {
     s->burst.between_exit(s->profile, fn, sp, torn_down);
     if (!g_exact) set_own_epoch(&s->between_epoch, e);
   }
-}
-
-// The native-time estimator's in-place calibration (docs/BURSTING.md, "The native-time
-// estimator"): after a timed event has ended, the thread sends one enter and one exit of a dummy
-// routine through the probes its program uses, and times them from outside. burst_enter/burst_exit
-// return at once for the dummy, so the times are what every burst event costs outside the part
-// they time themselves: the probe's call, the inline tests, the out-of-line calls, event_end.
-[[gnu::noinline]] HCCT_NOINST void calibrate_native(ThreadState *s) {
-  BurstThread &b = s->burst;
-  b.native.calibrate = false;
-  void *dummy = reinterpret_cast<void *>(burst_calibration_fn());
-  bool plugin = burst_plugin_probes();
-  uint64_t start = burst_cycles();
-  if (plugin) __hcct_enter_open(dummy, dummy);
-  else __cyg_profile_func_enter(dummy, dummy);
-  uint64_t middle = burst_cycles();
-  if (plugin) __hcct_exit_open(dummy);
-  else __cyg_profile_func_exit(dummy, dummy);
-  uint64_t end = burst_cycles();
-  // The same pairs in a batch timed once: the counter's own error spread over kCalibrationBatch.
-  for (uint32_t i = 0; i < kCalibrationBatch; ++i) {
-    if (plugin) {
-      __hcct_enter_open(dummy, dummy);
-      __hcct_exit_open(dummy);
-    } else {
-      __cyg_profile_func_enter(dummy, dummy);
-      __cyg_profile_func_exit(dummy, dummy);
-    }
-  }
-  burst_native_calibrated(b, start, middle, end, burst_cycles(), s->profile.calls() + s->profile.lost_events(),
-                          s->tid);
 }
 
 // Slow path of an enter on a thread that is marked busy by the caller; clears busy.
@@ -924,7 +870,6 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
     if (g_exact) s->exact.enter(fn, site, sp);
   }
   event_end(s);
-  if (HCCT_UNLIKELY(s->burst.native.calibrate)) calibrate_native(s);
 }
 
 [[gnu::noinline]] HCCT_NOINST void exit_full(ThreadState *s, uintptr_t fn, uintptr_t sp,
@@ -937,7 +882,6 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
     if (g_exact) s->exact.exit(fn, sp, torn_down);
   }
   event_end(s);
-  if (HCCT_UNLIKELY(s->burst.native.calibrate)) calibrate_native(s);
 }
 
 // Slow path of an enter whose thread is unregistered or already inside the runtime (also every

@@ -268,7 +268,7 @@ TEST_CASE("timer bursts with the plugin's gate closed between bursts: contexts s
   REQUIRE(p.result.status == 0);
   auto set = ha::read_profiles(p.dir);
   const auto &t = set.processes.at(0).threads.at(0);
-  CHECK(meta(t, "sampled_fraction_basis") == "native_time");
+  CHECK(meta(t, "sampled_fraction_basis") == "time");
   CHECK(std::stoull(meta(t, "bursts")) >= 1);
   auto counts = named_counts(t);
   CHECK(counts.size() >= 3);
