@@ -3,12 +3,18 @@
 
   bench/real/burst_accuracy.py [--build DIR] [--only lua,sqlite] [--flavours finstr,plugin-early]
                                [--phi 1e-3,1e-4] [--options EXTRA] [--size short|full]
+                               [--exact-run same|separate]
 
 For each workload (bench/real/workloads.py), build flavour and φ, one run under libhcct with
 HCCT_OPTIONS=mode=hcct:exact=1:epsilon=φ/5:burst=1[:EXTRA]: the sampled (φ,ε)-HCCT and the exact
-CCT of the same run. `hcct compare --json` (which scales the sampled side by 1/sampled_fraction)
-gives, per thread: hot-edge coverage for every τ = 2τ̃·2^k ≤ 1, with τ̃ = ⌊φN⌋ / w_max of the exact
-CCT (thesis §5.1.2), and the average counter error |w − w̃/f| / w over the sampled HCCT's hot contexts.
+CCT of the same run. exact=1 keeps the gate open between bursts (the exact CCT needs every event),
+so with --exact-run separate the sampled run has no exact=1 — with plugin probes and
+burst_sync=unwind|auto the gate is then closed between bursts, as users run it, and the sampled
+fraction is estimated from time — and the exact CCT comes from a second run of the same command
+under mode=cct (both under setarch -R, so that the workloads make the same calls).
+`hcct compare --json` (which scales the sampled side by 1/sampled_fraction) gives, per thread:
+hot-edge coverage for every τ = 2τ̃·2^k ≤ 1, with τ̃ = ⌊φN⌋ / w_max of the exact CCT (thesis
+§5.1.2), and the average counter error |w − w̃/f| / w over the sampled HCCT's hot contexts.
 Rows: the thread with most calls (for zstd: every thread with at least 1 % of the calls, worst shown).
 """
 import argparse
@@ -34,21 +40,31 @@ def compare(tools, sampled, exact, phi, taus=None):
     return json.loads(proc.stdout)["comparisons"]
 
 
+def run_profiled(argv, stdin_path, options, out, tools):
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "HCCT_OPTIONS")}
+    env.update(LD_PRELOAD=tools["runtime"], HCCT_OPTIONS=options + ":out=" + out)
+    with open(stdin_path or os.devnull, "rb") as stdin:
+        proc = subprocess.run(["setarch", "-R", *argv], env=env, stdin=stdin, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        raise RuntimeError(f"run failed ({proc.returncode}): {proc.stderr[-500:]!r}")
+
+
 def measure(workload, flavour, phi, args, tools):
     binary = workload.build(flavour)
     argv, stdin_path = workload.argv(binary, args.size)
     work = tempfile.mkdtemp(prefix=f"hcct-burstacc-{workload.name}-")
     try:
         out = os.path.join(work, "d")
-        options = f"mode=hcct:exact=1:epsilon={phi / 5!r}:burst=1" + (":" + args.options if args.options else "")
-        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "HCCT_OPTIONS")}
-        env.update(LD_PRELOAD=tools["runtime"], HCCT_OPTIONS=options + ":out=" + out)
-        with open(stdin_path or os.devnull, "rb") as stdin:
-            proc = subprocess.run(["setarch", "-R", *argv], env=env, stdin=stdin, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE)
-        if proc.returncode != 0:
-            raise RuntimeError(f"run failed ({proc.returncode}): {proc.stderr[-500:]!r}")
-        first = compare(tools, out, os.path.join(out, "exact"), phi)
+        separate = args.exact_run == "separate"
+        options = f"mode=hcct:{'' if separate else 'exact=1:'}epsilon={phi / 5!r}:burst=1" + \
+            (":" + args.options if args.options else "")
+        run_profiled(argv, stdin_path, options, out, tools)
+        exact = os.path.join(out, "exact")
+        if separate:
+            exact = os.path.join(work, "exact")
+            run_profiled(argv, stdin_path, "mode=cct", exact, tools)
+        first = compare(tools, out, exact, phi)
         total = sum(c["reference"]["calls"] for c in first)
         rows = []
         for c in first:
@@ -61,7 +77,7 @@ def measure(workload, flavour, phi, args, tools):
                 taus.append(t)
                 t *= 2
             thread = c["test"]["thread"]
-            again = compare(tools, out, os.path.join(out, "exact"), phi, taus or [1.0])
+            again = compare(tools, out, exact, phi, taus or [1.0])
             c2 = next(x for x in again if x["test"]["thread"] == thread)
             coverage = min((x["ratio"] for x in c2["coverage"]), default=1.0)
             rows.append({"thread": thread, "calls": c["reference"]["calls"], "scale": c["test"]["count_scale"],
@@ -81,6 +97,10 @@ def main():
     ap.add_argument("--phi", default="1e-3,1e-4")
     ap.add_argument("--options", default="", help="more HCCT_OPTIONS, e.g. burst_sync=auto")
     ap.add_argument("--size", choices=("short", "full"), default="short")
+    ap.add_argument("--exact-run", choices=("same", "separate"), default="same",
+                    help="exact CCT from the same run (exact=1: the gate stays open between bursts) or from a "
+                         "second run (the sampled run as users run it: closed gate with plugin probes and "
+                         "burst_sync=unwind|auto)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     tools = {"runtime": os.path.join(build, "libhcct", "libhcct.so"),

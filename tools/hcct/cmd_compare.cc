@@ -85,7 +85,11 @@ std::string scale_note(const ThreadProfile &t, const char *side) {
   const std::string *clock = t.meta.find_extra(format::meta::kBurstClock);
   return std::string("# note: ") + side + " is sampled (static bursting): its counts are scaled by 1/sampled_fraction = " +
          num(1 / *f) + " (fraction " + num(*f) + " of " + (basis && *basis == "events" ? "its calls" : "wall time") +
-         ", burst_clock " + (clock ? *clock : std::string("time")) + ")\n";
+         ", burst_clock " + (clock ? *clock : std::string("time")) + ")" +
+         // The gate was closed between bursts (docs/BURSTING.md, "Closed-gate bursts").
+         (basis && *basis == "events" ? "" : "; a fraction of time over-states the fraction of calls by the "
+                                             "in-burst slowdown, so scaled counts are low by up to that factor") +
+         "\n";
 }
 
 void print_text(const ThreadProfile &test, const ThreadProfile &ref, const analysis::Alignment &a,

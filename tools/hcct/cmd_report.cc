@@ -87,6 +87,24 @@ std::vector<Row> display_order(const PrunedTree &t, unsigned max_depth) {
   return rows;
 }
 
+// What the sampled fraction is worth (docs/BURSTING.md, "The estimator" and "Closed-gate bursts").
+std::string burst_estimator_note(const analysis::ThreadMeta &m) {
+  const std::string *clock = m.find_extra(format::meta::kBurstClock);
+  const std::string *basis = m.find_extra(format::meta::kSampledFractionBasis);
+  if (clock && *clock == "events")
+    return "# estimator: every burst window sampled the same fraction of the thread's calls (burst_clock=events): "
+           "unbiased in every phase; expected average error on hot contexts <= 10 % (docs/BENCHMARKS.md)\n";
+  if (basis && *basis == "events")
+    return "# estimator: one counted fraction for the whole run (burst_clock=time): phases that bursts slow down more "
+           "are under-counted, the others over-counted (errors of 10-50 % seen; docs/BURSTING.md)\n";
+  // The gate was closed between bursts: the fraction of wall time in bursts stands for the fraction
+  // of calls, and over-states it by the in-burst slowdown of each phase.
+  return "# estimator: fraction of wall time in bursts (gate closed between bursts, burst_clock=time): each phase's "
+         "counts are low by about its in-burst slowdown (x0.14-0.17 on a phase of 2-ns calls; 54-91 % average error "
+         "on real programs); shares within a phase hold; for counts use burst_sync=shadow (docs/BURSTING.md, "
+         "\"Closed-gate bursts\")\n";
+}
+
 // In hcct mode an unmonitored node's count is not an estimate of anything.
 bool count_known(const analysis::ThreadMeta &m, const analysis::Node &n) {
   return m.mode != Mode::hcct || n.monitored();
@@ -150,7 +168,7 @@ std::string report_header(const TreeInput &t, const ReportOptions &o, uint64_t t
     out += "\n";
   }
   if (m.find_extra(format::meta::kBurst))  // the estimator's expected error (docs/BURSTING.md, "The estimator")
-    out += m.find_extra(format::meta::kBurstClock) && *m.find_extra(format::meta::kBurstClock) == "events" ? "# estimator: every burst window sampled the same fraction of the thread's calls (burst_clock=events): unbiased in every phase; expected average error on hot contexts <= 10 % (docs/BENCHMARKS.md)\n" : "# estimator: one sampled fraction for the whole run (burst_clock=time): phases that bursts slow down more are under-counted, the others over-counted (errors of 10-50 % seen; docs/BURSTING.md)\n";
+    out += burst_estimator_note(m);
   for (const std::string &w : loss_warnings(m)) out += "# warning: " + w + "\n";
   if (m.dropped) out += "# note: " + with_commas(m.dropped) + " events were dropped (arrived while the runtime was busy)\n";
   return out;
