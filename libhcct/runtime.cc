@@ -358,14 +358,17 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
   int err = ENOMEM;
   {
     DumpFile file;
-    if (write_profile_sections(file, s->profile, meta, g_bursting ? &burst : nullptr) &&
-        (!hcct_kpath_write_sections || hcct_kpath_write_sections(file, *s)))
-      err = file.commit(g_out_dir, meta.pid, s->seq);
+    err = file.open(g_out_dir, meta.pid, s->seq);
+    if (!err)
+      err = write_profile_sections(file, s->profile, meta, g_bursting ? &burst : nullptr) &&
+                    (!hcct_kpath_write_sections || hcct_kpath_write_sections(file, *s))
+                ? file.commit()
+                : file.failure();
   }
   if (!err && g_exact) {
     DumpFile file;
-    err = write_profile_sections(file, s->exact, meta) ? file.commit(g_exact_dir, meta.pid, s->seq)
-                                                       : ENOMEM;
+    err = file.open(g_exact_dir, meta.pid, s->seq);
+    if (!err) err = write_profile_sections(file, s->exact, meta) ? file.commit() : file.failure();
   }
   if (err) {
     static bool said = false;
