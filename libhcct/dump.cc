@@ -29,20 +29,6 @@ HCCT_NOINST ByteBuffer::~ByteBuffer() { unmap_pages(data_, capacity_); }
 
 namespace {
 
-HCCT_NOINST bool write_all(int fd, const void *data, size_t n) {
-  const char *p = static_cast<const char *>(data);
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= size_t(w);
-  }
-  return true;
-}
-
 HCCT_NOINST bool pwrite_all(int fd, const void *data, size_t n, size_t offset) {
   const char *p = static_cast<const char *>(data);
   while (n) {

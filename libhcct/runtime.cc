@@ -977,15 +977,20 @@ __attribute__((always_inline)) inline void catch_up_if_needed(ThreadState *s) {
 }
 
 // An enter under a wide node that the inline fast path left: its child from the index, else the
-// general path.
+// general path. A hit ends as the inline fast path does: it changed no structure (in_slow was never
+// set, so the time sampler charged its samples directly and left none pending).
 [[gnu::noinline]] HCCT_NOINST void enter_wide(uintptr_t fn, uintptr_t site, uintptr_t sp,
                                               ThreadState *s) {
-  if (s->profile.enter_wide(fn, site, sp)) return event_end(s);
+  if (s->profile.enter_wide_child(fn, site, sp)) {
+    compiler_fence();
+    return clear_busy(s);
+  }
   enter_other(fn, site, sp, s);
 }
 
-// An enter that the inline fast path left though the thread may take it. Out of line, so that the
-// choice costs the probes' hit path nothing (not even a register copy).
+// An enter whose frame passed the inline fast path's test but whose context was not among the
+// first children. Out of line, so that the choice costs the probes' hit path nothing (not even a
+// register copy), and frameless (the wide path, which saves registers, is a tail call away).
 [[gnu::noinline]] HCCT_NOINST void enter_missed(uintptr_t fn, uintptr_t site, uintptr_t sp,
                                                 ThreadState *s) {
   if (s->profile.at_wide_node()) return enter_wide(fn, site, sp, s);
@@ -1008,8 +1013,8 @@ __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site
   ThreadState *s = t_state;
   if (HCCT_UNLIKELY(test_and_set_busy(s)))
     return kPlugin ? enter_unusual_plugin(fn, site, sp) : enter_unusual(fn, site, sp);
-  if (HCCT_UNLIKELY(epoch_differs(s))) return enter_other(fn, site, sp, s);
-  if (HCCT_UNLIKELY(!s->profile.enter_fast(fn, site, sp))) return enter_missed(fn, site, sp, s);
+  if (HCCT_UNLIKELY(epoch_differs(s) || !s->profile.fast_frame(sp))) return enter_other(fn, site, sp, s);
+  if (HCCT_UNLIKELY(!s->profile.enter_fast_child(fn, site, sp))) return enter_missed(fn, site, sp, s);
   compiler_fence();
   clear_busy(s);
 }
