@@ -38,9 +38,11 @@ struct ThreadState {
   uint32_t retired_seen = 0;
   BurstThread burst;        // static bursting (burst.h)
   // Set while this thread is inside the runtime. Only this thread writes it; the final dump reads
-  // it (after a membarrier) to know the thread has left. 16 bits: the probes test and set it with
-  // one `bts` (test_and_set_busy), whose smallest operand is a word.
-  volatile uint16_t busy = 0;
+  // it (after a membarrier) to know the thread has left. 32 bits: the probes test and set it with
+  // one `bts` (test_and_set_busy), whose smallest operand is a word, and clear it with a store of
+  // the same size (a store narrower than the next event's `bts` would not forward to it; a 16-bit
+  // store of an immediate carries a length-changing prefix, which stalls the legacy decoder).
+  volatile uint32_t busy = 0;
   unsigned char exact_on = 0;  // option exact=1: every event takes the full path to feed `exact`
   // Who writes this thread's file (runtime.cc, "claims"): kClaimed while the thread itself, the
   // final dump or an exec's snapshot holds the state; kExited once the thread has left.
@@ -139,7 +141,7 @@ HCCT_NOINST inline void clear_busy(ThreadState *s) { __atomic_store_n(&s->busy, 
 HCCT_NOINST inline bool test_and_set_busy(ThreadState *s) {
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
   bool was_set;
-  asm volatile("btsw $0, %0" : "+m"(s->busy), "=@ccc"(was_set));
+  asm volatile("btsl $0, %0" : "+m"(s->busy), "=@ccc"(was_set));
   return was_set;
 #else
   if (is_busy(s)) return true;
