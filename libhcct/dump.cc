@@ -27,8 +27,57 @@ namespace fmt = hcct::format;
 
 HCCT_NOINST ByteBuffer::~ByteBuffer() { unmap_pages(data_, capacity_); }
 
+namespace {
+
+HCCT_NOINST bool pwrite_all(int fd, const void *data, size_t n, size_t offset) {
+  const char *p = static_cast<const char *>(data);
+  while (n) {
+    ssize_t w = pwrite(fd, p, n, off_t(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= size_t(w);
+    offset += size_t(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+HCCT_NOINST bool ByteBuffer::flush() {
+  if (!ok_) return false;
+  if (fd_ < 0 || !size_) return true;
+  if (!pwrite_all(fd_, data_, size_, base_ + spilled_)) {
+    error_ = errno ? errno : EIO;
+    return ok_ = false;
+  }
+  spilled_ += size_;
+  size_ = 0;
+  return true;
+}
+
+HCCT_NOINST bool ByteBuffer::patch(size_t offset, const void *data, size_t n) {
+  if (!ok_) return false;
+  const auto *bytes = static_cast<const unsigned char *>(data);
+  if (offset < spilled_) {  // the part already in the file
+    size_t in_file = spilled_ - offset < n ? spilled_ - offset : n;
+    if (!pwrite_all(fd_, bytes, in_file, base_ + offset)) {
+      error_ = errno ? errno : EIO;
+      return ok_ = false;
+    }
+    offset += in_file;
+    bytes += in_file;
+    n -= in_file;
+  }
+  if (n) memcpy(data_ + (offset - spilled_), bytes, n);
+  return true;
+}
+
 HCCT_NOINST bool ByteBuffer::append(const void *data, size_t n) {
   if (!ok_) return false;
+  if (fd_ >= 0 && size_ + n > kSpillBytes && size_ && !flush()) return false;
   if (size_ + n > capacity_) {
     size_t want = capacity_ ? capacity_ : 64 * 1024;
     while (want < size_ + n) want *= 2;
@@ -76,27 +125,8 @@ HCCT_NOINST void DumpFile::begin_section(uint32_t tag) {
 HCCT_NOINST void DumpFile::end_section() {
   if (!payload_.ok()) return;
   uint64_t length = payload_.size() - section_start_ - 16;
-  memcpy(payload_.data() + section_start_ + 8, &length, 8);
-  ++sections_;
+  if (payload_.patch(section_start_ + 8, &length, 8)) ++sections_;
 }
-
-namespace {
-
-HCCT_NOINST bool write_all(int fd, const void *data, size_t n) {
-  const char *p = static_cast<const char *>(data);
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= size_t(w);
-  }
-  return true;
-}
-
-}  // namespace
 
 // The temporary is the writer's own (its tid in the name) and created exclusively: a file or a
 // symlink planted under that name is removed, never written through; rename() replaces a planted
@@ -115,39 +145,62 @@ HCCT_NOINST bool profile_file_exists(const char *dir, int pid, uint32_t seq) {
   return lstat(path, &st) == 0;
 }
 
-HCCT_NOINST int DumpFile::commit(const char *dir, int pid, uint32_t seq) {
-  if (!payload_.ok()) return ENOMEM;
-  char final_path[kProfilePathSize], tmp_path[kMaxPath + 96];
-  profile_path(final_path, dir, pid, seq);
-  snprintf(tmp_path, sizeof tmp_path, "%s/.%d.%u%s.%ld.tmp", dir, pid, seq, fmt::kFileSuffix,
+HCCT_NOINST int DumpFile::open(const char *dir, int pid, uint32_t seq) {
+  profile_path(final_path_, dir, pid, seq);
+  snprintf(tmp_path_, sizeof tmp_path_, "%s/.%d.%u%s.%ld.tmp", dir, pid, seq, fmt::kFileSuffix,
            long(syscall(SYS_gettid)));
+  constexpr int kCreate = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(tmp_path_, kCreate, 0644);
+  if (fd < 0 && errno == EEXIST && unlink(tmp_path_) == 0) fd = ::open(tmp_path_, kCreate, 0644);
+  if (fd < 0) return errno ? errno : EIO;
+  fd_ = fd;
+  payload_.spill_to(fd_, fmt::kHeaderSize);  // the header is written last, by commit
+  return 0;
+}
 
+HCCT_NOINST DumpFile::~DumpFile() {
+  if (fd_ < 0) return;
+  close(fd_);
+  unlink(tmp_path_);
+}
+
+// The payload's hash covers bytes patched after they were spilled: it is computed over the file
+// as written, read back through the buffer's own memory.
+HCCT_NOINST int DumpFile::commit() {
+  if (fd_ < 0) return EBADF;
+  if (!payload_.flush()) return failure();
+  uint64_t payload_size = payload_.size();
+  fmt::Fnv1a64 hash;
+  unsigned char *chunk = payload_.data();  // empty after the flush; null if nothing was appended
+  for (size_t done = 0; done < payload_size;) {
+    size_t left = payload_size - done;
+    size_t want = left < payload_.capacity() ? left : payload_.capacity();
+    ssize_t r = pread(fd_, chunk, want, off_t(fmt::kHeaderSize + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return r < 0 ? errno : EIO;
+    hash.update(chunk, size_t(r));
+    done += size_t(r);
+  }
   unsigned char header[fmt::kHeaderSize];
   memcpy(header, fmt::kMagic, 8);
   uint32_t version = fmt::kVersion;
-  uint64_t payload_size = payload_.size();
-  fmt::Fnv1a64 hash;
-  hash.update(payload_.data(), payload_.size());
   memcpy(header + 8, &version, 4);
   memcpy(header + 12, &sections_, 4);
   memcpy(header + 16, &payload_size, 8);
   memcpy(header + 24, &hash.state, 8);
-
-  constexpr int kCreate = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  int fd = open(tmp_path, kCreate, 0644);
-  if (fd < 0 && errno == EEXIST && unlink(tmp_path) == 0) fd = open(tmp_path, kCreate, 0644);
-  if (fd < 0) return errno;
-  bool ok = write_all(fd, header, sizeof header) && write_all(fd, payload_.data(), payload_.size());
+  bool ok = pwrite_all(fd_, header, sizeof header, 0);
   int err = ok ? 0 : errno;
+  int fd = fd_;
+  fd_ = -1;
   if (close(fd) != 0 && ok) {
     ok = false;
     err = errno;
   }
-  if (ok && rename(tmp_path, final_path) != 0) {
+  if (ok && rename(tmp_path_, final_path_) != 0) {
     ok = false;
     err = errno;
   }
-  if (!ok) unlink(tmp_path);
+  if (!ok) unlink(tmp_path_);
   return ok ? 0 : (err ? err : EIO);
 }
 
@@ -437,7 +490,7 @@ HCCT_NOINST bool write_modules(DumpFile &file, uint32_t retired_seen) {
   }
   release(&g_unloaded_lock);
   if (!out.ok()) return false;
-  memcpy(out.data() + count_at, &walk.count, 4);
+  out.patch(count_at, &walk.count, 4);
   file.end_section();
   return true;
 }

@@ -2,13 +2,19 @@
 #ifndef HCCT_RT_DUMP_H
 #define HCCT_RT_DUMP_H
 
+#include <errno.h>
+
 #include "profile.h"
 
 namespace hcct::rt {
 
-// A growable byte buffer on mmap'd memory (never the program's malloc).
+// A growable byte buffer on mmap'd memory (never the program's malloc). One that spills to a file
+// (spill_to) writes out what it holds whenever it reaches kSpillBytes, so that a profile file costs
+// that much memory while it is written, not its size (a large tree's file is megabytes: the peak
+// RSS of a profiled run is reached while it is written).
 class ByteBuffer {
  public:
+  static constexpr size_t kSpillBytes = 64 * 1024;
   ~ByteBuffer();
   bool append(const void *data, size_t n);
   bool append_varint(uint64_t v);
@@ -20,14 +26,31 @@ class ByteBuffer {
   bool append_pair(const char *key, const char *value);
   bool append_pair(const char *key, uint64_t value);
   bool append_pair_double(const char *key, double value);
+  // Overwrites `n` bytes at `offset` (counted from the first byte appended), in memory or in the
+  // file if they were spilled already.
+  bool patch(size_t offset, const void *data, size_t n);
+  // The bytes held in memory: all of them, for a buffer that does not spill.
   unsigned char *data() { return data_; }
-  size_t size() const { return size_; }
+  size_t size() const { return spilled_ + size_; }
+  size_t capacity() const { return capacity_; }
   bool ok() const { return ok_; }
+  // From now on byte i goes to file offset base + i of `fd`.
+  void spill_to(int fd, size_t base) {
+    fd_ = fd;
+    base_ = base;
+  }
+  // Writes out what is held; false (error() says why) if the file refused it.
+  bool flush();
+  int error() const { return error_; }
 
  private:
   unsigned char *data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  size_t spilled_ = 0;  // bytes already in the file
+  size_t base_ = 0;
+  int fd_ = -1;
+  int error_ = 0;
   bool ok_ = true;
 };
 
@@ -37,17 +60,27 @@ bool profile_file_exists(const char *dir, int pid, uint32_t seq);
 
 class DumpFile {
  public:
+  ~DumpFile();
+  // Creates the dot-named temporary of <dir>/<pid>.<seq>.hcct, into which the sections stream.
+  // Returns 0 or an errno value; nothing is written after a failure.
+  int open(const char *dir, int pid, uint32_t seq);
   // Starts a section; its length is patched by end_section.
   void begin_section(uint32_t tag);
   void end_section();
   ByteBuffer &body() { return payload_; }
-  // Writes <dir>/<pid>.<seq>.hcct via a dot-named temporary. Returns 0 or an errno value.
-  int commit(const char *dir, int pid, uint32_t seq);
+  // Writes the header and renames the temporary into place. Returns 0 or an errno value (the
+  // temporary is removed on failure, or when the file is dropped without a commit).
+  int commit();
+  // The errno value to report when the sections could not be written.
+  int failure() const { return payload_.error() ? payload_.error() : ENOMEM; }
 
  private:
   ByteBuffer payload_;
   size_t section_start_ = 0;
   uint32_t sections_ = 0;
+  int fd_ = -1;
+  char final_path_[kMaxPath + 64] = {};
+  char tmp_path_[kMaxPath + 96] = {};
 };
 
 struct ThreadMeta {

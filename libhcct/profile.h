@@ -188,9 +188,18 @@ class ThreadProfile {
   // means: call enter_wide() at a wide node, then enter().
   static constexpr int kFastSiblings = 8;
   [[gnu::always_inline]] HCCT_NOINST bool enter_fast(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+    return fast_frame(sp) && enter_fast_child(fn, site, sp);
+  }
+  // enter_fast in two steps, so that the probes leave for the general path when the frame test
+  // fails and for the wide-node path only when the scan does (different jump targets, the same
+  // instructions): the frame test (on the running stack, no stale frame, room to push)...
+  [[gnu::always_inline]] HCCT_NOINST bool fast_frame(uintptr_t sp) const {
+    const Frame *top = top_;
+    return !(HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top + 1 == frames_end_));
+  }
+  // ... and, once it held, the scan.
+  [[gnu::always_inline]] HCCT_NOINST bool enter_fast_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
     Frame *top = top_;
-    if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top + 1 == frames_end_))
-      return false;
     site &= site_mask_;
     Node *node = top->node->first_child;
     // Unrolled: no loop counter to keep and test on the way.
@@ -203,7 +212,12 @@ class ThreadProfile {
   // The fast path under a wide node, out of line (its hash would cost the probes' fast path six
   // register saves): the child from the index, else false.
   [[gnu::always_inline]] HCCT_NOINST bool at_wide_node() const { return top_->node->indexed(); }
-  bool enter_wide(uintptr_t fn, uintptr_t site, uintptr_t sp);
+  bool enter_wide(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+    return fast_frame(sp) && at_wide_node() && enter_wide_child(fn, site, sp);
+  }
+  // enter_wide once fast_frame(sp) and at_wide_node() held (the probes' way: no second frame test;
+  // the wide test inline in the caller, before this function saves any register).
+  bool enter_wide_child(uintptr_t fn, uintptr_t site, uintptr_t sp);
 
   // Every enter event (the fast path's fallback).
   void enter(uintptr_t fn, uintptr_t site, uintptr_t sp);

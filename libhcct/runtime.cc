@@ -170,8 +170,19 @@ namespace hcct::rt {
 // Constant-initialised: it is in force before any constructor runs (events can arrive from other
 // libraries' constructors and from threads they start).
 constinit ThreadState g_inert{ThreadState::Inert{}};
+constinit ThreadState g_unattached{ThreadState::Inert{}};
 
-__thread ThreadState *t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+// Every thread starts with g_unattached (the TLS image holds its address, relocated at load).
+__thread ThreadState *t_state __attribute__((tls_model("initial-exec"))) = &g_unattached;
+
+// Stops of all threads in force (stop_all_threads): the final dump's, for good, and each exec's
+// snapshot until it resumes. While nonzero, a thread's slow path keeps its epochs kicked.
+int g_stops = 0;
+HCCT_NOINST bool threads_stopped() { return __atomic_load_n(&g_stops, __ATOMIC_SEQ_CST) != 0; }
+HCCT_NOINST void kick_thread(ThreadState *s) {
+  __atomic_store_n(&s->fast_epoch, kKicked, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->between_epoch, kKicked, __ATOMIC_SEQ_CST);
+}
 
 HCCT_NOINST ThreadState *attach_thread() {
   // Events during set-up (an instrumented allocator, a signal) are dropped, not recursed into.
@@ -208,6 +219,9 @@ HCCT_NOINST ThreadState *attach_thread() {
   s->next = g_threads;
   g_threads = s;
   unlock_registry();
+  // A stop that began before the registration did not kick this thread (the registry lock orders
+  // the two): it kicks itself, so that its hit path sees the stop.
+  if (threads_stopped()) kick_thread(s);
   pthread_setspecific(g_thread_key, s);  // its destructor writes the file at thread exit
   t_state = s;
   sampler_attach(s);  // after t_state: its first sample finds the thread registered
@@ -280,6 +294,12 @@ HCCT_NOINST void catch_up_retired(ThreadState *s) {
     kicked = kKicked;
     __atomic_compare_exchange_n(&s->between_epoch, &kicked, ~uint64_t(0), false, __ATOMIC_SEQ_CST,
                                 __ATOMIC_RELAXED);
+    // Undone during a stop: kicked again. (Sequentially consistent with the stop's count and kicks:
+    // either this load sees the stop, or the stop's kick comes after the undo.)
+    if (threads_stopped()) {
+      kick_thread(s);
+      return;
+    }
     // A dlclose that retired more after `n` was read may have kicked before the undo: look again
     // (the CASes and this load are sequentially consistent, as are the dlclose's count and kicks).
     if (__atomic_load_n(&g_retired_count, __ATOMIC_SEQ_CST) == n) return;
@@ -291,10 +311,7 @@ HCCT_NOINST void catch_up_retired(ThreadState *s) {
 // kick sees the count.)
 HCCT_NOINST void kick_threads() {
   lock_registry();
-  for (ThreadState *s = g_threads; s; s = s->next) {
-    __atomic_store_n(&s->fast_epoch, kKicked, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&s->between_epoch, kKicked, __ATOMIC_SEQ_CST);
-  }
+  for (ThreadState *s = g_threads; s; s = s->next) kick_thread(s);
   unlock_registry();
 }
 
@@ -341,14 +358,17 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
   int err = ENOMEM;
   {
     DumpFile file;
-    if (write_profile_sections(file, s->profile, meta, g_bursting ? &burst : nullptr) &&
-        (!hcct_kpath_write_sections || hcct_kpath_write_sections(file, *s)))
-      err = file.commit(g_out_dir, meta.pid, s->seq);
+    err = file.open(g_out_dir, meta.pid, s->seq);
+    if (!err)
+      err = write_profile_sections(file, s->profile, meta, g_bursting ? &burst : nullptr) &&
+                    (!hcct_kpath_write_sections || hcct_kpath_write_sections(file, *s))
+                ? file.commit()
+                : file.failure();
   }
   if (!err && g_exact) {
     DumpFile file;
-    err = write_profile_sections(file, s->exact, meta) ? file.commit(g_exact_dir, meta.pid, s->seq)
-                                                       : ENOMEM;
+    err = file.open(g_exact_dir, meta.pid, s->seq);
+    if (!err) err = write_profile_sections(file, s->exact, meta) ? file.commit() : file.failure();
   }
   if (err) {
     static bool said = false;
@@ -406,12 +426,16 @@ HCCT_NOINST void sleep_briefly() {
   nanosleep(&ts, nullptr);
 }
 
-// Stops every thread from updating its tree: close the gate, then make sure each thread either
-// saw the closed gate or is visibly busy (asymmetric Dekker: threads pay only a compiler fence,
-// this side pays a membarrier).
+// Stops every thread from updating its tree: close the gates and kick every thread's epochs, then
+// make sure each thread either saw the kick or is visibly busy (asymmetric Dekker: a thread sets
+// `busy` and then reads its epoch, paying only a compiler fence; this side pays a membarrier).
+// The probes' hit path reads no gate after `busy`: the kick is what it sees (thread.h, kKicked).
+// A thread's slow path re-reads the gates after `busy`; one registered after the kicks kicks itself.
 HCCT_NOINST void stop_all_threads() {
+  __atomic_add_fetch(&g_stops, 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(&__hcct_gate_local, kGateOff, __ATOMIC_SEQ_CST);
   __atomic_store_n(&g_hook_gate, kGateOff, __ATOMIC_SEQ_CST);
+  kick_threads();
   if (!g_have_membarrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
     // Without membarrier, a scheduling round trip is the best available approximation.
     sleep_briefly();
@@ -510,12 +534,14 @@ HCCT_NOINST void on_fork_child() {
   g_threads = nullptr;
   g_next_seq = 0;
   g_dumps_in_flight = 0;
+  // Other threads' stops (their execs) do not exist in the child; the final dump's stays.
+  __atomic_store_n(&g_stops, __atomic_load_n(&g_finished, __ATOMIC_ACQUIRE) ? 1 : 0, __ATOMIC_SEQ_CST);
   if (g_execs.count) {  // another thread of the parent was in an exec: the child has no such thread
     g_execs.count = 0;
     __atomic_store_n(&g_hook_gate, g_execs.hook_gate, __ATOMIC_RELEASE);
     __atomic_store_n(&__hcct_gate_local, g_execs.gate, __ATOMIC_RELEASE);
   }
-  if (self && self != &g_inert) {
+  if (is_thread_state(self)) {
     self->profile.restart_from_current_path();
     if (g_exact) self->exact.restart_from_current_path();
     self->seq = take_seq();
@@ -660,6 +686,7 @@ HCCT_NOINST void resume_after_exec(ExecSnapshot *snap) {
   for (size_t i = 0; i < live; ++i)
     if (release_claim(list[i])) finish_exited_thread(list[i]);
   unmap_pages(list, snap->bytes);
+  __atomic_sub_fetch(&g_stops, 1, __ATOMIC_SEQ_CST);  // threads may undo their kicks from now on
   lock_registry();
   if (--g_execs.count == 0 && !__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE)) {
     __atomic_store_n(&g_hook_gate, g_execs.hook_gate, __ATOMIC_RELEASE);
@@ -884,10 +911,19 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
   }
 }
 
+// Code was unloaded since the thread last looked, or its epochs were kicked (a dlclose, a stop):
+// the thread catches up, unless a stop is in force (read after `busy`, the Dekker pair of
+// stop_all_threads): then its tree is being written, and the gates, closed, keep this event off it.
+__attribute__((always_inline)) inline void catch_up_if_needed(ThreadState *s) {
+  if (HCCT_UNLIKELY(s->retired_seen != retired_count() || read_shared(s->fast_epoch) == kKicked) &&
+      !threads_stopped())
+    catch_up_retired(s);
+}
+
 // Slow path of an enter on a thread that is marked busy by the caller; clears busy.
 [[gnu::noinline]] HCCT_NOINST void enter_full(ThreadState *s, uintptr_t fn, uintptr_t site,
                                               uintptr_t sp) {
-  if (HCCT_UNLIKELY(s->retired_seen != retired_count())) catch_up_retired(s);
+  catch_up_if_needed(s);
   if (HCCT_UNLIKELY(g_bursting)) {
     burst_enter(s, fn, site, sp);
   } else if (probe_gate_value() == kGateProfiling) {
@@ -899,7 +935,7 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
 
 [[gnu::noinline]] HCCT_NOINST void exit_full(ThreadState *s, uintptr_t fn, uintptr_t sp,
                                              bool torn_down) {
-  if (HCCT_UNLIKELY(s->retired_seen != retired_count())) catch_up_retired(s);
+  catch_up_if_needed(s);
   if (HCCT_UNLIKELY(g_bursting)) {
     burst_exit(s, fn, sp, torn_down);
   } else if (probe_gate_value() == kGateProfiling) {
@@ -913,13 +949,13 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
 // enter between bursts that reaches the runtime with the gate closed).
 [[gnu::noinline]] HCCT_NOINST void enter_unusual(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   ThreadState *s = t_state;
-  if (!s) {
+  if (s == &g_unattached) {
     if (probe_gate_value() != kGateProfiling && !read_shared(g_burst_between)) return;
     s = attach_thread();
     if (!s) return;
   }
   if (HCCT_UNLIKELY(is_busy(s))) {
-    if (s != &g_inert) ++s->dropped;
+    if (is_thread_state(s)) ++s->dropped;
     return;
   }
   set_busy(s);
@@ -933,8 +969,9 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
   enter_unusual(fn, site, sp);
 }
 
+// An exit while the thread is inside the runtime (or has no state: nothing entered on it yet).
 [[gnu::noinline]] HCCT_NOINST void count_dropped(ThreadState *s) {
-  if (s != &g_inert) ++s->dropped;
+  if (is_thread_state(s)) ++s->dropped;
 }
 
 // Off the fast path (busy set by the caller, cleared here): between bursts with a shadow stack, a
@@ -965,45 +1002,44 @@ HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
 }
 
 // An enter under a wide node that the inline fast path left: its child from the index, else the
-// general path.
+// general path. A hit ends as the inline fast path does: it changed no structure (in_slow was never
+// set, so the time sampler charged its samples directly and left none pending).
 [[gnu::noinline]] HCCT_NOINST void enter_wide(uintptr_t fn, uintptr_t site, uintptr_t sp,
                                               ThreadState *s) {
-  if (s->profile.enter_wide(fn, site, sp)) return event_end(s);
+  if (s->profile.enter_wide_child(fn, site, sp)) {
+    compiler_fence();
+    return clear_busy(s);
+  }
   enter_other(fn, site, sp, s);
 }
 
-// An enter that the inline fast path left though the thread may take it. Out of line, so that the
-// choice costs the probes' hit path nothing (not even a register copy).
+// An enter whose frame passed the inline fast path's test but whose context was not among the
+// first children. Out of line, so that the choice costs the probes' hit path nothing (not even a
+// register copy), and frameless (the wide path, which saves registers, is a tail call away).
 [[gnu::noinline]] HCCT_NOINST void enter_missed(uintptr_t fn, uintptr_t site, uintptr_t sp,
                                                 ThreadState *s) {
   if (s->profile.at_wide_node()) return enter_wide(fn, site, sp, s);
   enter_other(fn, site, sp, s);
 }
 
-// The gate a probe family tests: the plugin's probes __hcct_gate, the -finstrument-functions hooks
-// g_hook_gate (open between bursts too when they keep a shadow stack).
-template <bool kPlugin>
-__attribute__((always_inline)) inline unsigned char probe_gate() {
-  return kPlugin ? probe_gate_value() : read_shared(g_hook_gate);
-}
-
-// True when the epoch says the thread may take the fast path; read after the gate.
+// True when the epoch says the thread may not take the fast path; read after `busy` is set. It
+// stands for the gate too: every stop kicks the epochs after it closes the gates (stop_all_threads),
+// bursts change the epoch before they flip the gates, and the slow paths read the gates themselves.
 __attribute__((always_inline)) inline bool epoch_differs(const ThreadState *s) {
   compiler_fence();
   return read_shared(s->fast_epoch) != read_shared(g_burst_epoch);
 }
 
+// The hooks' own work on the hit path: the gate (before the thread's state, so that mode=empty
+// costs a compare), the thread's state (never null: g_unattached until the first event), `busy`
+// tested and set in one instruction, then the epoch, which the dump's stop kicks.
 template <bool kPlugin>
 __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   ThreadState *s = t_state;
-  if (HCCT_UNLIKELY(!s || is_busy(s)))
+  if (HCCT_UNLIKELY(test_and_set_busy(s)))
     return kPlugin ? enter_unusual_plugin(fn, site, sp) : enter_unusual(fn, site, sp);
-  set_busy(s);
-  compiler_fence();
-  // Re-read after `busy` is set: the final dump closes the gate and then waits for busy threads.
-  if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s)))
-    return enter_other(fn, site, sp, s);
-  if (HCCT_UNLIKELY(!s->profile.enter_fast(fn, site, sp))) return enter_missed(fn, site, sp, s);
+  if (HCCT_UNLIKELY(epoch_differs(s) || !s->profile.fast_frame(sp))) return enter_other(fn, site, sp, s);
+  if (HCCT_UNLIKELY(!s->profile.enter_fast_child(fn, site, sp))) return enter_missed(fn, site, sp, s);
   compiler_fence();
   clear_busy(s);
 }
@@ -1011,15 +1047,18 @@ __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site
 template <bool kPlugin>
 __attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
   ThreadState *s = t_state;
-  if (HCCT_UNLIKELY(!s)) return;  // nothing entered on this thread yet
-  if (HCCT_UNLIKELY(is_busy(s))) return count_dropped(s);
-  set_busy(s);
-  compiler_fence();
-  if (HCCT_UNLIKELY(probe_gate<kPlugin>() != kGateProfiling || epoch_differs(s) ||
-                    !s->profile.exit_fast(fn, sp, torn_down)))
+  if (HCCT_UNLIKELY(test_and_set_busy(s))) return count_dropped(s);
+  if (HCCT_UNLIKELY(epoch_differs(s) || !s->profile.exit_fast(fn, sp, torn_down)))
     return exit_other(fn, sp, torn_down, s);
   compiler_fence();
   clear_busy(s);
+}
+
+// The probe's CFA, kept in a register: without this gcc recomputes `lea 8(%rsp)` at each use (an
+// instruction each time on the hit path).
+__attribute__((always_inline)) inline uintptr_t held(uintptr_t value) {
+  asm("" : "+r"(value));
+  return value;
 }
 
 }  // namespace
@@ -1066,41 +1105,41 @@ HCCT_NOINST void hcct_switch_current_thread_stack(uintptr_t sp, uintptr_t lo, ui
 HCCT_EXPORT void __cyg_profile_func_enter(void *fn, void *site) {
   if (HCCT_LIKELY(read_shared(g_hook_gate) == kGateProfiling))
     on_enter<false>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
-                    reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+                    held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())));
 }
 
 HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *site) {
   if (HCCT_LIKELY(read_shared(g_hook_gate) == kGateProfiling))
-    on_exit<false>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+    on_exit<false>(reinterpret_cast<uintptr_t>(fn), held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())),
                    __builtin_return_address(0) == site);
 }
 
 HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
   if (HCCT_LIKELY(probe_gate_value() == kGateProfiling))
     on_enter<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
-                   reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+                   held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())));
 }
 
 HCCT_EXPORT void __hcct_exit(void *fn, void *site) {
   if (HCCT_LIKELY(probe_gate_value() == kGateProfiling))
-    on_exit<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
-            __builtin_return_address(0) == site);
+    on_exit<true>(reinterpret_cast<uintptr_t>(fn), held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())),
+                  __builtin_return_address(0) == site);
 }
 
 // Probe ABI 2 (the plugin since issue 3's speed work; docs/RUNTIME-ABI.md): called only after the
-// probe itself saw the gate open, so they skip the gate test above; on_enter/on_exit re-read the
-// gate once `busy` is set, as they must anyway for the final dump. The plugin never lets gcc
+// probe itself saw the gate open, so they skip the gate test above; on_enter/on_exit read the
+// epoch once `busy` is set, which the final dump's stop kicks. The plugin never lets gcc
 // tail-call the exit probe, so it needs no call site: its CFA is always the instrumented frame's.
 // mode=empty (gate 1) never creates thread state: its enters return on the thread-state test, as
-// enter_unusual would, and its exits return in on_exit's first test.
+// enter_unusual would, and its exits find g_unattached busy and return from count_dropped.
 HCCT_EXPORT void __hcct_enter_open(void *fn, void *site) {
-  if (HCCT_UNLIKELY(!t_state) && probe_gate_value() == kGateEmpty) return;
+  if (HCCT_UNLIKELY(t_state == &g_unattached) && probe_gate_value() == kGateEmpty) return;
   on_enter<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site),
-                 reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+                 held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())));
 }
 
 HCCT_EXPORT void __hcct_exit_open(void *fn) {
-  on_exit<true>(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+  on_exit<true>(reinterpret_cast<uintptr_t>(fn), held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())),
                 false);
 }
 

@@ -38,8 +38,11 @@ struct ThreadState {
   uint32_t retired_seen = 0;
   BurstThread burst;        // static bursting (burst.h)
   // Set while this thread is inside the runtime. Only this thread writes it; the final dump reads
-  // it (after a membarrier) to know the thread has left.
-  volatile unsigned char busy = 0;
+  // it (after a membarrier) to know the thread has left. 32 bits: the probes test and set it with
+  // one `bts` (test_and_set_busy), whose smallest operand is a word, and clear it with a store of
+  // the same size (a store narrower than the next event's `bts` would not forward to it; a 16-bit
+  // store of an immediate carries a length-changing prefix, which stalls the legacy decoder).
+  volatile uint32_t busy = 0;
   unsigned char exact_on = 0;  // option exact=1: every event takes the full path to feed `exact`
   // Who writes this thread's file (runtime.cc, "claims"): kClaimed while the thread itself, the
   // final dump or an exec's snapshot holds the state; kExited once the thread has left.
@@ -85,11 +88,21 @@ struct ThreadState {
 };
 
 extern ThreadState g_inert;
+// The state of a thread that has not had an event yet: t_state's initial value, marked busy for
+// good like g_inert, so the probes' busy test also sends a thread's first event to the slow path
+// (which registers it) and there is no null test on the hit path.
+extern ThreadState g_unattached;
+// Neither sentinel: a registered thread's own state.
+HCCT_NOINST inline bool is_thread_state(const ThreadState *s) { return s != &g_inert && s != &g_unattached; }
 
 // A dlclose in any thread stores this into every thread's fast_epoch and between_epoch (never a
 // value of g_burst_epoch), so that each thread's next event leaves the inline paths and moves its
-// trees off the retired code first (runtime.cc, catch_up_retired). A thread sets its own epochs
-// with set_own_epoch, which never overwrites a kick.
+// trees off the retired code first (runtime.cc, catch_up_retired). So does every stop of all
+// threads (the final dump, an exec's snapshot) after it closes the gates: the probes' hit path,
+// once `busy` is set, tests only the epoch, and a kicked epoch is what makes it see the stop (the
+// asymmetric Dekker of runtime.cc, stop_all_threads). The slow path undoes a kick
+// (catch_up_retired) unless a stop is in force. A thread sets its own epochs with set_own_epoch,
+// which never overwrites a kick.
 inline constexpr uint64_t kKicked = ~uint64_t(1);
 HCCT_NOINST inline void set_own_epoch(uint64_t *epoch, uint64_t value) {
   uint64_t seen = __atomic_load_n(epoch, __ATOMIC_RELAXED);
@@ -120,6 +133,22 @@ HCCT_NOINST inline bool is_busy(const ThreadState *s) {
 }
 HCCT_NOINST inline void set_busy(ThreadState *s) { __atomic_store_n(&s->busy, 1, __ATOMIC_RELAXED); }
 HCCT_NOINST inline void clear_busy(ThreadState *s) { __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE); }
+// Sets `busy`; true if it was set already (then the caller must leave: the thread is inside the
+// runtime, or `s` is a sentinel). On x86-64 one `bts` instead of a load, a test and a store: a
+// signal arrives between instructions, so a handler's probe sees `busy` either clear (and leaves it
+// clear) or set, as with the load and the store; no other thread writes it, so it needs no lock
+// prefix. Setting an already set `busy` writes the same value (the sentinels are set for good).
+HCCT_NOINST inline bool test_and_set_busy(ThreadState *s) {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+  bool was_set;
+  asm volatile("btsl $0, %0" : "+m"(s->busy), "=@ccc"(was_set));
+  return was_set;
+#else
+  if (is_busy(s)) return true;
+  set_busy(s);
+  return false;
+#endif
+}
 
 extern __thread ThreadState *t_state __attribute__((tls_model("initial-exec")));
 
@@ -151,13 +180,13 @@ __attribute__((always_inline, no_instrument_function)) inline void enter_slow(Th
 // result must be passed to event_end.
 __attribute__((always_inline, no_instrument_function)) inline ThreadState *event_begin(bool attach) {
   ThreadState *s = t_state;
-  if (HCCT_UNLIKELY(!s)) {
+  if (HCCT_UNLIKELY(s == &g_unattached)) {
     if (!attach) return nullptr;
     s = attach_thread();
     if (!s) return nullptr;
   }
   if (HCCT_UNLIKELY(is_busy(s))) {
-    if (s != &g_inert) ++s->dropped;
+    if (is_thread_state(s)) ++s->dropped;
     return nullptr;
   }
   set_busy(s);

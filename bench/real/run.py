@@ -29,6 +29,8 @@ a ratio of 10 or more needs no median, and five runs of each would take hours. C
   clang-ai hcct        clang -finstrument-functions-after-inlining under libhcct mode=hcct
   uftrace              uftrace record --no-libcall on the -finstrument-functions binary (the peer;
                        skipped with a message when uftrace is not installed)
+  baseline finstr empty|cct|hcct    with HCCT_BENCH_BASELINE_LIB=/path/to/libhcct.so set: the
+                       finstr binary under that (older) library, in the same session
 
 Columns: median wall time; median CPU time of the program and its descendants (user+sys, from
 wait4's rusage, taken by the small helper spawn_rusage.c so that ru_maxrss is the program's and not
@@ -82,6 +84,7 @@ class Config:
         self.hcct = hcct        # HCCT_OPTIONS without out=, or None: no runtime options
         self.wrapper = wrapper  # "uftrace", "setarch" (address randomisation off) or None
         self.preload = preload  # LD_PRELOAD libhcct.so with HCCT_OPTIONS (kpath builds link it)
+        self.runtime = None     # another libhcct.so to preload (HCCT_BENCH_BASELINE_LIB)
         self.profile_env = profile_env  # an environment variable naming the profile's file, or None
         self.compile_s = None   # CPU seconds of the build (--paths)
         self.profile_bytes = None
@@ -114,6 +117,14 @@ def all_configs():
         c.append(Config(f"plugin {stage} hcct+burst shadow", fl, "mode=hcct:" + BURST + ":burst_sync=shadow"))
     c.append(Config("clang-ai hcct", "clang-after-inlining", "mode=hcct"))
     c.append(Config("uftrace", "finstr", wrapper="uftrace"))
+    # HCCT_BENCH_BASELINE_LIB=/path/to/older/libhcct.so: the same -finstrument-functions binary
+    # under that library too, in the same session (before/after figures of a runtime change).
+    baseline = os.environ.get("HCCT_BENCH_BASELINE_LIB")
+    if baseline:
+        for mode in ("empty", "cct", "hcct"):
+            b = Config("baseline finstr " + mode, "finstr", "mode=" + mode)
+            b.runtime = baseline
+            c.append(b)
     return c
 
 
@@ -202,7 +213,7 @@ def run_once(cfg, workload, size, tools, timeout, max_data_gb):
     env = clean_env()
     if cfg.hcct is not None:
         if cfg.preload:
-            env["LD_PRELOAD"] = tools["runtime"]
+            env["LD_PRELOAD"] = cfg.runtime or tools["runtime"]
         env["HCCT_OPTIONS"] = cfg.hcct + ":out=" + os.path.join(tmp, "profile")
     if cfg.profile_env:
         env[cfg.profile_env] = os.path.join(tmp, "profile", "default.profraw")

@@ -17,6 +17,7 @@ namespace e2e {
 struct Result {
   int status = -1;  // exit status, or 128 + signal
   std::string out, err;
+  long max_rss_kb = 0;  // the program's peak resident set (wait4's ru_maxrss)
 };
 
 // Runs argv with extra environment entries ("K=V"); captures stdout and stderr.
