@@ -31,13 +31,17 @@ namespace {
 //   }
 //   if (owner != __hcct_path_token) goto slow;
 //   pick = w->guess[slot];                                (slot: the site's choice, emit_path)
-//   if (pick->path != id) { pick = w->guess[slot ^ 1]; if (pick->path != id) goto slow; }
+//   if (pick->path != id) {
+//     pick = w->guess[slot ^ 1];
+//     if (pick->path != id) { if (__hcct_path_blpp) look up the root cache as above; goto slow; }
+//   }
 //   hit(pick): ++pick->count; w = pick; return
 //   slow: frame = {w, owner}; __hcct_path_slow(&frame, F, id, slot); w = frame.node; owner = frame.owner
 // Guesses are never null (the runtime's sentinel, path ~0, stands for "none"), so the loads need no
 // tests. Each load is of one aligned word; the increment is one instruction (x86-64: `incq mem`, no
 // lock), so a signal handler on the same thread never sees it half done. Nodes are i64[8] (KsfNode).
-Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, bool fast_path) {
+Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, GlobalVariable *blpp,
+                     bool fast_path) {
   LLVMContext &c = m.getContext();
   Type *i64 = Type::getInt64Ty(c);
   Type *ptr = Type::getInt8PtrTy(c);
@@ -90,10 +94,15 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     // one that chose the same slot, so that two such hot next windows still avoid the call.
     IRBuilder<> sb2(second);
     Value *other = guess(sb2, sb2.CreateXor(slot_arg, ConstantInt::get(i64, 1)), "kpath.other");
-    sb2.CreateCondBr(sb2.CreateICmpEQ(sb2.CreateLoad(i64, other, "kpath.other.label"), id), hit, slow_bb);
+    BasicBlock *blpp_bb = BasicBlock::Create(c, "blpp", f, slow_bb);
+    sb2.CreateCondBr(sb2.CreateICmpEQ(sb2.CreateLoad(i64, other, "kpath.other.label"), id), hit, blpp_bb);
     found->addIncoming(other, second);
+    // Third chance, BLPP only (k = 1: every item is a root): the root cache, as for a first item.
+    IRBuilder<> bb(blpp_bb);
+    bb.CreateCondBr(bb.CreateICmpNE(bb.CreateLoad(i64, blpp, "kpath.blpp"), ConstantInt::get(i64, 0)), first, slow_bb);
 
-    // The activation's first item: the root cache entry for (F, id), if it is that root.
+    // The activation's first item (and a BLPP item the guesses missed): the root cache entry for
+    // (F, id), if it is that root.
     IRBuilder<> fb(first);
     // root_slot(F, id): F is each site's constant, so the base folds when the step is inlined.
     Value *base = fb.CreateLShr(fb.CreateMul(fn, ConstantInt::get(i64, abi::kRootHashMultiplier)), 64 - abi::kRootCacheBits);
@@ -165,7 +174,12 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path) {
     api.roots = new GlobalVariable(m, ArrayType::get(ptr, abi::kRootCacheSize), false, GlobalValue::ExternalLinkage, nullptr,
                                    abi::kRootsSymbol, nullptr, GlobalValue::InitialExecTLSModel);
   }
-  api.step = build_step(m, api.slow, api.token, api.roots, fast_path);
+  api.blpp = m.getGlobalVariable(abi::kBlppSymbol);
+  if (!api.blpp) {
+    api.blpp = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, abi::kBlppSymbol, nullptr,
+                                  GlobalValue::InitialExecTLSModel);
+  }
+  api.step = build_step(m, api.slow, api.token, api.roots, api.blpp, fast_path);
   return api;
 }
 
