@@ -135,7 +135,10 @@ HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode
     if (pick->path != id) pick = w->guess[slot ^ 1];
     // BLPP (`blpp`: the thread's __hcct_path_blpp): every item is a root, so on a miss of both
     // guesses the root cache may still have it.
-    if (pick->path != id && !(blpp && (pick = cached_root()))) return false;
+    if (pick->path != id) {
+      if (!blpp || !(pick = cached_root())) return false;
+      w->guess[slot] = pick;  // learnt inline, so that a repeated transition takes the first guess
+    }
   }
   ++pick->count;
   frame->node = pick;

@@ -1,5 +1,7 @@
 #include "PathInstrumenter.h"
 
+#include <functional>
+
 #include "llvm/ADT/MapVector.h"
 
 #include "llvm/Analysis/BlockFrequencyInfo.h"
@@ -33,7 +35,10 @@ namespace {
 //   pick = w->guess[slot];                                (slot: the site's choice, emit_path)
 //   if (pick->path != id) {
 //     pick = w->guess[slot ^ 1];
-//     if (pick->path != id) { if (__hcct_path_blpp) look up the root cache as above; goto slow; }
+//     if (pick->path != id) {
+//       if (__hcct_path_blpp && the root cache has (F, id)) { w->guess[slot] = r; hit(r) }  (k = 1)
+//       goto slow;
+//     }
 //   }
 //   hit(pick): ++pick->count; w = pick; return
 //   slow: frame = {w, owner}; __hcct_path_slow(&frame, F, id, slot); w = frame.node; owner = frame.owner
@@ -97,29 +102,43 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     BasicBlock *blpp_bb = BasicBlock::Create(c, "blpp", f, slow_bb);
     sb2.CreateCondBr(sb2.CreateICmpEQ(sb2.CreateLoad(i64, other, "kpath.other.label"), id), hit, blpp_bb);
     found->addIncoming(other, second);
-    // Third chance, BLPP only (k = 1: every item is a root): the root cache, as for a first item.
+    // The root cache entry for (F, id), if it is that root: `at` branches to `hit` with it or to
+    // the slow path. root_slot(F, id): F is each site's constant, so the base folds when the step
+    // is inlined.
+    auto root_lookup = [&](BasicBlock *at, const Twine &name, const std::function<void(IRBuilder<> &, Value *)> &on_hit) {
+      IRBuilder<> fb(at);
+      Value *base = fb.CreateLShr(fb.CreateMul(fn, ConstantInt::get(i64, abi::kRootHashMultiplier)), 64 - abi::kRootCacheBits);
+      Value *slot = fb.CreateAnd(fb.CreateAdd(base, id), ConstantInt::get(i64, abi::kRootCacheSize - 1), "kpath.slot");
+      Value *entry_ptr = fb.CreateInBoundsGEP(roots->getValueType(), roots, {fb.getInt64(0), slot});
+      Value *root = fb.CreateLoad(i64p, fb.CreateBitCast(entry_ptr, i64p->getPointerTo()), "kpath.root");
+      BasicBlock *root_label = BasicBlock::Create(c, name + ".label", f, hit);
+      fb.CreateCondBr(fb.CreateIsNull(root), slow_bb, root_label, unlikely);
+      fb.SetInsertPoint(root_label);
+      Value *rl = fb.CreateLoad(i64, word_ptr(fb, root, abi::kPathWord), "kpath.root.path");
+      Value *rf = fb.CreateLoad(i64, word_ptr(fb, root, abi::kRootFunctionWord), "kpath.root.function");
+      BasicBlock *root_hit = BasicBlock::Create(c, name + ".hit", f, hit);
+      fb.CreateCondBr(fb.CreateAnd(fb.CreateICmpEQ(rl, id), fb.CreateICmpEQ(rf, fn)), root_hit, slow_bb, likely);
+      fb.SetInsertPoint(root_hit);
+      on_hit(fb, root);
+      fb.CreateBr(hit);
+      found->addIncoming(root, root_hit);
+    };
+    // Third chance, BLPP only (k = 1: every item is a root, and two guesses are too few for a
+    // dispatch loop): the root cache, as for a first item. A hit becomes the window's guess in the
+    // item's slot, as the runtime would make it, so that a repeated transition is taken by the
+    // first guess next time instead of this longer way (what the runtime's set_guess does, without
+    // moving the displaced guess; BLPP forests are never swept, and the node is this thread's).
     IRBuilder<> bb(blpp_bb);
-    bb.CreateCondBr(bb.CreateICmpNE(bb.CreateLoad(i64, blpp, "kpath.blpp"), ConstantInt::get(i64, 0)), first, slow_bb);
-
-    // The activation's first item (and a BLPP item the guesses missed): the root cache entry for
-    // (F, id), if it is that root.
-    IRBuilder<> fb(first);
-    // root_slot(F, id): F is each site's constant, so the base folds when the step is inlined.
-    Value *base = fb.CreateLShr(fb.CreateMul(fn, ConstantInt::get(i64, abi::kRootHashMultiplier)), 64 - abi::kRootCacheBits);
-    Value *slot = fb.CreateAnd(fb.CreateAdd(base, id), ConstantInt::get(i64, abi::kRootCacheSize - 1), "kpath.slot");
-    Value *entry_ptr = fb.CreateInBoundsGEP(roots->getValueType(), roots, {fb.getInt64(0), slot});
-    Value *root = fb.CreateLoad(i64p, fb.CreateBitCast(entry_ptr, i64p->getPointerTo()), "kpath.root");
-    BasicBlock *root_label = BasicBlock::Create(c, "root.label", f, hit);
-    fb.CreateCondBr(fb.CreateIsNull(root), slow_bb, root_label, unlikely);
-    fb.SetInsertPoint(root_label);
-    Value *rl = fb.CreateLoad(i64, word_ptr(fb, root, abi::kPathWord), "kpath.root.path");
-    Value *rf = fb.CreateLoad(i64, word_ptr(fb, root, abi::kRootFunctionWord), "kpath.root.function");
-    BasicBlock *root_hit = BasicBlock::Create(c, "root.hit", f, hit);
-    fb.CreateCondBr(fb.CreateAnd(fb.CreateICmpEQ(rl, id), fb.CreateICmpEQ(rf, fn)), root_hit, slow_bb, likely);
-    fb.SetInsertPoint(root_hit);
-    fb.CreateStore(fb.CreateLoad(i64, token, "kpath.token"), owner_slot);
-    fb.CreateBr(hit);
-    found->addIncoming(root, root_hit);
+    BasicBlock *blpp_root = BasicBlock::Create(c, "blpp.root", f, slow_bb);
+    bb.CreateCondBr(bb.CreateICmpNE(bb.CreateLoad(i64, blpp, "kpath.blpp"), ConstantInt::get(i64, 0)), blpp_root, slow_bb);
+    root_lookup(blpp_root, "blpp.root", [&](IRBuilder<> &at, Value *root) {
+      Value *index = at.CreateAdd(slot_arg, ConstantInt::get(i64, abi::kGuessWord));
+      at.CreateStore(root, at.CreateBitCast(at.CreateInBoundsGEP(i64, w, index), i64p->getPointerTo()));
+    });
+    // The activation's first item.
+    root_lookup(first, "root", [&](IRBuilder<> &at, Value *) {
+      at.CreateStore(at.CreateLoad(i64, token, "kpath.token"), owner_slot);
+    });
     Value *count = word_ptr(hb, found, abi::kCountWord);
     Triple triple(m.getTargetTriple());
     if (triple.getArch() == Triple::x86_64) {
