@@ -118,19 +118,27 @@ static_assert(offsetof(PathFrame, owner) == abi::kFrameOwnerWord * 8);
 // -kpath-fast-path=0), another owner, no such root cached, or neither guess is `id`. `token` and
 // `roots` are the calling thread's __hcct_path_token and __hcct_path_roots_v3.
 HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode *const *roots, uint64_t function,
-                                       uint64_t id, unsigned slot, bool fast = true) {
+                                       uint64_t id, unsigned slot, bool fast = true, bool blpp = false) {
   if (!fast) return false;
   KsfNode *w = frame->node;
   KsfNode *pick;
+  auto cached_root = [&]() -> KsfNode * {
+    KsfNode *root = roots[root_slot(function, id)];
+    return root && root->path == id && root->root_function == function ? root : nullptr;
+  };
   if (!w) {
-    pick = roots[root_slot(function, id)];
-    if (!pick || pick->path != id || pick->root_function != function) return false;
+    if (!(pick = cached_root())) return false;
     frame->owner = token;
   } else {
     if (frame->owner != token) return false;
     pick = w->guess[slot];
     if (pick->path != id) pick = w->guess[slot ^ 1];
-    if (pick->path != id) return false;
+    // BLPP (`blpp`: the thread's __hcct_path_blpp): every item is a root, so on a miss of both
+    // guesses the root cache may still have it.
+    if (pick->path != id) {
+      if (!blpp || !(pick = cached_root())) return false;
+      w->guess[slot] = pick;  // learnt inline, so that a repeated transition takes the first guess
+    }
   }
   ++pick->count;
   frame->node = pick;
@@ -290,7 +298,9 @@ class PathProfiler {
                                   : forest_ == Forest::kSlab ? slab_child(w, function, id) : child(w, function, id);
     if (HCCT_LIKELY(next) && w) set_guess(w, next, slot);
     if (HCCT_UNLIKELY(!next)) return lose(frame);
-    if (!w && root_cache_ && !tracing_) root_cache_[root_slot(function, id)] = next;
+    // BLPP: every item is a root, and the fast path looks any of them up in the cache when the
+    // guesses miss (blpp in path_fast_step), so every item the runtime takes is cached.
+    if ((!w || k_ == 1) && root_cache_ && !tracing_) root_cache_[root_slot(function, id)] = next;
     ++next->count;
     frame->node = next;
     frame->owner = owner_value();  // (a sweep during this item moved the token on)

@@ -22,6 +22,9 @@ __thread uint64_t __hcct_path_token = 0;
 // The thread's root cache (kpath_forest.h): all null until its profiler exists, cleared with it.
 extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread KsfNode *__hcct_path_roots_v3[kRootCacheSize];
 __thread KsfNode *__hcct_path_roots_v3[kRootCacheSize];
+// 1 while the thread's live profiler is BLPP (k = 1): the fast path's misses try the root cache.
+extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread uint64_t __hcct_path_blpp;
+__thread uint64_t __hcct_path_blpp = 0;
 
 
 namespace hcct::rt {
@@ -53,6 +56,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
     return nullptr;
   }
   s->kpath = k;
+  __hcct_path_blpp = k->profiler.k() == 1;
   __hcct_path_token = k->profiler.token();  // from now on this thread's frames may take the inline fast path
   return k;
 }
@@ -204,6 +208,7 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
   // memory about to be unmapped. (After this, new items reach the runtime and are ignored.)
   if (__hcct_path_token == k->profiler.token()) {
     __hcct_path_token = 0;
+    __hcct_path_blpp = 0;
     for (KsfNode *&r : __hcct_path_roots_v3) r = nullptr;
   }
   k->profiler.destroy();

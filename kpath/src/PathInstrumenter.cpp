@@ -1,8 +1,13 @@
 #include "PathInstrumenter.h"
 
+#include <functional>
+
 #include "llvm/ADT/MapVector.h"
 
+#include "llvm/Analysis/BlockFrequencyInfo.h"
+#include "llvm/Analysis/BranchProbabilityInfo.h"
 #include "llvm/Analysis/CFG.h"
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/ADT/Triple.h"
@@ -28,13 +33,20 @@ namespace {
 //   }
 //   if (owner != __hcct_path_token) goto slow;
 //   pick = w->guess[slot];                                (slot: the site's choice, emit_path)
-//   if (pick->path != id) { pick = w->guess[slot ^ 1]; if (pick->path != id) goto slow; }
+//   if (pick->path != id) {
+//     pick = w->guess[slot ^ 1];
+//     if (pick->path != id) {
+//       if (__hcct_path_blpp && the root cache has (F, id)) { w->guess[slot] = r; hit(r) }  (k = 1)
+//       goto slow;
+//     }
+//   }
 //   hit(pick): ++pick->count; w = pick; return
 //   slow: frame = {w, owner}; __hcct_path_slow(&frame, F, id, slot); w = frame.node; owner = frame.owner
 // Guesses are never null (the runtime's sentinel, path ~0, stands for "none"), so the loads need no
 // tests. Each load is of one aligned word; the increment is one instruction (x86-64: `incq mem`, no
 // lock), so a signal handler on the same thread never sees it half done. Nodes are i64[8] (KsfNode).
-Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, bool fast_path) {
+Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, GlobalVariable *blpp,
+                     bool fast_path) {
   LLVMContext &c = m.getContext();
   Type *i64 = Type::getInt64Ty(c);
   Type *ptr = Type::getInt8PtrTy(c);
@@ -87,27 +99,46 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     // one that chose the same slot, so that two such hot next windows still avoid the call.
     IRBuilder<> sb2(second);
     Value *other = guess(sb2, sb2.CreateXor(slot_arg, ConstantInt::get(i64, 1)), "kpath.other");
-    sb2.CreateCondBr(sb2.CreateICmpEQ(sb2.CreateLoad(i64, other, "kpath.other.label"), id), hit, slow_bb);
+    BasicBlock *blpp_bb = BasicBlock::Create(c, "blpp", f, slow_bb);
+    sb2.CreateCondBr(sb2.CreateICmpEQ(sb2.CreateLoad(i64, other, "kpath.other.label"), id), hit, blpp_bb);
     found->addIncoming(other, second);
-
-    // The activation's first item: the root cache entry for (F, id), if it is that root.
-    IRBuilder<> fb(first);
-    // root_slot(F, id): F is each site's constant, so the base folds when the step is inlined.
-    Value *base = fb.CreateLShr(fb.CreateMul(fn, ConstantInt::get(i64, abi::kRootHashMultiplier)), 64 - abi::kRootCacheBits);
-    Value *slot = fb.CreateAnd(fb.CreateAdd(base, id), ConstantInt::get(i64, abi::kRootCacheSize - 1), "kpath.slot");
-    Value *entry_ptr = fb.CreateInBoundsGEP(roots->getValueType(), roots, {fb.getInt64(0), slot});
-    Value *root = fb.CreateLoad(i64p, fb.CreateBitCast(entry_ptr, i64p->getPointerTo()), "kpath.root");
-    BasicBlock *root_label = BasicBlock::Create(c, "root.label", f, hit);
-    fb.CreateCondBr(fb.CreateIsNull(root), slow_bb, root_label, unlikely);
-    fb.SetInsertPoint(root_label);
-    Value *rl = fb.CreateLoad(i64, word_ptr(fb, root, abi::kPathWord), "kpath.root.path");
-    Value *rf = fb.CreateLoad(i64, word_ptr(fb, root, abi::kRootFunctionWord), "kpath.root.function");
-    BasicBlock *root_hit = BasicBlock::Create(c, "root.hit", f, hit);
-    fb.CreateCondBr(fb.CreateAnd(fb.CreateICmpEQ(rl, id), fb.CreateICmpEQ(rf, fn)), root_hit, slow_bb, likely);
-    fb.SetInsertPoint(root_hit);
-    fb.CreateStore(fb.CreateLoad(i64, token, "kpath.token"), owner_slot);
-    fb.CreateBr(hit);
-    found->addIncoming(root, root_hit);
+    // The root cache entry for (F, id), if it is that root: `at` branches to `hit` with it or to
+    // the slow path. root_slot(F, id): F is each site's constant, so the base folds when the step
+    // is inlined.
+    auto root_lookup = [&](BasicBlock *at, const Twine &name, const std::function<void(IRBuilder<> &, Value *)> &on_hit) {
+      IRBuilder<> fb(at);
+      Value *base = fb.CreateLShr(fb.CreateMul(fn, ConstantInt::get(i64, abi::kRootHashMultiplier)), 64 - abi::kRootCacheBits);
+      Value *slot = fb.CreateAnd(fb.CreateAdd(base, id), ConstantInt::get(i64, abi::kRootCacheSize - 1), "kpath.slot");
+      Value *entry_ptr = fb.CreateInBoundsGEP(roots->getValueType(), roots, {fb.getInt64(0), slot});
+      Value *root = fb.CreateLoad(i64p, fb.CreateBitCast(entry_ptr, i64p->getPointerTo()), "kpath.root");
+      BasicBlock *root_label = BasicBlock::Create(c, name + ".label", f, hit);
+      fb.CreateCondBr(fb.CreateIsNull(root), slow_bb, root_label, unlikely);
+      fb.SetInsertPoint(root_label);
+      Value *rl = fb.CreateLoad(i64, word_ptr(fb, root, abi::kPathWord), "kpath.root.path");
+      Value *rf = fb.CreateLoad(i64, word_ptr(fb, root, abi::kRootFunctionWord), "kpath.root.function");
+      BasicBlock *root_hit = BasicBlock::Create(c, name + ".hit", f, hit);
+      fb.CreateCondBr(fb.CreateAnd(fb.CreateICmpEQ(rl, id), fb.CreateICmpEQ(rf, fn)), root_hit, slow_bb, likely);
+      fb.SetInsertPoint(root_hit);
+      on_hit(fb, root);
+      fb.CreateBr(hit);
+      found->addIncoming(root, root_hit);
+    };
+    // Third chance, BLPP only (k = 1: every item is a root, and two guesses are too few for a
+    // dispatch loop): the root cache, as for a first item. A hit becomes the window's guess in the
+    // item's slot, as the runtime would make it, so that a repeated transition is taken by the
+    // first guess next time instead of this longer way (what the runtime's set_guess does, without
+    // moving the displaced guess; BLPP forests are never swept, and the node is this thread's).
+    IRBuilder<> bb(blpp_bb);
+    BasicBlock *blpp_root = BasicBlock::Create(c, "blpp.root", f, slow_bb);
+    bb.CreateCondBr(bb.CreateICmpNE(bb.CreateLoad(i64, blpp, "kpath.blpp"), ConstantInt::get(i64, 0)), blpp_root, slow_bb);
+    root_lookup(blpp_root, "blpp.root", [&](IRBuilder<> &at, Value *root) {
+      Value *index = at.CreateAdd(slot_arg, ConstantInt::get(i64, abi::kGuessWord));
+      at.CreateStore(root, at.CreateBitCast(at.CreateInBoundsGEP(i64, w, index), i64p->getPointerTo()));
+    });
+    // The activation's first item.
+    root_lookup(first, "root", [&](IRBuilder<> &at, Value *) {
+      at.CreateStore(at.CreateLoad(i64, token, "kpath.token"), owner_slot);
+    });
     Value *count = word_ptr(hb, found, abi::kCountWord);
     Triple triple(m.getTargetTriple());
     if (triple.getArch() == Triple::x86_64) {
@@ -162,7 +193,12 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path) {
     api.roots = new GlobalVariable(m, ArrayType::get(ptr, abi::kRootCacheSize), false, GlobalValue::ExternalLinkage, nullptr,
                                    abi::kRootsSymbol, nullptr, GlobalValue::InitialExecTLSModel);
   }
-  api.step = build_step(m, api.slow, api.token, api.roots, fast_path);
+  api.blpp = m.getGlobalVariable(abi::kBlppSymbol);
+  if (!api.blpp) {
+    api.blpp = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, abi::kBlppSymbol, nullptr,
+                                  GlobalValue::InitialExecTLSModel);
+  }
+  api.step = build_step(m, api.slow, api.token, api.roots, api.blpp, fast_path);
   return api;
 }
 
@@ -187,16 +223,46 @@ bool splittable(const BasicBlock *from, const BasicBlock *to) {
 
 }  // namespace
 
+// How often each DAG edge is expected to run, for the spanning tree of the increments: a CFG edge's
+// frequency from LLVM's static estimate (BlockFrequencyInfo: loop depth, branch heuristics and
+// any branch weights), doubled where an increment would need a block of its own (a critical edge),
+// plus one so that every CFG edge outweighs the dummy and exit edges. Those weigh 0: their
+// increments cost nothing extra (they are folded into the constant a restart emits and resets, or
+// into the exit's ID), so they are the chords of choice.
+std::vector<uint64_t> PathInstrumenter::edge_weights() const {
+  const PathGraph &g = dag_.graph();
+  const auto &blocks = dag_.blocks();
+  DominatorTree dt(f_);
+  LoopInfo li(dt);
+  BranchProbabilityInfo bpi(f_, li);
+  BlockFrequencyInfo bfi(f_, bpi, li);
+  std::vector<uint64_t> weight(g.edges().size(), 0);
+  for (size_t i = 0; i < g.edges().size(); ++i) {
+    const DagEdge &e = g.edges()[i];
+    if (e.kind != EdgeKind::kBranch) continue;
+    BasicBlock *from = blocks[e.from], *to = blocks[e.to];
+    uint64_t freq = (bfi.getBlockFreq(from) * bpi.getEdgeProbability(from, to)).getFrequency();
+    uint64_t scaled = freq > (UINT64_MAX >> 2) ? (UINT64_MAX >> 2) : freq;
+    EdgeProbe p;
+    p.from = from;
+    p.to = to;
+    bool own_block = place(p) >= Placement::kSplit;
+    weight[i] = (own_block ? 2 * scaled : scaled) + 1;
+  }
+  return weight;
+}
+
 std::vector<EdgeProbe> PathInstrumenter::collect_probes() const {
   const PathGraph &g = dag_.graph();
   const auto &blocks = dag_.blocks();
   std::vector<EdgeProbe> probes;
-  for (const DagEdge &e : g.edges()) {
-    if (e.kind != EdgeKind::kBranch || e.val == 0) continue;
+  for (size_t i = 0; i < g.edges().size(); ++i) {
+    const DagEdge &e = g.edges()[i];
+    if (e.kind != EdgeKind::kBranch || inc_[i] == 0) continue;
     EdgeProbe p;
     p.from = blocks[e.from];
     p.to = blocks[e.to];
-    p.add = e.val;
+    p.add = inc_[i];
     probes.push_back(p);
   }
   // Back edges out of one latch share its kBreak edge, so their paths' IDs coincide: the slot's
@@ -208,9 +274,9 @@ std::vector<EdgeProbe> PathInstrumenter::collect_probes() const {
     p.from = blocks[r.from];
     p.to = blocks[r.to];
     p.restart = true;
-    p.emit_add = g.edges()[r.break_edge].val;
-    p.reset = g.edges()[r.start_edge].val;
-    p.slot_start = start_of_break.lookup(r.break_edge);
+    p.emit_add = inc_[r.break_edge];
+    p.reset = inc_[r.start_edge];
+    p.body_offset = g.edges()[r.break_edge].val + start_of_break.lookup(r.break_edge);
     probes.push_back(p);
   }
   return probes;
@@ -227,17 +293,20 @@ PathInstrumenter::Placement PathInstrumenter::place(const EdgeProbe &p) const {
   return Placement::kDispatch;
 }
 
-// The guess slot: the parity of the one bits among the low 16 of r − start, where start is the value
-// r is reset to when the site's loop iterates (0 at an exit; for a latch with several back edges,
-// which share its break edge and so their IDs, the first one's). Iteration paths of a loop body
-// made of two-way branches then number like binary numbers, one bit per branch, so two paths that
-// differ in one branch never share a slot (docs/KPATH.md, "Guesses"). A path ID always ends at the
-// same site, so its slot is a function of the ID, as the runtime needs.
-void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add, uint64_t start) {
+// The guess slot: the parity of the one bits among the low 16 of the ID's loop-body part,
+// id − body_offset = r − start in the values' numbering, where r would be the path register before
+// the break or exit edge and start the value a restart sets it to when the site's loop iterates (0
+// at an exit; for a latch with several back edges, which share its break edge and so their IDs,
+// the first one's). Iteration paths of a loop body made of two-way branches then number like binary
+// numbers, one bit per branch, so two paths that differ in one branch never share a slot
+// (docs/KPATH.md, "Guesses"). The offset is a constant of the site and a path ID always ends at the
+// same site, so the slot is a function of the ID, as the runtime needs, whatever edges carry the
+// increments.
+void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add, uint64_t body_offset) {
   Type *i64 = b.getInt64Ty();
   Value *r = b.CreateLoad(i64, reg_, "kpath.r");
   Value *id = add ? b.CreateAdd(r, b.getInt64(add), "kpath.id") : r;
-  Value *body = start ? b.CreateSub(r, b.getInt64(start), "kpath.body") : r;
+  Value *body = body_offset ? b.CreateSub(id, b.getInt64(body_offset), "kpath.body") : id;
   // The parity of an i8 (x86-64: test + setnp); on an i64 masked to 8 bits LLVM 14 sometimes
   // emits a whole software popcount.
   Value *folded = b.CreateTrunc(b.CreateXor(body, b.CreateLShr(body, 8)), b.getInt8Ty());
@@ -249,7 +318,7 @@ void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add, uint64_t start) {
 void PathInstrumenter::insert_probe(Instruction *before, const EdgeProbe &p) {
   IRBuilder<> b(before);
   if (p.restart) {
-    emit_path(b, p.emit_add, p.slot_start);
+    emit_path(b, p.emit_add, p.body_offset);
     b.CreateStore(b.getInt64(p.reset), reg_);
   } else {
     Value *r = b.CreateLoad(b.getInt64Ty(), reg_, "kpath.r");
@@ -286,7 +355,8 @@ void PathInstrumenter::insert_exit(uint32_t block) {
   Instruction *before = kind == ExitKind::kNoReturnCall ? dag_.noreturn_call(block) : bb->getTerminator();
   IRBuilder<> b(before);
   b.SetCurrentDebugLocation(before->getDebugLoc());
-  emit_path(b, dag_.graph().edges()[dag_.exit_edge(block)].val, 0);
+  uint32_t exit_edge = dag_.exit_edge(block);
+  emit_path(b, inc_[exit_edge], dag_.graph().edges()[exit_edge].val);
 }
 
 void PathInstrumenter::split_and_insert(const EdgeProbe &p) {
@@ -334,6 +404,10 @@ void PathInstrumenter::promote_register() {
 }
 
 void PathInstrumenter::run() {
+  // Increments only on the chords of a maximum spanning tree of the estimated edge frequencies
+  // (path_graph.h, chord_increments): the same IDs as the values give, with no instruction on the
+  // hot edges. Decided on the untouched CFG, like the placements.
+  inc_ = dag_.graph().chord_increments(edge_weights());
   std::vector<EdgeProbe> probes = collect_probes();
   // Decide every placement on the untouched CFG; then edit in an order that keeps each block's
   // code sequence right: code on an incoming edge runs before code on an outgoing edge or at exit.

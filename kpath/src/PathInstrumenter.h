@@ -1,8 +1,10 @@
 // Inserts the Ball-Larus probes for one function (docs/KPATH.md, "Instrumentation"):
 //   entry:            r = 0; frame = {null, 0}                    (the thesis's ∗ marker, inline)
-//   edge e:           r += val(e)                                 (only where val(e) != 0)
-//   back edge t→h:    step(&frame, F, r + val(t→exit)); r = val(entry→h)
-//   exit block b:     step(&frame, F, r + val(b→exit))            (before ret/resume/noreturn call)
+//   edge e:           r += inc(e)                                 (only where inc(e) != 0)
+//   back edge t→h:    step(&frame, F, r + inc(t→exit)); r = inc(entry→h)
+//   exit block b:     step(&frame, F, r + inc(b→exit))            (before ret/resume/noreturn call)
+// inc = the values moved onto the chords of a spanning tree of the hot edges (Ball-Larus placement,
+// path_graph.h chord_increments): every path's increments still sum to its ID.
 // `r` lives in an alloca that is promoted to SSA at the end. `step` is the inline fast path
 // (follow the window's successor list, count) with a call to __hcct_path_slow on a miss; it is
 // built once per module as an internal function and inlined at every site.
@@ -25,6 +27,7 @@ struct RuntimeApi {
   llvm::FunctionCallee slow;      // void __hcct_path_slow(void *frame, uint64_t function_id, uint64_t path_id, uint64_t slot)
   llvm::GlobalVariable *token;    // __thread uint64_t __hcct_path_token (initial-exec)
   llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v3[kRootCacheSize] (initial-exec)
+  llvm::GlobalVariable *blpp;     // __thread uint64_t __hcct_path_blpp (initial-exec): k = 1, try the roots on a miss
   llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
   // `fast_path` false: no inline fast path, every item calls the runtime.
   static RuntimeApi declare(llvm::Module &m, bool fast_path);
@@ -38,11 +41,11 @@ namespace abi = hcct::kpath_abi;
 struct EdgeProbe {
   llvm::BasicBlock *from = nullptr;
   llvm::BasicBlock *to = nullptr;
-  uint64_t add = 0;         // r += add (plain edge)
-  bool restart = false;     // back or cut edge: emit r + emit_add, then r = reset
+  uint64_t add = 0;          // r += add (plain edge)
+  bool restart = false;      // back or cut edge: emit r + emit_add, then r = reset
   uint64_t emit_add = 0;
   uint64_t reset = 0;
-  uint64_t slot_start = 0;  // restart: what emit_path subtracts before choosing the guess slot
+  uint64_t body_offset = 0;  // restart: what emit_path subtracts from the ID before choosing the guess slot
 };
 
 class PathInstrumenter {
@@ -54,12 +57,13 @@ class PathInstrumenter {
  private:
   enum class Placement { kEndOfSource, kStartOfTarget, kSplit, kDispatch };
 
+  std::vector<uint64_t> edge_weights() const;
   std::vector<EdgeProbe> collect_probes() const;
   Placement place(const EdgeProbe &p) const;
   void insert_prologue();
   void insert_probe(llvm::Instruction *before, const EdgeProbe &p);
   void insert_exit(uint32_t block);
-  void emit_path(llvm::IRBuilder<> &b, uint64_t add, uint64_t start);
+  void emit_path(llvm::IRBuilder<> &b, uint64_t add, uint64_t body_offset);
   void split_and_insert(const EdgeProbe &p);
   void dispatch_at(llvm::BasicBlock *to, const std::vector<EdgeProbe> &probes);
   void promote_register();
@@ -70,6 +74,7 @@ class PathInstrumenter {
   const FunctionDag &dag_;
   uint64_t function_id_;
   const RuntimeApi &api_;
+  std::vector<uint64_t> inc_;          // per DAG edge: its increment (0 on the spanning tree)
   llvm::AllocaInst *reg_ = nullptr;    // the path register r
   llvm::AllocaInst *w_ = nullptr;      // the window (KsfNode *), a register after promotion
   llvm::AllocaInst *owner_ = nullptr;  // the frame's owner value, a register after promotion

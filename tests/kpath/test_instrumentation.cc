@@ -129,3 +129,42 @@ TEST_CASE("instrumentation: late stage instruments the optimised CFG correctly")
     check_program(opt_ir, "kpath-late", uint64_t(1) << 62, seed);
   }
 }
+
+// Ball-Larus placement: the increments sit on the chords of a spanning tree of the estimated
+// frequencies, so the hot side of a branch carries no instruction, whichever successor it is (the
+// numbering alone gives the first successor 0 and the second an add). Exactness is the test above.
+TEST_CASE("instrumentation: the hot side of a loop's branch carries no increment") {
+  fs::path dir = work_dir();
+  for (bool hot_first : {true, false}) {
+    std::string first = hot_first ? "hot" : "cold", second = hot_first ? "cold" : "hot";
+    std::string weights = hot_first ? "!{!\"branch_weights\", i32 1000, i32 1}" : "!{!\"branch_weights\", i32 1, i32 1000}";
+    std::string ir =
+        "define void @f(i32 %n, i32* %p) {\n"
+        "entry:\n  br label %header\n"
+        "header:\n  %i = phi i32 [ 0, %entry ], [ %i1, %latch ]\n  %v = load volatile i32, i32* %p\n"
+        "  %c = icmp eq i32 %v, 0\n  br i1 %c, label %" + first + ", label %" + second + ", !prof !0\n"
+        "hot:\n  store volatile i32 1, i32* %p\n  br label %latch\n"
+        "cold:\n  store volatile i32 2, i32* %p\n  br label %latch\n"
+        "latch:\n  %i1 = add i32 %i, 1\n  %d = icmp slt i32 %i1, %n\n  br i1 %d, label %header, label %exit\n"
+        "exit:\n  ret void\n}\n"
+        "!0 = " + weights + "\n";
+    fs::path src = dir / (std::string("hot_") + first + ".ll"), out = dir / (std::string("hot_") + first + ".kpath.ll");
+    std::ofstream(src) << ir;
+    run(std::string(HCCT_OPT) + " -S -load-pass-plugin " + HCCT_KPATH_PLUGIN + " -passes=kpath " + src.string() + " -o " +
+        out.string() + " 2>&1");
+    llvm::LLVMContext ctx;
+    llvm::SMDiagnostic err;
+    auto m = llvm::parseIRFile(out.string(), err, ctx);
+    REQUIRE(m);
+    llvm::Function *f = m->getFunction("f");
+    REQUIRE(f);
+    INFO("hot successor first: " << hot_first);
+    size_t hot_size = 0, cold_size = 0;
+    for (llvm::BasicBlock &bb : *f) {
+      if (bb.getName() == "hot") hot_size = bb.size();
+      if (bb.getName() == "cold") cold_size = bb.size();
+    }
+    CHECK(hot_size == 2);   // its store and branch: no increment on the edges in or out
+    CHECK(cold_size == 3);  // the store, the branch and the increment of the path register
+  }
+}

@@ -114,6 +114,26 @@ void check_structure(const FunctionDag &dag) {
   REQUIRE(g.topological_order());
 }
 
+// Ball-Larus chord placement: along every entry-to-exit path the increments sum to the path's ID,
+// and a spanning tree of edges (with the virtual exit→entry edge: nodes − 1 of them) carries none.
+// `heaviest` (an edge index, or -1) has the largest weight, so it must be in the tree.
+void check_chords(const PathGraph &g, const std::vector<uint64_t> &weight, int64_t heaviest) {
+  std::vector<uint64_t> inc = g.chord_increments(weight);
+  REQUIRE(inc.size() == g.edges().size());
+  std::vector<std::vector<uint32_t>> paths;
+  REQUIRE(enumerate(g, 200000, &paths));
+  for (const auto &p : paths) {
+    uint64_t sum = 0;
+    for (uint32_t e : p) sum += inc[e];
+    REQUIRE(sum == g.id_of(p));
+  }
+  size_t zero = 0;
+  for (uint64_t i : inc) zero += i == 0;
+  // Every node is reachable from the entry here, so the tree spans all g.blocks() + 1 nodes.
+  CHECK(zero + 1 >= g.blocks());
+  if (heaviest >= 0) CHECK(inc[size_t(heaviest)] == 0);
+}
+
 }  // namespace
 
 TEST_CASE("numbering: random DAGs map paths one-to-one onto 0 .. N-1") {
@@ -123,6 +143,26 @@ TEST_CASE("numbering: random DAGs map paths one-to-one onto 0 .. N-1") {
     PathGraph g = random_dag(rng, n);
     REQUIRE(g.number());
     check_bijection(g);
+  }
+}
+
+TEST_CASE("numbering: increments on the chords of a maximum spanning tree sum to the same IDs") {
+  std::mt19937_64 rng(7);
+  for (int t = 0; t < 300; ++t) {
+    uint32_t n = 1 + uint32_t(rng() % 14);
+    PathGraph g = random_dag(rng, n);
+    REQUIRE(g.number());
+    std::vector<uint64_t> weight(g.edges().size());
+    for (uint64_t &w : weight) w = rng() % 100;
+    // The heaviest edge is in the tree unless it joins the entry to the exit, which the virtual
+    // exit→entry edge already joins.
+    int64_t heaviest = int64_t(rng() % weight.size());
+    const DagEdge &h = g.edges()[size_t(heaviest)];
+    if (h.from == 0 && h.to == g.exit()) heaviest = -1;
+    else weight[size_t(heaviest)] = 1000;
+    INFO("trial " << t);
+    check_chords(g, weight, heaviest);
+    check_chords(g, std::vector<uint64_t>(g.edges().size(), 0), -1);  // all ties
   }
 }
 
@@ -164,6 +204,9 @@ TEST_CASE("numbering: generated LLVM CFGs (loops, irreducible, switch, indirectb
     check_structure(*dag);
     check_bijection(dag->graph());
     CHECK_FALSE(dag->has_cut_edges());
+    std::vector<uint64_t> weight(dag->graph().edges().size());
+    for (size_t e = 0; e < weight.size(); ++e) weight[e] = (seed * 31 + e * 17) % 13;
+    check_chords(dag->graph(), weight, -1);
     if (!dag->restarts().empty()) ++with_loops;
     std::set<uint32_t> headers;
     for (const auto &r : dag->restarts()) headers.insert(r.to);
@@ -194,6 +237,7 @@ TEST_CASE("numbering: overflow fallback cuts edges until the count fits") {
     CHECK(dag->graph().num_paths() <= limit);
     check_structure(*dag);
     check_bijection(dag->graph());
+    check_chords(dag->graph(), std::vector<uint64_t>(dag->graph().edges().size(), 1), -1);
     for (const auto &r : dag->restarts())
       if (r.cut) ++cut;
   }

@@ -44,6 +44,11 @@ constexpr size_t root_slot(uint64_t function, uint64_t id) {
 inline constexpr char kSlowSymbol[] = "__hcct_path_slow";       // void (PathFrame *, fn, id, slot)
 inline constexpr char kTokenSymbol[] = "__hcct_path_token";     // __thread uint64_t
 inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v3";  // __thread KsfNode *[kRootCacheSize]
+// Nonzero while the thread's profiler counts Ball-Larus paths (k = 1), where every item is a root:
+// the fast path then tries the root cache when neither guess is the item, instead of calling the
+// runtime (issue 24). Read only on that miss; an object built before it existed still links and
+// runs (its misses call the runtime), one built after needs a runtime that defines it.
+inline constexpr char kBlppSymbol[] = "__hcct_path_blpp";       // __thread uint64_t
 
 }  // namespace hcct::kpath_abi
 

@@ -7,6 +7,7 @@
 // and latch→exit (kBreak), which preserves the number of acyclic paths and is reversible.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -139,6 +140,68 @@ class PathGraph {
       if (e.to != exit()) out.push_back(e.to);
     }
     return out;
+  }
+
+  // Ball-Larus increment placement ("Efficient Path Profiling", 1996, §3.3: event counting on the
+  // chords of a spanning tree). Returns one increment per edge such that the increments along any
+  // entry-to-exit path sum to its ID (mod 2^64, like the values: IDs are unchanged, so the decoder
+  // and every offline tool keep using the values), and every edge of a maximum spanning tree of
+  // the undirected graph plus a virtual edge exit→entry has increment 0. With `weight` an estimate
+  // of how often each edge runs, the hot edges are tree edges and carry no instruction.
+  //
+  // Why it is exact: give each node a potential p, p(entry) = p(exit) = 0 (the virtual edge is in
+  // the tree) and p(v) = p(u) + val(e) along every tree edge u→v; then inc(e) = val(e) + p(u) − p(v)
+  // is 0 on tree edges, and along a path the potentials telescope to p(entry) − p(exit) = 0.
+  // Call after number(). Ties keep the lower edge index (deterministic placement).
+  std::vector<uint64_t> chord_increments(const std::vector<uint64_t> &weight) const {
+    const uint32_t nodes = blocks_ + 1;
+    std::vector<uint32_t> parent(nodes);
+    for (uint32_t v = 0; v < nodes; ++v) parent[v] = v;
+    auto find = [&](uint32_t v) {
+      while (parent[v] != v) v = parent[v] = parent[parent[v]];
+      return v;
+    };
+    std::vector<uint32_t> order(edges_.size());
+    for (uint32_t e = 0; e < order.size(); ++e) order[e] = e;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return weight[a] > weight[b]; });
+    parent[exit()] = 0;  // the virtual edge exit→entry, always in the tree
+    // Tree adjacency: (neighbour, edge index, whether the edge leaves this node).
+    struct TreeArc {
+      uint32_t to, edge;
+      bool forward;
+    };
+    std::vector<std::vector<TreeArc>> tree(nodes);
+    for (uint32_t e : order) {
+      const DagEdge &d = edges_[e];
+      uint32_t a = find(d.from), b = find(d.to);
+      if (a == b) continue;
+      parent[a] = b;
+      tree[d.from].push_back({d.to, e, true});
+      tree[d.to].push_back({d.from, e, false});
+    }
+    std::vector<uint64_t> potential(nodes, 0);
+    std::vector<uint8_t> done(nodes, 0);
+    std::vector<uint32_t> stack;
+    for (uint32_t root : {0u, exit()}) {  // both at potential 0: the virtual edge's ends
+      if (done[root]) continue;
+      done[root] = 1;
+      stack.push_back(root);
+      while (!stack.empty()) {
+        uint32_t v = stack.back();
+        stack.pop_back();
+        for (const TreeArc &arc : tree[v]) {
+          if (done[arc.to]) continue;
+          done[arc.to] = 1;
+          uint64_t val = edges_[arc.edge].val;
+          potential[arc.to] = arc.forward ? potential[v] + val : potential[v] - val;
+          stack.push_back(arc.to);
+        }
+      }
+    }
+    std::vector<uint64_t> inc(edges_.size());
+    for (uint32_t e = 0; e < edges_.size(); ++e)
+      inc[e] = edges_[e].val + potential[edges_[e].from] - potential[edges_[e].to];
+    return inc;
   }
 
   // Restores values read from elsewhere (metadata); checked by the caller against number().
