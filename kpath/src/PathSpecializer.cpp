@@ -15,6 +15,7 @@
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
 namespace hcct::kpath {
@@ -353,6 +354,9 @@ void PathSpecializer::build() {
   BasicBlock *header = loop_.getHeader();
   Function &f = *header->getParent();
   LLVMContext &ctx = f.getContext();
+  // Before the loop changes: SCEV sees it as it was.
+  for (Plan &p : plans_)
+    if (!p.stores.empty()) p.disjoint_whole_loop = disjoint_whole_loop(p);
 
   // G takes over the header's role: its phis are the loop state, and every edge into the header
   // now goes to G.
@@ -410,6 +414,64 @@ void PathSpecializer::build() {
   }
 }
 
+Value *PathSpecializer::disjoint_whole_loop(const Plan &p) {
+  // LoopVersioning's check, once per entry of the clone instead of once per window: each access's
+  // extremes over the rest of the loop are its first and last iteration's (affine), or itself.
+  BasicBlock *preheader = loop_.getLoopPreheader();
+  const SCEV *last = se_.getBackedgeTakenCount(&loop_);
+  if (!preheader || isa<SCEVCouldNotCompute>(last)) return nullptr;
+  const DataLayout &dl = preheader->getModule()->getDataLayout();
+  ArrayRef<Access> loads = p.independent ? ArrayRef<Access>(p.path_loads) : p.guard_loads;
+  struct Extremes {
+    const SCEV *base, *first, *last;
+    uint64_t bytes;
+  };
+  std::vector<Extremes> stores, reads;
+  for (auto [accesses, out] : {std::pair{ArrayRef<Access>(p.stores), &stores}, std::pair{loads, &reads}})
+    for (const Access &a : accesses) {
+      const SCEV *s = se_.getSCEV(a.pointer);
+      Extremes e{se_.getPointerBase(s), s, s, a.bytes};
+      if (const auto *rec = dyn_cast<SCEVAddRecExpr>(s); rec && rec->getLoop() == &loop_ && rec->isAffine()) {
+        e.first = rec->getStart();
+        e.last = rec->evaluateAtIteration(last, se_);
+      } else if (!se_.isLoopInvariant(s, &loop_)) {
+        return nullptr;
+      }
+      if (!isSafeToExpand(e.first, se_) || !isSafeToExpand(e.last, se_)) return nullptr;
+      out->push_back(e);
+    }
+  SCEVExpander expander(se_, dl, "hcct.spec.whole");
+  IRBuilder<> b(preheader->getTerminator());
+  Type *intptr = b.getInt64Ty();
+  auto address = [&](const SCEV *s) {
+    return b.CreatePtrToInt(expander.expandCodeFor(s, nullptr, preheader->getTerminator()), intptr);
+  };
+  // One range per pointer base, as no_overlap() does per window.
+  auto ranges = [&](const std::vector<Extremes> &accesses) {
+    std::vector<std::pair<const SCEV *, std::pair<Value *, Value *>>> out;
+    for (const Extremes &e : accesses) {
+      Value *first = address(e.first), *end = address(e.last);
+      Value *first_low = b.CreateICmpULE(first, end);
+      Value *lo = b.CreateSelect(first_low, first, end);
+      Value *hi = b.CreateAdd(b.CreateSelect(first_low, end, first), b.getInt64(e.bytes));
+      auto it = std::find_if(out.begin(), out.end(), [&](auto &g) { return g.first == e.base; });
+      if (it == out.end()) {
+        out.push_back({e.base, {lo, hi}});
+      } else {
+        it->second.first = b.CreateSelect(b.CreateICmpULT(lo, it->second.first), lo, it->second.first);
+        it->second.second = b.CreateSelect(b.CreateICmpUGT(hi, it->second.second), hi, it->second.second);
+      }
+    }
+    return out;
+  };
+  Value *ok = b.getTrue();
+  for (auto &[sb, s] : ranges(stores))
+    for (auto &[lb, l] : ranges(reads))
+      ok = b.CreateAnd(ok, b.CreateOr(b.CreateICmpULE(s.second, l.first), b.CreateICmpULE(l.second, s.first)),
+                       "hcct.spec.disjoint.loop");
+  return ok;
+}
+
 BasicBlock *PathSpecializer::build_guard(Plan &p, BasicBlock *check, const std::function<BasicBlock *(BasicBlock *)> &fail_to) {
   // (Values of another pattern's guard need not dominate this one's.)
   memo_.assign(p.factor, DenseMap<Value *, Value *>());
@@ -423,13 +485,26 @@ BasicBlock *PathSpecializer::build_guard(Plan &p, BasicBlock *check, const std::
     if (!c.reads_memory && !c.kept) ok = b.CreateAnd(ok, holds_in_window(c, p.factor, b));
   // Reads of the guard after the window's stores must see nothing they wrote; with every load of
   // the fast loop checked, its loads and stores are independent, which the metadata says.
-  p.independent = !p.stores.empty() && p.path_loads_affine && !p.path_loads.empty();
-  if (!p.stores.empty())
-    ok = b.CreateAnd(ok, no_overlap(p.stores, p.independent ? ArrayRef<Access>(p.path_loads) : p.guard_loads, p.factor, b));
+  ArrayRef<Access> checked_loads = p.independent ? ArrayRef<Access>(p.path_loads) : p.guard_loads;
+  if (!p.stores.empty() && !p.disjoint_whole_loop) ok = b.CreateAnd(ok, no_overlap(p.stores, checked_loads, p.factor, b));
   BasicBlock *fast_entry = BasicBlock::Create(ctx, header->getName() + ".spec.fast", &f, header);
   BasicBlock *after_guard = fast_entry;
   if (!p.guard_loads.empty()) after_guard = BasicBlock::Create(ctx, header->getName() + ".spec.loads", &f, fast_entry);
-  b.CreateCondBr(ok, after_guard, fail_to(check));
+  if (p.disjoint_whole_loop) {
+    // Disjoint over the whole rest of the loop (checked once, in the preheader): no window check.
+    // Else the window's own, in a block of its own, whose values the later blocks do not see.
+    BasicBlock *window = BasicBlock::Create(ctx, header->getName() + ".spec.overlap", &f, after_guard);
+    BasicBlock *memory_ok = BasicBlock::Create(ctx, header->getName() + ".spec.disjoint", &f, after_guard);
+    b.CreateCondBr(ok, memory_ok, fail_to(check));
+    BranchInst::Create(after_guard, window, p.disjoint_whole_loop, memory_ok);
+    IRBuilder<> w(window);
+    auto kept = memo_;
+    Value *window_ok = no_overlap(p.stores, checked_loads, p.factor, w);
+    memo_ = std::move(kept);
+    w.CreateCondBr(window_ok, after_guard, fail_to(window));
+  } else {
+    b.CreateCondBr(ok, after_guard, fail_to(check));
+  }
   if (after_guard != fast_entry) {
     IRBuilder<> l(after_guard);
     Value *ok_loads = l.getTrue();
@@ -544,6 +619,7 @@ std::string PathSpecializer::add(ArrayRef<BasicBlock *> path, unsigned factor) {
   p.factor = factor;
   if (std::string why = check(p, path); !why.empty()) return why;
   p.latch_location = path.back()->getTerminator()->getDebugLoc();
+  p.independent = !p.stores.empty() && p.path_loads_affine && !p.path_loads.empty();
   p.vectorisable = vectorisable(p);
   plans_.push_back(std::move(p));
   return "";

@@ -99,6 +99,7 @@ class PathSpecializer {
     llvm::SmallVector<Access, 32> path_loads;
     bool path_loads_affine = true;
     bool independent = false;
+    llvm::Value *disjoint_whole_loop = nullptr;  // in the preheader (nullptr: windows check themselves)
     bool vectorisable = false;  // the fast loop gets llvm.loop.vectorize.enable
   };
 
@@ -124,6 +125,9 @@ class PathSpecializer {
   // Whether LLVM's loop vectoriser can take p's fast loop, as far as can be told before it runs:
   // a forced hint it cannot honour is a compiler warning for the user (-Wpass-failed).
   bool vectorisable(const Plan &p);
+  // Whether p's stores and the loads checked against them are disjoint over the whole rest of the
+  // loop, built in the preheader; nullptr when SCEV cannot bound the loop.
+  llvm::Value *disjoint_whole_loop(const Plan &p);
   void find_monotone(Condition &c);
   llvm::Value *holds_in_window(const Condition &c, unsigned factor, llvm::IRBuilder<> &b);
   void mark_independent(llvm::ArrayRef<llvm::BasicBlock *> blocks);
