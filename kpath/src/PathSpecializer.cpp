@@ -291,46 +291,44 @@ Value *PathSpecializer::at_iteration(Value *v, unsigned j, IRBuilder<> &b) {
   return out;
 }
 
-std::pair<Value *, Value *> PathSpecializer::window_range(ArrayRef<Access> group, unsigned factor, IRBuilder<> &b) {
-  // Affine addresses: each access's extremes in the window are its first and last iteration's.
-  Type *intptr = b.getInt64Ty();
-  Value *lo = nullptr, *hi = nullptr;
-  for (const Access &a : group) {
-    Value *first = b.CreatePtrToInt(at_iteration(a.pointer, 0, b), intptr);
-    Value *last = b.CreatePtrToInt(at_iteration(a.pointer, factor - 1, b), intptr);
-    Value *first_low = b.CreateICmpULE(first, last);
-    Value *a_lo = b.CreateSelect(first_low, first, last);
-    Value *a_hi = b.CreateAdd(b.CreateSelect(first_low, last, first), b.getInt64(a.bytes));
-    lo = lo ? b.CreateSelect(b.CreateICmpULT(a_lo, lo), a_lo, lo) : a_lo;
-    hi = hi ? b.CreateSelect(b.CreateICmpUGT(a_hi, hi), a_hi, hi) : a_hi;
-  }
-  return {lo, hi};
-}
-
-Value *PathSpecializer::no_overlap(ArrayRef<Access> stores, ArrayRef<Access> loads, unsigned factor, IRBuilder<> &b) {
+Value *PathSpecializer::disjoint(ArrayRef<Access> stores, ArrayRef<Access> loads, const Extremes &extremes, IRBuilder<> &b,
+                                 const char *name) {
   // One range per pointer base (one array each, as a rule): a union over different arrays could
   // span an unrelated one.
-  auto groups = [&](ArrayRef<Access> accesses) {
-    std::vector<std::pair<const SCEV *, SmallVector<Access, 8>>> out;
+  auto ranges = [&](ArrayRef<Access> accesses) {
+    std::vector<std::pair<const SCEV *, std::pair<Value *, Value *>>> out;
     for (const Access &a : accesses) {
+      auto [first, last] = extremes(a);
+      Value *first_low = b.CreateICmpULE(first, last);
+      Value *lo = b.CreateSelect(first_low, first, last);
+      Value *hi = b.CreateAdd(b.CreateSelect(first_low, last, first), b.getInt64(a.bytes));
       const SCEV *base = se_.getPointerBase(se_.getSCEV(a.pointer));
       auto it = std::find_if(out.begin(), out.end(), [&](auto &g) { return g.first == base; });
-      if (it == out.end()) it = out.insert(out.end(), {base, {}});
-      it->second.push_back(a);
+      if (it == out.end()) {
+        out.push_back({base, {lo, hi}});
+      } else {
+        it->second.first = b.CreateSelect(b.CreateICmpULT(lo, it->second.first), lo, it->second.first);
+        it->second.second = b.CreateSelect(b.CreateICmpUGT(hi, it->second.second), hi, it->second.second);
+      }
     }
     return out;
   };
-  auto store_groups = groups(stores), load_groups = groups(loads);
+  auto store_ranges = ranges(stores), load_ranges = ranges(loads);
   Value *ok = b.getTrue();
-  for (auto &[sb, sg] : store_groups) {
-    auto [store_lo, store_hi] = window_range(sg, factor, b);
-    for (auto &[lb, lg] : load_groups) {
-      auto [load_lo, load_hi] = window_range(lg, factor, b);
-      ok = b.CreateAnd(ok, b.CreateOr(b.CreateICmpULE(store_hi, load_lo), b.CreateICmpULE(load_hi, store_lo)),
-                       "hcct.spec.disjoint");
-    }
-  }
+  for (auto &[sb, store] : store_ranges)
+    for (auto &[lb, load] : load_ranges)
+      ok = b.CreateAnd(ok, b.CreateOr(b.CreateICmpULE(store.second, load.first), b.CreateICmpULE(load.second, store.first)),
+                       name);
   return ok;
+}
+
+Value *PathSpecializer::no_overlap(ArrayRef<Access> stores, ArrayRef<Access> loads, unsigned factor, IRBuilder<> &b) {
+  // Affine addresses: each access's extremes in the window are its first and last iteration's.
+  auto window = [&](const Access &a) {
+    return std::pair{b.CreatePtrToInt(at_iteration(a.pointer, 0, b), b.getInt64Ty()),
+                     b.CreatePtrToInt(at_iteration(a.pointer, factor - 1, b), b.getInt64Ty())};
+  };
+  return disjoint(stores, loads, window, b, "hcct.spec.disjoint");
 }
 
 void PathSpecializer::mark_independent(ArrayRef<BasicBlock *> blocks) {
@@ -420,56 +418,29 @@ Value *PathSpecializer::disjoint_whole_loop(const Plan &p) {
   BasicBlock *preheader = loop_.getLoopPreheader();
   const SCEV *last = se_.getBackedgeTakenCount(&loop_);
   if (!preheader || isa<SCEVCouldNotCompute>(last)) return nullptr;
-  const DataLayout &dl = preheader->getModule()->getDataLayout();
   ArrayRef<Access> loads = p.independent ? ArrayRef<Access>(p.path_loads) : p.guard_loads;
-  struct Extremes {
-    const SCEV *base, *first, *last;
-    uint64_t bytes;
-  };
-  std::vector<Extremes> stores, reads;
-  for (auto [accesses, out] : {std::pair{ArrayRef<Access>(p.stores), &stores}, std::pair{loads, &reads}})
+  DenseMap<Value *, std::pair<const SCEV *, const SCEV *>> extremes;
+  for (ArrayRef<Access> accesses : {ArrayRef<Access>(p.stores), loads})
     for (const Access &a : accesses) {
       const SCEV *s = se_.getSCEV(a.pointer);
-      Extremes e{se_.getPointerBase(s), s, s, a.bytes};
-      if (const auto *rec = dyn_cast<SCEVAddRecExpr>(s); rec && rec->getLoop() == &loop_ && rec->isAffine()) {
-        e.first = rec->getStart();
-        e.last = rec->evaluateAtIteration(last, se_);
-      } else if (!se_.isLoopInvariant(s, &loop_)) {
+      std::pair<const SCEV *, const SCEV *> e{s, s};
+      if (const auto *rec = dyn_cast<SCEVAddRecExpr>(s); rec && rec->getLoop() == &loop_ && rec->isAffine())
+        e = {rec->getStart(), rec->evaluateAtIteration(last, se_)};
+      else if (!se_.isLoopInvariant(s, &loop_))
         return nullptr;
-      }
-      if (!isSafeToExpand(e.first, se_) || !isSafeToExpand(e.last, se_)) return nullptr;
-      out->push_back(e);
+      if (!isSafeToExpand(e.first, se_) || !isSafeToExpand(e.second, se_)) return nullptr;
+      extremes[a.pointer] = e;
     }
-  SCEVExpander expander(se_, dl, "hcct.spec.whole");
+  SCEVExpander expander(se_, preheader->getModule()->getDataLayout(), "hcct.spec.whole");
   IRBuilder<> b(preheader->getTerminator());
-  Type *intptr = b.getInt64Ty();
   auto address = [&](const SCEV *s) {
-    return b.CreatePtrToInt(expander.expandCodeFor(s, nullptr, preheader->getTerminator()), intptr);
+    return b.CreatePtrToInt(expander.expandCodeFor(s, nullptr, preheader->getTerminator()), b.getInt64Ty());
   };
-  // One range per pointer base, as no_overlap() does per window.
-  auto ranges = [&](const std::vector<Extremes> &accesses) {
-    std::vector<std::pair<const SCEV *, std::pair<Value *, Value *>>> out;
-    for (const Extremes &e : accesses) {
-      Value *first = address(e.first), *end = address(e.last);
-      Value *first_low = b.CreateICmpULE(first, end);
-      Value *lo = b.CreateSelect(first_low, first, end);
-      Value *hi = b.CreateAdd(b.CreateSelect(first_low, end, first), b.getInt64(e.bytes));
-      auto it = std::find_if(out.begin(), out.end(), [&](auto &g) { return g.first == e.base; });
-      if (it == out.end()) {
-        out.push_back({e.base, {lo, hi}});
-      } else {
-        it->second.first = b.CreateSelect(b.CreateICmpULT(lo, it->second.first), lo, it->second.first);
-        it->second.second = b.CreateSelect(b.CreateICmpUGT(hi, it->second.second), hi, it->second.second);
-      }
-    }
-    return out;
+  auto whole_loop = [&](const Access &a) {
+    auto [first, end] = extremes.lookup(a.pointer);
+    return std::pair{address(first), address(end)};
   };
-  Value *ok = b.getTrue();
-  for (auto &[sb, s] : ranges(stores))
-    for (auto &[lb, l] : ranges(reads))
-      ok = b.CreateAnd(ok, b.CreateOr(b.CreateICmpULE(s.second, l.first), b.CreateICmpULE(l.second, s.first)),
-                       "hcct.spec.disjoint.loop");
-  return ok;
+  return disjoint(p.stores, loads, whole_loop, b, "hcct.spec.disjoint.loop");
 }
 
 BasicBlock *PathSpecializer::build_guard(Plan &p, BasicBlock *check, const std::function<BasicBlock *(BasicBlock *)> &fail_to) {

@@ -111,10 +111,14 @@ class PathSpecializer {
   bool affine_pointer(llvm::Value *pointer) const;
   // `v` at iteration j of the window, built at `b` (memoised per iteration).
   llvm::Value *at_iteration(llvm::Value *v, unsigned j, llvm::IRBuilder<> &b);
-  // Whether the bytes `stores` write and `loads` read in the F iterations of the window are
-  // disjoint; accesses are grouped by their SCEV pointer base, one range per group.
+  // An access's first and last address (as integers) over the iterations in question.
+  using Extremes = std::function<std::pair<llvm::Value *, llvm::Value *>(const Access &)>;
+  // Whether the bytes `stores` write and `loads` read are disjoint, at `b`; accesses are grouped by
+  // their SCEV pointer base, one range per group.
+  llvm::Value *disjoint(llvm::ArrayRef<Access> stores, llvm::ArrayRef<Access> loads, const Extremes &extremes,
+                        llvm::IRBuilder<> &b, const char *name);
+  // disjoint() over the F iterations of the window.
   llvm::Value *no_overlap(llvm::ArrayRef<Access> stores, llvm::ArrayRef<Access> loads, unsigned factor, llvm::IRBuilder<> &b);
-  std::pair<llvm::Value *, llvm::Value *> window_range(llvm::ArrayRef<Access> group, unsigned factor, llvm::IRBuilder<> &b);
   // The guard of `p` in `check`; returns the fast loop's entry. `fail_to(block)` is where a
   // failed test in `block` goes.
   llvm::BasicBlock *build_guard(Plan &p, llvm::BasicBlock *check,
