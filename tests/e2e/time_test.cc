@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "harness.h"
@@ -54,6 +55,14 @@ const ha::ThreadProfile *thread_with(const ha::Process &p, const std::string &fn
   return nullptr;
 }
 
+// The one-minute load average exceeds twice the processors online (/proc/loadavg).
+bool machine_overloaded() {
+  std::ifstream loadavg("/proc/loadavg");
+  double load = 0;
+  if (!(loadavg >> load)) return false;
+  return load > 2.0 * double(sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 void check_known_split(const std::string &options, const std::vector<std::string> &extra_args) {
   std::vector<std::string> argv{kSplit, "0.25"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
@@ -70,7 +79,9 @@ void check_known_split(const std::string &options, const std::vector<std::string
     if (m.samples + m.samples_lost < 100) continue;  // the sleeping thread
     double lost = double(m.samples_lost) / double(m.samples + m.samples_lost);
     double limit = &t == &set.processes[0].threads[0] ? 0.01 : 0.05;
-    if (lost > limit && lost < 0.2)
+    // Beyond 20 % the loss is taken for the runtime's fault, unless the machine is overloaded
+    // (a load average of more than twice its processors: other builds' threads starve the sampler).
+    if (lost > limit && (lost < 0.2 || machine_overloaded()))
       hcct::test::skip_test("the machine is too loaded to check shares: " + std::to_string(100 * lost) +
                             "% of a thread's samples were delayed past the 50 ms a delivery may charge");
   }
