@@ -145,10 +145,24 @@ TEST_CASE("report: hcct mode header and unmonitored counts", "[cli][report]") {
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("mode hcct"));
   CHECK_THAT(r.out, Catch::Contains("epsilon = 0.2 (5 counters)"));
+  // The fixture's counters never filled (min_count 0): nothing was evicted, so no estimate is off.
+  CHECK_THAT(r.out, Catch::Contains("counts are exact (the counters never filled, nothing was evicted)"));
+  CHECK_THAT(r.out, !Catch::Contains("at most 0 above"));
   // main is an unmonitored cold ancestor: no count of its own, a total of the estimates below it.
   auto main_line = lines_with(r.out, "main (");
   REQUIRE(main_line.size() == 1);
   CHECK_THAT(main_line[0], Catch::StartsWith("    704   99.86%        -        -  main ("));
+}
+
+TEST_CASE("report: hcct mode header states Space-Saving's bound once counters were evicted", "[cli][report]") {
+  TempDir dir;
+  ThreadProfile p = hcct::test::symtest_profile(fixture(), Mode::hcct, 5000, 0);
+  p.meta.min_count = 3;
+  write_profile(dir / profile_file_name(5000, 0), p);
+  Result r = hcct_cmd({"report", dir.path().string(), "--phi", "0.1", "--width", "0"});
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("counts are estimates, each at most 3 above the true count"));
+  CHECK_THAT(r.out, !Catch::Contains("counts are exact"));
 }
 
 TEST_CASE("report --json", "[cli][report]") {

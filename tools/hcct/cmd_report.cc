@@ -139,9 +139,14 @@ std::string report_header(const TreeInput &t, const ReportOptions &o, uint64_t t
          ": " + calls_summary(m) + "; phi = " + format_double(o.phi) + ", threshold floor(phi*" + whole +
          ") = " + with_commas(threshold) + "\n";
   if (m.mode == Mode::hcct) {
-    out += "# epsilon = " + format_double(m.epsilon) + " (" + with_commas(m.counters) +
-           " counters): counts are estimates, each at most " + with_commas(m.min_count) +
-           " above the true count (epsilon*N = " + format_double(m.epsilon * double(m.calls)) + ")\n";
+    // A minimum counter of 0 means the counters never filled: no context was ever evicted, so every
+    // count is exact (Space-Saving overestimates only through evictions).
+    out += "# epsilon = " + format_double(m.epsilon) + " (" + with_commas(m.counters) + " counters): " +
+           (m.min_count == 0 ? std::string("counts are exact (the counters never filled, nothing was evicted)")
+                             : "counts are estimates, each at most " + with_commas(m.min_count) +
+                                   " above the true count (epsilon*N = " + format_double(m.epsilon * double(m.calls)) +
+                                   ")") +
+           "\n";
     if (o.phi <= m.epsilon)
       out += "# note: phi <= epsilon, so contexts near the threshold may be false positives; choose phi > epsilon\n";
   } else if (m.mode == Mode::cct) {

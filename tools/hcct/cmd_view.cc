@@ -490,7 +490,9 @@ function build() {
     section.appendChild(el("h2", {}, (DATA.profiles.length > 1 ? (i ? "B: " : "A: ") : "") + s.input));
     let text = "mode " + s.mode + ", " + fmtInt(s.calls) + " " + s.unit + (s.lost ? " + " + fmtInt(s.lost) + " lost" : "") +
       ", " + fmtInt(s.contexts) + " contexts";
-    if (s.mode === "hcct") text += "; counts are estimates, each at most " + fmtInt(s.error_bound) + " above the true count";
+    if (s.mode === "hcct")
+      text += s.error_bound ? "; counts are estimates, each at most " + fmtInt(s.error_bound) + " above the true count"
+                            : "; counts are exact (the counters never filled, nothing was evicted)";
     if (s.folded) text += "; recursion folded (" + fmtInt(s.folded) + " contexts into their callers)";
     if (s.pruned_self > 0)
       text += "; the " + fmtInt(s.shown) + " frames with the largest totals are drawn: the " + s.unit + " of the smaller contexts (" +
