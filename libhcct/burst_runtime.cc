@@ -360,9 +360,20 @@ struct Walk {
 // chain in its unit's table gives the functions active in it, innermost first, all with the
 // frame's call site and stack pointer: an inlined function's probes pass the return address and
 // CFA of the function it was inlined into.
-HCCT_NOINST void emit(Walk *w, uintptr_t site) {
+//
+// The stack pointer a frame is tagged with is the one its probes pass: its stack pointer at a probe
+// call. The unwinder gives its stack pointer at its call into the frame inside it, which is lower
+// when that call pushed stack arguments (a callee of more than six integer arguments) or the frame
+// grew by alloca since its probes ran: an exit then found its own frame's tag below its stack
+// pointer, popped the frame as stale and counted an unmatched exit (docs/BURSTING.md). Every probe
+// of the frame runs above its calls' stack pointers and below its own return address, so the tag
+// is raised to just below that (`own_cfa` - 8, `own_cfa` the frame's CFA, known from the frame
+// outside it; 0 for the outermost frame, which keeps the unwinder's): an event of the frame or of
+// any frame inside it lies at or below the tag, one of a frame outside it above.
+HCCT_NOINST void emit(Walk *w, uintptr_t site, uintptr_t own_cfa) {
   if (!w->have_pending) return;
   w->pending.site = site;
+  if (own_cfa > w->pending.sp + 8) w->pending.sp = own_cfa - 8;
   if (const SortedSite *chain = w->pending_site) {
     for (uint64_t i = chain->length; i-- > 0;) {
       uintptr_t fn = uintptr_t(chain->chain[i]);
@@ -403,7 +414,7 @@ HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
       }
     }
   }
-  emit(w, ip);  // this frame's IP is the call site of the frame inside it
+  emit(w, ip, frame_sp);  // this frame's IP is the call site of the frame inside it, its CFA-to-be its CFA
   w->pending = PathEntry{start, 0, frame_sp};
   w->pending_site = site;
   w->have_pending = true;
@@ -582,7 +593,7 @@ HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp
   w.exclude_first = !torn_down;
   w.out = &scratch;
   _Unwind_Backtrace(walk_frame, &w);
-  emit(&w, 0);
+  emit(&w, 0, 0);
   scratch.reverse();
   if (excluded_own) *excluded_own = w.excluded_own;
   return scratch.depth();
