@@ -557,6 +557,26 @@ TEST_CASE("machine stack: no unmatched exits, no false contexts (stack arguments
   }
 }
 
+// The time clock's timer thread (burst_sync=unwind|auto) must not turn a single-threaded program
+// into a multi-threaded one for glibc: once pthread_create has run, malloc, free and stdio take
+// atomic locks for good (2.5-3.5 % of Lua's CPU time with no burst at all, docs/BENCHMARKS.md
+// "Plugin bursting on real programs, session 9"). The thread is made with clone().
+TEST_CASE("time-clock bursts leave a single-threaded program single-threaded for glibc", "[bursting][e2e]") {
+  const std::string exe = kPrograms + "/single_threaded";
+  Result plain = run({exe, "1000"});
+  REQUIRE(plain.status == 0);
+  if (plain.out.find("single_threaded 1") == std::string::npos)
+    hcct::test::skip_test("glibc counts this program multi-threaded without the runtime: " + plain.out);
+  auto p = run_profiled({exe}, "mode=hcct:burst=1:burst_sync=unwind");
+  REQUIRE(p.result.status == 0);
+  CHECK_THAT(p.result.out, Catch::Contains("single_threaded 1"));
+  auto set = ha::read_profiles(p.dir);
+  const auto &t = set.processes.at(0).threads.at(0);
+  INFO("bursts " << meta(t, "bursts") << ", " << p.result.out);
+  CHECK(std::stoull(meta(t, "bursts")) > 0);  // the timer thread ran
+  CHECK(meta(t, "burst_clock") == "time");
+}
+
 // Units that cannot be unwound right: burst_sync=auto keeps the shadow stack for them. A unit built
 // with -fplugin-arg-hcct_plugin-unwind-table=no, and an object with the plugin's probes and no
 // descriptor at all (built before descriptors existed).
