@@ -1124,23 +1124,54 @@ tree inlined_scope(rtx_insn *insn) {
   return NULL_TREE;
 }
 
-bool calls_enter_probe(rtx_insn *insn) {
+bool calls_probe(rtx_insn *insn, const char *probe) {
   subrtx_iterator::array_type array;
   FOR_EACH_SUBRTX(iter, array, PATTERN(insn), ALL) {
-    if (SYMBOL_REF_P(*iter) && !strcmp(XSTR(*iter, 0), "__hcct_enter_open"))
+    if (SYMBOL_REF_P(*iter) && !strcmp(XSTR(*iter, 0), probe))
       return true;
   }
   return false;
 }
 
+bool calls_enter_probe(rtx_insn *insn) { return calls_probe(insn, "__hcct_enter_open"); }
+bool calls_exit_probe(rtx_insn *insn) { return calls_probe(insn, "__hcct_exit_open"); }
+
+// The function a probe call passes (`&this_fn`): the function symbol its block loads into one of the
+// call's argument registers (`lea f(%rip), %rdi`), or null. This, not the inlined scope's origin,
+// is what the runtime compares with: the scope of an inlined C++ constructor or destructor names
+// the abstract one, while its probes pass the clone whose body was inlined (C1/C2, D1/D2), which is
+// all the runtime sees.
+tree probe_argument(rtx_insn *call) {
+  int budget = 32;
+  for (rtx_insn *insn = PREV_INSN(call); insn && budget-- > 0; insn = PREV_INSN(insn)) {
+    if (LABEL_P(insn) || CALL_P(insn) || JUMP_P(insn) || BARRIER_P(insn))
+      break;
+    if (!NONDEBUG_INSN_P(insn))
+      continue;
+    rtx set = single_set(insn);
+    if (!set || !REG_P(SET_DEST(set)) || !find_reg_fusage(call, USE, SET_DEST(set)))
+      continue;
+    rtx src = SET_SRC(set);
+    if (!SYMBOL_REF_P(src)) {
+      rtx note = find_reg_equal_equiv_note(insn);
+      src = note ? XEXP(note, 0) : NULL_RTX;
+    }
+    if (src && SYMBOL_REF_P(src) && SYMBOL_REF_DECL(src) && TREE_CODE(SYMBOL_REF_DECL(src)) == FUNCTION_DECL)
+      return SYMBOL_REF_DECL(src);
+  }
+  return NULL_TREE;
+}
+
 // Which code of the body runs an enter probe: the body's own (`own`), and the scopes of inlined
-// functions (`scopes`). Only those are frames of instrumented functions. This leaves out, without
-// asking how they came to be, the pieces ipa-split cut off a function after its enter probe (the
-// `.part` clone, in a frame of its own or inlined back into its header or a caller: its blocks
-// descend from the function's own), whose function is the frame or scope of the header.
+// functions (`scopes`, each with the function its probe passes, or null if that was not found).
+// Only those are frames of instrumented functions. This leaves out, without asking how they came
+// to be, the pieces ipa-split cut off a function after its enter probe (the `.part` clone, in a
+// frame of its own or inlined back into its header or a caller: its blocks descend from the
+// function's own), whose function is the frame or scope of the header.
 struct EnterProbes {
   bool own = false;
-  std::set<tree> scopes;
+  tree own_fn = NULL_TREE;
+  std::map<tree, tree> scopes;
 };
 
 EnterProbes find_enter_probes() {
@@ -1148,10 +1179,49 @@ EnterProbes find_enter_probes() {
   for (rtx_insn *insn = get_insns(); insn; insn = NEXT_INSN(insn)) {
     if (!CALL_P(insn) || !calls_enter_probe(insn))
       continue;
-    if (tree scope = inlined_scope(insn))
-      found.scopes.insert(scope);
-    else
+    tree fn = probe_argument(insn);
+    if (tree scope = inlined_scope(insn)) {
+      tree &known = found.scopes[scope];
+      if (!known)
+        known = fn;
+    } else {
       found.own = true;
+      if (!found.own_fn)
+        found.own_fn = fn;
+    }
+  }
+  return found;
+}
+
+// The calls that run after the body's own exit probe: no instrumented function of the frame is
+// active there any more. stage=late puts the exit probe right before every call gcc's tail-call
+// pass marked, and the expander may still emit such a call as an ordinary call (it does when the
+// callee needs more stack arguments than the caller received: sqlite's sqlite3_prepare_v2 calling
+// sqlite3LockAndPrepare): its frame then stays on the machine stack below the callee's. Found by
+// following the code from the probe, through unconditional jumps, to the first call; a conditional
+// jump or a return ends the search.
+std::set<rtx_insn *> calls_after_exit_probe() {
+  std::set<rtx_insn *> found;
+  for (rtx_insn *probe = get_insns(); probe; probe = NEXT_INSN(probe)) {
+    if (!CALL_P(probe) || !calls_exit_probe(probe) || inlined_scope(probe))
+      continue;
+    rtx_insn *insn = NEXT_INSN(probe);
+    for (int budget = 256; insn && budget > 0; --budget) {
+      if (CALL_P(insn)) {
+        if (!SIBLING_CALL_P(insn) && !calls_exit_probe(insn) && !calls_enter_probe(insn))
+          found.insert(insn);
+        break;
+      }
+      if (JUMP_P(insn)) {
+        rtx label = JUMP_LABEL(insn);
+        if (!any_uncondjump_p(insn) || !label || !LABEL_P(label))
+          break;
+        insn = as_a<rtx_insn *>(label);
+      } else if (BARRIER_P(insn)) {
+        break;
+      }
+      insn = NEXT_INSN(insn);
+    }
   }
   return found;
 }
@@ -1163,9 +1233,12 @@ std::vector<tree> active_chain(rtx_insn *insn, tree outer, const EnterProbes &pr
   location_t loc = INSN_LOCATION(insn);
   for (tree b = loc != UNKNOWN_LOCATION ? LOCATION_BLOCK(loc) : NULL_TREE; b && TREE_CODE(b) == BLOCK;
        b = BLOCK_SUPERCONTEXT(b)) {
-    if (!inlined_function_outer_scope_p(b) || !probes.scopes.count(b))
+    if (!inlined_function_outer_scope_p(b))
       continue;
-    if (tree fn = probe_identity(block_ultimate_origin(b)))
+    auto probe = probes.scopes.find(b);
+    if (probe == probes.scopes.end())
+      continue;
+    if (tree fn = probe->second ? probe->second : probe_identity(block_ultimate_origin(b)))
       inner.push_back(fn);
   }
   std::vector<tree> chain;
@@ -1202,7 +1275,9 @@ unsigned intern_chain(const std::vector<tree> &chain) {
 void record_sites(function *fun) {
   tree fd = fun->decl;
   EnterProbes probes = find_enter_probes();
-  tree outer = probes.own ? probe_identity(fd) : NULL_TREE;
+  // The function the body's own probes pass (that of a clone's is the original's).
+  tree outer = !probes.own ? NULL_TREE : probes.own_fn ? probes.own_fn : probe_identity(fd);
+  std::set<rtx_insn *> after_exit = calls_after_exit_probe();
   bool cold = false;  // after the switch to the function's .cold part
   for (rtx_insn *insn = get_insns(); insn; insn = NEXT_INSN(insn)) {
     if (NOTE_P(insn) && NOTE_KIND(insn) == NOTE_INSN_SWITCH_TEXT_SECTIONS) {
@@ -1211,7 +1286,9 @@ void record_sites(function *fun) {
     }
     if (!CALL_P(insn) || SIBLING_CALL_P(insn))
       continue;
-    std::vector<tree> chain = active_chain(insn, outer, probes);
+    std::vector<tree> chain;
+    if (!after_exit.count(insn))
+      chain = active_chain(insn, outer, probes);
     // The runtime finds a frame's function by its region start, if the code takes its own address
     // (`lea f(%rip)`, the probes' argument): not in .cold, a clone (whose probes pass the
     // original), a .part, or a function that does not bind locally (in a shared library its

@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unwind.h>
 
@@ -50,14 +52,30 @@ bool g_auto_machine = false;  // the machine stack was chosen (burst_may_unwind)
 bool g_auto_shadow = false;   // the shadow stack was chosen, for good
 bool g_machine_chosen = false;  // g_auto_machine was set at some point (events were missed)
 
+// A system call made directly, without glibc: the timer thread runs on glibc's back (below) and
+// must not touch the thread state glibc keeps (errno, cancellation) — it has none of its own. x86-64.
+HCCT_NOINST long raw_syscall(long number, long a = 0, long b = 0, long c = 0, long d = 0) {
+  long result;
+  register long r10 asm("r10") = d;
+  asm volatile("syscall" : "=a"(result) : "0"(number), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+  return result;
+}
+
 HCCT_NOINST void lock() {
-  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) raw_syscall(SYS_sched_yield);
 }
 HCCT_NOINST void unlock() { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
 
+// Program threads read the clock through the vDSO; the timer thread (and phase changes, which it
+// makes) with the system call.
 HCCT_NOINST uint64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+HCCT_NOINST uint64_t raw_monotonic_ns() {
+  timespec ts{};
+  raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&ts));
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
@@ -73,7 +91,7 @@ HCCT_NOINST void set_phase_locked(bool on) {
     if (!(e & 1)) return;
     e += 1;
   }
-  uint64_t now = monotonic_ns();
+  uint64_t now = raw_monotonic_ns();
   if (g_open) g_burst_ns += now - g_opened_ns;
   g_open = on;
   g_opened_ns = now;
@@ -100,15 +118,16 @@ HCCT_NOINST timespec to_timespec(uint64_t ns) {
 
 HCCT_NOINST void sleep_until(uint64_t deadline) {
   timespec ts = to_timespec(deadline);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  while (raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, reinterpret_cast<long>(&ts), 0) == -EINTR) {
   }
 }
 
 // The timer thread: wall-clock (CLOCK_MONOTONIC) schedule, absolute deadlines so that lateness
 // does not accumulate; no signals. All signals are blocked in it, so it never takes one of the
-// program's.
-HCCT_NOINST void *timer_main(void *arg) {
-  uint64_t next = monotonic_ns();
+// program's. It calls nothing of glibc's (raw system calls, atomics, the runtime's globals).
+HCCT_NOINST int timer_main(void *arg) {
+  raw_syscall(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>("hcct-burst"));
+  uint64_t next = raw_monotonic_ns();
   bool open = __atomic_load_n(&g_open, __ATOMIC_ACQUIRE);
   // The first burst starts at a random point of the first interval (systematic sampling with a
   // random start): a burst at a fixed offset from the start would over-sample the program's start.
@@ -120,7 +139,7 @@ HCCT_NOINST void *timer_main(void *arg) {
     } else {
       next += open ? g_length_ns : g_interval_ns - g_length_ns;
     }
-    uint64_t now = monotonic_ns();
+    uint64_t now = raw_monotonic_ns();
     if (next + g_interval_ns < now) next = now;  // far behind (a stopped process): re-anchor
     sleep_until(next);
     open = !open;
@@ -128,24 +147,30 @@ HCCT_NOINST void *timer_main(void *arg) {
     bool done = g_finished || g_event_clock;  // (auto switched to the event clock: no timer needed)
     if (!done) set_phase_locked(open);
     unlock();
-    if (done) return nullptr;
+    if (done) return 0;  // glibc's clone() ends the thread (the exit system call)
   }
 }
 
+// The timer thread is made with clone(), not pthread_create: once pthread_create has run, glibc
+// takes its multi-threaded paths for good (atomic locks in malloc, free and stdio), which cost a
+// single-threaded program 2-3 % of its CPU time with nothing else of bursting (Lua: a sleeping
+// pthread alone, docs/BENCHMARKS.md "Where plugin bursting's cost goes"). A thread glibc does not
+// know of is safe only if it calls nothing of glibc's that uses thread state: it has no TLS of its
+// own (no CLONE_SETTLS, so %fs is its creator's, which it never uses) — timer_main above. Its 64 KiB
+// stack is mapped pages, never freed (one per process and fork).
 HCCT_NOINST bool start_timer(uint64_t first_wait) {
+  constexpr size_t kStackBytes = 64 * 1024;
+  void *stack = map_pages(kStackBytes);
+  if (!stack) return false;
   sigset_t all, old;
   sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t thread;
-  int err = pthread_create(&thread, &attr, timer_main, reinterpret_cast<void *>(uintptr_t(first_wait)));
-  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // inherited by the new thread
+  int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+  int tid = clone(timer_main, static_cast<char *>(stack) + kStackBytes, flags,
+                  reinterpret_cast<void *>(uintptr_t(first_wait)));
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (err == 0) pthread_setname_np(thread, "hcct-burst");
-  return err == 0;
+  if (tid < 0) unmap_pages(stack, kStackBytes);
+  return tid >= 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -360,9 +385,20 @@ struct Walk {
 // chain in its unit's table gives the functions active in it, innermost first, all with the
 // frame's call site and stack pointer: an inlined function's probes pass the return address and
 // CFA of the function it was inlined into.
-HCCT_NOINST void emit(Walk *w, uintptr_t site) {
+//
+// The stack pointer a frame is tagged with is the one its probes pass: its stack pointer at a probe
+// call. The unwinder gives its stack pointer at its call into the frame inside it, which is lower
+// when that call pushed stack arguments (a callee of more than six integer arguments) or the frame
+// grew by alloca since its probes ran: an exit then found its own frame's tag below its stack
+// pointer, popped the frame as stale and counted an unmatched exit (docs/BURSTING.md). Every probe
+// of the frame runs above its calls' stack pointers and below its own return address, so the tag
+// is raised to just below that (`own_cfa` - 8, `own_cfa` the frame's CFA, known from the frame
+// outside it; 0 for the outermost frame, which keeps the unwinder's): an event of the frame or of
+// any frame inside it lies at or below the tag, one of a frame outside it above.
+HCCT_NOINST void emit(Walk *w, uintptr_t site, uintptr_t own_cfa) {
   if (!w->have_pending) return;
   w->pending.site = site;
+  if (own_cfa > w->pending.sp + 8) w->pending.sp = own_cfa - 8;
   if (const SortedSite *chain = w->pending_site) {
     for (uint64_t i = chain->length; i-- > 0;) {
       uintptr_t fn = uintptr_t(chain->chain[i]);
@@ -403,7 +439,7 @@ HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
       }
     }
   }
-  emit(w, ip);  // this frame's IP is the call site of the frame inside it
+  emit(w, ip, frame_sp);  // this frame's IP is the call site of the frame inside it, its CFA-to-be its CFA
   w->pending = PathEntry{start, 0, frame_sp};
   w->pending_site = site;
   w->have_pending = true;
@@ -582,7 +618,7 @@ HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp
   w.exclude_first = !torn_down;
   w.out = &scratch;
   _Unwind_Backtrace(walk_frame, &w);
-  emit(&w, 0);
+  emit(&w, 0, 0);
   scratch.reverse();
   if (excluded_own) *excluded_own = w.excluded_own;
   return scratch.depth();

@@ -35,8 +35,11 @@ inline constexpr uint32_t kHasSiteTable = 1;  // sites/chains below are the unit
 // of functions active there, outermost first, is chains[chain_begin .. chain_begin + chain_length).
 // Calls not listed have the natural chain: the function at the frame's region start, if it is
 // instrumented. Listed are calls in inlined instrumented code, in a hot/cold function's `.cold`
-// part, in clones whose probes name the original (`f.constprop.0` passes `&f`) and in ipa-split
-// `.part` pieces (whose function's enter probe ran in the caller's frame: not repeated here).
+// part, in clones whose probes name the original (`f.constprop.0` passes `&f`), in ipa-split
+// `.part` pieces (whose function's enter probe ran in the caller's frame: not repeated here), and
+// calls that run after the frame's own exit probe (an empty chain: a stage=late call in tail
+// position that gcc emitted as an ordinary call). A chain names each function by what its probes
+// pass: for an inlined C++ constructor, the clone inlined (C1/C2), not the abstract one.
 struct Site {
   uint64_t return_address;
   uint32_t chain_begin;
