@@ -95,7 +95,7 @@ HCCT_NOINST void ThreadProfile::carry(Node *node, uintptr_t high_add) {
   *high += high_add;
 }
 
-HCCT_NOINST void ThreadProfile::set_count(Node *node, uint64_t count) {
+HCCT_NOINST void ThreadProfile::set_count_carried(Node *node, uint64_t count) {
   node->count_low = uint32_t(count);
   uintptr_t high = uintptr_t(count >> 32);
   if (HCCT_UNLIKELY(high)) {
@@ -297,10 +297,9 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
 }
 
 // The monitored flag, and its copy in the index slot of a wide node's child (read by the probes).
-HCCT_NOINST void ThreadProfile::set_monitored(Node *node, bool on) {
-  node->set_monitored(on);
+HCCT_NOINST void ThreadProfile::set_indexed_counts(Node *node, bool on) {
   uint64_t steps = 0;  // bookkeeping of a counter, not a lookup: not in sibling_steps_
-  if (HCCT_UNLIKELY(node->parent()->indexed())) index_.find(node, steps)->counts = on;
+  index_.find(node, steps)->counts = on;
 }
 
 // Space-Saving update for a context that is not monitored (thesis §3.1.3): take a free counter,

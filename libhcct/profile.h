@@ -475,8 +475,21 @@ class ThreadProfile {
   void add_call(Node *node) {
     if (HCCT_UNLIKELY(++node->count_low == 0)) carry(node, 1);
   }
-  void set_count(Node *node, uint64_t count);
-  void set_monitored(Node *node, bool on);
+  // Inline for the common case (no carry anywhere; a narrow parent): Space-Saving calls both on
+  // every replacement.
+  void set_count(Node *node, uint64_t count) {
+    if (HCCT_LIKELY(!(count >> 32) && carries_.empty())) {
+      node->count_low = uint32_t(count);
+      return;
+    }
+    set_count_carried(node, count);
+  }
+  void set_count_carried(Node *node, uint64_t count);
+  void set_monitored(Node *node, bool on) {
+    node->set_monitored(on);
+    if (HCCT_UNLIKELY(node->parent()->indexed())) set_indexed_counts(node, on);
+  }
+  void set_indexed_counts(Node *node, bool on);
   void carry(Node *node, uintptr_t high_add);
   // Space-Saving's arrays hold 32-bit offsets into the node space: half the bytes of pointers.
   Node *node_at(uint32_t offset) const { return reinterpret_cast<Node *>(nodes_.base() + offset); }
