@@ -45,6 +45,8 @@ HCCT_NOINST void *remap_pages(void *p, size_t old_bytes, size_t new_bytes) {
 
 HCCT_NOINST void set_tree_memory_limit(size_t bytes) { g_limit = bytes; }
 
+HCCT_NOINST size_t tree_memory_limit() { return g_limit; }
+
 HCCT_NOINST void reset_tree_memory_accounting() { __atomic_store_n(&g_used, 0, __ATOMIC_RELAXED); }
 
 HCCT_NOINST void report_memory_exhausted() {
@@ -97,6 +99,48 @@ HCCT_NOINST void Arena::release() {
     c = next;
   }
   *this = Arena{};
+}
+
+// The reservation is PROT_NONE (no commit charge, no page tables) and as large as the budget
+// allows up to kMaxBytes; where the address space is short (a ulimit -v), it halves down to what
+// the kernel gives. Chunks become readable and writable as they are used.
+HCCT_NOINST void *NodeSpace::allocate_slow() {
+  if (!base_) {
+    size_t want = round_to_pages(tree_memory_limit());
+    if (want > kMaxBytes) want = kMaxBytes;
+    if (want < kPage) want = kPage;
+    for (;;) {
+      void *p = mmap(nullptr, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p != MAP_FAILED) {
+        base_ = cursor_ = committed_end_ = static_cast<char *>(p);
+        reserved_ = want;
+        break;
+      }
+      if (want <= (size_t(1) << 20)) return nullptr;
+      want /= 2;
+    }
+  }
+  size_t used = size_t(committed_end_ - base_);
+  size_t size = next_size_;
+  if (size > reserved_ - used) size = reserved_ - used;
+  if (size == 0 || !charge_tree_memory(size)) return nullptr;
+  if (mprotect(committed_end_, size, PROT_READ | PROT_WRITE) != 0) {
+    refund_tree_memory(size);
+    return nullptr;
+  }
+  if (next_size_ < kMaxChunk) next_size_ *= 2;
+  committed_end_ += size;
+  void *p = cursor_;
+  cursor_ += kGranule;
+  return p;
+}
+
+HCCT_NOINST void NodeSpace::release() {
+  if (base_) {
+    refund_tree_memory(bytes_mapped());
+    munmap(base_, reserved_);
+  }
+  *this = NodeSpace{};
 }
 
 }  // namespace hcct::rt

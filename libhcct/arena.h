@@ -17,6 +17,7 @@ void *remap_pages(void *p, size_t old_bytes, size_t new_bytes);
 bool charge_tree_memory(size_t bytes);
 void refund_tree_memory(size_t bytes);
 void set_tree_memory_limit(size_t bytes);
+size_t tree_memory_limit();
 void reset_tree_memory_accounting();
 // Says once per process on stderr that the max_mb budget is used up.
 void report_memory_exhausted();
@@ -56,6 +57,35 @@ class Arena {
   char *cursor_ = nullptr;
   char *end_ = nullptr;
   size_t mapped_ = 0;
+  size_t next_size_ = 16 * 1024;
+};
+
+// One thread's calling-context nodes: a contiguous reservation of address space (no memory until
+// used), committed in chunks that double in size and are charged to the tree budget, so that any
+// two nodes of a thread lie less than 2 GiB apart (nodes link to each other by 32-bit offsets,
+// docs/RUNTIME.md, "Node layout") and a 32-bit offset from base() names any node.
+class NodeSpace {
+ public:
+  static constexpr size_t kGranule = 32;           // every piece is 32-byte aligned and sized
+  static constexpr size_t kMaxBytes = size_t(1) << 31;  // offsets between nodes fit an int32_t
+  // Null when the memory budget or the kernel says no.
+  HCCT_NOINST void *allocate() {
+    if (HCCT_UNLIKELY(cursor_ == committed_end_)) return allocate_slow();
+    void *p = cursor_;
+    cursor_ += kGranule;
+    return p;
+  }
+  void release();
+  size_t bytes_mapped() const { return size_t(committed_end_ - base_); }
+  char *base() const { return base_; }
+
+ private:
+  void *allocate_slow();
+
+  char *base_ = nullptr;
+  char *cursor_ = nullptr;
+  char *committed_end_ = nullptr;
+  size_t reserved_ = 0;
   size_t next_size_ = 16 * 1024;
 };
 

@@ -522,7 +522,7 @@ class IndexStack {
   size_t capacity_ = 0;
 };
 
-constexpr uintptr_t kOnPathMark = 2;  // spare low bit of Node::parent_bits, set only while dumping
+constexpr uint32_t kOnPathMark = 2;  // spare low bit of Node::parent_bits, set only while dumping
 
 // From the deepest node up: on a coroutine's stack the path goes on above the stack's own frames.
 HCCT_NOINST void mark_path(const ThreadProfile &profile, bool on) {
@@ -535,12 +535,12 @@ HCCT_NOINST uint64_t count_reachable(const Node *root) {
   uint64_t n = 1;
   const Node *node = root;
   for (;;) {
-    if (node->first_child) {
-      node = node->first_child;
+    if (node->first_child()) {
+      node = node->first_child();
     } else {
-      while (node != root && !node->next_sibling) node = node->parent();
+      while (node != root && !node->next_sibling()) node = node->parent();
       if (node == root) return n;
-      node = node->next_sibling;
+      node = node->next_sibling();
     }
     ++n;
   }
@@ -567,16 +567,16 @@ HCCT_NOINST bool write_tree(DumpFile &file, const ThreadProfile &profile, bool i
   if (!path.set(0, 0)) return false;
   const Node *node = root;
   for (;;) {
-    if (node->first_child) {
-      node = node->first_child;
+    if (node->first_child()) {
+      node = node->first_child();
       ++depth;
     } else {
-      while (node != root && !node->next_sibling) {
+      while (node != root && !node->next_sibling()) {
         node = node->parent();
         --depth;
       }
       if (node == root) break;
-      node = node->next_sibling;
+      node = node->next_sibling();
     }
     ++index;
     if (depth > deepest) deepest = depth;
@@ -587,7 +587,7 @@ HCCT_NOINST bool write_tree(DumpFile &file, const ThreadProfile &profile, bool i
     out.append_varint(index - path.get(depth - 1));
     out.append_varint(node->routine);
     out.append_varint(node->call_site);
-    out.append_varint(profile.mode() == Mode::kHcct && !node->monitored() ? 0 : node->count);
+    out.append_varint(profile.mode() == Mode::kHcct && !node->monitored() ? 0 : profile.count_of(node));
     out.append_u8(flags);
   }
   if (!out.ok() || index != expected) return false;
@@ -604,17 +604,17 @@ HCCT_NOINST void walk_samples(const ThreadProfile &profile, Visit &&visit) {
   const Node *root = profile.root();
   const Node *node = root;
   uint64_t index = 0;
-  if (uint64_t n = ThreadProfile::samples_of(root)) visit(index, n);
+  if (uint64_t n = profile.node_samples(root)) visit(index, n);
   for (;;) {
-    if (node->first_child) {
-      node = node->first_child;
+    if (node->first_child()) {
+      node = node->first_child();
     } else {
-      while (node != root && !node->next_sibling) node = node->parent();
+      while (node != root && !node->next_sibling()) node = node->parent();
       if (node == root) return;
-      node = node->next_sibling;
+      node = node->next_sibling();
     }
     ++index;
-    if (uint64_t n = ThreadProfile::samples_of(node)) visit(index, n);
+    if (uint64_t n = profile.node_samples(node)) visit(index, n);
   }
 }
 

@@ -16,38 +16,43 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
   site_mask_ = key_ == KeyBy::kRoutine ? 0 : ~uintptr_t(0);
   epsilon_ = config.epsilon;
   timed_ = config.timed;
-  node_bytes_ = timed_ ? sizeof(TimedNode) : sizeof(Node);
   stack_lo_ = config.stack_lo + 1;
   stack_size_ = config.stack_size;
-  root_ = TimedNode{};
+  root_ = static_cast<Node *>(nodes_.allocate());
+  if (!root_) return false;
+  *root_ = Node{};
+  index_.set_base(nodes_.base());
   frames_ = static_cast<Frame *>(map_pages(kInitialFrames * sizeof(Frame)));
-  if (!frames_) return false;
+  if (!frames_) {
+    destroy();
+    return false;
+  }
   frames_end_ = frames_ + kInitialFrames;
   top_ = frames_;
-  top_->node = &root_;
+  top_->node = root_;
   top_->sp = kForeignStack;  // the root is never popped
   if (mode_ == Mode::kHcct) {
     double want = ceil(1.0 / epsilon_);
     capacity_ = want > 1e9 ? 1000000000u : uint32_t(want);
     if (capacity_ < 1) capacity_ = 1;
-    if (!charge_tree_memory(capacity_ * sizeof(Node *))) {
+    if (!charge_tree_memory(capacity_ * sizeof(uint32_t))) {
       destroy();
       return false;
     }
-    slots_ = static_cast<Node **>(map_pages(capacity_ * sizeof(Node *)));
+    slots_ = static_cast<uint32_t *>(map_pages(capacity_ * sizeof(uint32_t)));
     if (!slots_) {
-      refund_tree_memory(capacity_ * sizeof(Node *));
+      refund_tree_memory(capacity_ * sizeof(uint32_t));
       destroy();
       return false;
     }
     if (timed_) {
-      if (!charge_tree_memory(capacity_ * sizeof(Node *))) {
+      if (!charge_tree_memory(capacity_ * sizeof(uint32_t))) {
         destroy();
         return false;
       }
-      time_slots_ = static_cast<Node **>(map_pages(capacity_ * sizeof(Node *)));
+      time_slots_ = static_cast<uint32_t *>(map_pages(capacity_ * sizeof(uint32_t)));
       if (!time_slots_) {
-        refund_tree_memory(capacity_ * sizeof(Node *));
+        refund_tree_memory(capacity_ * sizeof(uint32_t));
         destroy();
         return false;
       }
@@ -64,25 +69,63 @@ HCCT_NOINST void ThreadProfile::destroy() {
   pins_.release();
   if (frames_) unmap_pages(frames_, size_t(frames_end_ - frames_) * sizeof(Frame));
   if (slots_) {
-    unmap_pages(slots_, capacity_ * sizeof(Node *));
-    refund_tree_memory(capacity_ * sizeof(Node *));
+    unmap_pages(slots_, capacity_ * sizeof(uint32_t));
+    refund_tree_memory(capacity_ * sizeof(uint32_t));
   }
   if (time_slots_) {
-    unmap_pages(time_slots_, capacity_ * sizeof(Node *));
-    refund_tree_memory(capacity_ * sizeof(Node *));
+    unmap_pages(time_slots_, capacity_ * sizeof(uint32_t));
+    refund_tree_memory(capacity_ * sizeof(uint32_t));
   }
-  arena_.release();
+  nodes_.release();
   index_.release();
+  sample_map_.release();
+  carries_.release();
   *this = ThreadProfile{};
+}
+
+// A counter past 2^32 keeps its high bits in carries_ (a context called four billion times: rare,
+// and never on the probes' fast path, which leaves the carry to the general path).
+HCCT_NOINST void ThreadProfile::carry(Node *node, uintptr_t high_add) {
+  uintptr_t *high = carries_.find_or_insert(reinterpret_cast<uintptr_t>(node));
+  if (!high) {  // no memory for the high bits: the counter stays at its largest low value
+    node->count_low = ~uint32_t(0);
+    report_memory_exhausted();
+    return;
+  }
+  *high += high_add;
+}
+
+HCCT_NOINST void ThreadProfile::set_count_carried(Node *node, uint64_t count) {
+  node->count_low = uint32_t(count);
+  uintptr_t high = uintptr_t(count >> 32);
+  if (HCCT_UNLIKELY(high)) {
+    if (uintptr_t *h = carries_.find(reinterpret_cast<uintptr_t>(node))) *h = 0;
+    carry(node, high);
+  } else if (HCCT_UNLIKELY(!carries_.empty())) {
+    carries_.erase(reinterpret_cast<uintptr_t>(node));
+  }
+}
+
+// The entry of a node with samples exists (charge_samples_to makes it first); 0 erases it.
+HCCT_NOINST void ThreadProfile::set_samples(Node *node, uint64_t samples) {
+  uintptr_t key = reinterpret_cast<uintptr_t>(node);
+  if (samples) {
+    *sample_map_.find_or_insert(key) = samples;
+    node->parent_bits |= kHasSamples;
+  } else {
+    sample_map_.erase(key);
+    node->parent_bits &= ~kHasSamples;
+  }
 }
 
 // The full rescan of find_min: out of line, it runs once per ~1/ε evictions at most.
 HCCT_NOINST uint32_t ThreadProfile::rescan_min() {
-  uint64_t m = slots_[0]->count;
+  uint64_t m = count_of(node_at(slots_[0]));
   uint32_t i = 0;
   for (uint32_t j = 1; j < size_; ++j) {
-    if (slots_[j]->count < m) {
-      m = slots_[j]->count;
+    uint64_t c = count_of(node_at(slots_[j]));
+    if (c < m) {
+      m = c;
       i = j;
     }
   }
@@ -111,11 +154,11 @@ HCCT_NOINST void ThreadProfile::enter(uintptr_t fn, uintptr_t site, uintptr_t sp
   }
   site &= site_mask_;
   Node *parent = top->node;
-  Node *node = parent->first_child;
+  Node *node = parent->first_child();
   if (!node || node->routine != fn || node->call_site != site)
     node = find_or_add_child(parent, fn, site);  // the sink when memory is exhausted
   if (node->monitored()) {
-    ++node->count;
+    add_call(node);
   } else {
     monitor(node);
   }
@@ -165,9 +208,9 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   }
   Node *node = free_nodes_;
   if (node) {
-    free_nodes_ = node->next_sibling;
+    free_nodes_ = node->next_sibling();
   } else {
-    node = static_cast<Node *>(arena_.allocate(node_bytes_));
+    node = static_cast<Node *>(nodes_.allocate());
     if (HCCT_UNLIKELY(!node)) {
       report_memory_exhausted();
       return &sink_;
@@ -175,18 +218,17 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   }
   node->routine = fn;
   node->call_site = site;
-  if (timed_) samples_ref(node) = 0;
-  node->parent_bits = reinterpret_cast<uintptr_t>(parent) | (mode_ == Mode::kCct ? kCountsDirectly : 0);
-  node->first_child = nullptr;
-  node->count = 0;
+  node->set_parent(parent, mode_ == Mode::kCct ? kCountsDirectly : 0);
+  node->set_first_child(nullptr);
+  node->count_low = 0;
   // Linked last, so a reader that follows child links never sees a half-made node.
-  Node *old_first = parent->first_child;
-  node->next_sibling = old_first;
+  Node *old_first = parent->first_child();
+  node->set_next_sibling(old_first);
   compiler_fence();
-  parent->first_child = node;
+  parent->set_first_child(node);
   if (HCCT_UNLIKELY(indexed)) {
     index_.insert(node, nullptr);
-    if (old_first) index_.find(old_first, sibling_steps_)->prev = node;
+    if (old_first) index_.set_prev(index_.find(old_first, sibling_steps_), node);
   }
   if (++live_nodes_ > peak_nodes_) peak_nodes_ = live_nodes_;
   return node;
@@ -196,8 +238,18 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
 // callee-saved register on the way (it saved six while this also tested the frame).
 HCCT_NOINST bool ThreadProfile::enter_wide_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   Node *parent = top_->node;
-  Node *node = index_.lookup(parent, fn, site & site_mask_);
-  return node && push_counted(top_, node, sp);
+  const ChildIndex::Entry *entry = index_.lookup(parent, fn, site & site_mask_);
+  // The slot says whether the child counts directly: its node is only written (the counter), so
+  // its cache miss does not hold up the probe.
+  if (!entry || !entry->counts) return false;
+  Node *node = index_.node_of(entry);
+  if (HCCT_UNLIKELY(!count_call(node))) return false;
+  Frame *top = top_;
+  top[1].node = node;
+  top[1].sp = sp;
+  compiler_fence();  // as in push_counted: the frame is written before it is published
+  top_ = top + 1;
+  return true;
 }
 
 // Linear scan with move-to-front: the thesis measured 2-3 siblings scanned on average, and moving
@@ -207,16 +259,16 @@ HCCT_NOINST bool ThreadProfile::enter_wide_child(uintptr_t fn, uintptr_t site, u
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site) {
   if (parent == &sink_) return &sink_;
   if (HCCT_UNLIKELY(parent->indexed())) return find_or_add_indexed(parent, fn, site);
-  Node *prev = parent->first_child;
+  Node *prev = parent->first_child();
   if (prev) {
     int scanned = 0;
-    for (Node *node = prev->next_sibling; node; prev = node, node = node->next_sibling) {
+    for (Node *node = prev->next_sibling(); node; prev = node, node = node->next_sibling()) {
       ++scanned;
       if (node->routine == fn && node->call_site == site) {
         sibling_steps_ += scanned;
-        prev->next_sibling = node->next_sibling;
-        node->next_sibling = parent->first_child;
-        parent->first_child = node;
+        prev->set_next_sibling(node->next_sibling());
+        node->set_next_sibling(parent->first_child());
+        parent->set_first_child(node);
         return node;
       }
     }
@@ -229,7 +281,7 @@ HCCT_NOINST bool ThreadProfile::enter_wide_child(uintptr_t fn, uintptr_t site, u
 // No move-to-front under a wide node: it would cost two index updates per call, and among
 // thousands of children the first few seldom hit anyway (new children still go to the front).
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site) {
-  if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return entry->node();
+  if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return index_.node_of(entry);
   return new_node(parent, fn, site);
 }
 
@@ -237,28 +289,34 @@ HCCT_NOINST bool ThreadProfile::enter_wide_child(uintptr_t fn, uintptr_t site, u
 // says no, the node stays a scanned list: slower, still right.
 HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
   size_t n = 0;
-  for (Node *c = parent->first_child; c; c = c->next_sibling) ++n;
+  for (Node *c = parent->first_child(); c; c = c->next_sibling()) ++n;
   if (!index_.reserve(n + 1)) return;
   Node *prev = nullptr;
-  for (Node *c = parent->first_child; c; prev = c, c = c->next_sibling) index_.insert(c, prev);
+  for (Node *c = parent->first_child(); c; prev = c, c = c->next_sibling()) index_.insert(c, prev);
   parent->parent_bits |= kIndexedChildren;
+}
+
+// The monitored flag, and its copy in the index slot of a wide node's child (read by the probes).
+HCCT_NOINST void ThreadProfile::set_indexed_counts(Node *node, bool on) {
+  uint64_t steps = 0;  // bookkeeping of a counter, not a lookup: not in sibling_steps_
+  index_.find(node, steps)->counts = on;
 }
 
 // Space-Saving update for a context that is not monitored (thesis §3.1.3): take a free counter,
 // else replace the minimum one, whose context then leaves M and is pruned if it is a leaf.
 [[gnu::always_inline]] inline HCCT_NOINST void ThreadProfile::monitor(Node *node) {
-  node->set_monitored(true);
+  set_monitored(node, true);
   if (size_ < capacity_) {
-    slots_[size_++] = node;
-    node->count = 1;
+    slots_[size_++] = offset_of(node);
+    set_count(node, 1);
     return;
   }
   uint32_t i = find_min();
-  Node *victim = slots_[i];
-  slots_[i] = node;
-  node->count = min_ + 1;
-  victim->set_monitored(false);
-  victim->count = 0;
+  Node *victim = node_at(slots_[i]);
+  slots_[i] = offset_of(node);
+  set_count(node, min_ + 1);
+  set_monitored(victim, false);
+  set_count(victim, 0);
   prune(victim, node);
 }
 
@@ -267,7 +325,7 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
 // victim is always a true minimum (the original implementation could evict one a little above it).
 [[gnu::always_inline]] inline HCCT_NOINST uint32_t ThreadProfile::find_min() {
   uint32_t i = min_idx_;
-  while (i < size_ && slots_[i]->count != min_) ++i;
+  while (i < size_ && count_of(node_at(slots_[i])) != min_) ++i;
   if (HCCT_UNLIKELY(i == size_)) i = rescan_min();
   min_idx_ = i;
   return i;
@@ -276,31 +334,30 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
 HCCT_NOINST uint64_t ThreadProfile::calls() const {
   uint64_t n = 0;
   if (mode_ == Mode::kHcct) {
-    for (uint32_t j = 0; j < size_; ++j) n += slots_[j]->count;
+    for (uint32_t j = 0; j < size_; ++j) n += count_of(node_at(slots_[j]));
     return n;
   }
   // Every node counts directly: sum the tree, depth-first without a stack (parent links).
-  const Node *node = root_.first_child;
+  const Node *node = root_->first_child();
   while (node) {
-    n += node->count;
-    if (node->first_child) {
-      node = node->first_child;
+    n += count_of(node);
+    if (node->first_child()) {
+      node = node->first_child();
       continue;
     }
-    while (node && !node->next_sibling) {
+    while (node && !node->next_sibling()) {
       node = node->parent();
-      if (node == &root_) node = nullptr;
+      if (node == root_) node = nullptr;
     }
-    if (node) node = node->next_sibling;
+    if (node) node = node->next_sibling();
   }
   return n;
 }
 
 HCCT_NOINST uint64_t ThreadProfile::min_count() const {
   if (size_ < capacity_ || size_ == 0) return 0;
-  uint64_t m = slots_[0]->count;
-  for (uint32_t j = 1; j < size_; ++j)
-    if (slots_[j]->count < m) m = slots_[j]->count;
+  uint64_t m = count_of(node_at(slots_[0]));
+  for (uint32_t j = 1; j < size_; ++j) m = count_of(node_at(slots_[j])) < m ? count_of(node_at(slots_[j])) : m;
   return m;
 }
 
@@ -308,13 +365,13 @@ HCCT_NOINST uint64_t ThreadProfile::min_count() const {
 // gets min + n) never decrease a counter either, so the same lazy scan is exact.
 HCCT_NOINST uint32_t ThreadProfile::find_time_min() {
   uint32_t i = time_min_idx_;
-  while (i < time_size_ && samples_of(time_slots_[i]) != time_min_) ++i;
+  while (i < time_size_ && node_samples(node_at(time_slots_[i])) != time_min_) ++i;
   if (HCCT_UNLIKELY(i == time_size_)) {
-    uint64_t m = samples_of(time_slots_[0]);
+    uint64_t m = node_samples(node_at(time_slots_[0]));
     i = 0;
     for (uint32_t j = 1; j < time_size_; ++j) {
-      if (samples_of(time_slots_[j]) < m) {
-        m = samples_of(time_slots_[j]);
+      if (node_samples(node_at(time_slots_[j])) < m) {
+        m = node_samples(node_at(time_slots_[j]));
         i = j;
       }
     }
@@ -330,24 +387,32 @@ HCCT_NOINST bool ThreadProfile::charge_samples_to(Node *node, uint64_t n, bool m
     return true;
   }
   if (may_prune && deferred_count_) prune_deferred();
-  if (mode_ != Mode::kHcct || samples_of(node)) {
-    samples_ref(node) += n;
+  // The sample map may have to grow: if the memory budget says no, the samples are lost (stated).
+  if (!(node->parent_bits & kHasSamples) && !sample_map_.find_or_insert(reinterpret_cast<uintptr_t>(node))) {
+    samples_in_sink_ += n;
+    return true;
+  }
+  if (mode_ != Mode::kHcct || node_samples(node)) {
+    set_samples(node, node_samples(node) + n);
     samples_ += n;
     return true;
   }
   // Space-Saving over samples: a free counter, else the minimum one's.
   if (time_size_ < capacity_) {
-    time_slots_[time_size_++] = node;
-    samples_ref(node) = n;
+    time_slots_[time_size_++] = offset_of(node);
+    set_samples(node, n);
     samples_ += n;
     return true;
   }
-  if (!may_prune && deferred_count_ == kDeferredPrunes) return false;
+  if (!may_prune && deferred_count_ == kDeferredPrunes) {
+    set_samples(node, 0);  // no entry left behind for a node that has no samples
+    return false;
+  }
   uint32_t i = find_time_min();
-  Node *victim = time_slots_[i];
-  time_slots_[i] = node;
-  samples_ref(node) = time_min_ + n;
-  samples_ref(victim) = 0;
+  Node *victim = node_at(time_slots_[i]);
+  time_slots_[i] = offset_of(node);
+  set_samples(node, time_min_ + n);
+  set_samples(victim, 0);
   samples_ += n;
   if (may_prune) prune(victim, node);
   else deferred_[deferred_count_++] = victim;
@@ -367,9 +432,9 @@ HCCT_NOINST void ThreadProfile::prune_deferred() {
 
 HCCT_NOINST uint64_t ThreadProfile::min_samples() const {
   if (mode_ != Mode::kHcct || time_size_ < capacity_ || time_size_ == 0) return 0;
-  uint64_t m = samples_of(time_slots_[0]);
+  uint64_t m = node_samples(node_at(time_slots_[0]));
   for (uint32_t j = 1; j < time_size_; ++j)
-    if (samples_of(time_slots_[j]) < m) m = samples_of(time_slots_[j]);
+    if (node_samples(node_at(time_slots_[j])) < m) m = node_samples(node_at(time_slots_[j]));
   return m;
 }
 
@@ -377,12 +442,12 @@ HCCT_NOINST uint64_t ThreadProfile::min_samples() const {
 // leaf and then every unmonitored ancestor it leaves childless, never the cursor or the root. This
 // keeps the MCCT exactly the minimal subtree spanning M and the current calling path.
 HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
-  while (node != cursor && node != &root_ && !node->first_child && !keeps(node) &&
+  while (node != cursor && node != root_ && !node->first_child_offset && !keeps(node) &&
          !(node->parent_bits & kPinned)) {
     Node *parent = node->parent();
     unlink(node);
     if (HCCT_UNLIKELY(deferred_count_)) forget_deferred(node);
-    node->next_sibling = free_nodes_;
+    node->set_next_sibling(free_nodes_);
     free_nodes_ = node;
     --live_nodes_;
     node = parent;
@@ -393,23 +458,23 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
   Node *parent = node->parent();
   if (HCCT_UNLIKELY(parent->indexed())) {
     ChildIndex::Entry *entry = index_.find(node, sibling_steps_);
-    Node *prev = entry->prev, *next = node->next_sibling;
+    Node *prev = index_.prev_of(entry), *next = node->next_sibling();
     index_.erase(entry);
-    if (prev) prev->next_sibling = next;
-    else parent->first_child = next;
-    if (next) index_.find(next, sibling_steps_)->prev = prev;
+    if (prev) prev->set_next_sibling(next);
+    else parent->set_first_child(next);
+    if (next) index_.set_prev(index_.find(next, sibling_steps_), prev);
     return;
   }
-  if (parent->first_child == node) {
-    parent->first_child = node->next_sibling;
+  if (parent->first_child() == node) {
+    parent->set_first_child(node->next_sibling());
     return;
   }
-  Node *prev = parent->first_child;
-  while (prev->next_sibling != node) {
+  Node *prev = parent->first_child();
+  while (prev->next_sibling() != node) {
     ++sibling_steps_;
-    prev = prev->next_sibling;
+    prev = prev->next_sibling();
   }
-  prev->next_sibling = node->next_sibling;
+  prev->set_next_sibling(node->next_sibling());
 }
 
 HCCT_NOINST Frame *ThreadProfile::grow_frames(Frame *top) {
@@ -436,7 +501,7 @@ HCCT_NOINST void ThreadProfile::rebuild_path(const PathEntry *path, size_t n) {
   Node *parent = frames_->node;  // the root, or a coroutine stack's base
   for (size_t i = 0; i < n; ++i) {
     uintptr_t site = path[i].site & site_mask_;
-    Node *node = parent->first_child;  // find_or_add_child scans from the second child
+    Node *node = parent->first_child();  // find_or_add_child scans from the second child
     if (parent == &sink_ || path[i].fn == 0)
       node = &sink_;
     else if (!node || node->routine != path[i].fn || node->call_site != site)
@@ -454,21 +519,32 @@ HCCT_NOINST void ThreadProfile::rebuild_path(const PathEntry *path, size_t n) {
 }
 
 HCCT_NOINST void ThreadProfile::restart_from_current_path() {
-  Arena old_arena = arena_;
-  arena_ = Arena{};
+  NodeSpace old_nodes = nodes_;
+  Node *old_root = root_;
+  WordMap old_samples = sample_map_, old_carries = carries_;
+  nodes_ = NodeSpace{};
+  sample_map_ = WordMap{};
+  carries_ = WordMap{};
+  root_ = static_cast<Node *>(nodes_.allocate());
+  if (!root_) {  // no memory for a fresh tree: keep the old one
+    nodes_ = old_nodes;
+    root_ = old_root;
+    sample_map_ = old_samples;
+    carries_ = old_carries;
+    return;
+  }
+  *root_ = Node{};
   index_.release();  // it indexes the old tree
+  index_.set_base(nodes_.base());
   pins_.release();   // so does this: suspended stacks are pinned again below
-  root_.first_child = nullptr;
-  root_.parent_bits = 0;
   free_nodes_ = nullptr;
   live_nodes_ = peak_nodes_ = 0;
   size_ = 0;
   min_ = 0;
   min_idx_ = 0;
   unmatched_exits_ = 0;
-  sink_.count = 0;
+  sink_.count_low = 0;
   // Time: the fresh tree has no samples (new nodes start at 0; so does the root).
-  root_.samples = 0;
   samples_ = samples_in_sink_ = 0;
   time_size_ = 0;
   time_min_ = 0;
@@ -485,7 +561,7 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   for (uint32_t i = 0; i < stack_count_; ++i) {
     StackState &st = stacks[i];
     if (!st.frames->node) continue;  // never run
-    Node *parent = st.frames->node == &root_ ? &root_ : rebuild_node_path(st.frames->node);
+    Node *parent = st.frames->node == old_root ? root_ : rebuild_node_path(st.frames->node, old_root);
     st.frames->node = parent;
     for (Frame *f = st.frames + 1; f <= st.top; ++f) {
       Node *node = f->node == &sink_ || parent == &sink_
@@ -505,21 +581,23 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
       pin(f->node);
     }
   }
-  old_arena.release();
+  old_nodes.release();
+  old_samples.release();
+  old_carries.release();
 }
 
 // The path of a node of the old tree, made again in the new one (restart after fork).
-HCCT_NOINST Node *ThreadProfile::rebuild_node_path(const Node *old_leaf) {
+HCCT_NOINST Node *ThreadProfile::rebuild_node_path(const Node *old_leaf, const Node *old_root) {
   size_t depth = 0;
-  for (const Node *n = old_leaf; n != &root_; n = n->parent()) ++depth;
+  for (const Node *n = old_leaf; n != old_root; n = n->parent()) ++depth;
   auto *chain = static_cast<const Node **>(map_pages(depth * sizeof(Node *) + 1));
-  if (!chain) return &root_;
+  if (!chain) return root_;
   size_t i = depth;
-  for (const Node *n = old_leaf; n != &root_; n = n->parent()) chain[--i] = n;
-  Node *node = &root_;
+  for (const Node *n = old_leaf; n != old_root; n = n->parent()) chain[--i] = n;
+  Node *node = root_;
   for (i = 0; i < depth && node != &sink_; ++i) node = find_or_add_child(node, chain[i]->routine, chain[i]->call_site);
   unmap_pages(chain, depth * sizeof(Node *) + 1);
-  return node == &sink_ ? &root_ : node;
+  return node == &sink_ ? root_ : node;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -742,9 +820,9 @@ namespace {
 // allocate: trees may be a million levels deep); null after the last.
 template <typename N>
 HCCT_NOINST N *next_in_preorder(N *node, const Node *root) {
-  if (node->first_child) return node->first_child;
-  while (node != root && !node->next_sibling) node = node->parent();
-  return node == root ? nullptr : node->next_sibling;
+  if (node->first_child()) return node->first_child();
+  while (node != root && !node->next_sibling()) node = node->parent();
+  return node == root ? nullptr : node->next_sibling();
 }
 
 }  // namespace
@@ -752,20 +830,20 @@ HCCT_NOINST N *next_in_preorder(N *node, const Node *root) {
 HCCT_NOINST void ThreadProfile::retire_range(uintptr_t lo, uintptr_t hi, uintptr_t tag) {
   auto retired = [lo, hi, tag](uintptr_t address) { return address - lo < hi - lo ? address | tag : address; };
   uint64_t steps = 0;
-  Node *node = &root_;
+  Node *node = root_;
   for (;;) {
-    for (Node *c = node->first_child; c; c = c->next_sibling) {
+    for (Node *c = node->first_child(); c; c = c->next_sibling()) {
       uintptr_t fn = retired(c->routine), site = retired(c->call_site);
       if (fn == c->routine && site == c->call_site) continue;
       // Siblings stay distinct: a retired key has the tag's bits, which no live key has.
       ChildIndex::Entry *entry = node->indexed() ? index_.find(c, steps) : nullptr;
-      Node *prev = entry ? entry->prev : nullptr;
+      Node *prev = entry ? index_.prev_of(entry) : nullptr;
       if (entry) index_.erase(entry);
       c->routine = fn;
       c->call_site = site;
       if (entry) index_.insert(c, prev);  // into the slot erase just freed: no growth
     }
-    node = next_in_preorder(node, &root_);
+    node = next_in_preorder(node, root_);
     if (!node) break;
   }
 }
@@ -775,20 +853,22 @@ HCCT_NOINST void ThreadProfile::retire_range(uintptr_t lo, uintptr_t hi, uintptr
 HCCT_NOINST bool ThreadProfile::index_consistent() const {
   size_t found = 0;
   uint64_t steps = 0;
-  const Node *node = &root_;
+  const Node *node = root_;
   for (;;) {
     const Node *prev = nullptr;
-    for (const Node *c = node->first_child; c; prev = c, c = c->next_sibling) {
+    for (const Node *c = node->first_child(); c; prev = c, c = c->next_sibling()) {
       if (c->parent() != node) return false;
       ChildIndex::Entry *entry = index_.find(c, steps);
       if (node->indexed()) {
-        if (!entry || entry->node() != c || entry->prev != prev) return false;
+        if (!entry || index_.node_of(entry) != c || index_.prev_of(entry) != prev ||
+            entry->counts != (c->parent_bits & kCountsDirectly))
+          return false;
         ++found;
       } else if (entry) {
         return false;
       }
     }
-    node = next_in_preorder(node, &root_);
+    node = next_in_preorder(node, root_);
     if (!node) break;
   }
   return found == index_.size();
@@ -802,15 +882,12 @@ HCCT_NOINST ChildIndex::Entry *ChildIndex::find(const Node *parent, uintptr_t fn
                                                 uint64_t &steps) const {
   if (!entries_) return nullptr;
   uint64_t h = hash(parent, fn, site);
-  uintptr_t tag = h & ~kNodeBits;
+  uint32_t p = offset(parent);
   size_t probes = 1;
   for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_, ++probes) {
     Entry *entry = &entries_[i];
-    uintptr_t tagged = entry->tagged_node;
-    if (!tagged) break;
-    if ((tagged & ~kNodeBits) != tag) continue;
-    const Node *n = entry->node();
-    if (n->routine == fn && n->call_site == site && n->parent() == parent) {
+    if (!entry->routine) break;
+    if (entry->routine == fn && entry->call_site == site && entry->parent == p) {
       steps += probes;
       return entry;
     }
@@ -834,9 +911,8 @@ HCCT_NOINST bool ChildIndex::reserve(size_t more) {
   Entry *old = entries_;
   entries_ = fresh;
   mask_ = grown - 1;
-  size_ = 0;
   for (size_t i = 0; i < capacity; ++i)
-    if (old[i].tagged_node) insert(old[i].node(), old[i].prev);
+    if (old[i].routine) place(old[i]);
   if (old) {
     unmap_pages(old, capacity * sizeof(Entry));
     refund_tree_memory(capacity * sizeof(Entry));
@@ -844,28 +920,33 @@ HCCT_NOINST bool ChildIndex::reserve(size_t more) {
   return true;
 }
 
-HCCT_NOINST void ChildIndex::insert(Node *child, Node *prev) {
-  uint64_t h = hash(child->parent(), child->routine, child->call_site);
-  size_t i = size_t(h) & mask_;
-  while (entries_[i].tagged_node) i = (i + 1) & mask_;
-  entries_[i] = Entry{(h & ~kNodeBits) | reinterpret_cast<uintptr_t>(child), prev};
+HCCT_NOINST void ChildIndex::place(const Entry &e) {
+  size_t i = size_t(hash(at(e.parent), e.routine, e.call_site)) & mask_;
+  while (entries_[i].routine) i = (i + 1) & mask_;
+  entries_[i] = e;
+}
+
+HCCT_NOINST void ChildIndex::insert(const Node *child, const Node *prev) {
+  place(Entry{child->routine, child->call_site, offset(child->parent()), offset(child), prev ? offset(prev) : 0,
+              child->parent_bits & kCountsDirectly});
   ++size_;
 }
 
 // Backward-shift deletion: later entries of the probe chain move into the hole unless their home
-// lies cyclically in (hole, their slot], so every chain stays unbroken without tombstones.
+// lies cyclically in (hole, their slot], so every chain stays unbroken without tombstones. The
+// entries hold their keys: no node is read.
 HCCT_NOINST void ChildIndex::erase(Entry *entry) {
   size_t hole = size_t(entry - entries_);
-  for (size_t j = (hole + 1) & mask_; entries_[j].tagged_node; j = (j + 1) & mask_) {
-    const Node *n = entries_[j].node();
-    size_t k = size_t(hash(n->parent(), n->routine, n->call_site)) & mask_;
+  for (size_t j = (hole + 1) & mask_; entries_[j].routine; j = (j + 1) & mask_) {
+    const Entry &e = entries_[j];
+    size_t k = size_t(hash(at(e.parent), e.routine, e.call_site)) & mask_;
     bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
     if (!stays) {
       entries_[hole] = entries_[j];
       hole = j;
     }
   }
-  entries_[hole] = Entry{0, nullptr};
+  entries_[hole] = Entry{};
   --size_;
 }
 

@@ -10,43 +10,57 @@
 namespace hcct::rt {
 
 // Low bit of Node::parent_bits: the node's counter is incremented on entry. In hcct mode this is
-// Space-Saving's monitored flag, packed into the parent pointer as in the thesis (nodes are 16-byte
-// aligned) so an MCCT node costs no more than a CCT node; in cct mode every node has it.
-inline constexpr uintptr_t kCountsDirectly = 1;
+// Space-Saving's monitored flag, packed into the parent link as in the thesis (nodes are 32-byte
+// aligned, so a link has five free low bits) so an MCCT node costs no more than a CCT node; in cct
+// mode every node has it.
+inline constexpr uint32_t kCountsDirectly = 1;
 // Bit 2 of Node::parent_bits: the node's children are also in the thread's ChildIndex (it is a
 // wide node: its sibling list outgrew kIndexAfter). Bit 1 is the dump writer's.
-inline constexpr uintptr_t kIndexedChildren = 4;
+inline constexpr uint32_t kIndexedChildren = 4;
 // Bit 3: the node is the deepest context of a suspended machine stack (a coroutine not running, or
 // the stack that switched to one): pruning must keep it, and so its whole path. The profile's pin
 // map counts how many suspended stacks stop there.
-inline constexpr uintptr_t kPinned = 8;
-inline constexpr uintptr_t kParentFlagBits = 15;
+inline constexpr uint32_t kPinned = 8;
+// Bit 4: the node has time samples, kept beside the tree in the profile's sample map (most nodes
+// never get one: time samples are not worth 8 bytes in every node). In hcct mode: it holds one of
+// the time summary's counters, which keeps it from being pruned.
+inline constexpr uint32_t kHasSamples = 16;
+inline constexpr uint32_t kParentFlagBits = 31;
 
-// A calling context. 16-byte aligned (the arena's granule, and root_/sink_ inside the profile), so
-// the four low bits of a parent pointer are free for flags.
-struct alignas(16) Node {
+// A calling context: 32 bytes, two to a cache line (docs/RUNTIME.md, "Node layout"). The links
+// (parent, first child, next sibling) are byte offsets from the node itself to the other one, 0 for
+// none: a thread's nodes lie in one NodeSpace, less than 2 GiB apart, and a self-relative link
+// needs no base register in the probes. The call counter keeps its low 32 bits here; the profile
+// keeps the high bits of the rare counter past 2^32 beside the tree (ThreadProfile::count_of).
+struct alignas(32) Node {
   uintptr_t routine;
   uintptr_t call_site;
-  uintptr_t parent_bits;
-  Node *first_child;
-  Node *next_sibling;
-  uint64_t count;
+  uint32_t count_low;
+  uint32_t parent_bits;  // the parent's offset (a multiple of 32, two's complement) | flags
+  int32_t first_child_offset;
+  int32_t next_sibling_offset;
 
-  HCCT_NOINST Node *parent() const { return reinterpret_cast<Node *>(parent_bits & ~kParentFlagBits); }
+  HCCT_NOINST Node *at(int32_t offset) const {
+    return offset ? reinterpret_cast<Node *>(reinterpret_cast<uintptr_t>(this) + intptr_t(offset)) : nullptr;
+  }
+  HCCT_NOINST int32_t offset_to(const Node *other) const {
+    return other ? int32_t(reinterpret_cast<intptr_t>(other) - reinterpret_cast<intptr_t>(this)) : 0;
+  }
+  HCCT_NOINST Node *parent() const { return at(int32_t(parent_bits & ~kParentFlagBits)); }
+  HCCT_NOINST Node *first_child() const { return at(first_child_offset); }
+  HCCT_NOINST Node *next_sibling() const { return at(next_sibling_offset); }
+  HCCT_NOINST void set_first_child(const Node *child) { first_child_offset = offset_to(child); }
+  HCCT_NOINST void set_next_sibling(const Node *sibling) { next_sibling_offset = offset_to(sibling); }
+  HCCT_NOINST void set_parent(const Node *parent, uint32_t flags) {
+    parent_bits = uint32_t(offset_to(parent)) | flags;
+  }
   HCCT_NOINST bool indexed() const { return parent_bits & kIndexedChildren; }
   HCCT_NOINST bool monitored() const { return parent_bits & kCountsDirectly; }
   HCCT_NOINST void set_monitored(bool on) {
-    parent_bits = (parent_bits & ~uintptr_t(1)) | uintptr_t(on);
+    parent_bits = (parent_bits & ~uint32_t(1)) | uint32_t(on);
   }
 };
-
-// A node with its time samples (docs/RUNTIME.md, "Time"): the layout of every node of a profile
-// that samples time (the arena then hands out 64 bytes a node); without sampling nodes stay 48
-// bytes and `samples` does not exist. In hcct mode a nonzero `samples` means the node holds one of
-// the time summary's counters (Space-Saving over samples), which keeps it from being pruned.
-struct alignas(16) TimedNode : Node {
-  uint64_t samples;
-};
+static_assert(sizeof(Node) == 32 && NodeSpace::kGranule == sizeof(Node));
 
 // A shadow-stack frame: the context entered and the stack pointer (the probe's CFA) at entry, which
 // tells at any later event whether the machine frame still exists.
@@ -75,15 +89,21 @@ struct PathEntry {
 // charged to the tree budget; never the program's malloc.
 class ChildIndex {
  public:
+  // 32 bytes, two to a cache line: the key and the child itself, so that a hit on the probes' path
+  // reads one slot and no node (the counter's increment is a store, which does not stall them).
   struct Entry {
-    // The child, with 16 more bits of its key's hash above bit 48 (user-space addresses on x86-64
-    // and AArch64 fit in 48 bits), so a probe that lands on another key seldom touches its node.
-    // 0: empty slot.
-    uintptr_t tagged_node;
-    Node *prev;  // the previous sibling; null for the first child
-    Node *node() const { return reinterpret_cast<Node *>(tagged_node & kNodeBits); }
+    uintptr_t routine;  // 0: empty slot (no function lies at address 0)
+    uintptr_t call_site;
+    uint32_t parent;  // offsets in the thread's node space
+    uint32_t node;
+    uint32_t prev;    // the previous sibling; 0 (the root's offset: never a sibling) for none
+    uint32_t counts;  // the child's kCountsDirectly, kept equal to its flag
   };
-  static constexpr uintptr_t kNodeBits = (uintptr_t(1) << 48) - 1;
+  // The node space's base, for the entries' offsets: set once the root is allocated.
+  void set_base(char *base) { base_ = base; }
+  Node *node_of(const Entry *e) const { return at(e->node); }
+  Node *prev_of(const Entry *e) const { return e->prev ? at(e->prev) : nullptr; }
+  void set_prev(Entry *e, const Node *prev) { e->prev = prev ? offset(prev) : 0; }
   // The entry of parent's child (fn, site), or null. `steps` counts the slots probed.
   Entry *find(const Node *parent, uintptr_t fn, uintptr_t site, uint64_t &steps) const;
   Entry *find(const Node *child, uint64_t &steps) const {
@@ -91,28 +111,27 @@ class ChildIndex {
   }
   // find() for the probes' fast path: inline, and it counts no steps (the fast path's sibling scan
   // counts none either).
-  [[gnu::always_inline]] HCCT_NOINST Node *lookup(const Node *parent, uintptr_t fn, uintptr_t site) const {
+  [[gnu::always_inline]] HCCT_NOINST const Entry *lookup(const Node *parent, uintptr_t fn, uintptr_t site) const {
     uint64_t h = hash(parent, fn, site);
-    uintptr_t tag = h & ~kNodeBits;
+    uint32_t p = offset(parent);
     for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_) {
-      uintptr_t tagged = entries_[i].tagged_node;
-      if (!tagged) return nullptr;
-      if ((tagged & ~kNodeBits) != tag) continue;
-      Node *n = reinterpret_cast<Node *>(tagged & kNodeBits);
-      if (n->routine == fn && n->call_site == site && n->parent() == parent) return n;
+      const Entry *e = &entries_[i];
+      if (e->routine == fn && e->call_site == site && e->parent == p) return e;
+      if (!e->routine) return nullptr;
     }
   }
   // Makes room for `more` entries (load factor at most 1/2). False if the budget or kernel refuses.
   bool reserve(size_t more);
   // After reserve(); the child must not be in the index.
-  void insert(Node *child, Node *prev);
+  void insert(const Node *child, const Node *prev);
   void erase(Entry *entry);
   void release();
   size_t size() const { return size_; }
   size_t bytes() const { return entries_ ? (mask_ + 1) * sizeof(Entry) : 0; }
 
  private:
-  // Low bits: the home slot; bits 48-63: the tag kept in the entry.
+  Node *at(uint32_t off) const { return reinterpret_cast<Node *>(base_ + off); }
+  uint32_t offset(const Node *n) const { return uint32_t(reinterpret_cast<const char *>(n) - base_); }
   HCCT_NOINST static uint64_t hash(const Node *parent, uintptr_t fn, uintptr_t site) {
     uint64_t h = reinterpret_cast<uintptr_t>(parent) * 0x9e3779b97f4a7c15ull;
     h ^= fn * 0xc2b2ae3d27d4eb4full;
@@ -122,10 +141,12 @@ class ChildIndex {
     h ^= h >> 32;
     return h;
   }
+  void place(const Entry &e);
 
   Entry *entries_ = nullptr;
   size_t mask_ = 0;  // capacity - 1 (a power of two)
   size_t size_ = 0;
+  char *base_ = nullptr;
 };
 
 // A map from nonzero words to words: open addressing, linear probing, backward-shift deletion.
@@ -138,6 +159,8 @@ class WordMap {
   uintptr_t *find_or_insert(uintptr_t key);
   void erase(uintptr_t key);
   void release();
+  bool empty() const { return size_ == 0; }
+  size_t bytes() const { return entries_ ? (mask_ + 1) * sizeof(Entry) : 0; }
 
  private:
   struct Entry {
@@ -199,14 +222,25 @@ class ThreadProfile {
   }
   // ... and, once it held, the scan.
   [[gnu::always_inline]] HCCT_NOINST bool enter_fast_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
-    Frame *top = top_;
     site &= site_mask_;
-    Node *node = top->node->first_child;
-    // Unrolled: no loop counter to keep and test on the way.
+    Frame *top = top_;
+    Node *node = top->node;
+    int32_t offset = node->first_child_offset;
+    if (!offset) return false;
+    // Unrolled: no loop counter to keep and test on the way. Each step adds a link's offset to the
+    // node it is in (self-relative links: no base register); every hit leaves the loop to one
+    // push, so the node stays in one register. No test for the end of the list: the last
+    // sibling's link is 0, which leads back to itself, a node already compared, so a miss costs the
+    // remaining steps and a hit past the first child one instruction less per sibling passed.
 #pragma GCC unroll 8
-    for (int i = 0; i < kFastSiblings && node; ++i, node = node->next_sibling)
-      if (node->routine == fn && node->call_site == site) return push_counted(top, node, sp);
+    for (int i = 0; i < kFastSiblings; ++i) {
+      node = reinterpret_cast<Node *>(reinterpret_cast<char *>(node) + offset);
+      if (node->routine == fn && node->call_site == site) goto hit;
+      offset = node->next_sibling_offset;
+    }
     return false;
+  hit:
+    return push_counted(top, node, sp);
   }
 
   // The fast path under a wide node, out of line (its hash would cost the probes' fast path six
@@ -223,9 +257,27 @@ class ThreadProfile {
   void enter(uintptr_t fn, uintptr_t site, uintptr_t sp);
 
  private:
+  // One more call in the node's 32-bit counter; false (the counter unchanged) when it would wrap,
+  // which the general path's add_call carries. On x86-64 one `add` and the carry flag's branch: in
+  // C++ gcc loads, tests, adds and stores (four instructions more on every call).
+  [[gnu::always_inline]] static HCCT_NOINST bool count_call(Node *node) {
+#if defined(__x86_64__)
+    asm goto("addl $1, %0\n\tjc %l[wrapped]" : "+m"(node->count_low) : : "cc" : wrapped);
+    return true;
+  wrapped:
+    node->count_low = ~uint32_t(0);
+    return false;
+#else
+    if (HCCT_UNLIKELY(node->count_low == ~uint32_t(0))) return false;
+    ++node->count_low;
+    return true;
+#endif
+  }
   [[gnu::always_inline]] HCCT_NOINST bool push_counted(Frame *top, Node *node, uintptr_t sp) {
     if (HCCT_UNLIKELY(!(node->parent_bits & kCountsDirectly))) return false;
-    ++node->count;
+    // The low 32 bits of the counter: their carry (once per 2^32 calls of a context) is the
+    // general path's (count_of), which then counts this call.
+    if (HCCT_UNLIKELY(!count_call(node))) return false;
     top[1].node = node;
     top[1].sp = sp;
     // The time sampler's signal handler reads top_->node on this thread: the frame is written
@@ -352,8 +404,12 @@ class ThreadProfile {
   // and the caller not inside an event of this profile).
   void prune_deferred();
   bool timed() const { return timed_; }
-  static uint64_t samples_of(const Node *n) { return static_cast<const TimedNode *>(n)->samples; }
-  uint64_t node_samples(const Node *n) const { return timed_ ? samples_of(n) : 0; }
+  // The time samples of a node of this profile.
+  uint64_t node_samples(const Node *n) const {
+    if (!(n->parent_bits & kHasSamples)) return 0;
+    const uintptr_t *s = sample_map_.find(reinterpret_cast<uintptr_t>(n));
+    return s ? *s : 0;
+  }
   // S: the samples charged into the tree (in hcct mode, the sum of the time counters).
   uint64_t samples() const { return samples_; }
   // Samples that found the thread in the memory-exhaustion sink (no context to charge).
@@ -362,10 +418,17 @@ class ThreadProfile {
   // counter is used), and how many counters are in use.
   uint64_t min_samples() const;
   uint32_t time_monitored_count() const { return time_size_; }
-  Node *const *time_slots() const { return time_slots_; }
+
+  // A node's call counter: its low 32 bits are in the node, the rare carries beside the tree.
+  uint64_t count_of(const Node *n) const {
+    uint64_t low = n->count_low;
+    if (HCCT_LIKELY(carries_.empty())) return low;
+    const uintptr_t *high = carries_.find(reinterpret_cast<uintptr_t>(n));
+    return high ? low | (uint64_t(*high) << 32) : low;
+  }
 
   // Accessors for the dump writer and tests.
-  const Node *root() const { return &root_; }
+  const Node *root() const { return root_; }
   Node *cursor() const { return top_->node; }
   size_t depth() const { return size_t(top_ - frames_); }
   const Frame *frames() const { return frames_; }
@@ -374,14 +437,14 @@ class ThreadProfile {
   // N is not kept apart: every enter adds exactly one to the counters (Space-Saving replaces a
   // minimum m by m + 1), so N is their sum, and the fast path does one increment less.
   uint64_t calls() const;
-  uint64_t lost_events() const { return sink_.count; }
+  uint64_t lost_events() const { return count_of(&sink_); }
   uint64_t unmatched_exits() const { return unmatched_exits_; }
   // Siblings and index slots examined by child lookups and unlinks off the fast path: the work
   // that must not grow with a node's fan-out (tests).
   uint64_t sibling_steps() const { return sibling_steps_; }
   size_t live_nodes() const { return live_nodes_; }
   size_t peak_nodes() const { return peak_nodes_; }
-  size_t tree_bytes() const { return arena_.bytes_mapped() + index_.bytes(); }
+  size_t tree_bytes() const { return nodes_.bytes_mapped() + index_.bytes() + sample_map_.bytes(); }
   Mode mode() const { return mode_; }
   KeyBy key() const { return key_; }
   double epsilon() const { return epsilon_; }
@@ -389,9 +452,9 @@ class ThreadProfile {
   uint32_t monitored_count() const { return size_; }
   // Smallest monitored counter: the error bound of every estimate (0 until all counters are used).
   uint64_t min_count() const;
-  bool out_of_memory() const { return sink_.count != 0; }
-  // Space-Saving's counter array, for tests.
-  Node *const *slots() const { return slots_; }
+  bool out_of_memory() const { return lost_events() != 0; }
+  // Space-Saving's counters, for tests: the context of counter i < monitored_count().
+  Node *slot(uint32_t i) const { return node_at(slots_[i]); }
   // Children of wide nodes in the index, and a full check of it against the tree (tests): every
   // child of an indexed node is found with its true previous sibling, and nothing else is there.
   size_t indexed_children() const { return index_.size(); }
@@ -408,13 +471,36 @@ class ThreadProfile {
   Node *find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site);
   void index_children(Node *parent);
   Node *new_node(Node *parent, uintptr_t fn, uintptr_t site);
+  // Counters: a node's counter plus one (the general path's increment), or set (Space-Saving).
+  void add_call(Node *node) {
+    if (HCCT_UNLIKELY(++node->count_low == 0)) carry(node, 1);
+  }
+  // Inline for the common case (no carry anywhere; a narrow parent): Space-Saving calls both on
+  // every replacement.
+  void set_count(Node *node, uint64_t count) {
+    if (HCCT_LIKELY(!(count >> 32) && carries_.empty())) {
+      node->count_low = uint32_t(count);
+      return;
+    }
+    set_count_carried(node, count);
+  }
+  void set_count_carried(Node *node, uint64_t count);
+  void set_monitored(Node *node, bool on) {
+    node->set_monitored(on);
+    if (HCCT_UNLIKELY(node->parent()->indexed())) set_indexed_counts(node, on);
+  }
+  void set_indexed_counts(Node *node, bool on);
+  void carry(Node *node, uintptr_t high_add);
+  // Space-Saving's arrays hold 32-bit offsets into the node space: half the bytes of pointers.
+  Node *node_at(uint32_t offset) const { return reinterpret_cast<Node *>(nodes_.base() + offset); }
+  uint32_t offset_of(const Node *n) const { return uint32_t(reinterpret_cast<const char *>(n) - nodes_.base()); }
+  void set_samples(Node *node, uint64_t samples);
   void monitor(Node *node);
   uint32_t find_min();
   uint32_t rescan_min();
   uint32_t find_time_min();
   void forget_deferred(const Node *node);
-  static uint64_t &samples_ref(Node *n) { return static_cast<TimedNode *>(n)->samples; }
-  bool keeps(const Node *n) const { return n->monitored() || (timed_ && samples_of(n)); }
+  bool keeps(const Node *n) const { return n->parent_bits & (kCountsDirectly | kHasSamples); }
   void prune(Node *node, Node *cursor);
   void unlink(Node *node);
   Frame *grow_frames(Frame *top);
@@ -426,14 +512,14 @@ class ThreadProfile {
   void move_to_stack(uint32_t index, bool drop_current);
   void pin(Node *node);
   void unpin(Node *node);
-  Node *rebuild_node_path(const Node *old_leaf);
+  Node *rebuild_node_path(const Node *old_leaf, const Node *old_root);
 
-  // TimedNode: with time sampling they carry samples like every node (unused bytes otherwise).
-  TimedNode root_{};
+  // The root: the first node of the node space (children link to it by offset).
+  Node *root_ = nullptr;
   // Absorbs every call made while tree memory is exhausted, so that later calls are not attributed
-  // to a wrong context; its frames pop on any exit. Never in the tree; flagged monitored so that
-  // Space-Saving only counts it.
-  TimedNode sink_{{0, 0, 1, nullptr, nullptr, 0}, 0};
+  // to a wrong context; its frames pop on any exit. Never in the tree (no links); flagged
+  // monitored so that Space-Saving only counts it.
+  Node sink_{0, 0, 0, kCountsDirectly, 0, 0};
   Frame *frames_ = nullptr;
   Frame *top_ = nullptr;
   Frame *frames_end_ = nullptr;
@@ -448,15 +534,16 @@ class ThreadProfile {
   KeyBy key_ = KeyBy::kSite;
   double epsilon_ = 0;
 
-  Arena arena_;
+  NodeSpace nodes_;
   ChildIndex index_;
   Node *free_nodes_ = nullptr;
   size_t live_nodes_ = 0;
   size_t peak_nodes_ = 0;
 
   // Lazy Space-Saving (thesis Algorithm 2): counters live in the nodes; slots_ is the unordered
-  // array M; min_/min_idx_ are the lazily maintained minimum and its first position.
-  Node **slots_ = nullptr;
+  // array M (offsets of the nodes); min_/min_idx_ are the lazily maintained minimum and its first
+  // position.
+  uint32_t *slots_ = nullptr;
   uint32_t capacity_ = 0;
   uint32_t size_ = 0;
   uint64_t min_ = 0;
@@ -465,13 +552,13 @@ class ThreadProfile {
   uint64_t unmatched_exits_ = 0;
   uint64_t sibling_steps_ = 0;
 
-  // Time (option time=cpu). Nodes are TimedNodes, node_bytes_ long. In hcct mode a second lazy
-  // Space-Saving summary over samples, ⌈1/ε⌉ counters in the nodes' `samples`, as for calls.
+  // Time (option time=cpu). Samples per node in sample_map_ (nodes flagged kHasSamples). In hcct
+  // mode a second lazy Space-Saving summary over samples, ⌈1/ε⌉ counters, as for calls.
   bool timed_ = false;
-  size_t node_bytes_ = sizeof(Node);
   uint64_t samples_ = 0;
   uint64_t samples_in_sink_ = 0;
-  Node **time_slots_ = nullptr;
+  WordMap sample_map_;  // node -> samples (nonzero)
+  uint32_t *time_slots_ = nullptr;
   uint32_t time_size_ = 0;
   uint64_t time_min_ = 0;
   uint32_t time_min_idx_ = 0;
@@ -490,6 +577,7 @@ class ThreadProfile {
   uint32_t nested_stacks_ = 0;  // stacks inside the thread's own (a local array as a coroutine stack)
   WordMap stack_by_lo_;         // stack lo -> index + 1
   WordMap pins_;                // node -> suspended stacks whose deepest context it is (hcct mode)
+  WordMap carries_;             // node -> bits 32-63 of its counter, for counters past 2^32
 };
 
 }  // namespace hcct::rt

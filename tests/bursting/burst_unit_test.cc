@@ -85,8 +85,8 @@ Counts counts_of(const rt::ThreadProfile &p) {
   for (const rt::Node *n : test::all_nodes(p.root())) {
     if (n == p.root()) continue;
     if (p.mode() == rt::Mode::kHcct && !n->monitored()) continue;
-    if (n->count) out[key_of(n)] = n->count;
-    REQUIRE(n->count == out[key_of(n)]);  // no context twice
+    if (p.count_of(n)) out[key_of(n)] = p.count_of(n);
+    REQUIRE(p.count_of(n) == out[key_of(n)]);  // no context twice
   }
   return out;
 }
@@ -294,13 +294,13 @@ TEST_CASE("bursting: deep recursion across burst boundaries", "[bursting]") {
     CHECK(joins >= 25);
     CHECK(p.calls() == sampled);
     CHECK(p.unmatched_exits() == 0);
-    const rt::Node *n = p.root()->first_child;
+    const rt::Node *n = p.root()->first_child();
     for (size_t d = 1; d <= depth; ++d) {
       REQUIRE(n);
-      REQUIRE(n->next_sibling == nullptr);
-      if (mode == rt::Mode::kCct || n->monitored()) REQUIRE(n->count == counted[d]);
+      REQUIRE(n->next_sibling() == nullptr);
+      if (mode == rt::Mode::kCct || n->monitored()) REQUIRE(p.count_of(n) == counted[d]);
       else REQUIRE(counted[d] == 0);
-      n = n->first_child;
+      n = n->first_child();
     }
     b.destroy();
     p.destroy();

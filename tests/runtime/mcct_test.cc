@@ -102,11 +102,11 @@ class Checker {
     size_t monitored = 0;
     std::set<ContextKey> keys;
     for (const rt::Node *n : nodes) {
-      for (const rt::Node *c = n->first_child; c; c = c->next_sibling) REQUIRE(c->parent() == n);
+      for (const rt::Node *c = n->first_child(); c; c = c->next_sibling()) REQUIRE(c->parent() == n);
       REQUIRE(keys.insert(key_of(n)).second);  // no context twice
       if (profile_.mode() == rt::Mode::kHcct && n->monitored()) ++monitored;
       // Minimality: a leaf is monitored or on the current path (the root counts as on it).
-      if (profile_.mode() == rt::Mode::kHcct && !n->first_child)
+      if (profile_.mode() == rt::Mode::kHcct && !n->first_child())
         REQUIRE((n->monitored() || on_path.count(n)));
     }
     REQUIRE(monitored == profile_.monitored_count());  // 0 in cct mode
@@ -118,14 +118,14 @@ class Checker {
     uint64_t sum = 0;
     for (const rt::Node *n : test::all_nodes(profile_.root())) {
       if (profile_.mode() == rt::Mode::kCct) {
-        if (n->parent()) REQUIRE(n->count == truth_.at(key_of(n)));
+        if (n->parent()) REQUIRE(profile_.count_of(n) == truth_.at(key_of(n)));
         continue;
       }
       if (!n->monitored()) continue;
       uint64_t f = truth_.at(key_of(n));
-      REQUIRE(n->count >= f);
-      REQUIRE(n->count <= f + least);
-      sum += n->count;
+      REQUIRE(profile_.count_of(n) >= f);
+      REQUIRE(profile_.count_of(n) <= f + least);
+      sum += profile_.count_of(n);
     }
     if (profile_.mode() == rt::Mode::kHcct) {
       REQUIRE(sum == n_);
@@ -141,7 +141,7 @@ class Checker {
     uint64_t cold = uint64_t(std::floor((phi - profile_.epsilon()) * double(n_)));
     for (auto &[key, f] : truth_) {
       const rt::Node *node = find(key);
-      bool reported = node && node->monitored() && node->count >= hot;
+      bool reported = node && node->monitored() && profile_.count_of(node) >= hot;
       if (f >= hot) REQUIRE(reported);
       if (f <= cold) REQUIRE(!reported);
     }
@@ -150,8 +150,8 @@ class Checker {
   const rt::Node *find(const ContextKey &key) const {
     const rt::Node *node = profile_.root();
     for (auto &[fn, site] : key) {
-      const rt::Node *c = node->first_child;
-      while (c && (c->routine != fn || c->call_site != site)) c = c->next_sibling;
+      const rt::Node *c = node->first_child();
+      while (c && (c->routine != fn || c->call_site != site)) c = c->next_sibling();
       if (!c) return nullptr;
       node = c;
     }
@@ -255,4 +255,50 @@ TEST_CASE("cct: wide nodes (indexed children) exact after every step", "[cct][wi
     check.check_counts();
   }
   CHECK(check.profile().indexed_children() > 0);
+}
+
+// Nodes keep the low 32 bits of their counter (docs/RUNTIME.md, "Node layout"): a counter that
+// passes 2^32 must carry into the profile's high bits on the probes' fast path, the general path and
+// Space-Saving's replacement alike, and read back whole (calls(), min_count, the dump).
+TEST_CASE("node layout: counters carry past 2^32", "[mcct][cct][layout]") {
+  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
+    INFO((mode == rt::Mode::kCct ? "cct" : "hcct"));
+    rt::ThreadProfile p;
+    rt::ProfileConfig config;
+    config.mode = mode;
+    config.epsilon = 0.5;  // two counters: the third context evicts
+    REQUIRE(p.init(config));
+    constexpr uintptr_t A = 0x1000, B = 0x2000, C = 0x3000, sp = kStackTop - kFrameSize;
+    p.enter(A, 1, sp);
+    p.exit(A, sp);
+    auto *a = const_cast<rt::Node *>(p.root()->first_child());
+    REQUIRE(p.count_of(a) == 1);
+    a->count_low = ~uint32_t(0) - 1;  // 2^32 - 2 calls so far
+    // Fast path: the first call reaches 2^32 - 1; the second would wrap, so it goes to the
+    // general path, which carries.
+    REQUIRE(p.enter_fast(A, 1, sp));
+    REQUIRE(p.exit_fast(A, sp, false));
+    REQUIRE(p.count_of(a) == (uint64_t(1) << 32) - 1);
+    REQUIRE(!p.enter_fast(A, 1, sp));
+    REQUIRE(p.count_of(a) == (uint64_t(1) << 32) - 1);  // the fast path left it as it was
+    p.enter(A, 1, sp);
+    p.exit(A, sp);
+    CHECK(p.count_of(a) == uint64_t(1) << 32);
+    REQUIRE(p.enter_fast(A, 1, sp));
+    p.exit(A, sp);
+    CHECK(p.count_of(a) == (uint64_t(1) << 32) + 1);
+    CHECK(p.calls() == (uint64_t(1) << 32) + 1);
+    if (mode == rt::Mode::kHcct) {
+      // B takes the second counter; C evicts the minimum (B, 1) and gets 2. Then A's big counter
+      // is never the victim, and a replacement of B by a big minimum carries too.
+      p.enter(B, 1, sp);
+      p.exit(B, sp);
+      p.enter(C, 1, sp);
+      p.exit(C, sp);
+      CHECK(p.count_of(a) == (uint64_t(1) << 32) + 1);
+      CHECK(p.min_count() == 2);
+      CHECK(p.calls() == (uint64_t(1) << 32) + 1 + 2);
+    }
+    p.destroy();
+  }
 }

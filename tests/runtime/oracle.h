@@ -31,7 +31,7 @@ inline std::vector<const Node *> all_nodes(const Node *root) {
     const Node *n = stack.back();
     stack.pop_back();
     out.push_back(n);
-    for (const Node *c = n->first_child; c; c = c->next_sibling) stack.push_back(c);
+    for (const Node *c = n->first_child(); c; c = c->next_sibling()) stack.push_back(c);
   }
   return out;
 }

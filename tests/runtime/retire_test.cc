@@ -18,7 +18,7 @@ uintptr_t retired(uintptr_t a) { return a >= kLo && a < kHi ? a | kTag : a; }
 std::map<ContextKey, uint64_t> contexts(const rt::ThreadProfile &p) {
   std::map<ContextKey, uint64_t> out;
   for (const rt::Node *n : test::all_nodes(p.root()))
-    if (n != p.root()) out[test::key_of(n)] = n->count;
+    if (n != p.root()) out[test::key_of(n)] = p.count_of(n);
   return out;
 }
 

@@ -76,7 +76,7 @@ TEST_CASE("shadow stack: a catch handler's frame pops the frames the exception u
     f.p.unwind_to(1000);  // __cxa_begin_catch in A
     CHECK(f.cursor() == Key{{A, 1}});
   }
-  CHECK(f.p.root()->first_child->first_child->count == 3);
+  CHECK(f.p.count_of(f.p.root()->first_child()->first_child()) == 3);
   CHECK(f.p.live_nodes() == 3);
 }
 
@@ -147,7 +147,7 @@ TEST_CASE("memory cap: calls into new contexts are lost, never misattributed", "
     CHECK(f.p.calls() + f.p.lost_events() == entered);
     uint64_t sum = 0;
     for (const rt::Node *n : test::all_nodes(f.p.root())) {
-      sum += n->count;
+      sum += f.p.count_of(n);
       if (n->routine == A) CHECK(n->parent()->routine == 0x1000 + (n->parent()->routine - 0x1000));
       if (n->parent() && n->parent()->parent()) CHECK(n->routine == A);
     }

@@ -27,9 +27,9 @@ struct Run {
 
   std::map<uintptr_t, uint64_t> monitored() const {
     std::map<uintptr_t, uint64_t> out;
-    for (const rt::Node *c = profile.root()->first_child; c; c = c->next_sibling) {
+    for (const rt::Node *c = profile.root()->first_child(); c; c = c->next_sibling()) {
       REQUIRE(c->monitored());  // unmonitored leaves off the path are pruned at once
-      out[c->routine] = c->count;
+      out[c->routine] = profile.count_of(c);
     }
     return out;
   }

@@ -33,7 +33,7 @@ struct Fixture {
 
   uint64_t count_of(const Key &key) const {
     for (const rt::Node *n : test::all_nodes(p.root()))
-      if (n->parent() && key_of(n) == key) return n->count;
+      if (n->parent() && key_of(n) == key) return p.count_of(n);
     return 0;
   }
 };

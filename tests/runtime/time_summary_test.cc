@@ -44,8 +44,8 @@ class TimeChecker {
   const rt::Node *find(const ContextKey &key) const {
     const rt::Node *node = profile_.root();
     for (auto &[fn, site] : key) {
-      const rt::Node *c = node->first_child;
-      while (c && (c->routine != fn || c->call_site != site)) c = c->next_sibling;
+      const rt::Node *c = node->first_child();
+      while (c && (c->routine != fn || c->call_site != site)) c = c->next_sibling();
       if (!c) return nullptr;
       node = c;
     }
@@ -62,9 +62,9 @@ class TimeChecker {
     for (size_t i = 0; i <= profile_.depth(); ++i) on_path.insert(profile_.frames()[i].node);
     size_t timed = 0;
     for (const rt::Node *n : nodes) {
-      uint64_t s = rt::ThreadProfile::samples_of(n);
+      uint64_t s = profile_.node_samples(n);
       if (s) ++timed;
-      if (profile_.mode() == rt::Mode::kHcct && !n->first_child)
+      if (profile_.mode() == rt::Mode::kHcct && !n->first_child())
         REQUIRE((n->monitored() || s || on_path.count(n)));
     }
     if (profile_.mode() == rt::Mode::kHcct) REQUIRE(timed == profile_.time_monitored_count());
@@ -76,7 +76,7 @@ class TimeChecker {
     uint64_t least = profile_.min_samples();
     uint64_t sum = 0;
     for (const rt::Node *n : test::all_nodes(profile_.root())) {
-      uint64_t est = rt::ThreadProfile::samples_of(n);
+      uint64_t est = profile_.node_samples(n);
       sum += est;
       auto it = samples_.find(key_of(n));
       uint64_t truth = it == samples_.end() ? 0 : it->second;
@@ -96,7 +96,7 @@ class TimeChecker {
         if (truth <= least) continue;
         const rt::Node *node = find(key);
         REQUIRE(node != nullptr);
-        REQUIRE(rt::ThreadProfile::samples_of(node) >= truth);
+        REQUIRE(profile_.node_samples(node) >= truth);
       }
     }
   }
@@ -107,7 +107,7 @@ class TimeChecker {
     uint64_t cold = uint64_t(std::floor((phi - profile_.epsilon()) * double(s_)));
     for (auto &[key, truth] : samples_) {
       const rt::Node *node = find(key);
-      bool reported = node && rt::ThreadProfile::samples_of(node) >= hot && rt::ThreadProfile::samples_of(node);
+      bool reported = node && profile_.node_samples(node) >= hot && profile_.node_samples(node);
       if (truth >= hot) REQUIRE(reported);
       if (truth <= cold) REQUIRE(!reported);
     }
@@ -187,7 +187,7 @@ TEST_CASE("time: a context hot by time and cold by calls is kept in hcct mode", 
   const rt::Node *hot = check.find({{0x9000, 0x10}});
   REQUIRE(hot != nullptr);
   CHECK(!hot->monitored());  // its call counter went long ago
-  CHECK(rt::ThreadProfile::samples_of(hot) >= 400);
+  CHECK(check.profile().node_samples(hot) >= 400);
   check.check_structure();
   check.check_samples();
   check.check_query(0.5);
