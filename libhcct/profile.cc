@@ -21,7 +21,6 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
   root_ = static_cast<Node *>(nodes_.allocate());
   if (!root_) return false;
   *root_ = Node{};
-  index_.set_base(nodes_.base());
   frames_ = static_cast<Frame *>(map_pages(kInitialFrames * sizeof(Frame)));
   if (!frames_) {
     destroy();
@@ -228,7 +227,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   parent->set_first_child(node);
   if (HCCT_UNLIKELY(indexed)) {
     index_.insert(node, nullptr);
-    if (old_first) index_.set_prev(index_.find(old_first, sibling_steps_), node);
+    if (old_first) index_.find(old_first, sibling_steps_)->prev = node;
   }
   if (++live_nodes_ > peak_nodes_) peak_nodes_ = live_nodes_;
   return node;
@@ -238,18 +237,8 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
 // callee-saved register on the way (it saved six while this also tested the frame).
 HCCT_NOINST bool ThreadProfile::enter_wide_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   Node *parent = top_->node;
-  const ChildIndex::Entry *entry = index_.lookup(parent, fn, site & site_mask_);
-  // The slot says whether the child counts directly: its node is only written (the counter), so
-  // its cache miss does not hold up the probe.
-  if (!entry || !entry->counts) return false;
-  Node *node = index_.node_of(entry);
-  if (HCCT_UNLIKELY(!count_call(node))) return false;
-  Frame *top = top_;
-  top[1].node = node;
-  top[1].sp = sp;
-  compiler_fence();  // as in push_counted: the frame is written before it is published
-  top_ = top + 1;
-  return true;
+  Node *node = index_.lookup(parent, fn, site & site_mask_);
+  return node && push_counted(top_, node, sp);
 }
 
 // Linear scan with move-to-front: the thesis measured 2-3 siblings scanned on average, and moving
@@ -281,7 +270,7 @@ HCCT_NOINST bool ThreadProfile::enter_wide_child(uintptr_t fn, uintptr_t site, u
 // No move-to-front under a wide node: it would cost two index updates per call, and among
 // thousands of children the first few seldom hit anyway (new children still go to the front).
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site) {
-  if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return index_.node_of(entry);
+  if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return entry->node();
   return new_node(parent, fn, site);
 }
 
@@ -296,16 +285,10 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
   parent->parent_bits |= kIndexedChildren;
 }
 
-// The monitored flag, and its copy in the index slot of a wide node's child (read by the probes).
-HCCT_NOINST void ThreadProfile::set_indexed_counts(Node *node, bool on) {
-  uint64_t steps = 0;  // bookkeeping of a counter, not a lookup: not in sibling_steps_
-  index_.find(node, steps)->counts = on;
-}
-
 // Space-Saving update for a context that is not monitored (thesis §3.1.3): take a free counter,
 // else replace the minimum one, whose context then leaves M and is pruned if it is a leaf.
 [[gnu::always_inline]] inline HCCT_NOINST void ThreadProfile::monitor(Node *node) {
-  set_monitored(node, true);
+  node->set_monitored(true);
   if (size_ < capacity_) {
     slots_[size_++] = offset_of(node);
     set_count(node, 1);
@@ -315,7 +298,7 @@ HCCT_NOINST void ThreadProfile::set_indexed_counts(Node *node, bool on) {
   Node *victim = node_at(slots_[i]);
   slots_[i] = offset_of(node);
   set_count(node, min_ + 1);
-  set_monitored(victim, false);
+  victim->set_monitored(false);
   set_count(victim, 0);
   prune(victim, node);
 }
@@ -458,11 +441,11 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
   Node *parent = node->parent();
   if (HCCT_UNLIKELY(parent->indexed())) {
     ChildIndex::Entry *entry = index_.find(node, sibling_steps_);
-    Node *prev = index_.prev_of(entry), *next = node->next_sibling();
+    Node *prev = entry->prev, *next = node->next_sibling();
     index_.erase(entry);
     if (prev) prev->set_next_sibling(next);
     else parent->set_first_child(next);
-    if (next) index_.set_prev(index_.find(next, sibling_steps_), prev);
+    if (next) index_.find(next, sibling_steps_)->prev = prev;
     return;
   }
   if (parent->first_child() == node) {
@@ -535,7 +518,6 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   }
   *root_ = Node{};
   index_.release();  // it indexes the old tree
-  index_.set_base(nodes_.base());
   pins_.release();   // so does this: suspended stacks are pinned again below
   free_nodes_ = nullptr;
   live_nodes_ = peak_nodes_ = 0;
@@ -837,7 +819,7 @@ HCCT_NOINST void ThreadProfile::retire_range(uintptr_t lo, uintptr_t hi, uintptr
       if (fn == c->routine && site == c->call_site) continue;
       // Siblings stay distinct: a retired key has the tag's bits, which no live key has.
       ChildIndex::Entry *entry = node->indexed() ? index_.find(c, steps) : nullptr;
-      Node *prev = entry ? index_.prev_of(entry) : nullptr;
+      Node *prev = entry ? entry->prev : nullptr;
       if (entry) index_.erase(entry);
       c->routine = fn;
       c->call_site = site;
@@ -860,9 +842,7 @@ HCCT_NOINST bool ThreadProfile::index_consistent() const {
       if (c->parent() != node) return false;
       ChildIndex::Entry *entry = index_.find(c, steps);
       if (node->indexed()) {
-        if (!entry || index_.node_of(entry) != c || index_.prev_of(entry) != prev ||
-            entry->counts != (c->parent_bits & kCountsDirectly))
-          return false;
+        if (!entry || entry->node() != c || entry->prev != prev) return false;
         ++found;
       } else if (entry) {
         return false;
@@ -882,12 +862,15 @@ HCCT_NOINST ChildIndex::Entry *ChildIndex::find(const Node *parent, uintptr_t fn
                                                 uint64_t &steps) const {
   if (!entries_) return nullptr;
   uint64_t h = hash(parent, fn, site);
-  uint32_t p = offset(parent);
+  uintptr_t tag = h & ~kNodeBits;
   size_t probes = 1;
   for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_, ++probes) {
     Entry *entry = &entries_[i];
-    if (!entry->routine) break;
-    if (entry->routine == fn && entry->call_site == site && entry->parent == p) {
+    uintptr_t tagged = entry->tagged_node;
+    if (!tagged) break;
+    if ((tagged & ~kNodeBits) != tag) continue;
+    const Node *n = entry->node();
+    if (n->routine == fn && n->call_site == site && n->parent() == parent) {
       steps += probes;
       return entry;
     }
@@ -911,8 +894,9 @@ HCCT_NOINST bool ChildIndex::reserve(size_t more) {
   Entry *old = entries_;
   entries_ = fresh;
   mask_ = grown - 1;
+  size_ = 0;
   for (size_t i = 0; i < capacity; ++i)
-    if (old[i].routine) place(old[i]);
+    if (old[i].tagged_node) insert(old[i].node(), old[i].prev);
   if (old) {
     unmap_pages(old, capacity * sizeof(Entry));
     refund_tree_memory(capacity * sizeof(Entry));
@@ -920,33 +904,28 @@ HCCT_NOINST bool ChildIndex::reserve(size_t more) {
   return true;
 }
 
-HCCT_NOINST void ChildIndex::place(const Entry &e) {
-  size_t i = size_t(hash(at(e.parent), e.routine, e.call_site)) & mask_;
-  while (entries_[i].routine) i = (i + 1) & mask_;
-  entries_[i] = e;
-}
-
-HCCT_NOINST void ChildIndex::insert(const Node *child, const Node *prev) {
-  place(Entry{child->routine, child->call_site, offset(child->parent()), offset(child), prev ? offset(prev) : 0,
-              child->parent_bits & kCountsDirectly});
+HCCT_NOINST void ChildIndex::insert(Node *child, Node *prev) {
+  uint64_t h = hash(child->parent(), child->routine, child->call_site);
+  size_t i = size_t(h) & mask_;
+  while (entries_[i].tagged_node) i = (i + 1) & mask_;
+  entries_[i] = Entry{(h & ~kNodeBits) | reinterpret_cast<uintptr_t>(child), prev};
   ++size_;
 }
 
 // Backward-shift deletion: later entries of the probe chain move into the hole unless their home
-// lies cyclically in (hole, their slot], so every chain stays unbroken without tombstones. The
-// entries hold their keys: no node is read.
+// lies cyclically in (hole, their slot], so every chain stays unbroken without tombstones.
 HCCT_NOINST void ChildIndex::erase(Entry *entry) {
   size_t hole = size_t(entry - entries_);
-  for (size_t j = (hole + 1) & mask_; entries_[j].routine; j = (j + 1) & mask_) {
-    const Entry &e = entries_[j];
-    size_t k = size_t(hash(at(e.parent), e.routine, e.call_site)) & mask_;
+  for (size_t j = (hole + 1) & mask_; entries_[j].tagged_node; j = (j + 1) & mask_) {
+    const Node *n = entries_[j].node();
+    size_t k = size_t(hash(n->parent(), n->routine, n->call_site)) & mask_;
     bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
     if (!stays) {
       entries_[hole] = entries_[j];
       hole = j;
     }
   }
-  entries_[hole] = Entry{};
+  entries_[hole] = Entry{0, nullptr};
   --size_;
 }
 

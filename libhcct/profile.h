@@ -89,21 +89,15 @@ struct PathEntry {
 // charged to the tree budget; never the program's malloc.
 class ChildIndex {
  public:
-  // 32 bytes, two to a cache line: the key and the child itself, so that a hit on the probes' path
-  // reads one slot and no node (the counter's increment is a store, which does not stall them).
   struct Entry {
-    uintptr_t routine;  // 0: empty slot (no function lies at address 0)
-    uintptr_t call_site;
-    uint32_t parent;  // offsets in the thread's node space
-    uint32_t node;
-    uint32_t prev;    // the previous sibling; 0 (the root's offset: never a sibling) for none
-    uint32_t counts;  // the child's kCountsDirectly, kept equal to its flag
+    // The child, with 16 more bits of its key's hash above bit 48 (user-space addresses on x86-64
+    // and AArch64 fit in 48 bits), so a probe that lands on another key seldom touches its node.
+    // 0: empty slot.
+    uintptr_t tagged_node;
+    Node *prev;  // the previous sibling; null for the first child
+    Node *node() const { return reinterpret_cast<Node *>(tagged_node & kNodeBits); }
   };
-  // The node space's base, for the entries' offsets: set once the root is allocated.
-  void set_base(char *base) { base_ = base; }
-  Node *node_of(const Entry *e) const { return at(e->node); }
-  Node *prev_of(const Entry *e) const { return e->prev ? at(e->prev) : nullptr; }
-  void set_prev(Entry *e, const Node *prev) { e->prev = prev ? offset(prev) : 0; }
+  static constexpr uintptr_t kNodeBits = (uintptr_t(1) << 48) - 1;
   // The entry of parent's child (fn, site), or null. `steps` counts the slots probed.
   Entry *find(const Node *parent, uintptr_t fn, uintptr_t site, uint64_t &steps) const;
   Entry *find(const Node *child, uint64_t &steps) const {
@@ -111,27 +105,28 @@ class ChildIndex {
   }
   // find() for the probes' fast path: inline, and it counts no steps (the fast path's sibling scan
   // counts none either).
-  [[gnu::always_inline]] HCCT_NOINST const Entry *lookup(const Node *parent, uintptr_t fn, uintptr_t site) const {
+  [[gnu::always_inline]] HCCT_NOINST Node *lookup(const Node *parent, uintptr_t fn, uintptr_t site) const {
     uint64_t h = hash(parent, fn, site);
-    uint32_t p = offset(parent);
+    uintptr_t tag = h & ~kNodeBits;
     for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_) {
-      const Entry *e = &entries_[i];
-      if (e->routine == fn && e->call_site == site && e->parent == p) return e;
-      if (!e->routine) return nullptr;
+      uintptr_t tagged = entries_[i].tagged_node;
+      if (!tagged) return nullptr;
+      if ((tagged & ~kNodeBits) != tag) continue;
+      Node *n = reinterpret_cast<Node *>(tagged & kNodeBits);
+      if (n->routine == fn && n->call_site == site && n->parent() == parent) return n;
     }
   }
   // Makes room for `more` entries (load factor at most 1/2). False if the budget or kernel refuses.
   bool reserve(size_t more);
   // After reserve(); the child must not be in the index.
-  void insert(const Node *child, const Node *prev);
+  void insert(Node *child, Node *prev);
   void erase(Entry *entry);
   void release();
   size_t size() const { return size_; }
   size_t bytes() const { return entries_ ? (mask_ + 1) * sizeof(Entry) : 0; }
 
  private:
-  Node *at(uint32_t off) const { return reinterpret_cast<Node *>(base_ + off); }
-  uint32_t offset(const Node *n) const { return uint32_t(reinterpret_cast<const char *>(n) - base_); }
+  // Low bits: the home slot; bits 48-63: the tag kept in the entry.
   HCCT_NOINST static uint64_t hash(const Node *parent, uintptr_t fn, uintptr_t site) {
     uint64_t h = reinterpret_cast<uintptr_t>(parent) * 0x9e3779b97f4a7c15ull;
     h ^= fn * 0xc2b2ae3d27d4eb4full;
@@ -141,12 +136,10 @@ class ChildIndex {
     h ^= h >> 32;
     return h;
   }
-  void place(const Entry &e);
 
   Entry *entries_ = nullptr;
   size_t mask_ = 0;  // capacity - 1 (a power of two)
   size_t size_ = 0;
-  char *base_ = nullptr;
 };
 
 // A map from nonzero words to words: open addressing, linear probing, backward-shift deletion.
@@ -222,8 +215,8 @@ class ThreadProfile {
   }
   // ... and, once it held, the scan.
   [[gnu::always_inline]] HCCT_NOINST bool enter_fast_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
-    site &= site_mask_;
     Frame *top = top_;
+    site &= site_mask_;
     Node *node = top->node;
     int32_t offset = node->first_child_offset;
     if (!offset) return false;
@@ -475,8 +468,7 @@ class ThreadProfile {
   void add_call(Node *node) {
     if (HCCT_UNLIKELY(++node->count_low == 0)) carry(node, 1);
   }
-  // Inline for the common case (no carry anywhere; a narrow parent): Space-Saving calls both on
-  // every replacement.
+  // Inline for the common case (no carry anywhere): Space-Saving calls it on every replacement.
   void set_count(Node *node, uint64_t count) {
     if (HCCT_LIKELY(!(count >> 32) && carries_.empty())) {
       node->count_low = uint32_t(count);
@@ -485,11 +477,6 @@ class ThreadProfile {
     set_count_carried(node, count);
   }
   void set_count_carried(Node *node, uint64_t count);
-  void set_monitored(Node *node, bool on) {
-    node->set_monitored(on);
-    if (HCCT_UNLIKELY(node->parent()->indexed())) set_indexed_counts(node, on);
-  }
-  void set_indexed_counts(Node *node, bool on);
   void carry(Node *node, uintptr_t high_add);
   // Space-Saving's arrays hold 32-bit offsets into the node space: half the bytes of pointers.
   Node *node_at(uint32_t offset) const { return reinterpret_cast<Node *>(nodes_.base() + offset); }
