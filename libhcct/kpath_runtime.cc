@@ -28,8 +28,17 @@ __thread uint64_t __hcct_path_blpp = 0;
 
 
 namespace hcct::rt {
+// A module's BLPP counter block in this thread's TLS and the module's table that describes it
+// (hcct/kpath_abi.h), recorded when the thread's first item of the module armed the block.
+struct CounterBlock {
+  const uint64_t *table;
+  uint64_t *block;
+};
+
 struct KpathThreadState {
   PathProfiler profiler;
+  CounterBlock *counter_blocks = nullptr;  // map_pages'd, doubled when full
+  size_t counter_block_count = 0, counter_block_capacity = 0;
 };
 }  // namespace hcct::rt
 
@@ -65,6 +74,45 @@ __attribute__((always_inline)) inline KpathThreadState *state_of(ThreadState *s)
   KpathThreadState *k = s->kpath;
   if (HCCT_UNLIKELY(!k)) k = create_state(s);
   return k;
+}
+
+// Records a module's counter block for the thread; false if there is no room.
+HCCT_NOINST bool add_counter_block(KpathThreadState &k, const uint64_t *table, uint64_t *block) {
+  if (k.counter_block_count == k.counter_block_capacity) {
+    if (!k.counter_blocks) {
+      size_t capacity = 4096 / sizeof(CounterBlock);
+      k.counter_blocks = static_cast<CounterBlock *>(map_pages(capacity * sizeof(CounterBlock)));
+      if (!k.counter_blocks) return false;
+      k.counter_block_capacity = capacity;
+    } else {
+      CounterBlock *moved = double_pages(k.counter_blocks, k.counter_block_capacity);
+      if (!moved) return false;
+      k.counter_blocks = moved;
+      k.counter_block_capacity *= 2;
+    }
+  }
+  k.counter_blocks[k.counter_block_count++] = {table, block};
+  return true;
+}
+
+// Moves what the inline code counted in the thread's counter blocks into its roots (each word
+// taken with an atomic exchange, so that a later write does not count it twice), before the
+// profile is written: the section then shows them like every other root count.
+HCCT_NOINST void fold_counters(KpathThreadState &k) {
+  namespace abi = hcct::kpath_abi;
+  for (size_t b = 0; b < k.counter_block_count; ++b) {
+    const uint64_t *table = k.counter_blocks[b].table;
+    uint64_t *block = k.counter_blocks[b].block;
+    const uint64_t *entry = table + abi::kCounterTableHeaderWords;
+    for (uint64_t f = 0; f < table[1]; ++f, entry += abi::kCounterEntryWords) {
+      uint64_t function = entry[0], offset = entry[1], paths = entry[2];
+      for (uint64_t id = 0; id < paths; ++id) {
+        if (block[offset + id] == 0) continue;
+        uint64_t count = __atomic_exchange_n(&block[offset + id], 0, __ATOMIC_RELAXED);
+        if (count) k.profiler.add_root_count(function, id, count);
+      }
+    }
+  }
 }
 
 // KPTH: header, then every tree in preorder (docs/FORMAT.md). Inline fast paths of other threads
@@ -167,9 +215,26 @@ HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t 
   event_end(s);
 }
 
+// A thread's first item of a module with BLPP counter arrays (hcct/kpath_abi.h): arms the module's
+// block for the thread unless its profiler traces (which needs every item): at k = 1 for every
+// function with counters, at k >= 2 for those without loops (their forests are their roots). Ignored (the state stays
+// unset, the item takes the usual way) while the runtime does not take events.
+HCCT_EXPORT void __hcct_path_counters(const uint64_t *table, uint64_t *block) {
+  namespace abi = hcct::kpath_abi;
+  ThreadState *s = event_begin(/*attach=*/true);
+  if (HCCT_UNLIKELY(!s)) return;
+  KpathThreadState *k = state_of(s);
+  bool counts = k && !k->profiler.tracing() && table[0] == abi::kCounterTableVersion && add_counter_block(*k, table, block);
+  block[0] = !counts ? abi::kCountersOff
+             : k->profiler.k() == 1 ? abi::kCountersAll | abi::kCountersLoopFree
+                                    : abi::kCountersLoopFree;
+  event_end(s);
+}
+
 HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) {
   KpathThreadState *k = thread.kpath;
   if (!k) return true;
+  fold_counters(*k);
   if (runtime_options().verbose) {
     const PathProfiler &p = k->profiler;
     // One line per thread (tests read its keys); a bounded forest appends its accounting.
@@ -210,7 +275,10 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
     __hcct_path_token = 0;
     __hcct_path_blpp = 0;
     for (KsfNode *&r : __hcct_path_roots_v3) r = nullptr;
+    // Its counter blocks go back to unset: a later item asks the runtime again.
+    for (size_t b = 0; b < k->counter_block_count; ++b) k->counter_blocks[b].block[0] = hcct::kpath_abi::kCountersUnset;
   }
+  if (k->counter_blocks) unmap_pages(k->counter_blocks, k->counter_block_capacity * sizeof(CounterBlock));
   k->profiler.destroy();
   unmap_pages(k, sizeof(KpathThreadState));
 }

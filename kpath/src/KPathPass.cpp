@@ -36,6 +36,13 @@ cl::opt<uint64_t> g_max_paths("kpath-max-paths",
 cl::opt<int> g_fast_path("kpath-fast-path",
                          cl::desc("hcct kpath: 1 = the inline fast path (default), 0 = every item calls the runtime"),
                          cl::init(-1));
+cl::opt<uint64_t> g_counter_paths(
+    "kpath-counter-paths",
+    cl::desc("hcct kpath: BLPP counter arrays for functions with at most this many paths (0: none; default hcct/kpath_abi.h)"),
+    cl::init(hcct::kpath_abi::kMaxCounterPaths));
+cl::opt<uint64_t> g_counter_words("kpath-counter-words",
+                                  cl::desc("hcct kpath: at most this many counter words per module and thread"),
+                                  cl::init(hcct::kpath_abi::kMaxCounterWords));
 cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each function's path count"), cl::init(false));
 
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
@@ -63,6 +70,14 @@ bool fast_path() {
   if (g_fast_path >= 0) return g_fast_path != 0;
   if (const char *env = std::getenv("HCCT_KPATH_FAST_PATH")) return std::atoi(env) != 0;
   return true;
+}
+
+// -kpath-counter-paths, else HCCT_KPATH_COUNTER_PATHS, else the default: the largest path count
+// of a function that gets BLPP counter arrays (hcct/kpath_abi.h; 0: none).
+uint64_t counter_paths() {
+  if (g_counter_paths.getNumOccurrences()) return g_counter_paths;
+  if (const char *env = std::getenv("HCCT_KPATH_COUNTER_PATHS")) return std::strtoull(env, nullptr, 10);
+  return g_counter_paths;
 }
 
 }  // namespace
@@ -93,7 +108,7 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   OsrPointInserter osr(m, {options_.late, options_.opt_level});
   osr.resolve();
   if (!path_profile_enabled()) return osr.insert() ? PreservedAnalyses::none() : PreservedAnalyses::all();
-  RuntimeApi api = RuntimeApi::declare(m, fast_path());
+  RuntimeApi api = RuntimeApi::declare(m, fast_path(), counter_paths(), g_counter_words);
   MetadataBuilder meta(m);
   bool changed = false;
   for (Function &f : m) {
@@ -109,11 +124,12 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     if (g_verbose)
       errs() << "hcct kpath: " << f.getName() << ": " << dag->blocks().size() << " blocks, "
              << dag->graph().num_paths() << " paths" << (dag->has_cut_edges() ? " (edges cut)" : "") << "\n";
-    PathInstrumenter(f, *dag, id, api).run();
+    PathInstrumenter(f, *dag, id, api, api.allocate_counters(id, dag->graph().num_paths())).run();
     changed = true;
   }
   meta.emit();
   if (api.step->use_empty()) api.step->eraseFromParent();
+  api.finish_counters(m);
   changed |= osr.insert();
   return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }

@@ -50,6 +50,36 @@ inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v3";  // __thread KsfN
 // runs (its misses call the runtime), one built after needs a runtime that defines it.
 inline constexpr char kBlppSymbol[] = "__hcct_path_blpp";       // __thread uint64_t
 
+// BLPP counter arrays (issue 24: BLPP as real path profilers do it). A function with at most
+// kMaxCounterPaths paths gets a counter per path ID in its module's thread-local counter block
+// (`hcct.kpath.counters`, an internal __thread uint64_t array), and its items end with
+// `++block[offset(F) + id]` — no runtime call, no hash — while the block's state word (word 0, per
+// thread) has the bit that applies: kCountersLoopFree for a function without loops, whose
+// activations emit one item each, so that its part of any forest is its roots, i.e. BLPP counters
+// at every k (tested before any window); kCountersAll for the others, at k = 1 only (tested where
+// the window is null, which it always is at k = 1). The state is kCountersUnset until the
+// thread's first item of the module calls kCountersSymbol(table, block), which records the block
+// for the thread (the runtime folds the counters into the thread's roots when it writes the
+// profile) and sets kCountersAll | kCountersLoopFree (k = 1), kCountersLoopFree (k >= 2) or
+// kCountersOff (tracing, which needs every item; no profiling). Items that find no bit set take the
+// usual way, as do all items of functions past the bound. `table` is the module's constant
+// descriptor: kCounterTableHeaderWords words {kCounterTableVersion, functions, block words}, then
+// per function {function ID, offset, paths} (offsets from 1: word 0 is the state).
+inline constexpr char kCountersSymbol[] = "__hcct_path_counters";  // void (const uint64_t *table, uint64_t *block)
+inline constexpr uint64_t kCountersUnset = 0;
+inline constexpr uint64_t kCountersAll = 1;
+inline constexpr uint64_t kCountersLoopFree = 2;
+inline constexpr uint64_t kCountersOff = 4;
+inline constexpr uint64_t kCounterTableVersion = 1;
+inline constexpr unsigned kCounterTableHeaderWords = 3;
+inline constexpr unsigned kCounterEntryWords = 3;
+// The default bounds (the pass's -kpath-counter-paths and -kpath-counter-words override them):
+// paths per function (an array is never slower than the root table, only larger: Lua's
+// luaV_execute has 48 790 paths), and words per module's block (every thread carries a block per
+// module in its static TLS, which the C library zeroes when the thread starts: 1 MiB at most).
+inline constexpr uint64_t kMaxCounterPaths = uint64_t(1) << 16;
+inline constexpr uint64_t kMaxCounterWords = uint64_t(1) << 17;
+
 }  // namespace hcct::kpath_abi
 
 #endif
