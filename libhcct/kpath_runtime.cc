@@ -115,6 +115,16 @@ HCCT_NOINST void fold_counters(KpathThreadState &k) {
   }
 }
 
+// Sets the state of a module's block for the thread (hcct/kpath_abi.h), recording the block when
+// its counters are to count: not while tracing (which needs every item in the runtime).
+HCCT_NOINST void arm(KpathThreadState &k, const uint64_t *table, uint64_t *block) {
+  namespace abi = hcct::kpath_abi;
+  bool counts = !k.profiler.tracing() && table[0] == abi::kCounterTableVersion && add_counter_block(k, table, block);
+  block[0] = !counts ? abi::kCountersOff
+             : k.profiler.k() == 1 ? abi::kCountersAll | abi::kCountersLoopFree
+                                   : abi::kCountersLoopFree;
+}
+
 // KPTH: header, then every tree in preorder (docs/FORMAT.md). Inline fast paths of other threads
 // may still increment counters while this runs (they never change the structure): `paths` is the
 // sum of the counters as written, so the section is consistent.
@@ -224,10 +234,28 @@ HCCT_EXPORT void __hcct_path_counters(const uint64_t *table, uint64_t *block) {
   ThreadState *s = event_begin(/*attach=*/true);
   if (HCCT_UNLIKELY(!s)) return;
   KpathThreadState *k = state_of(s);
-  bool counts = k && !k->profiler.tracing() && table[0] == abi::kCounterTableVersion && add_counter_block(*k, table, block);
-  block[0] = !counts ? abi::kCountersOff
-             : k->profiler.k() == 1 ? abi::kCountersAll | abi::kCountersLoopFree
-                                    : abi::kCountersLoopFree;
+  if (k) arm(*k, table, block);
+  else block[0] = abi::kCountersOff;
+  event_end(s);
+}
+
+// An item of a function without loops whose module's block does not count it (yet): arms the
+// block if unset, then counts it there, or else as the activation's only item in `frame`.
+HCCT_EXPORT void __hcct_path_counted(const uint64_t *table, uint64_t *block, uint64_t *counter, PathFrame *frame,
+                                     uint64_t function, uint64_t path_id) {
+  namespace abi = hcct::kpath_abi;
+  ThreadState *s = event_begin(/*attach=*/true);
+  if (HCCT_UNLIKELY(!s)) return;  // ignored, as __hcct_path_slow ignores it
+  if (KpathThreadState *k = state_of(s)) {
+    if (block[0] == abi::kCountersUnset) arm(*k, table, block);
+    if (block[0] & abi::kCountersLoopFree) {
+      ++*counter;
+    } else {
+      frame->node = nullptr;
+      frame->owner = 0;
+      k->profiler.path(frame, function, path_id, 0);
+    }
+  }
   event_end(s);
 }
 

@@ -112,13 +112,21 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
       count_bb = BasicBlock::Create(c, "counters.hit", f, slow_bb);
       // A function without loops emits one item per activation, so its forest is its roots, whose
       // counts are BLPP counters at every k: its items count in the array whenever the thread
-      // is not tracing (kCountersLoopFree), before any window test.
+      // is not tracing (kCountersLoopFree), with no window test. Everything else is one call,
+      // out of line (kCountedSymbol: arms the block, or takes the item as the runtime's), so that
+      // the probe stays small enough for the inliner to inline small helpers as in the native
+      // build (with the root cache and two calls inline, zstd's MEM_readLE64 and friends were not).
       BasicBlock *loop_free = BasicBlock::Create(c, "counters.loopfree", f, slow_bb);
+      BasicBlock *cold = BasicBlock::Create(c, "counters.cold", f, slow_bb);
       BasicBlock *rest = BasicBlock::Create(c, "window", f, slow_bb);
       b.CreateCondBr(b.CreateICmpEQ(counter_use, ConstantInt::get(i64, uint64_t(CounterUse::kEveryK))), loop_free, rest);
       IRBuilder<> lb(loop_free);
       Value *state = lb.CreateLoad(i64, block, "kpath.counters.state");
-      counters_check(loop_free, state, abi::kCountersLoopFree, rest);
+      lb.CreateCondBr(state_is(lb, state, abi::kCountersLoopFree), count_bb, cold, likely);
+      lb.SetInsertPoint(cold);
+      Value *counter = lb.CreateInBoundsGEP(i64, block, lb.CreateAdd(counter_offset, id));
+      lb.CreateCall(api.counted, {ConstantExpr::getBitCast(api.counter_table, i64p), block, counter, frame_arg, fn, id});
+      lb.CreateBr(done);
       b.SetInsertPoint(rest);
     }
     b.CreateCondBr(b.CreateIsNull(w), first, check);
@@ -275,6 +283,8 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path, uint64_t max_counter_p
     api.max_counter_paths = max_counter_paths;
     api.max_counter_words = max_counter_words;
     api.arm_counters = m.getOrInsertFunction(abi::kCountersSymbol, attrs, void_ty, i64->getPointerTo(), i64->getPointerTo());
+    api.counted = m.getOrInsertFunction(abi::kCountedSymbol, attrs, void_ty, i64->getPointerTo(), i64->getPointerTo(),
+                                        i64->getPointerTo(), ptr, i64, i64);
     api.counter_block = new GlobalVariable(m, ArrayType::get(i64, 1), false, GlobalValue::InternalLinkage,
                                            ConstantAggregateZero::get(ArrayType::get(i64, 1)), "hcct.kpath.counters.tmp",
                                            nullptr, GlobalValue::GeneralDynamicTLSModel);

@@ -35,6 +35,7 @@ struct RuntimeApi {
   // BLPP counter arrays (hcct/kpath_abi.h): the module's thread-local block and constant table,
   // both placeholders until finish_counters() knows their sizes; null without the fast path.
   llvm::FunctionCallee arm_counters;           // void __hcct_path_counters(const uint64_t *table, uint64_t *block)
+  llvm::FunctionCallee counted;                // void __hcct_path_counted(table, block, counter, frame, function_id, path_id)
   llvm::GlobalVariable *counter_block = nullptr;
   llvm::GlobalVariable *counter_table = nullptr;
   std::vector<uint64_t> counter_entries;       // {function ID, offset, paths} per function

@@ -56,9 +56,10 @@ inline constexpr char kBlppSymbol[] = "__hcct_path_blpp";       // __thread uint
 // `++block[offset(F) + id]` — no runtime call, no hash — while the block's state word (word 0, per
 // thread) has the bit that applies: kCountersLoopFree for a function without loops, whose
 // activations emit one item each, so that its part of any forest is its roots, i.e. BLPP counters
-// at every k (tested before any window); kCountersAll for the others, at k = 1 only (tested where
-// the window is null, which it always is at k = 1). The state is kCountersUnset until the
-// thread's first item of the module calls kCountersSymbol(table, block), which records the block
+// at every k (tested before any window; if clear, kCountedSymbol is called); kCountersAll for the
+// others, at k = 1 only (tested where the window is null, which it always is at k = 1). The state
+// is kCountersUnset until the thread's first item of the module calls kCountersSymbol(table, block)
+// (or kCountedSymbol), which records the block
 // for the thread (the runtime folds the counters into the thread's roots when it writes the
 // profile) and sets kCountersAll | kCountersLoopFree (k = 1), kCountersLoopFree (k >= 2) or
 // kCountersOff (tracing, which needs every item; no profiling). Items that find no bit set take the
@@ -66,6 +67,11 @@ inline constexpr char kBlppSymbol[] = "__hcct_path_blpp";       // __thread uint
 // descriptor: kCounterTableHeaderWords words {kCounterTableVersion, functions, block words}, then
 // per function {function ID, offset, paths} (offsets from 1: word 0 is the state).
 inline constexpr char kCountersSymbol[] = "__hcct_path_counters";  // void (const uint64_t *table, uint64_t *block)
+// An item of a function without loops that found kCountersLoopFree clear: the runtime arms the
+// block if its state is unset and then counts the item in `counter` (&block[offset(F) + id]) if the
+// state allows, else takes it as the activation's first item in `frame` (a PathFrame, which it
+// resets: the activation has no other item).
+inline constexpr char kCountedSymbol[] = "__hcct_path_counted";  // void (table, block, counter, frame, fn, id)
 inline constexpr uint64_t kCountersUnset = 0;
 inline constexpr uint64_t kCountersAll = 1;
 inline constexpr uint64_t kCountersLoopFree = 2;
