@@ -186,8 +186,14 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     // item's slot, as the runtime would make it, so that a repeated transition is taken by the
     // first guess next time instead of this longer way (what the runtime's set_guess does, without
     // moving the displaced guess; BLPP forests are never swept, and the node is this thread's).
+    // Not emitted for a function with a counter array (the constant test folds): at k = 1 its
+    // window is always null, so this code would never run, and at every site it would only
+    // add to the probe's size and register pressure.
     IRBuilder<> bb(blpp_bb);
+    BasicBlock *blpp_test = BasicBlock::Create(c, "blpp.test", f, slow_bb);
     BasicBlock *blpp_root = BasicBlock::Create(c, "blpp.root", f, slow_bb);
+    bb.CreateCondBr(bb.CreateICmpEQ(counter_use, ConstantInt::get(i64, uint64_t(CounterUse::kNone))), blpp_test, slow_bb);
+    bb.SetInsertPoint(blpp_test);
     bb.CreateCondBr(bb.CreateICmpNE(bb.CreateLoad(i64, blpp, "kpath.blpp"), ConstantInt::get(i64, 0)), blpp_root, slow_bb);
     root_lookup(blpp_root, "blpp.root", slow_bb, [&](IRBuilder<> &at, Value *root) {
       Value *index = at.CreateAdd(slot_arg, ConstantInt::get(i64, abi::kGuessWord));
