@@ -28,11 +28,13 @@ __thread uint64_t __hcct_path_blpp = 0;
 
 
 namespace hcct::rt {
-// A module's BLPP counter block in this thread's TLS and the module's table that describes it
-// (hcct/kpath_abi.h), recorded when the thread's first item of the module armed the block.
+// A module's counter array for this thread, the module's thread-local words that point to it and
+// its table (hcct/kpath_abi.h), recorded when the thread's first item of the module armed it.
 struct CounterBlock {
   const uint64_t *table;
-  uint64_t *block;
+  uint64_t *tls;
+  uint64_t *array;
+  size_t bytes;
 };
 
 struct KpathThreadState {
@@ -76,8 +78,8 @@ __attribute__((always_inline)) inline KpathThreadState *state_of(ThreadState *s)
   return k;
 }
 
-// Records a module's counter block for the thread; false if there is no room.
-HCCT_NOINST bool add_counter_block(KpathThreadState &k, const uint64_t *table, uint64_t *block) {
+// Records a module's counter array for the thread; false if there is no room.
+HCCT_NOINST bool add_counter_block(KpathThreadState &k, const CounterBlock &block) {
   if (k.counter_block_count == k.counter_block_capacity) {
     if (!k.counter_blocks) {
       size_t capacity = 4096 / sizeof(CounterBlock);
@@ -91,7 +93,7 @@ HCCT_NOINST bool add_counter_block(KpathThreadState &k, const uint64_t *table, u
       k.counter_block_capacity *= 2;
     }
   }
-  k.counter_blocks[k.counter_block_count++] = {table, block};
+  k.counter_blocks[k.counter_block_count++] = block;
   return true;
 }
 
@@ -102,7 +104,7 @@ HCCT_NOINST void fold_counters(KpathThreadState &k) {
   namespace abi = hcct::kpath_abi;
   for (size_t b = 0; b < k.counter_block_count; ++b) {
     const uint64_t *table = k.counter_blocks[b].table;
-    uint64_t *block = k.counter_blocks[b].block;
+    uint64_t *block = k.counter_blocks[b].array;
     const uint64_t *entry = table + abi::kCounterTableHeaderWords;
     for (uint64_t f = 0; f < table[1]; ++f, entry += abi::kCounterEntryWords) {
       uint64_t function = entry[0], offset = entry[1], paths = entry[2];
@@ -115,14 +117,23 @@ HCCT_NOINST void fold_counters(KpathThreadState &k) {
   }
 }
 
-// Sets the state of a module's block for the thread (hcct/kpath_abi.h), recording the block when
-// its counters are to count: not while tracing (which needs every item in the runtime).
-HCCT_NOINST void arm(KpathThreadState &k, const uint64_t *table, uint64_t *block) {
+// Arms a module for the thread (hcct/kpath_abi.h): maps its counter array and points the
+// module's thread-local words at it — both at k = 1, the loop-free one only at k >= 2 — unless the
+// profiler traces (which needs every item in the runtime) or there is no memory: then off.
+HCCT_NOINST void arm(KpathThreadState &k, const uint64_t *table, uint64_t *tls) {
   namespace abi = hcct::kpath_abi;
-  bool counts = !k.profiler.tracing() && table[0] == abi::kCounterTableVersion && add_counter_block(k, table, block);
-  block[0] = !counts ? abi::kCountersOff
-             : k.profiler.k() == 1 ? abi::kCountersAll | abi::kCountersLoopFree
-                                   : abi::kCountersLoopFree;
+  tls[abi::kCountersStateWord] = abi::kCountersOff;
+  if (k.profiler.tracing() || table[0] != abi::kCounterTableVersion || table[2] == 0) return;
+  CounterBlock block{table, tls, nullptr, table[2] * sizeof(uint64_t)};
+  block.array = static_cast<uint64_t *>(map_pages(block.bytes));
+  if (!block.array) return;
+  if (!add_counter_block(k, block)) {
+    unmap_pages(block.array, block.bytes);
+    return;
+  }
+  tls[abi::kCountersLoopFreeWord] = reinterpret_cast<uint64_t>(block.array);
+  if (k.profiler.k() == 1) tls[abi::kCountersAllWord] = reinterpret_cast<uint64_t>(block.array);
+  tls[abi::kCountersStateWord] = abi::kCountersArmed;
 }
 
 // KPTH: header, then every tree in preorder (docs/FORMAT.md). Inline fast paths of other threads
@@ -225,31 +236,29 @@ HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t 
   event_end(s);
 }
 
-// A thread's first item of a module with BLPP counter arrays (hcct/kpath_abi.h): arms the module's
-// block for the thread unless its profiler traces (which needs every item): at k = 1 for every
-// function with counters, at k >= 2 for those without loops (their forests are their roots). Ignored (the state stays
-// unset, the item takes the usual way) while the runtime does not take events.
-HCCT_EXPORT void __hcct_path_counters(const uint64_t *table, uint64_t *block) {
+// A thread's first item of a module with counter arrays in a function with loops (hcct/kpath_abi.h):
+// arms the module for the thread. Ignored (the state stays unset, the item takes the usual way)
+// while the runtime does not take events.
+HCCT_EXPORT void __hcct_path_counters(const uint64_t *table, uint64_t *tls) {
   namespace abi = hcct::kpath_abi;
   ThreadState *s = event_begin(/*attach=*/true);
   if (HCCT_UNLIKELY(!s)) return;
-  KpathThreadState *k = state_of(s);
-  if (k) arm(*k, table, block);
-  else block[0] = abi::kCountersOff;
+  if (KpathThreadState *k = state_of(s)) arm(*k, table, tls);
+  else tls[abi::kCountersStateWord] = abi::kCountersOff;
   event_end(s);
 }
 
-// An item of a function without loops whose module's block does not count it (yet): arms the
-// block if unset, then counts it there, or else as the activation's only item in `frame`.
-HCCT_EXPORT void __hcct_path_counted(const uint64_t *table, uint64_t *block, uint64_t *counter, PathFrame *frame,
+// An item of a function without loops whose loop-free pointer is null: arms the module if unset,
+// then counts the item in the thread's array, or else as the activation's only item in `frame`.
+HCCT_EXPORT void __hcct_path_counted(const uint64_t *table, uint64_t *tls, uint64_t offset, PathFrame *frame,
                                      uint64_t function, uint64_t path_id) {
   namespace abi = hcct::kpath_abi;
   ThreadState *s = event_begin(/*attach=*/true);
   if (HCCT_UNLIKELY(!s)) return;  // ignored, as __hcct_path_slow ignores it
   if (KpathThreadState *k = state_of(s)) {
-    if (block[0] == abi::kCountersUnset) arm(*k, table, block);
-    if (block[0] & abi::kCountersLoopFree) {
-      ++*counter;
+    if (tls[abi::kCountersStateWord] == abi::kCountersUnset) arm(*k, table, tls);
+    if (uint64_t *array = reinterpret_cast<uint64_t *>(tls[abi::kCountersLoopFreeWord])) {
+      ++array[offset + path_id];
     } else {
       frame->node = nullptr;
       frame->owner = 0;
@@ -303,8 +312,13 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
     __hcct_path_token = 0;
     __hcct_path_blpp = 0;
     for (KsfNode *&r : __hcct_path_roots_v3) r = nullptr;
-    // Its counter blocks go back to unset: a later item asks the runtime again.
-    for (size_t b = 0; b < k->counter_block_count; ++b) k->counter_blocks[b].block[0] = hcct::kpath_abi::kCountersUnset;
+    // Its modules go back to unset (a later item asks the runtime again) and their arrays are
+    // unmapped. Another thread's arrays stay mapped: it may be counting in them (at process exit).
+    for (size_t b = 0; b < k->counter_block_count; ++b) {
+      CounterBlock &block = k->counter_blocks[b];
+      for (unsigned w = 0; w < hcct::kpath_abi::kCountersTlsWords; ++w) block.tls[w] = 0;
+      unmap_pages(block.array, block.bytes);
+    }
   }
   if (k->counter_blocks) unmap_pages(k->counter_blocks, k->counter_block_capacity * sizeof(CounterBlock));
   k->profiler.destroy();

@@ -89,43 +89,34 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     // BLPP counter arrays (hcct/kpath_abi.h): `counter_use` and `counter_offset` are the site's
     // constants, so every test of them folds away when the step is inlined.
     BasicBlock *count_bb = nullptr;
-    Value *block = nullptr;
-    auto state_is = [&](IRBuilder<> &at, Value *state, uint64_t bits) {
-      return at.CreateICmpNE(at.CreateAnd(state, ConstantInt::get(i64, bits)), ConstantInt::get(i64, 0));
-    };
-    // Tests the block's state (loaded into `state`): to count_bb if `bits` says so, else, if the
-    // state is unset, asks the runtime once and tests again; else on to `otherwise`.
-    auto counters_check = [&](BasicBlock *at, Value *state, uint64_t bits, BasicBlock *otherwise) {
-      BasicBlock *unset = BasicBlock::Create(c, "counters.unset", f, otherwise);
-      BasicBlock *arm = BasicBlock::Create(c, "counters.arm", f, otherwise);
-      IRBuilder<> cb(at);
-      cb.CreateCondBr(state_is(cb, state, bits), count_bb, unset, likely);
-      cb.SetInsertPoint(unset);
-      cb.CreateCondBr(cb.CreateICmpEQ(state, ConstantInt::get(i64, abi::kCountersUnset)), arm, otherwise, unlikely);
-      cb.SetInsertPoint(arm);
-      cb.CreateCall(api.arm_counters, {ConstantExpr::getBitCast(api.counter_table, i64p), block});
-      Value *armed = cb.CreateLoad(i64, block, "kpath.counters.armed");
-      cb.CreateCondBr(state_is(cb, armed, bits), count_bb, otherwise);
+    Constant *tls = nullptr;   // the module's words (hcct/kpath_abi.h): {array at k = 1, array for loop-free, state}
+    PHINode *array = nullptr;  // the counter array that count_bb increments
+    auto tls_word = [&](unsigned i) { return ConstantExpr::getInBoundsGetElementPtr(i64, tls, ConstantInt::get(i64, i)); };
+    auto load_array = [&](IRBuilder<> &at, unsigned word, const Twine &name) {
+      return at.CreateLoad(i64p, ConstantExpr::getBitCast(tls_word(word), i64p->getPointerTo()), name);
     };
     if (api.counter_block) {
-      block = ConstantExpr::getBitCast(api.counter_block, i64p);
+      tls = ConstantExpr::getBitCast(api.counter_block, i64p);
       count_bb = BasicBlock::Create(c, "counters.hit", f, slow_bb);
+      IRBuilder<> hb0(count_bb);
+      array = hb0.CreatePHI(i64p, 2, "kpath.counters");
       // A function without loops emits one item per activation, so its forest is its roots, whose
-      // counts are BLPP counters at every k: its items count in the array whenever the thread
-      // is not tracing (kCountersLoopFree), with no window test. Everything else is one call,
-      // out of line (kCountedSymbol: arms the block, or takes the item as the runtime's), so that
-      // the probe stays small enough for the inliner to inline small helpers as in the native
-      // build (with the root cache and two calls inline, zstd's MEM_readLE64 and friends were not).
+      // counts are BLPP counters at every k: its items count in the thread's array whenever the
+      // runtime set the pointer (armed, not tracing), with no window test. Everything else is one
+      // call, out of line (kCountedSymbol: arms the module, or takes the item as the runtime's),
+      // so that the probe stays small enough for the inliner to inline small helpers as in the
+      // native build (with the root cache and two calls inline, zstd's MEM_readLE64 and friends
+      // were not).
       BasicBlock *loop_free = BasicBlock::Create(c, "counters.loopfree", f, slow_bb);
       BasicBlock *cold = BasicBlock::Create(c, "counters.cold", f, slow_bb);
       BasicBlock *rest = BasicBlock::Create(c, "window", f, slow_bb);
       b.CreateCondBr(b.CreateICmpEQ(counter_use, ConstantInt::get(i64, uint64_t(CounterUse::kEveryK))), loop_free, rest);
       IRBuilder<> lb(loop_free);
-      Value *state = lb.CreateLoad(i64, block, "kpath.counters.state");
-      lb.CreateCondBr(state_is(lb, state, abi::kCountersLoopFree), count_bb, cold, likely);
+      Value *counters = load_array(lb, abi::kCountersLoopFreeWord, "kpath.counters.loopfree");
+      lb.CreateCondBr(lb.CreateIsNull(counters), cold, count_bb, unlikely);
+      array->addIncoming(counters, loop_free);
       lb.SetInsertPoint(cold);
-      Value *counter = lb.CreateInBoundsGEP(i64, block, lb.CreateAdd(counter_offset, id));
-      lb.CreateCall(api.counted, {ConstantExpr::getBitCast(api.counter_table, i64p), block, counter, frame_arg, fn, id});
+      lb.CreateCall(api.counted, {ConstantExpr::getBitCast(api.counter_table, i64p), tls, counter_offset, frame_arg, fn, id});
       lb.CreateBr(done);
       b.SetInsertPoint(rest);
     }
@@ -222,17 +213,30 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     // the runtime on the thread's first such item; otherwise the root cache, as before.
     BasicBlock *root_first = first;
     if (api.counter_block) {
-      // A function with loops: at k = 1 (kCountersAll) every item, since the window stays null.
+      // A function with loops: its array counts at k = 1 only (the pointer in its own word), where
+      // the window then stays null, so every item comes here. While the module is not armed for
+      // the thread (state 0) the runtime is asked once.
       root_first = BasicBlock::Create(c, "root", f, slow_bb);
       BasicBlock *counted = BasicBlock::Create(c, "counters", f, root_first);
+      BasicBlock *unset = BasicBlock::Create(c, "counters.unset", f, root_first);
+      BasicBlock *arm = BasicBlock::Create(c, "counters.arm", f, root_first);
       IRBuilder<> fb(first);
       fb.CreateCondBr(fb.CreateICmpEQ(counter_use, ConstantInt::get(i64, uint64_t(CounterUse::kBlpp))), counted,
                       root_first);
       fb.SetInsertPoint(counted);
-      Value *state = fb.CreateLoad(i64, block, "kpath.counters.state");
-      counters_check(counted, state, abi::kCountersAll, root_first);
+      Value *counters = load_array(fb, abi::kCountersAllWord, "kpath.counters.all");
+      fb.CreateCondBr(fb.CreateIsNull(counters), unset, count_bb, unlikely);
+      array->addIncoming(counters, counted);
+      fb.SetInsertPoint(unset);
+      Value *state = fb.CreateLoad(i64, tls_word(abi::kCountersStateWord), "kpath.counters.state");
+      fb.CreateCondBr(fb.CreateICmpEQ(state, ConstantInt::get(i64, abi::kCountersUnset)), arm, root_first, unlikely);
+      fb.SetInsertPoint(arm);
+      fb.CreateCall(api.arm_counters, {ConstantExpr::getBitCast(api.counter_table, i64p), tls});
+      Value *armed = load_array(fb, abi::kCountersAllWord, "kpath.counters.armed");
+      fb.CreateCondBr(fb.CreateIsNull(armed), root_first, count_bb);
+      array->addIncoming(armed, arm);
       fb.SetInsertPoint(count_bb);
-      increment(fb, fb.CreateInBoundsGEP(i64, block, fb.CreateAdd(counter_offset, id), "kpath.counter"));
+      increment(fb, fb.CreateInBoundsGEP(i64, array, fb.CreateAdd(counter_offset, id), "kpath.counter"));
       fb.CreateBr(done);
     }
     root_lookup(root_first, "root", slow_bb, [&](IRBuilder<> &at, Value *) {
@@ -290,10 +294,12 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path, uint64_t max_counter_p
     api.max_counter_words = max_counter_words;
     api.arm_counters = m.getOrInsertFunction(abi::kCountersSymbol, attrs, void_ty, i64->getPointerTo(), i64->getPointerTo());
     api.counted = m.getOrInsertFunction(abi::kCountedSymbol, attrs, void_ty, i64->getPointerTo(), i64->getPointerTo(),
-                                        i64->getPointerTo(), ptr, i64, i64);
-    api.counter_block = new GlobalVariable(m, ArrayType::get(i64, 1), false, GlobalValue::InternalLinkage,
-                                           ConstantAggregateZero::get(ArrayType::get(i64, 1)), "hcct.kpath.counters.tmp",
-                                           nullptr, GlobalValue::GeneralDynamicTLSModel);
+                                        i64, ptr, i64, i64);
+    auto *words_ty = ArrayType::get(i64, abi::kCountersTlsWords);
+    api.counter_block = new GlobalVariable(m, words_ty, false, GlobalValue::InternalLinkage,
+                                           ConstantAggregateZero::get(words_ty), "hcct.kpath.counters", nullptr,
+                                           GlobalValue::GeneralDynamicTLSModel);
+    api.counter_block->setAlignment(Align(32));
     api.counter_table = new GlobalVariable(m, ArrayType::get(i64, 1), true, GlobalValue::InternalLinkage,
                                            ConstantAggregateZero::get(ArrayType::get(i64, 1)), "hcct.kpath.counter_table.tmp");
   }
@@ -311,36 +317,21 @@ uint64_t RuntimeApi::allocate_counters(uint64_t function_id, uint64_t paths) {
 
 void RuntimeApi::finish_counters(Module &m) {
   if (!counter_block) return;
-  LLVMContext &c = m.getContext();
-  Type *i64 = Type::getInt64Ty(c);
-  auto replace = [&](GlobalVariable *&old_gv, GlobalVariable *new_gv) {
-    new_gv->takeName(old_gv);
-    old_gv->replaceAllUsesWith(ConstantExpr::getBitCast(new_gv, old_gv->getType()));
-    old_gv->eraseFromParent();
-    old_gv = new_gv;
-  };
-  if (counter_entries.empty()) {
-    // No function has counters: every site's offset was 0, so no use is left once the step's
-    // unused code is gone; a use that remains still links to a one-word block.
-    if (counter_block->use_empty() && counter_table->use_empty()) {
-      counter_block->eraseFromParent();
-      counter_table->eraseFromParent();
-      counter_block = counter_table = nullptr;
-      return;
-    }
+  if (counter_entries.empty() && counter_block->use_empty() && counter_table->use_empty()) {
+    counter_block->eraseFromParent();
+    counter_table->eraseFromParent();
+    counter_block = counter_table = nullptr;
+    return;
   }
-  auto *block_ty = ArrayType::get(i64, counter_words);
-  auto *block = new GlobalVariable(m, block_ty, false, GlobalValue::InternalLinkage, ConstantAggregateZero::get(block_ty),
-                                   "", nullptr, GlobalValue::GeneralDynamicTLSModel);
-  block->setAlignment(Align(64));
-  replace(counter_block, block);
-  counter_block->setName("hcct.kpath.counters");
+  // The table at its final size (a use left in dead code of an -O0 build links to an empty one).
   std::vector<uint64_t> words = {abi::kCounterTableVersion, counter_entries.size() / abi::kCounterEntryWords, counter_words};
   words.insert(words.end(), counter_entries.begin(), counter_entries.end());
-  Constant *init = ConstantDataArray::get(c, words);
+  Constant *init = ConstantDataArray::get(m.getContext(), words);
   auto *table = new GlobalVariable(m, init->getType(), true, GlobalValue::InternalLinkage, init, "");
-  replace(counter_table, table);
-  counter_table->setName("hcct.kpath.counter_table");
+  table->takeName(counter_table);
+  counter_table->replaceAllUsesWith(ConstantExpr::getBitCast(table, counter_table->getType()));
+  counter_table->eraseFromParent();
+  counter_table = table;
 }
 
 namespace {

@@ -32,12 +32,12 @@ struct RuntimeApi {
   llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v3[kRootCacheSize] (initial-exec)
   llvm::GlobalVariable *blpp;     // __thread uint64_t __hcct_path_blpp (initial-exec): k = 1, try the roots on a miss
   llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
-  // BLPP counter arrays (hcct/kpath_abi.h): the module's thread-local block and constant table,
-  // both placeholders until finish_counters() knows their sizes; null without the fast path.
-  llvm::FunctionCallee arm_counters;           // void __hcct_path_counters(const uint64_t *table, uint64_t *block)
-  llvm::FunctionCallee counted;                // void __hcct_path_counted(table, block, counter, frame, function_id, path_id)
-  llvm::GlobalVariable *counter_block = nullptr;
-  llvm::GlobalVariable *counter_table = nullptr;
+  // BLPP counter arrays (hcct/kpath_abi.h): the module's thread-local words and its constant table
+  // (sized by finish_counters()); null without the fast path.
+  llvm::FunctionCallee arm_counters;           // void __hcct_path_counters(const uint64_t *table, uint64_t *tls)
+  llvm::FunctionCallee counted;                // void __hcct_path_counted(table, tls, offset, frame, function_id, path_id)
+  llvm::GlobalVariable *counter_block = nullptr;  // the module's TLS words {array at k = 1, array for loop-free, state}
+  llvm::GlobalVariable *counter_table = nullptr;  // a placeholder until finish_counters()
   std::vector<uint64_t> counter_entries;       // {function ID, offset, paths} per function
   uint64_t counter_words = 1;                  // word 0: the thread's state
   uint64_t max_counter_paths = 0, max_counter_words = 0;
@@ -46,11 +46,11 @@ struct RuntimeApi {
   // (0: none).
   static RuntimeApi declare(llvm::Module &m, bool fast_path, uint64_t max_counter_paths = abi::kMaxCounterPaths,
                             uint64_t max_counter_words = abi::kMaxCounterWords);
-  // The offset of a function's counters in the block, or 0 when it gets none (too many paths, the
-  // block full, or no fast path).
+  // The offset of a function's counters in the module's arrays, or 0 when it gets none (too many
+  // paths, the arrays full, or no fast path).
   uint64_t allocate_counters(uint64_t function_id, uint64_t paths);
-  // Emits the block and the table at their final sizes (or removes them when no function has
-  // counters).
+  // Emits the table at its final size (or removes the TLS words and the table when no function
+  // has counters).
   void finish_counters(llvm::Module &m);
 };
 

@@ -38,9 +38,9 @@ void die() { throw 2; }
 __thread uint64_t __hcct_path_token = 0;
 __thread void *__hcct_path_roots_v3[256];  // never filled: every first item calls too
 __thread uint64_t __hcct_path_blpp = 0;       // not BLPP: misses call
-// BLPP counter arrays are never armed (the block's state stays unset): those items call too.
+// BLPP counter arrays are never armed (their pointers stay null): those items call too.
 void __hcct_path_counters(const uint64_t *, uint64_t *) {}
-void __hcct_path_counted(const uint64_t *, uint64_t *, uint64_t *, uint64_t *frame, uint64_t function, uint64_t id) {
+void __hcct_path_counted(const uint64_t *, uint64_t *, uint64_t, uint64_t *frame, uint64_t function, uint64_t id) {
   frame[0] = frame[1] = 0;  // a function without loops: its one item is its activation's first
   std::printf("* %" PRIu64 "\nP %" PRIu64 "\n", function, id);
 }
