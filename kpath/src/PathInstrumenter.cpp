@@ -25,8 +25,22 @@ using namespace llvm;
 
 namespace {
 
+// The guess slot of an ID whose loop-body part is `body` (PathInstrumenter::emit_path): the parity
+// of the one bits among its low 16, as an i64 0 or 1. The parity of an i8 (x86-64: test + setnp);
+// on an i64 masked to 8 bits LLVM 14 sometimes emits a whole software popcount.
+Value *guess_slot(IRBuilder<> &b, Value *body) {
+  Value *folded = b.CreateTrunc(b.CreateXor(body, b.CreateLShr(body, 8)), b.getInt8Ty());
+  Function *ctpop = Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(), Intrinsic::ctpop, {b.getInt8Ty()});
+  return b.CreateZExt(b.CreateAnd(b.CreateCall(ctpop, {folded}), b.getInt8(1)), b.getInt64Ty(), "kpath.guess.slot");
+}
+
 // The inline fast path (libhcct/kpath_forest.h, path_fast_step, is its C++ twin). The window `w`
-// and the frame's `owner` live in the caller's registers (allocas promoted after inlining):
+// and the frame's `owner` live in the caller's registers (allocas promoted after inlining).
+// A function with a counter array (hcct/kpath_abi.h; `use` and `offset` are the site's constants)
+// first, if it has no loops:
+//   if (p = tls[loop-free]) { ++p[offset + id]; return } __hcct_path_counted(...); return
+// and, with loops, on the first item: if (p = tls[k = 1]) { ++p[offset + id]; return } (arming
+// the module once through __hcct_path_counters). Otherwise:
 //   if (!w) {                                             (the activation's first item)
 //     r = __hcct_path_roots_v3[root_slot(F, id)];  (hcct/kpath_abi.h: (root_base(F) + id) & 255)
 //     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
@@ -45,15 +59,6 @@ namespace {
 // Guesses are never null (the runtime's sentinel, path ~0, stands for "none"), so the loads need no
 // tests. Each load is of one aligned word; the increment is one instruction (x86-64: `incq mem`, no
 // lock), so a signal handler on the same thread never sees it half done. Nodes are i64[8] (KsfNode).
-// The guess slot of an ID whose loop-body part is `body` (PathInstrumenter::emit_path): the parity
-// of the one bits among its low 16, as an i64 0 or 1. The parity of an i8 (x86-64: test + setnp);
-// on an i64 masked to 8 bits LLVM 14 sometimes emits a whole software popcount.
-Value *guess_slot(IRBuilder<> &b, Value *body) {
-  Value *folded = b.CreateTrunc(b.CreateXor(body, b.CreateLShr(body, 8)), b.getInt8Ty());
-  Function *ctpop = Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(), Intrinsic::ctpop, {b.getInt8Ty()});
-  return b.CreateZExt(b.CreateAnd(b.CreateCall(ctpop, {folded}), b.getInt8(1)), b.getInt64Ty(), "kpath.guess.slot");
-}
-
 Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, GlobalVariable *blpp,
                      bool fast_path, const RuntimeApi &api) {
   LLVMContext &c = m.getContext();
