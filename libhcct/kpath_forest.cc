@@ -346,6 +346,25 @@ HCCT_NOINST uint64_t select_rank(uint64_t *v, size_t n, size_t rank) {
   return v[r];
 }
 
+// The values of ranks `low` <= `high` of v[0..n) (0-based, ascending), as select_rank gives them.
+// Most totals a sweep sees are small (cold windows ran a few times), so one pass of a histogram of
+// the values below kExact finds both ranks when they are small, with a quickselect only for a rank
+// beyond it: zstd at k = 16 spent 6 % of its instructions in two quickselects per sweep.
+HCCT_NOINST void ranks_of(uint64_t *v, size_t n, size_t low, size_t high, uint64_t *at_low, uint64_t *at_high) {
+  constexpr uint64_t kExact = 512;
+  uint32_t histogram[kExact + 1] = {};
+  for (size_t i = 0; i < n; ++i) ++histogram[v[i] < kExact ? v[i] : kExact];
+  bool low_found = false, high_found = false;
+  size_t below = 0;  // values < t
+  for (uint64_t t = 0; t < kExact && !high_found; ++t) {
+    below += histogram[t];  // now: values <= t
+    if (!low_found && below > low) *at_low = t, low_found = true;
+    if (below > high) *at_high = t, high_found = true;
+  }
+  if (!low_found) *at_low = select_rank(v, n, low);
+  if (!high_found) *at_high = select_rank(v, n, high);
+}
+
 }  // namespace
 
 HCCT_NOINST bool PathProfiler::reserve_scratch(size_t entries) {
@@ -463,8 +482,8 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
   uint64_t slack = allowed > delta_ ? allowed - delta_ : 0;
   uint64_t theta = 0;
   if (n > 0) {
-    uint64_t at_eighth = select_rank(totals, n, n / 8);
-    uint64_t at_three_quarters = select_rank(totals, n, n - n / 4);
+    uint64_t at_eighth, at_three_quarters;
+    ranks_of(totals, n, n / 8, n - n / 4, &at_eighth, &at_three_quarters);
     theta = slack < at_three_quarters ? slack : at_three_quarters;
     if (theta < at_eighth) theta = at_eighth;
   }

@@ -306,6 +306,20 @@ class PathProfiler {
     frame->owner = owner_value();  // (a sweep during this item moved the token on)
   }
 
+  // Adds `count` items of path `id` of `function` that the inline code counted in a counter array
+  // (hcct/kpath_abi.h) to its root: at k = 1 the root is the path's BLPP counter; at k >= 2 only
+  // functions without loops count in arrays, and their activations' single items are exactly
+  // their roots' counts. False (the items counted in `lost`) if the root table cannot grow.
+  HCCT_NOINST bool add_root_count(uint64_t function, uint64_t id, uint64_t count) {
+    KsfNode *r = root(function, id);
+    if (HCCT_UNLIKELY(!r)) {
+      lost_ += count;
+      return false;
+    }
+    r->count += count;
+    return true;
+  }
+
   // What this profiler's frames carry in `owner`: the token, or token + 1 (no thread's token)
   // while tracing, so that every item reaches `path` and is recorded.
   uint64_t owner_value() const { return tracing_ ? token() + 1 : token(); }

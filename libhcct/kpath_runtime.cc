@@ -28,8 +28,19 @@ __thread uint64_t __hcct_path_blpp = 0;
 
 
 namespace hcct::rt {
+// A module's counter array for this thread, the module's thread-local words that point to it and
+// its table (hcct/kpath_abi.h), recorded when the thread's first item of the module armed it.
+struct CounterBlock {
+  const uint64_t *table;
+  uint64_t *tls;
+  uint64_t *array;
+  size_t bytes;
+};
+
 struct KpathThreadState {
   PathProfiler profiler;
+  CounterBlock *counter_blocks = nullptr;  // map_pages'd, doubled when full
+  size_t counter_block_count = 0, counter_block_capacity = 0;
 };
 }  // namespace hcct::rt
 
@@ -65,6 +76,64 @@ __attribute__((always_inline)) inline KpathThreadState *state_of(ThreadState *s)
   KpathThreadState *k = s->kpath;
   if (HCCT_UNLIKELY(!k)) k = create_state(s);
   return k;
+}
+
+// Records a module's counter array for the thread; false if there is no room.
+HCCT_NOINST bool add_counter_block(KpathThreadState &k, const CounterBlock &block) {
+  if (k.counter_block_count == k.counter_block_capacity) {
+    if (!k.counter_blocks) {
+      size_t capacity = 4096 / sizeof(CounterBlock);
+      k.counter_blocks = static_cast<CounterBlock *>(map_pages(capacity * sizeof(CounterBlock)));
+      if (!k.counter_blocks) return false;
+      k.counter_block_capacity = capacity;
+    } else {
+      CounterBlock *moved = double_pages(k.counter_blocks, k.counter_block_capacity);
+      if (!moved) return false;
+      k.counter_blocks = moved;
+      k.counter_block_capacity *= 2;
+    }
+  }
+  k.counter_blocks[k.counter_block_count++] = block;
+  return true;
+}
+
+// Moves what the inline code counted in the thread's counter blocks into its roots (each word
+// taken with an atomic exchange, so that a later write does not count it twice), before the
+// profile is written: the section then shows them like every other root count.
+HCCT_NOINST void fold_counters(KpathThreadState &k) {
+  namespace abi = hcct::kpath_abi;
+  for (size_t b = 0; b < k.counter_block_count; ++b) {
+    const uint64_t *table = k.counter_blocks[b].table;
+    uint64_t *block = k.counter_blocks[b].array;
+    const uint64_t *entry = table + abi::kCounterTableHeaderWords;
+    for (uint64_t f = 0; f < table[1]; ++f, entry += abi::kCounterEntryWords) {
+      uint64_t function = entry[0], offset = entry[1], paths = entry[2];
+      for (uint64_t id = 0; id < paths; ++id) {
+        if (block[offset + id] == 0) continue;
+        uint64_t count = __atomic_exchange_n(&block[offset + id], 0, __ATOMIC_RELAXED);
+        if (count) k.profiler.add_root_count(function, id, count);
+      }
+    }
+  }
+}
+
+// Arms a module for the thread (hcct/kpath_abi.h): maps its counter array and points the
+// module's thread-local words at it — both at k = 1, the loop-free one only at k >= 2 — unless the
+// profiler traces (which needs every item in the runtime) or there is no memory: then off.
+HCCT_NOINST void arm(KpathThreadState &k, const uint64_t *table, uint64_t *tls) {
+  namespace abi = hcct::kpath_abi;
+  tls[abi::kCountersStateWord] = abi::kCountersOff;
+  if (k.profiler.tracing() || table[0] != abi::kCounterTableVersion || table[2] == 0) return;
+  CounterBlock block{table, tls, nullptr, table[2] * sizeof(uint64_t)};
+  block.array = static_cast<uint64_t *>(map_pages(block.bytes));
+  if (!block.array) return;
+  if (!add_counter_block(k, block)) {
+    unmap_pages(block.array, block.bytes);
+    return;
+  }
+  tls[abi::kCountersLoopFreeWord] = reinterpret_cast<uint64_t>(block.array);
+  if (k.profiler.k() == 1) tls[abi::kCountersAllWord] = reinterpret_cast<uint64_t>(block.array);
+  tls[abi::kCountersStateWord] = abi::kCountersArmed;
 }
 
 // KPTH: header, then every tree in preorder (docs/FORMAT.md). Inline fast paths of other threads
@@ -167,9 +236,42 @@ HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t 
   event_end(s);
 }
 
+// A thread's first item of a module with counter arrays in a function with loops (hcct/kpath_abi.h):
+// arms the module for the thread. Ignored (the state stays unset, the item takes the usual way)
+// while the runtime does not take events.
+HCCT_EXPORT void __hcct_path_counters(const uint64_t *table, uint64_t *tls) {
+  namespace abi = hcct::kpath_abi;
+  ThreadState *s = event_begin(/*attach=*/true);
+  if (HCCT_UNLIKELY(!s)) return;
+  if (KpathThreadState *k = state_of(s)) arm(*k, table, tls);
+  else tls[abi::kCountersStateWord] = abi::kCountersOff;
+  event_end(s);
+}
+
+// An item of a function without loops whose loop-free pointer is null: arms the module if unset,
+// then counts the item in the thread's array, or else as the activation's only item in `frame`.
+HCCT_EXPORT void __hcct_path_counted(const uint64_t *table, uint64_t *tls, uint64_t offset, PathFrame *frame,
+                                     uint64_t function, uint64_t path_id) {
+  namespace abi = hcct::kpath_abi;
+  ThreadState *s = event_begin(/*attach=*/true);
+  if (HCCT_UNLIKELY(!s)) return;  // ignored, as __hcct_path_slow ignores it
+  if (KpathThreadState *k = state_of(s)) {
+    if (tls[abi::kCountersStateWord] == abi::kCountersUnset) arm(*k, table, tls);
+    if (uint64_t *array = reinterpret_cast<uint64_t *>(tls[abi::kCountersLoopFreeWord])) {
+      ++array[offset + path_id];
+    } else {
+      frame->node = nullptr;
+      frame->owner = 0;
+      k->profiler.path(frame, function, path_id, 0);
+    }
+  }
+  event_end(s);
+}
+
 HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) {
   KpathThreadState *k = thread.kpath;
   if (!k) return true;
+  fold_counters(*k);
   if (runtime_options().verbose) {
     const PathProfiler &p = k->profiler;
     // One line per thread (tests read its keys); a bounded forest appends its accounting.
@@ -210,7 +312,15 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
     __hcct_path_token = 0;
     __hcct_path_blpp = 0;
     for (KsfNode *&r : __hcct_path_roots_v3) r = nullptr;
+    // Its modules go back to unset (a later item asks the runtime again) and their arrays are
+    // unmapped. Another thread's arrays stay mapped: it may be counting in them (at process exit).
+    for (size_t b = 0; b < k->counter_block_count; ++b) {
+      CounterBlock &block = k->counter_blocks[b];
+      for (unsigned w = 0; w < hcct::kpath_abi::kCountersTlsWords; ++w) block.tls[w] = 0;
+      unmap_pages(block.array, block.bytes);
+    }
   }
+  if (k->counter_blocks) unmap_pages(k->counter_blocks, k->counter_block_capacity * sizeof(CounterBlock));
   k->profiler.destroy();
   unmap_pages(k, sizeof(KpathThreadState));
 }

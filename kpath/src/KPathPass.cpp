@@ -9,9 +9,11 @@
 // -passes=kpath or -passes=kpath-late.
 #include "KPathPass.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "FunctionDag.h"
 #include "MetadataBuilder.h"
@@ -36,6 +38,13 @@ cl::opt<uint64_t> g_max_paths("kpath-max-paths",
 cl::opt<int> g_fast_path("kpath-fast-path",
                          cl::desc("hcct kpath: 1 = the inline fast path (default), 0 = every item calls the runtime"),
                          cl::init(-1));
+cl::opt<uint64_t> g_counter_paths(
+    "kpath-counter-paths",
+    cl::desc("hcct kpath: BLPP counter arrays for functions with at most this many paths (0: none; default hcct/kpath_abi.h)"),
+    cl::init(hcct::kpath_abi::kMaxCounterPaths));
+cl::opt<uint64_t> g_counter_words("kpath-counter-words",
+                                  cl::desc("hcct kpath: at most this many counter words per module and thread"),
+                                  cl::init(hcct::kpath_abi::kMaxCounterWords));
 cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each function's path count"), cl::init(false));
 
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
@@ -63,6 +72,14 @@ bool fast_path() {
   if (g_fast_path >= 0) return g_fast_path != 0;
   if (const char *env = std::getenv("HCCT_KPATH_FAST_PATH")) return std::atoi(env) != 0;
   return true;
+}
+
+// -kpath-counter-paths, else HCCT_KPATH_COUNTER_PATHS, else the default: the largest path count
+// of a function that gets BLPP counter arrays (hcct/kpath_abi.h; 0: none).
+uint64_t counter_paths() {
+  if (g_counter_paths.getNumOccurrences()) return g_counter_paths;
+  if (const char *env = std::getenv("HCCT_KPATH_COUNTER_PATHS")) return std::strtoull(env, nullptr, 10);
+  return g_counter_paths;
 }
 
 }  // namespace
@@ -93,9 +110,14 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   OsrPointInserter osr(m, {options_.late, options_.opt_level});
   osr.resolve();
   if (!path_profile_enabled()) return osr.insert() ? PreservedAnalyses::none() : PreservedAnalyses::all();
-  RuntimeApi api = RuntimeApi::declare(m, fast_path());
+  RuntimeApi api = RuntimeApi::declare(m, fast_path(), counter_paths(), g_counter_words);
   MetadataBuilder meta(m);
   bool changed = false;
+  // Every function's DAG first, so that the module's counter block goes to the functions with the
+  // fewest paths first: in a large module (SQLite's amalgamation: 2 399 functions, 950 k paths
+  // among those under the bound) first come, first served would leave later small functions,
+  // hot ones among them, without arrays.
+  std::vector<std::pair<Function *, FunctionDag>> dags;
   for (Function &f : m) {
     if (!should_instrument(f)) continue;
     std::string why;
@@ -104,16 +126,31 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
       errs() << "hcct kpath: " << f.getName() << " not instrumented: " << why << "\n";
       continue;
     }
+    dags.emplace_back(&f, std::move(*dag));
+  }
+  std::vector<size_t> by_paths(dags.size());
+  for (size_t i = 0; i < dags.size(); ++i) by_paths[i] = i;
+  std::stable_sort(by_paths.begin(), by_paths.end(), [&](size_t a, size_t b) {
+    return dags[a].second.graph().num_paths() < dags[b].second.graph().num_paths();
+  });
+  std::vector<uint64_t> counter_offset(dags.size(), 0);
+  for (size_t i : by_paths)
+    counter_offset[i] = api.allocate_counters(dags[i].first->getGUID(), dags[i].second.graph().num_paths());
+  for (size_t i = 0; i < dags.size(); ++i) {
+    Function &f = *dags[i].first;
+    const FunctionDag &dag = dags[i].second;
     uint64_t id = f.getGUID();
-    meta.add(f, *dag, id, uint8_t((options_.late ? kFlagLate : 0) | opt_level_flags(options_.opt_level)));
+    meta.add(f, dag, id, uint8_t((options_.late ? kFlagLate : 0) | opt_level_flags(options_.opt_level)));
     if (g_verbose)
-      errs() << "hcct kpath: " << f.getName() << ": " << dag->blocks().size() << " blocks, "
-             << dag->graph().num_paths() << " paths" << (dag->has_cut_edges() ? " (edges cut)" : "") << "\n";
-    PathInstrumenter(f, *dag, id, api).run();
+      errs() << "hcct kpath: " << f.getName() << ": " << dag.blocks().size() << " blocks, "
+             << dag.graph().num_paths() << " paths" << (dag.has_cut_edges() ? " (edges cut)" : "")
+             << (counter_offset[i] ? ", counter array" : "") << "\n";
+    PathInstrumenter(f, dag, id, api, counter_offset[i]).run();
     changed = true;
   }
   meta.emit();
   if (api.step->use_empty()) api.step->eraseFromParent();
+  api.finish_counters(m);
   changed |= osr.insert();
   return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }

@@ -25,8 +25,22 @@ using namespace llvm;
 
 namespace {
 
+// The guess slot of an ID whose loop-body part is `body` (PathInstrumenter::emit_path): the parity
+// of the one bits among its low 16, as an i64 0 or 1. The parity of an i8 (x86-64: test + setnp);
+// on an i64 masked to 8 bits LLVM 14 sometimes emits a whole software popcount.
+Value *guess_slot(IRBuilder<> &b, Value *body) {
+  Value *folded = b.CreateTrunc(b.CreateXor(body, b.CreateLShr(body, 8)), b.getInt8Ty());
+  Function *ctpop = Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(), Intrinsic::ctpop, {b.getInt8Ty()});
+  return b.CreateZExt(b.CreateAnd(b.CreateCall(ctpop, {folded}), b.getInt8(1)), b.getInt64Ty(), "kpath.guess.slot");
+}
+
 // The inline fast path (libhcct/kpath_forest.h, path_fast_step, is its C++ twin). The window `w`
-// and the frame's `owner` live in the caller's registers (allocas promoted after inlining):
+// and the frame's `owner` live in the caller's registers (allocas promoted after inlining).
+// A function with a counter array (hcct/kpath_abi.h; `use` and `offset` are the site's constants)
+// first, if it has no loops:
+//   if (p = tls[loop-free]) { ++p[offset + id]; return } __hcct_path_counted(...); return
+// and, with loops, on the first item: if (p = tls[k = 1]) { ++p[offset + id]; return } (arming
+// the module once through __hcct_path_counters). Otherwise:
 //   if (!w) {                                             (the activation's first item)
 //     r = __hcct_path_roots_v3[root_slot(F, id)];  (hcct/kpath_abi.h: (root_base(F) + id) & 255)
 //     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
@@ -46,18 +60,20 @@ namespace {
 // tests. Each load is of one aligned word; the increment is one instruction (x86-64: `incq mem`, no
 // lock), so a signal handler on the same thread never sees it half done. Nodes are i64[8] (KsfNode).
 Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, GlobalVariable *blpp,
-                     bool fast_path) {
+                     bool fast_path, const RuntimeApi &api) {
   LLVMContext &c = m.getContext();
   Type *i64 = Type::getInt64Ty(c);
   Type *ptr = Type::getInt8PtrTy(c);
   PointerType *i64p = i64->getPointerTo();
-  // (frame, &w, &owner, function ID, path ID, guess slot)
-  auto *fty = FunctionType::get(Type::getVoidTy(c), {ptr, i64p->getPointerTo(), i64p, i64, i64, i64}, false);
+  // (frame, &w, &owner, function ID, path ID, the ID's loop-body part (emit_path), counter offset
+  // (0: none), counter use (CounterUse))
+  auto *fty = FunctionType::get(Type::getVoidTy(c), {ptr, i64p->getPointerTo(), i64p, i64, i64, i64, i64, i64}, false);
   Function *f = Function::Create(fty, GlobalValue::InternalLinkage, "hcct.kpath.step", m);
   f->addFnAttr(Attribute::NoUnwind);
   f->addFnAttr(Attribute::AlwaysInline);
   Argument *frame_arg = f->getArg(0), *w_slot = f->getArg(1), *owner_slot = f->getArg(2), *fn = f->getArg(3),
-           *id = f->getArg(4), *slot_arg = f->getArg(5);
+           *id = f->getArg(4), *body_arg = f->getArg(5), *counter_offset = f->getArg(6),
+           *counter_use = f->getArg(7);
   BasicBlock *entry = BasicBlock::Create(c, "entry", f);
   BasicBlock *slow_bb = BasicBlock::Create(c, "slow", f);
   BasicBlock *done = BasicBlock::Create(c, "done", f);
@@ -75,12 +91,49 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
   } else {
     BasicBlock *first = BasicBlock::Create(c, "first", f, slow_bb);
     BasicBlock *check = BasicBlock::Create(c, "owner", f, slow_bb);
+    // BLPP counter arrays (hcct/kpath_abi.h): `counter_use` and `counter_offset` are the site's
+    // constants, so every test of them folds away when the step is inlined.
+    BasicBlock *count_bb = nullptr;
+    Constant *tls = nullptr;   // the module's words (hcct/kpath_abi.h): {array at k = 1, array for loop-free, state}
+    PHINode *array = nullptr;  // the counter array that count_bb increments
+    auto tls_word = [&](unsigned i) { return ConstantExpr::getInBoundsGetElementPtr(i64, tls, ConstantInt::get(i64, i)); };
+    auto load_array = [&](IRBuilder<> &at, unsigned word, const Twine &name) {
+      return at.CreateLoad(i64p, ConstantExpr::getBitCast(tls_word(word), i64p->getPointerTo()), name);
+    };
+    if (api.counter_block) {
+      tls = ConstantExpr::getBitCast(api.counter_block, i64p);
+      count_bb = BasicBlock::Create(c, "counters.hit", f, slow_bb);
+      IRBuilder<> hb0(count_bb);
+      array = hb0.CreatePHI(i64p, 2, "kpath.counters");
+      // A function without loops emits one item per activation, so its forest is its roots, whose
+      // counts are BLPP counters at every k: its items count in the thread's array whenever the
+      // runtime set the pointer (armed, not tracing), with no window test. Everything else is one
+      // call, out of line (kCountedSymbol: arms the module, or takes the item as the runtime's),
+      // so that the probe stays small enough for the inliner to inline small helpers as in the
+      // native build (with the root cache and two calls inline, zstd's MEM_readLE64 and friends
+      // were not).
+      BasicBlock *loop_free = BasicBlock::Create(c, "counters.loopfree", f, slow_bb);
+      BasicBlock *cold = BasicBlock::Create(c, "counters.cold", f, slow_bb);
+      BasicBlock *rest = BasicBlock::Create(c, "window", f, slow_bb);
+      b.CreateCondBr(b.CreateICmpEQ(counter_use, ConstantInt::get(i64, uint64_t(CounterUse::kEveryK))), loop_free, rest);
+      IRBuilder<> lb(loop_free);
+      Value *counters = load_array(lb, abi::kCountersLoopFreeWord, "kpath.counters.loopfree");
+      lb.CreateCondBr(lb.CreateIsNull(counters), cold, count_bb, unlikely);
+      array->addIncoming(counters, loop_free);
+      lb.SetInsertPoint(cold);
+      lb.CreateCall(api.counted, {ConstantExpr::getBitCast(api.counter_table, i64p), tls, counter_offset, frame_arg, fn, id});
+      lb.CreateBr(done);
+      b.SetInsertPoint(rest);
+    }
     b.CreateCondBr(b.CreateIsNull(w), first, check);
     b.SetInsertPoint(check);
     Value *tok = b.CreateLoad(i64, token, "kpath.token");
     BasicBlock *look = BasicBlock::Create(c, "look", f, slow_bb);
     b.CreateCondBr(b.CreateICmpEQ(owner, tok), look, slow_bb, likely);
     b.SetInsertPoint(look);
+    // The slot is computed where a window is used (and again on the slow path), not at the site:
+    // an activation's first item and BLPP counter arrays never pay for it.
+    Value *slot_arg = guess_slot(b, body_arg);
     BasicBlock *hit = BasicBlock::Create(c, "hit", f, slow_bb);
     IRBuilder<> hb(hit);
     PHINode *found = hb.CreatePHI(i64p, 3, "kpath.found");
@@ -105,7 +158,8 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     // The root cache entry for (F, id), if it is that root: `at` branches to `hit` with it or to
     // the slow path. root_slot(F, id): F is each site's constant, so the base folds when the step
     // is inlined.
-    auto root_lookup = [&](BasicBlock *at, const Twine &name, const std::function<void(IRBuilder<> &, Value *)> &on_hit) {
+    auto root_lookup = [&](BasicBlock *at, const Twine &name, BasicBlock *slow_bb,
+                           const std::function<void(IRBuilder<> &, Value *)> &on_hit) {
       IRBuilder<> fb(at);
       Value *base = fb.CreateLShr(fb.CreateMul(fn, ConstantInt::get(i64, abi::kRootHashMultiplier)), 64 - abi::kRootCacheBits);
       Value *slot = fb.CreateAnd(fb.CreateAdd(base, id), ConstantInt::get(i64, abi::kRootCacheSize - 1), "kpath.slot");
@@ -128,42 +182,83 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
     // item's slot, as the runtime would make it, so that a repeated transition is taken by the
     // first guess next time instead of this longer way (what the runtime's set_guess does, without
     // moving the displaced guess; BLPP forests are never swept, and the node is this thread's).
+    // Not emitted for a function with a counter array (the constant test folds): at k = 1 its
+    // window is always null, so this code would never run, and at every site it would only
+    // add to the probe's size and register pressure.
     IRBuilder<> bb(blpp_bb);
+    BasicBlock *blpp_test = BasicBlock::Create(c, "blpp.test", f, slow_bb);
     BasicBlock *blpp_root = BasicBlock::Create(c, "blpp.root", f, slow_bb);
+    bb.CreateCondBr(bb.CreateICmpEQ(counter_use, ConstantInt::get(i64, uint64_t(CounterUse::kNone))), blpp_test, slow_bb);
+    bb.SetInsertPoint(blpp_test);
     bb.CreateCondBr(bb.CreateICmpNE(bb.CreateLoad(i64, blpp, "kpath.blpp"), ConstantInt::get(i64, 0)), blpp_root, slow_bb);
-    root_lookup(blpp_root, "blpp.root", [&](IRBuilder<> &at, Value *root) {
+    root_lookup(blpp_root, "blpp.root", slow_bb, [&](IRBuilder<> &at, Value *root) {
       Value *index = at.CreateAdd(slot_arg, ConstantInt::get(i64, abi::kGuessWord));
       at.CreateStore(root, at.CreateBitCast(at.CreateInBoundsGEP(i64, w, index), i64p->getPointerTo()));
     });
-    // The activation's first item.
-    root_lookup(first, "root", [&](IRBuilder<> &at, Value *) {
+    Triple triple(m.getTargetTriple());
+    auto increment = [&](IRBuilder<> &at, Value *word) {
+      if (triple.getArch() == Triple::x86_64) {
+        // One read-modify-write instruction, without a lock prefix: a handler on this thread cannot
+        // split it, and no other thread counts into this thread's nodes (or counter block).
+        auto *asm_ty = FunctionType::get(Type::getVoidTy(c), {i64p, i64p}, false);
+        InlineAsm *inc = InlineAsm::get(asm_ty, "incq $0", "=*m,*m,~{dirflag},~{fpsr},~{flags}", /*sideeffect=*/true);
+        CallInst *call = at.CreateCall(asm_ty, inc, {word, word});
+        call->addParamAttr(0, Attribute::get(c, Attribute::ElementType, i64));
+        call->addParamAttr(1, Attribute::get(c, Attribute::ElementType, i64));
+        call->addFnAttr(Attribute::NoUnwind);
+      } else {
+        at.CreateAtomicRMW(AtomicRMWInst::Add, word, ConstantInt::get(i64, 1), MaybeAlign(8), AtomicOrdering::Monotonic,
+                           c.getOrInsertSyncScopeID("singlethread"));
+      }
+    };
+    // The activation's first item (at k = 1 with counter arrays, every item: the window stays
+    // null). A function with counters (`counter_offset`, the site's constant, folds the test away
+    // when inlined) counts into its module's thread-local block while the thread's state word
+    // says so: one increment, no runtime call, no hash (hcct/kpath_abi.h). The state is set by
+    // the runtime on the thread's first such item; otherwise the root cache, as before.
+    BasicBlock *root_first = first;
+    if (api.counter_block) {
+      // A function with loops: its array counts at k = 1 only (the pointer in its own word), where
+      // the window then stays null, so every item comes here. While the module is not armed for
+      // the thread (state 0) the runtime is asked once.
+      root_first = BasicBlock::Create(c, "root", f, slow_bb);
+      BasicBlock *counted = BasicBlock::Create(c, "counters", f, root_first);
+      BasicBlock *unset = BasicBlock::Create(c, "counters.unset", f, root_first);
+      BasicBlock *arm = BasicBlock::Create(c, "counters.arm", f, root_first);
+      IRBuilder<> fb(first);
+      fb.CreateCondBr(fb.CreateICmpEQ(counter_use, ConstantInt::get(i64, uint64_t(CounterUse::kBlpp))), counted,
+                      root_first);
+      fb.SetInsertPoint(counted);
+      Value *counters = load_array(fb, abi::kCountersAllWord, "kpath.counters.all");
+      fb.CreateCondBr(fb.CreateIsNull(counters), unset, count_bb, unlikely);
+      array->addIncoming(counters, counted);
+      fb.SetInsertPoint(unset);
+      Value *state = fb.CreateLoad(i64, tls_word(abi::kCountersStateWord), "kpath.counters.state");
+      fb.CreateCondBr(fb.CreateICmpEQ(state, ConstantInt::get(i64, abi::kCountersUnset)), arm, root_first, unlikely);
+      fb.SetInsertPoint(arm);
+      fb.CreateCall(api.arm_counters, {ConstantExpr::getBitCast(api.counter_table, i64p), tls});
+      Value *armed = load_array(fb, abi::kCountersAllWord, "kpath.counters.armed");
+      fb.CreateCondBr(fb.CreateIsNull(armed), root_first, count_bb);
+      array->addIncoming(armed, arm);
+      fb.SetInsertPoint(count_bb);
+      increment(fb, fb.CreateInBoundsGEP(i64, array, fb.CreateAdd(counter_offset, id), "kpath.counter"));
+      fb.CreateBr(done);
+    }
+    root_lookup(root_first, "root", slow_bb, [&](IRBuilder<> &at, Value *) {
       at.CreateStore(at.CreateLoad(i64, token, "kpath.token"), owner_slot);
     });
-    Value *count = word_ptr(hb, found, abi::kCountWord);
-    Triple triple(m.getTargetTriple());
-    if (triple.getArch() == Triple::x86_64) {
-      // One read-modify-write instruction, without a lock prefix: a handler on this thread cannot
-      // split it, and no other thread counts into this thread's nodes.
-      auto *asm_ty = FunctionType::get(Type::getVoidTy(c), {i64p, i64p}, false);
-      InlineAsm *inc = InlineAsm::get(asm_ty, "incq $0", "=*m,*m,~{dirflag},~{fpsr},~{flags}", /*sideeffect=*/true);
-      CallInst *call = hb.CreateCall(asm_ty, inc, {count, count});
-      call->addParamAttr(0, Attribute::get(c, Attribute::ElementType, i64));
-      call->addParamAttr(1, Attribute::get(c, Attribute::ElementType, i64));
-      call->addFnAttr(Attribute::NoUnwind);
-    } else {
-      hb.CreateAtomicRMW(AtomicRMWInst::Add, count, ConstantInt::get(i64, 1), MaybeAlign(8), AtomicOrdering::Monotonic,
-                         c.getOrInsertSyncScopeID("singlethread"));
-    }
+    increment(hb, word_ptr(hb, found, abi::kCountWord));
     hb.CreateStore(found, w_slot);
     hb.CreateBr(done);
   }
   IRBuilder<> sb(slow_bb);
+  Value *slow_slot = guess_slot(sb, body_arg);
   Value *frame_node = sb.CreateBitCast(word_ptr(sb, sb.CreateBitCast(frame_arg, i64p), abi::kFrameNodeWord),
                                        i64p->getPointerTo());
   Value *frame_owner = word_ptr(sb, sb.CreateBitCast(frame_arg, i64p), abi::kFrameOwnerWord);
   sb.CreateStore(w, frame_node);
   sb.CreateStore(owner, frame_owner);
-  sb.CreateCall(slow, {frame_arg, fn, id, slot_arg});
+  sb.CreateCall(slow, {frame_arg, fn, id, slow_slot});
   sb.CreateStore(sb.CreateLoad(i64p, frame_node, "kpath.w.after"), w_slot);
   sb.CreateStore(sb.CreateLoad(i64, frame_owner, "kpath.owner.after"), owner_slot);
   sb.CreateBr(done);
@@ -173,7 +268,7 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
 
 }  // namespace
 
-RuntimeApi RuntimeApi::declare(Module &m, bool fast_path) {
+RuntimeApi RuntimeApi::declare(Module &m, bool fast_path, uint64_t max_counter_paths, uint64_t max_counter_words) {
   LLVMContext &c = m.getContext();
   Type *void_ty = Type::getVoidTy(c);
   Type *ptr = Type::getInt8PtrTy(c);
@@ -198,8 +293,50 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path) {
     api.blpp = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, abi::kBlppSymbol, nullptr,
                                   GlobalValue::InitialExecTLSModel);
   }
-  api.step = build_step(m, api.slow, api.token, api.roots, api.blpp, fast_path);
+  if (fast_path && max_counter_paths > 0 && max_counter_words > 1) {
+    // Placeholders of the right kinds; finish_counters() replaces them once the sizes are known.
+    api.max_counter_paths = max_counter_paths;
+    api.max_counter_words = max_counter_words;
+    api.arm_counters = m.getOrInsertFunction(abi::kCountersSymbol, attrs, void_ty, i64->getPointerTo(), i64->getPointerTo());
+    api.counted = m.getOrInsertFunction(abi::kCountedSymbol, attrs, void_ty, i64->getPointerTo(), i64->getPointerTo(),
+                                        i64, ptr, i64, i64);
+    auto *words_ty = ArrayType::get(i64, abi::kCountersTlsWords);
+    api.counter_block = new GlobalVariable(m, words_ty, false, GlobalValue::InternalLinkage,
+                                           ConstantAggregateZero::get(words_ty), "hcct.kpath.counters", nullptr,
+                                           GlobalValue::GeneralDynamicTLSModel);
+    api.counter_block->setAlignment(Align(32));
+    api.counter_table = new GlobalVariable(m, ArrayType::get(i64, 1), true, GlobalValue::InternalLinkage,
+                                           ConstantAggregateZero::get(ArrayType::get(i64, 1)), "hcct.kpath.counter_table.tmp");
+  }
+  api.step = build_step(m, api.slow, api.token, api.roots, api.blpp, fast_path, api);
   return api;
+}
+
+uint64_t RuntimeApi::allocate_counters(uint64_t function_id, uint64_t paths) {
+  if (!counter_block || paths == 0 || paths > max_counter_paths || paths > max_counter_words - counter_words) return 0;
+  uint64_t offset = counter_words;
+  counter_words += paths;
+  counter_entries.insert(counter_entries.end(), {function_id, offset, paths});
+  return offset;
+}
+
+void RuntimeApi::finish_counters(Module &m) {
+  if (!counter_block) return;
+  if (counter_entries.empty() && counter_block->use_empty() && counter_table->use_empty()) {
+    counter_block->eraseFromParent();
+    counter_table->eraseFromParent();
+    counter_block = counter_table = nullptr;
+    return;
+  }
+  // The table at its final size (a use left in dead code of an -O0 build links to an empty one).
+  std::vector<uint64_t> words = {abi::kCounterTableVersion, counter_entries.size() / abi::kCounterEntryWords, counter_words};
+  words.insert(words.end(), counter_entries.begin(), counter_entries.end());
+  Constant *init = ConstantDataArray::get(m.getContext(), words);
+  auto *table = new GlobalVariable(m, init->getType(), true, GlobalValue::InternalLinkage, init, "");
+  table->takeName(counter_table);
+  counter_table->replaceAllUsesWith(ConstantExpr::getBitCast(table, counter_table->getType()));
+  counter_table->eraseFromParent();
+  counter_table = table;
 }
 
 namespace {
@@ -307,12 +444,11 @@ void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add, uint64_t body_off
   Value *r = b.CreateLoad(i64, reg_, "kpath.r");
   Value *id = add ? b.CreateAdd(r, b.getInt64(add), "kpath.id") : r;
   Value *body = body_offset ? b.CreateSub(id, b.getInt64(body_offset), "kpath.body") : id;
-  // The parity of an i8 (x86-64: test + setnp); on an i64 masked to 8 bits LLVM 14 sometimes
-  // emits a whole software popcount.
-  Value *folded = b.CreateTrunc(b.CreateXor(body, b.CreateLShr(body, 8)), b.getInt8Ty());
-  Function *ctpop = Intrinsic::getDeclaration(f_.getParent(), Intrinsic::ctpop, {b.getInt8Ty()});
-  Value *slot = b.CreateZExt(b.CreateAnd(b.CreateCall(ctpop, {folded}), b.getInt8(1)), i64, "kpath.guess.slot");
-  steps_.push_back(b.CreateCall(api_.step, {frame_ptr_, w_, owner_, b.getInt64(function_id_), id, slot}));
+  CounterUse use = counter_offset_ == 0 ? CounterUse::kNone
+                   : dag_.restarts().empty() ? CounterUse::kEveryK
+                                             : CounterUse::kBlpp;
+  steps_.push_back(b.CreateCall(api_.step, {frame_ptr_, w_, owner_, b.getInt64(function_id_), id, body,
+                                            b.getInt64(counter_offset_), b.getInt64(uint64_t(use))}));
 }
 
 void PathInstrumenter::insert_probe(Instruction *before, const EdgeProbe &p) {

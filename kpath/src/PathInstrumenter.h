@@ -22,6 +22,9 @@
 
 namespace hcct::kpath {
 
+// The node layout, root cache and symbols the inline fast path relies on: hcct/kpath_abi.h.
+namespace abi = hcct::kpath_abi;
+
 // The runtime entry points (docs/RUNTIME-ABI.md, "Path profiling probes").
 struct RuntimeApi {
   llvm::FunctionCallee slow;      // void __hcct_path_slow(void *frame, uint64_t function_id, uint64_t path_id, uint64_t slot)
@@ -29,13 +32,36 @@ struct RuntimeApi {
   llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v3[kRootCacheSize] (initial-exec)
   llvm::GlobalVariable *blpp;     // __thread uint64_t __hcct_path_blpp (initial-exec): k = 1, try the roots on a miss
   llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
-  // `fast_path` false: no inline fast path, every item calls the runtime.
-  static RuntimeApi declare(llvm::Module &m, bool fast_path);
+  // BLPP counter arrays (hcct/kpath_abi.h): the module's thread-local words and its constant table
+  // (sized by finish_counters()); null without the fast path.
+  llvm::FunctionCallee arm_counters;           // void __hcct_path_counters(const uint64_t *table, uint64_t *tls)
+  llvm::FunctionCallee counted;                // void __hcct_path_counted(table, tls, offset, frame, function_id, path_id)
+  llvm::GlobalVariable *counter_block = nullptr;  // the module's TLS words {array at k = 1, array for loop-free, state}
+  llvm::GlobalVariable *counter_table = nullptr;  // a placeholder until finish_counters()
+  std::vector<uint64_t> counter_entries;       // {function ID, offset, paths} per function
+  uint64_t counter_words = 1;                  // word 0: the thread's state
+  uint64_t max_counter_paths = 0, max_counter_words = 0;
+  // `fast_path` false: no inline fast path, every item calls the runtime. Functions with at most
+  // `max_counter_paths` paths get counter arrays while the block stays within `max_counter_words`
+  // (0: none).
+  static RuntimeApi declare(llvm::Module &m, bool fast_path, uint64_t max_counter_paths = abi::kMaxCounterPaths,
+                            uint64_t max_counter_words = abi::kMaxCounterWords);
+  // The offset of a function's counters in the module's arrays, or 0 when it gets none (too many
+  // paths, the arrays full, or no fast path).
+  uint64_t allocate_counters(uint64_t function_id, uint64_t paths);
+  // Emits the table at its final size (or removes the TLS words and the table when no function
+  // has counters).
+  void finish_counters(llvm::Module &m);
+};
+
+// How a function's items use its BLPP counter array (hcct/kpath_abi.h).
+enum class CounterUse : uint64_t {
+  kNone = 0,    // no array: the window and the root cache
+  kBlpp = 1,    // a function with loops: its first item of an activation while the state has kCountersAll (k = 1)
+  kEveryK = 2,  // a function without loops (one item per activation): while the state has kCountersLoopFree
 };
 
 inline constexpr unsigned kFrameWords = 2;  // struct hcct_path_frame: {node, owner}
-// The node layout, root cache and symbols the inline fast path relies on: hcct/kpath_abi.h.
-namespace abi = hcct::kpath_abi;
 
 // What runs when control crosses one CFG edge.
 struct EdgeProbe {
@@ -50,8 +76,10 @@ struct EdgeProbe {
 
 class PathInstrumenter {
  public:
-  PathInstrumenter(llvm::Function &f, const FunctionDag &dag, uint64_t function_id, const RuntimeApi &api)
-      : f_(f), dag_(dag), function_id_(function_id), api_(api) {}
+  // `counter_offset`: where the function's BLPP counters start in the module's block (0: none).
+  PathInstrumenter(llvm::Function &f, const FunctionDag &dag, uint64_t function_id, const RuntimeApi &api,
+                   uint64_t counter_offset = 0)
+      : f_(f), dag_(dag), function_id_(function_id), api_(api), counter_offset_(counter_offset) {}
   void run();
 
  private:
@@ -74,6 +102,7 @@ class PathInstrumenter {
   const FunctionDag &dag_;
   uint64_t function_id_;
   const RuntimeApi &api_;
+  uint64_t counter_offset_;
   std::vector<uint64_t> inc_;          // per DAG edge: its increment (0 on the spanning tree)
   llvm::AllocaInst *reg_ = nullptr;    // the path register r
   llvm::AllocaInst *w_ = nullptr;      // the window (KsfNode *), a register after promotion

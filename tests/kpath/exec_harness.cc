@@ -38,6 +38,12 @@ void die() { throw 2; }
 __thread uint64_t __hcct_path_token = 0;
 __thread void *__hcct_path_roots_v3[256];  // never filled: every first item calls too
 __thread uint64_t __hcct_path_blpp = 0;       // not BLPP: misses call
+// BLPP counter arrays are never armed (their pointers stay null): those items call too.
+void __hcct_path_counters(const uint64_t *, uint64_t *) {}
+void __hcct_path_counted(const uint64_t *, uint64_t *, uint64_t, uint64_t *frame, uint64_t function, uint64_t id) {
+  frame[0] = frame[1] = 0;  // a function without loops: its one item is its activation's first
+  std::printf("* %" PRIu64 "\nP %" PRIu64 "\n", function, id);
+}
 void __hcct_path_slow(uint64_t *frame, uint64_t function, uint64_t id, uint64_t slot) {
   if (frame[0] != 0) std::abort();  // the window is only ever what the runtime stored
   // The guess slot is 0 or 1 and a function of the path ID (one ID, one emitting site).

@@ -228,6 +228,65 @@ TEST_CASE("e2e: fast path under threads, recursion and a profiling timer interru
   }
 }
 
+// BLPP counter arrays (issue 24; hcct/kpath_abi.h): functions with few paths count each path in a
+// thread-local array, with no runtime call; the runtime folds the arrays into the BLPP roots when it
+// writes the profile. The 1-IPF must equal the traced run's path counts, with every function in
+// arrays (the runtime never called for an item), with some over a small bound (arrays and the
+// root table mixed), and under threads, recursion and a profiling timer whose handler counts into
+// the interrupted thread's array.
+TEST_CASE("e2e: BLPP counter arrays count every path without calling the runtime") {
+  auto build_with = [](const std::string &source, const std::string &tag, const std::string &env) {
+    fs::path exe = work() / (fs::path(source).stem().string() + "." + tag);
+    run(env + " " + HCCT_CLANG + " -g -O2 -pthread -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/" +
+        source + " -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
+        fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+    return exe;
+  };
+  for (const Example &e : kExamples) {
+    std::string source = std::string("examples/kpath/") + e.source;
+    fs::path exe = build_with(source, "counters", "");
+    Recorded traced = record_all(exe, e.args, "k=1:path_trace=1");  // tracing turns the arrays off
+    REQUIRE(traced.slow == traced.paths);
+    auto want = an::count_ngrams(traced_streams(traced), 1).sequences();
+    INFO(e.source);
+    Recorded fast = record_all(exe, e.args, "k=1");
+    CHECK(fast.paths == traced.paths);
+    CHECK(fast.slow == 0);
+    auto got = forest_sequences(fast, 1);
+    INFO(first_differences(got, want));
+    CHECK(got == want);
+    // Only functions of at most 2 paths in arrays: the others through the root cache and table.
+    fs::path mixed = build_with(source, "counters2", "HCCT_KPATH_COUNTER_PATHS=2");
+    Recorded both = record_all(mixed, e.args, "k=1");
+    CHECK(both.slow > 0);
+    got = forest_sequences(both, 1);
+    INFO(first_differences(got, want));
+    CHECK(got == want);
+    // A forest from the same binary: the arrays stay off.
+    Recorded forest = record_all(exe, e.args, "k=4");
+    CHECK(forest.paths == traced.paths);
+  }
+  fs::path exe = build_with("tests/kpath/programs/fastpath.c", "counters", "");
+  an::PathMetadata meta;
+  REQUIRE(meta.add_elf(exe));
+  std::set<uint64_t> skip;
+  for (const auto &[id, f] : meta.functions())
+    if (f.info.name == "handler_work" || f.info.name == "on_timer" || f.info.name == "main") skip.insert(id);
+  REQUIRE(skip.size() == 3);
+  Recorded traced = record_all(exe, "0", "k=1:path_trace=1");
+  REQUIRE(traced.threads.size() == 3);
+  auto want = an::count_ngrams(traced_streams(traced, skip), 1).sequences();
+  for (int timer : {0, 1}) {
+    INFO("fastpath.c, timer " << timer);
+    Recorded fast = record_all(exe, std::to_string(timer), "k=1");
+    REQUIRE(fast.threads.size() == 3);
+    CHECK(fast.slow == 0);
+    auto got = forest_sequences(fast, 1, skip);
+    INFO(first_differences(got, want));
+    CHECK(got == want);
+  }
+}
+
 // The bounded kWF under the real runtime: three threads sweeping their own forests (each moves its
 // thread's token), recursion (callers' windows evicted while callees run: cuts), and a profiling
 // timer whose handler runs instrumented code anywhere, also inside a sweep. At k = 8 the exact

@@ -50,6 +50,44 @@ inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v3";  // __thread KsfN
 // runs (its misses call the runtime), one built after needs a runtime that defines it.
 inline constexpr char kBlppSymbol[] = "__hcct_path_blpp";       // __thread uint64_t
 
+// BLPP counter arrays (issue 24: BLPP as real path profilers do it). A function with at most
+// kMaxCounterPaths paths gets a counter per path ID in its module's counter array, one array per
+// thread that the runtime maps when the thread's first item of the module arms it (pages cost
+// memory only once touched). The module's own thread-local words (`hcct.kpath.counters`, an
+// internal __thread uint64_t[kCountersTlsWords]) hold the thread's array pointers and state:
+//   word kCountersAllWord:      the array while the thread's profiler is BLPP (k = 1), else null;
+//   word kCountersLoopFreeWord: the array whenever the thread is armed and not tracing, else null;
+//   word kCountersStateWord:    kCountersUnset until the runtime armed the module for the thread.
+// A function without loops (one item per activation, so that its part of any forest is its roots,
+// i.e. BLPP counters at every k) ends each path with `if (p = words[LoopFree]) ++p[offset(F) + id];
+// else kCountedSymbol(...)`; a function with loops does the same with words[All] on an activation's
+// first item (its window stays null at k = 1, so that is every item), asking the runtime through
+// kCountersSymbol when the state is unset. No runtime call, no hash. `table` is the module's
+// constant descriptor: kCounterTableHeaderWords words {kCounterTableVersion, functions, array
+// words}, then per function {function ID, offset, paths} (offsets from 1).
+inline constexpr char kCountersSymbol[] = "__hcct_path_counters";  // void (const uint64_t *table, uint64_t *tls)
+// An item of a function without loops whose loop-free pointer is null: the runtime arms the module
+// if its state is unset and then counts the item at offset + id of the thread's array if that
+// pointer is now set, else takes it as the activation's first item in `frame` (a PathFrame, which
+// it resets: the activation has no other item).
+inline constexpr char kCountedSymbol[] = "__hcct_path_counted";  // void (table, tls, offset, frame, fn, id)
+inline constexpr unsigned kCountersTlsWords = 3;
+inline constexpr unsigned kCountersAllWord = 0;
+inline constexpr unsigned kCountersLoopFreeWord = 1;
+inline constexpr unsigned kCountersStateWord = 2;
+inline constexpr uint64_t kCountersUnset = 0;
+inline constexpr uint64_t kCountersArmed = 1;
+inline constexpr uint64_t kCountersOff = 2;  // tracing, no memory, or an unknown table version
+inline constexpr uint64_t kCounterTableVersion = 1;
+inline constexpr unsigned kCounterTableHeaderWords = 3;
+inline constexpr unsigned kCounterEntryWords = 3;
+// The default bounds (the pass's -kpath-counter-paths and -kpath-counter-words override them):
+// paths per function (an array is never slower than the root table, only larger: Lua's
+// luaV_execute has 48 790 paths), and words per module's array (virtual memory: a thread's
+// array costs memory for the pages its counts touch).
+inline constexpr uint64_t kMaxCounterPaths = uint64_t(1) << 16;
+inline constexpr uint64_t kMaxCounterWords = uint64_t(1) << 21;
+
 }  // namespace hcct::kpath_abi
 
 #endif
