@@ -684,6 +684,12 @@ HCCT_NOINST bool retire_unloaded_modules() {
 
 HCCT_NOINST const RetiredRange &retired_range(uint32_t i) { return g_retired[i]; }
 
+HCCT_NOINST bool retired_since(uintptr_t address, uint32_t since) {
+  for (uint32_t i = since, n = retired_count(); i < n; ++i)
+    if (g_retired[i].lo <= address && address < g_retired[i].hi) return true;
+  return false;
+}
+
 HCCT_NOINST void remember_command() {
   char *buf = g_command;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);

@@ -135,6 +135,9 @@ struct RetiredRange {
 // After a dlclose returned: retires the modules remembered before it that are gone now. True if it
 // retired any (the caller then makes every thread catch up).
 bool retire_unloaded_modules();
+// True if a module retired as the `since`-th range or later held `address`: the module instance
+// that was loaded there when retired_count() was `since` has been unloaded since.
+bool retired_since(uintptr_t address, uint32_t since);
 // How many ranges are retired (acquire: their entries are complete), and the i-th.
 extern uint32_t g_retired_count __attribute__((visibility("hidden")));
 inline uint32_t retired_count() { return __atomic_load_n(&g_retired_count, __ATOMIC_ACQUIRE); }

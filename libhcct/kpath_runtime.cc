@@ -4,6 +4,7 @@
 #include <new>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "dump.h"
@@ -31,7 +32,10 @@ namespace hcct::rt {
 // A module's counter array for this thread, the module's thread-local words that point to it and
 // its table (hcct/kpath_abi.h), recorded when the thread's first item of the module armed it.
 struct CounterBlock {
-  const uint64_t *table;
+  const uint64_t *table;   // the runtime's copy: the module's own may be unloaded by dlclose
+  size_t table_bytes;
+  const uint64_t *origin;  // the module's table, which names the module
+  uint32_t retired_at_arm; // retired_count() when armed (retired_since: is the module gone?)
   uint64_t *tls;
   uint64_t *array;
   size_t bytes;
@@ -124,11 +128,16 @@ HCCT_NOINST void arm(KpathThreadState &k, const uint64_t *table, uint64_t *tls) 
   namespace abi = hcct::kpath_abi;
   tls[abi::kCountersStateWord] = abi::kCountersOff;
   if (k.profiler.tracing() || table[0] != abi::kCounterTableVersion || table[2] == 0) return;
-  CounterBlock block{table, tls, nullptr, table[2] * sizeof(uint64_t)};
+  // The table is copied: the profile is written after the module may have been unloaded.
+  size_t table_bytes = (abi::kCounterTableHeaderWords + table[1] * abi::kCounterEntryWords) * sizeof(uint64_t);
+  auto *copy = static_cast<uint64_t *>(map_pages(table_bytes));
+  if (!copy) return;
+  memcpy(copy, table, table_bytes);
+  CounterBlock block{copy, table_bytes, table, retired_count(), tls, nullptr, table[2] * sizeof(uint64_t)};
   block.array = static_cast<uint64_t *>(map_pages(block.bytes));
-  if (!block.array) return;
-  if (!add_counter_block(k, block)) {
-    unmap_pages(block.array, block.bytes);
+  if (!block.array || !add_counter_block(k, block)) {
+    if (block.array) unmap_pages(block.array, block.bytes);
+    unmap_pages(copy, table_bytes);
     return;
   }
   tls[abi::kCountersLoopFreeWord] = reinterpret_cast<uint64_t>(block.array);
@@ -314,12 +323,16 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
     for (KsfNode *&r : __hcct_path_roots_v3) r = nullptr;
     // Its modules go back to unset (a later item asks the runtime again) and their arrays are
     // unmapped. Another thread's arrays stay mapped: it may be counting in them (at process exit).
+    // The words of a module unloaded since (dlclose) are gone with it: not written.
     for (size_t b = 0; b < k->counter_block_count; ++b) {
       CounterBlock &block = k->counter_blocks[b];
-      for (unsigned w = 0; w < hcct::kpath_abi::kCountersTlsWords; ++w) block.tls[w] = 0;
+      if (!retired_since(reinterpret_cast<uintptr_t>(block.origin), block.retired_at_arm))
+        for (unsigned w = 0; w < hcct::kpath_abi::kCountersTlsWords; ++w) block.tls[w] = 0;
       unmap_pages(block.array, block.bytes);
     }
   }
+  for (size_t b = 0; b < k->counter_block_count; ++b)
+    unmap_pages(const_cast<uint64_t *>(k->counter_blocks[b].table), k->counter_blocks[b].table_bytes);
   if (k->counter_blocks) unmap_pages(k->counter_blocks, k->counter_block_capacity * sizeof(CounterBlock));
   k->profiler.destroy();
   unmap_pages(k, sizeof(KpathThreadState));

@@ -287,6 +287,48 @@ TEST_CASE("e2e: BLPP counter arrays count every path without calling the runtime
   }
 }
 
+// A library with counter arrays, loaded with dlopen and unloaded before the profiles are written
+// (tests/kpath/programs/dl_counted_*.c): the runtime folds the arrays with its own copy of the
+// library's table and leaves the library's thread-local words alone once it is gone. Each thread's
+// roots of step() count its calls exactly, at k = 1 (walk() in its array too) and at k = 4.
+TEST_CASE("e2e: counter arrays of a library unloaded before the profiles are written") {
+  fs::path lib = work() / "libdl_counted.so";
+  fs::path exe = work() / "dl_counted_main";
+  std::string rpath = " -Wl,-rpath," + fs::path(HCCT_RUNTIME).parent_path().string();
+  run(std::string(HCCT_CLANG) + " -g -O1 -fPIC -shared -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR +
+      "/tests/kpath/programs/dl_counted_lib.c -o " + lib.string() + " " + HCCT_RUNTIME + rpath + " 2>&1");
+  run(std::string(HCCT_CLANG) + " -g -O1 -pthread " + HCCT_SOURCE_DIR + "/tests/kpath/programs/dl_counted_main.c -o " +
+      exe.string() + " -ldl " + HCCT_RUNTIME + rpath + " 2>&1");
+  an::PathMetadata meta;
+  REQUIRE(meta.add_elf(lib));
+  uint64_t step_id = 0;
+  for (const auto &[id, f] : meta.functions())
+    if (f.info.name == "step") step_id = id;
+  REQUIRE(step_id != 0);
+  for (const char *k : {"1", "4"}) {
+    INFO("k=" << k);
+    fs::path out = exe.string() + ".data";
+    fs::remove_all(out);
+    auto result = hcct::test::run_status("HCCT_OPTIONS='k=" + std::string(k) + ":verbose=1:out=" + out.string() + "' " +
+                                         exe.string() + " " + lib.string() + " 2>&1");
+    const std::string &text = result.output;
+    INFO(text);
+    REQUIRE(result.status == 0);
+    size_t at = text.find("steps ");
+    REQUIRE(at != std::string::npos);
+    uint64_t steps = std::stoull(text.substr(at + 6));
+    CHECK(steps > 0);
+    auto threads = an::read_thread_paths(out);
+    REQUIRE(threads.size() == 2);
+    for (const auto &t : threads) {
+      uint64_t counted = 0;
+      for (const an::KsfNode &n : t.forest.nodes)
+        if (n.parent == an::kNoParent && n.label.function == step_id) counted += n.count;
+      CHECK(counted == steps);
+    }
+  }
+}
+
 // The bounded kWF under the real runtime: three threads sweeping their own forests (each moves its
 // thread's token), recursion (callers' windows evicted while callees run: cuts), and a profiling
 // timer whose handler runs instrumented code anywhere, also inside a sweep. At k = 8 the exact
