@@ -17,6 +17,7 @@
 #include "MetadataBuilder.h"
 #include "OsrPointInserter.h"
 #include "PathInstrumenter.h"
+#include "PathVersioner.h"
 #include "PluginError.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -36,6 +37,9 @@ cl::opt<uint64_t> g_max_paths("kpath-max-paths",
 cl::opt<int> g_fast_path("kpath-fast-path",
                          cl::desc("hcct kpath: 1 = the inline fast path (default), 0 = every item calls the runtime"),
                          cl::init(-1));
+cl::opt<int> g_burst("kpath-burst",
+                     cl::desc("hcct kpath: 1 = also an uninstrumented copy of every body, run between bursts (burst=1)"),
+                     cl::init(-1));
 cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each function's path count"), cl::init(false));
 
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
@@ -63,6 +67,14 @@ bool fast_path() {
   if (g_fast_path >= 0) return g_fast_path != 0;
   if (const char *env = std::getenv("HCCT_KPATH_FAST_PATH")) return std::atoi(env) != 0;
   return true;
+}
+
+// -kpath-burst, else HCCT_KPATH_BURST, else off: the two versions of each body that static bursting
+// of path profiles runs (PathVersioner.h; docs/KPATH.md, "Bursting").
+bool versions() {
+  if (g_burst >= 0) return g_burst != 0;
+  if (const char *env = std::getenv("HCCT_KPATH_BURST")) return std::atoi(env) != 0;
+  return false;
 }
 
 }  // namespace
@@ -95,12 +107,22 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   if (!path_profile_enabled()) return osr.insert() ? PreservedAnalyses::none() : PreservedAnalyses::all();
   RuntimeApi api = RuntimeApi::declare(m, fast_path());
   MetadataBuilder meta(m);
+  std::optional<VersionApi> version_api;
+  if (versions()) version_api.emplace(m);
   bool changed = false;
   for (Function &f : m) {
     if (!should_instrument(f)) continue;
     std::string why;
+    // Versioning first: it adds an unreachable copy that the DAG, the metadata and the probes
+    // never see, and it must come before them (it moves values to stack slots).
+    std::optional<PathVersioner> versioner;
+    if (version_api) {
+      versioner.emplace(f, *version_api);
+      if (!versioner->prepare()) versioner.reset();
+    }
     std::optional<FunctionDag> dag = FunctionDag::build(f, options_.max_paths, &why);
     if (!dag) {
+      if (versioner) versioner->abandon();
       errs() << "hcct kpath: " << f.getName() << " not instrumented: " << why << "\n";
       continue;
     }
@@ -109,10 +131,13 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     if (g_verbose)
       errs() << "hcct kpath: " << f.getName() << ": " << dag->blocks().size() << " blocks, "
              << dag->graph().num_paths() << " paths" << (dag->has_cut_edges() ? " (edges cut)" : "") << "\n";
-    PathInstrumenter(f, *dag, id, api).run();
+    PathInstrumenter instrumenter(f, *dag, id, api);
+    instrumenter.run(/*promote=*/!versioner);
+    if (versioner) versioner->finish(*dag, instrumenter, id);
     changed = true;
   }
   meta.emit();
+  if (version_api) version_api->emit_table();
   if (api.step->use_empty()) api.step->eraseFromParent();
   changed |= osr.insert();
   return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
