@@ -104,7 +104,18 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
   g.k = k;
   Ipf ipf;
   for (const auto &t : threads) {
-    ipf.merge(make_k_ipf(t.forest, k).without_zero_counts());
+    Ipf own = make_k_ipf(t.forest, k).without_zero_counts();
+    uint64_t pid = t.profile.meta.pid;
+    if (o.estimator && o.estimator->sampled(pid)) {
+      g.sampled = true;
+      if (t.sampling) {
+        g.joins += t.sampling->joins;
+        g.leaves += t.sampling->leaves;
+      }
+      ipf.merge(o.estimator->scale(own, pid));
+    } else {
+      ipf.merge(own);
+    }
     g.paths += t.forest.paths;
     if (!t.forest.bound.bounded()) continue;
     ++g.bounded_threads;
@@ -113,6 +124,15 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
     g.cuts += t.forest.bound.cuts;
     g.forced_sweeps += t.forest.bound.forced_sweeps;
     g.lost += t.forest.bound.lost;
+  }
+
+  if (g.sampled) {  // N: the estimate, as every count is
+    g.sampled_paths = g.paths;
+    g.paths = 0;
+    for (uint32_t r : ipf.roots()) g.paths += ipf.nodes()[r].count;
+    std::vector<uint64_t> pids;
+    for (const auto &t : threads) pids.push_back(t.profile.meta.pid);
+    g.paths += o.estimator->summary(pids).unsampled_paths;  // (each pid once: summary sums per process)
   }
 
   // Roots by function: the 1-IPF.
