@@ -139,6 +139,20 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
   std::map<uint64_t, std::vector<uint32_t>> roots_of;
   for (uint32_t r : ipf.roots()) roots_of[ipf.nodes()[r].label.function].push_back(r);
 
+  // A sampled profile: loops that no burst saw still have their exact back-edge counts.
+  std::vector<uint64_t> pids;
+  for (const auto &t : threads) pids.push_back(t.profile.meta.pid);
+  if (g.sampled)
+    for (uint64_t fid : o.estimator->counted_functions(pids)) roots_of[fid];
+  auto started = [&](uint64_t fid, uint32_t block) {
+    uint64_t t = 0;
+    std::vector<uint64_t> once = pids;
+    std::sort(once.begin(), once.end());
+    once.erase(std::unique(once.begin(), once.end()), once.end());
+    for (uint64_t pid : once) t += o.estimator->started(pid, fid, block);
+    return t;
+  };
+
   for (const auto &[fid, roots] : roots_of) {
     const PathFunction *f = meta.find(fid);
     if (!f) continue;
@@ -193,6 +207,10 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
           lp.kind = p.at_back_edge && s.latches.count(p.blocks.back()) ? LoopPath::Kind::kCycle : LoopPath::Kind::kExit;
         }
         l.paths.push_back(std::move(lp));
+      }
+      if (l.iterations == 0 && g.sampled) {
+        l.iterations = started(fid, s.header);
+        l.unsampled = true;
       }
       if (l.iterations == 0) continue;
       l.mean_iterations = l.entries ? double(l.iterations) / double(l.entries) : double(l.iterations);
@@ -291,6 +309,16 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
     std::snprintf(mean, sizeof mean, "%.1f", l.mean_iterations);
     std::string base = std::to_string(l.iterations) + " iterations (" + percent(l.share_of_program) +
                        " of all loop iterations), " + std::to_string(l.entries) + " entries, mean " + mean + " per entry";
+    if (l.unsampled) {
+      Recommendation r;
+      r.kind = "not-sampled";
+      r.text = "no burst sampled this loop: its iterations are counted, its paths unknown; profile with shorter "
+               "burst intervals, or without bursts, to guide it";
+      r.evidence = std::to_string(l.iterations) + " back edges counted (" + percent(l.share_of_program) +
+                   " of all loop iterations)";
+      l.recommendations.push_back(r);
+      continue;
+    }
     l.threshold = osr_threshold(l.mean_iterations);
     if (l.threshold) {
       Recommendation r;

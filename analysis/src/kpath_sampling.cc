@@ -95,6 +95,25 @@ Ipf PathEstimator::scale(const Ipf &ipf, uint64_t pid) const {
   return out;
 }
 
+uint64_t PathEstimator::started(uint64_t pid, uint64_t function, uint32_t block) const {
+  auto it = processes_.find(pid);
+  if (it == processes_.end() || !it->second.bursting) return 0;
+  auto c = it->second.started.find({function, block});
+  return c == it->second.started.end() ? 0 : c->second;
+}
+
+std::vector<uint64_t> PathEstimator::counted_functions(const std::vector<uint64_t> &pids) const {
+  std::vector<uint64_t> out;
+  for (uint64_t pid : pids) {
+    auto it = processes_.find(pid);
+    if (it == processes_.end() || !it->second.bursting) continue;
+    for (const auto &[start, count] : it->second.started) out.push_back(start.first);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 PathEstimator::Summary PathEstimator::summary(std::vector<uint64_t> pids) const {
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());

@@ -84,6 +84,7 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
                {"depth", l.depth},
                {"innermost", l.innermost},
                {"iterations", l.iterations},
+               {"unsampled", l.unsampled},
                {"entries", l.entries},
                {"mean_iterations", l.mean_iterations},
                {"share_of_program", l.share_of_program},
@@ -153,8 +154,12 @@ void print_report(const an::Guide &g, size_t top, const std::string &output, con
     if (l.rank > top) break;
     std::cout << "\n#" << l.rank << "  " << l.display << "  " << osr_key(l) << "  (header block " << l.header_block
               << (l.innermost ? ", innermost" : "") << ", depth " << l.depth << ")\n";
-    std::cout << "    iterations " << with_commas(l.iterations) << " (" << share_percent(l.share_of_program, {.digits = 1}) << "), entries "
-              << with_commas(l.entries) << ", mean " << fixed(l.mean_iterations) << " per entry\n";
+    if (l.unsampled)
+      std::cout << "    not sampled: " << with_commas(l.iterations) << " back edges counted ("
+                << share_percent(l.share_of_program, {.digits = 1}) << "), no burst saw it run\n";
+    else
+      std::cout << "    iterations " << with_commas(l.iterations) << " (" << share_percent(l.share_of_program, {.digits = 1}) << "), entries "
+                << with_commas(l.entries) << ", mean " << fixed(l.mean_iterations) << " per entry\n";
     if (!l.entries_at_least.empty() && l.entries) {
       std::cout << "    iterations per entry:";
       size_t n = l.entries_at_least.size();
@@ -287,7 +292,8 @@ loop, hottest first (by share of all loop iterations):
     path ID KIND P%  LINES                            KIND: entry, cycle (one whole iteration), exit
       runs >= j: ...                                  cycle paths: maximal runs of it of length >= j
     calls (line L): CALLEE > ...  COUNT               contexts reached from the body (with a CCT)
-  => RECOMMENDATION                                   osr-point, no-osr-point, unroll, specialise
+  => RECOMMENDATION                                   osr-point, no-osr-point, unroll, specialise; not-sampled
+                                                      (a bursting profile: no burst saw the loop run)
        (EVIDENCE)
 and the environment that applies the guidance: HCCT_GUIDE for the plugin, HCCT_ORACLE thresholds
 (the shown loops'; --thresholds FILE writes every loop's, for HCCT_ORACLE_GUIDE=FILE).

@@ -72,6 +72,9 @@ struct LoopGuide {
   bool innermost = true;
   std::vector<uint32_t> body;  // blocks of the natural loop
   uint64_t iterations = 0;     // header executions
+  // A profile sampled in bursts: no burst saw the loop run. `iterations` is then its exact
+  // back-edge count (the start counter; its entries are unknown) and it has no paths.
+  bool unsampled = false;
   uint64_t entries = 0;        // arrivals from outside the loop
   double mean_iterations = 0;
   double share_of_program = 0;  // iterations / all loop-header executions in the profile

@@ -38,6 +38,11 @@ class PathEstimator {
   // `ipf` (threads of `pid`) with every tree's counts times its root's ratio, rounded.
   Ipf scale(const Ipf &ipf, uint64_t pid) const;
 
+  // T(function, block) of the sampled process `pid`: paths started there in the whole run (0 if
+  // unknown); and the versioned functions of the sampled processes among `pids`.
+  uint64_t started(uint64_t pid, uint64_t function, uint32_t block) const;
+  std::vector<uint64_t> counted_functions(const std::vector<uint64_t> &pids) const;
+
   struct Summary {
     uint64_t interval_ns = 0, length_ns = 0;
     uint64_t sampled_paths = 0;   // S over all start points with a counter
