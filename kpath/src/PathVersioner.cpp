@@ -152,14 +152,19 @@ void PathVersioner::demote() {
   Instruction *alloca_point = &*it;
   std::vector<Instruction *> values;
   std::vector<PHINode *> phis;
+  // As reg2mem does: first every value used across blocks, phis included (their uses then reload
+  // from the slot where they are), then the phis themselves (a store in each predecessor; a phi's
+  // own reload is used only in its block after the first step).
   for (BasicBlock &bb : f_)
     for (Instruction &i : bb) {
       if (auto *phi = dyn_cast<PHINode>(&i)) phis.push_back(phi);
-      else if (!(&bb == &entry && isa<AllocaInst>(i)) && !i.getType()->isVoidTy() && crosses_blocks(i))
+      if (!(&bb == &entry && isa<AllocaInst>(i)) && !i.getType()->isVoidTy() && crosses_blocks(i))
         values.push_back(&i);
     }
-  for (Instruction *i : values) slots_.push_back(DemoteRegToStack(*i, false, alloca_point));
-  for (PHINode *phi : phis) slots_.push_back(DemotePHIToStack(phi, alloca_point));
+  for (Instruction *i : values)
+    if (AllocaInst *slot = DemoteRegToStack(*i, false, alloca_point)) slots_.push_back(slot);
+  for (PHINode *phi : phis)
+    if (AllocaInst *slot = DemotePHIToStack(phi, alloca_point)) slots_.push_back(slot);
 }
 
 bool PathVersioner::prepare() {

@@ -39,10 +39,13 @@ std::string run(const std::string &cmd) { return hcct::test::run_command(cmd); }
 
 fs::path work() { return hcct::test::work_directory("tests/kpath/work/burst"); }
 
-// `source` (relative to the source tree) built with the pass; `versions`: -kpath-burst=1.
-fs::path build(const std::string &source, const std::string &flags, bool versions, const std::string &tag) {
+// `source` (relative to the source tree) built with the pass; `versions`: -kpath-burst=1; `late`:
+// the pass at its late stage (the optimised CFG, full of phis used across blocks).
+fs::path build(const std::string &source, const std::string &flags, bool versions, const std::string &tag,
+               bool late = false) {
   fs::path exe = work() / (fs::path(source).stem().string() + "." + tag);
-  run(std::string(versions ? "HCCT_KPATH_BURST=1 " : "HCCT_KPATH_BURST=0 ") + HCCT_CLANG + " -g " + flags +
+  run(std::string(versions ? "HCCT_KPATH_BURST=1 " : "HCCT_KPATH_BURST=0 ") +
+      (late ? "HCCT_KPATH_STAGE=late " : "HCCT_KPATH_STAGE=early ") + HCCT_CLANG + " -g " + flags +
       " -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/" + source + " -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
       fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
   return exe;
@@ -106,7 +109,7 @@ std::pair<uint64_t, uint32_t> start_of(const an::PathMetadata &meta, an::PathLab
 
 }  // namespace
 
-TEST_CASE("bursting: both versions of every body compute the same results (-O0, -O2)") {
+TEST_CASE("bursting: both versions of every body compute the same results (-O0, -O2, late stage)") {
   struct Program {
     std::string source, args;
   };
@@ -118,13 +121,18 @@ TEST_CASE("bursting: both versions of every body compute the same results (-O0, 
       {"tests/kpath/programs/burst_phases.c", "400000 200000 0"},
       {"tests/kpath/programs/fastpath.c", ""},
   };
-  for (const char *level : {"-O0", "-O2"}) {
+  struct Build {
+    const char *level;
+    bool late;
+  };
+  for (Build b : {Build{"-O0", false}, Build{"-O2", false}, Build{"-O2", true}}) {
+    std::string level = std::string(b.level) + (b.late ? " late" : "");
     uint64_t switches = 0;  // (a run too short for the timer thread's first wake-up has none)
     for (const Program &p : programs) {
       INFO(p.source << " " << level);
-      std::string native = run(build_native(p.source, std::string(level) + " -pthread", level).string() + " " + p.args);
-      fs::path exe = build(p.source, std::string(level) + " -pthread", true, std::string("v") + level);
-      std::string tag = fs::path(p.source).stem().string() + level;
+      std::string native = run(build_native(p.source, std::string(b.level) + " -pthread", b.level).string() + " " + p.args);
+      std::string tag = fs::path(p.source).stem().string() + b.level + (b.late ? "-late" : "");
+      fs::path exe = build(p.source, std::string(b.level) + " -pthread", true, "v" + tag, b.late);
       Run exhaustive = record(exe, p.args, "k=4", tag + ".all");
       // Bursts of 20 us every 50 us: copies change many times inside every loop that runs longer.
       Run bursting = record(exe, p.args, "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
