@@ -123,6 +123,9 @@ def path_flavours(kpath_plugin, runtime_dir):
         "kpath-burst-seeded": Flavour("kpath-burst-seeded", "clang",
                                       early + ["-Xclang", "-load", "-Xclang", kpath_plugin, "-mllvm", "-kpath-burst=1",
                                                "-Dluai_makeseed=sizeof"], link, plugin=kpath_plugin),
+        "kpath-burst-late-seeded": Flavour("kpath-burst-late-seeded", "clang",
+                                           late + ["-mllvm", "-kpath-burst=1", "-Dluai_makeseed=sizeof"], link,
+                                           plugin=kpath_plugin),
     }
 
 
