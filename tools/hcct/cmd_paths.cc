@@ -541,6 +541,9 @@ Per function, most paths first:
                                             X = share of its parent's count, Y = of its root's
   COUNT (+<=B)                              a bounded forest (HCCT_OPTIONS=path_epsilon, the default):
                                             the true count is in [COUNT, COUNT + B]
+A profile sampled in bursts (a -kpath-burst=1 build run with HCCT_OPTIONS=burst=1) says so in its
+header: every COUNT is then an estimate, the tree's sampled counts times T/S of its root path's
+start (docs/KPATH.md, "Bursting").
 Each level of indentation is one more path of the sequence (at most K in all).
 
 Examples:
