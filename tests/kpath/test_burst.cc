@@ -254,21 +254,37 @@ TEST_CASE("bursting: hcct paths and hcct guide say the profile is sampled, and b
 }
 
 // The case study (docs/KPATH.md, "The masked convolution case study") from a profile sampled in
-// bursts on the timer (burst=1's defaults): the same loops with the same thresholds and the same
-// recommendations as from the exact profile. Three of its loops run rows * cols * passes
+// bursts on the timer (10 % of the time, as burst=1's defaults, in bursts of 0.1 ms every 1 ms:
+// about 300 bursts in filter_conv's loop, whose iterations come in long runs of one path, so the
+// sample's error is that of a few hundred draws): the same loops with the same thresholds and the
+// same recommendations as from the exact profile. Three of its loops run rows * cols * passes
 // iterations each (exact counts within 40 of each other): their order is a tie that no sample can
 // break, so ranks are compared where the exact counts differ by more than the estimates' 10 %.
 TEST_CASE("bursting: masked convolution gives the same guidance from a bursting profile as from an exact one") {
   fs::path exe = build("examples/kpath/masked_conv.c", "-O2", true, "conv");
   auto guide = [&](const std::string &options, const std::string &name) {
-    Run r = record(exe, "600 800 4", options, name);
+    Run r = record(exe, "600 800 8", options, name);
+    if (r.threads.empty()) return nlohmann::json{{"loops", nlohmann::json::array()}};  // (no burst at all)
     fs::path out = work() / (name + ".guide.json");
     run(std::string(HCCT_TOOL) + " guide " + r.data.string() + " -o " + out.string() + " --json 2>&1");
     std::ifstream in(out);
     return nlohmann::json::parse(in);
   };
   auto exact = guide("k=10", "conv.exact");
-  auto sampled = guide("k=10:burst=1", "conv.sampled");
+  // The bursts come from the timer thread: on a machine loaded enough to keep it from running for
+  // the whole of filter_conv's loop (seen with two busy loops beside ctest -j2), no burst falls
+  // into it and the guide rightly lists it as not sampled. What is tested is the guidance from
+  // bursts that did sample the two long-running loops: up to five runs, each independent.
+  nlohmann::json sampled;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    sampled = guide("k=10:burst=1:burst_interval=1:burst_length=0.1", "conv.sampled");
+    size_t seen = 0;
+    for (const auto &l : sampled["loops"])
+      if ((l["key"] == "masked_conv.c:51" || l["key"] == "masked_conv.c:101") && l["unsampled"] == false) ++seen;
+    if (seen == 2) break;
+    WARN("attempt " << attempt + 1 << ": no burst sampled the long-running loops (timer thread starved?)");
+  }
+  REQUIRE(sampled.contains("counts"));
   CHECK(exact["counts"]["sampled"] == false);
   REQUIRE(sampled["counts"]["sampled"] == true);
   std::map<std::string, nlohmann::json> by_key;
