@@ -20,8 +20,11 @@
 #include "hcct/unit_abi.h"
 #include "thread.h"
 
+extern "C" unsigned char __hcct_path_gate;  // kpath_runtime.cc
+
 namespace hcct::rt {
 
+bool g_path_versions_registered = false;
 uint64_t g_burst_epoch = 0;
 unsigned char g_burst_between = 0;
 unsigned char g_hook_gate = 0;
@@ -42,6 +45,7 @@ bool g_all_events = false;  // every event reaches the runtime (gate always open
 bool g_event_clock = false;  // each thread schedules its own bursts by counting its enter events
 uint64_t g_interval_ns = 0, g_length_ns = 0;
 bool g_open = false;
+bool g_paths = false;  // the path gate follows the bursts (burst_paths_start)
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
 unsigned char g_plugin_seen = 0;
 // burst_sync=auto. Until the first plugin event the gate stays open and shadow stacks are kept
@@ -83,7 +87,9 @@ HCCT_NOINST uint64_t raw_monotonic_ns() {
 // a new one, so a thread knows at its next event whether its path is synchronised. Caller holds
 // the lock.
 HCCT_NOINST void set_phase_locked(bool on) {
-  if (!g_active || g_finished || g_event_clock) return;
+  if (!g_active || g_finished) return;
+  if (g_paths) __atomic_store_n(&__hcct_path_gate, (unsigned char)on, __ATOMIC_RELEASE);
+  if (g_event_clock) return;  // (the timer runs for the path gate alone)
   uint64_t e = g_burst_epoch;
   if (on) {
     e += (e & 1) ? 2 : 1;  // a burst opened during a burst is a new burst
@@ -144,7 +150,8 @@ HCCT_NOINST int timer_main(void *arg) {
     sleep_until(next);
     open = !open;
     lock();
-    bool done = g_finished || g_event_clock;  // (auto switched to the event clock: no timer needed)
+    // (auto switched to the event clock: no timer needed, unless the path gate follows it)
+    bool done = g_finished || (g_event_clock && !g_paths);
     if (!done) set_phase_locked(open);
     unlock();
     if (done) return 0;  // glibc's clone() ends the thread (the exit system call)
@@ -488,8 +495,26 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
     uint64_t first_wait = 1 + (x ^ (x >> 29)) % (g_interval_ns - g_length_ns + 1);
     if (!start_timer(first_wait)) return false;
   }
+  if (__atomic_load_n(&g_path_versions_registered, __ATOMIC_ACQUIRE)) burst_paths_start();
   return true;
 }
+
+HCCT_NOINST void burst_paths_start() {
+  lock();
+  bool start = g_active && !g_finished && !g_paths && g_kind != Burst::kOff;
+  if (start) {
+    g_paths = true;
+    __atomic_store_n(&__hcct_path_gate, (unsigned char)g_open, __ATOMIC_RELEASE);  // (closed until a burst)
+  }
+  bool own_timer = start && g_kind == Burst::kTimer && g_event_clock;
+  unlock();
+  if (own_timer) {
+    uint64_t x = monotonic_ns() * 0x9E3779B97F4A7C15ull;
+    start_timer(1 + (x ^ (x >> 29)) % (g_interval_ns - g_length_ns + 1));
+  }
+}
+
+HCCT_NOINST bool burst_paths_active() { return g_paths; }
 
 HCCT_NOINST bool burst_active() { return g_active; }
 HCCT_NOINST bool burst_keeps_shadow() { return g_keep_shadow; }
@@ -723,7 +748,7 @@ HCCT_NOINST void burst_fork_parent() {
 HCCT_NOINST void burst_fork_child() {
   if (!g_active) return;
   unlock();
-  if (g_kind == Burst::kTimer && !g_event_clock && !g_finished) start_timer(0);
+  if (g_kind == Burst::kTimer && (!g_event_clock || g_paths) && !g_finished) start_timer(0);
 }
 
 }  // namespace hcct::rt

@@ -72,6 +72,15 @@ const char *burst_kind_name();
 const char *burst_sync_option();
 uint64_t burst_interval_ns();
 uint64_t burst_length_ns();
+// Path profiles (docs/KPATH.md, "Bursting"): once a module with uninstrumented copies
+// (kpath -kpath-burst=1) registered and bursting is on, __hcct_path_gate follows the bursts of the
+// process-wide schedule (the timer, or burst=manual's hook); on the event clock, which has no
+// timer, a timer thread is started for the path gate alone. Idempotent; called by the kpath runtime
+// when a module registers and by burst_start when one did before.
+void burst_paths_start();
+extern bool g_path_versions_registered __attribute__((visibility("hidden")));
+// Whether the path gate follows bursts.
+bool burst_paths_active();
 // The final dump: no burst opens again, events between bursts stop.
 void burst_finish();
 void burst_fork_prepare();

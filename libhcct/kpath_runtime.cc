@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "burst_runtime.h"
 #include "dump.h"
 #include "hcct/format.h"
 #include "kpath_forest.h"
@@ -26,6 +27,10 @@ __thread KsfNode *__hcct_path_roots_v3[kRootCacheSize];
 // 1 while the thread's live profiler is BLPP (k = 1): the fast path's misses try the root cache.
 extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread uint64_t __hcct_path_blpp;
 __thread uint64_t __hcct_path_blpp = 0;
+// Which copy versioned functions run (hcct/kpath_abi.h): the instrumented one unless bursting, where
+// the burst schedule opens it during bursts (burst_paths_start).
+extern "C" __attribute__((visibility("default"))) unsigned char __hcct_path_gate;
+unsigned char __hcct_path_gate = 1;
 
 
 namespace hcct::rt {
@@ -43,6 +48,9 @@ struct CounterBlock {
 
 struct KpathThreadState {
   PathProfiler profiler;
+  // Activations that changed copies at a back edge (static bursting): joined the instrumented copy
+  // with an empty window, or left it (docs/KPATH.md, "Bursting").
+  uint64_t joins = 0, leaves = 0;
   CounterBlock *counter_blocks = nullptr;  // map_pages'd, doubled when full
   size_t counter_block_count = 0, counter_block_capacity = 0;
 };
@@ -213,6 +221,71 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
   return body.ok() && out.ok() && next_index == p.nodes();
 }
 
+// Versioned modules (hcct/kpath_abi.h): registered from their constructors, lock-free append;
+// a module that unregisters (its destructor: dlclose or exit) is replaced by a copy of its counters
+// in the runtime's memory, so that the dump never reads an unmapped module.
+constexpr size_t kMaxVersionTables = 4096;
+const abi::VersionTable *g_version_tables[kMaxVersionTables];
+size_t g_version_table_count = 0;
+uint64_t g_version_tables_dropped = 0;
+
+HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
+  size_t starts = 0;
+  for (uint64_t i = 0; i < t->functions; ++i) starts += t->function[i].starts;
+  size_t bytes = sizeof(abi::VersionTable) + t->functions * sizeof(abi::VersionFunction) +
+                 starts * (sizeof(uint64_t) + sizeof(uint32_t));
+  void *mem = map_pages(bytes);
+  if (!mem) return nullptr;
+  auto *table = static_cast<abi::VersionTable *>(mem);
+  auto *functions = reinterpret_cast<abi::VersionFunction *>(table + 1);
+  auto *counters = reinterpret_cast<uint64_t *>(functions + t->functions);
+  auto *blocks = reinterpret_cast<uint32_t *>(counters + starts);
+  *table = abi::VersionTable{t->version, t->functions, functions};
+  for (uint64_t i = 0; i < t->functions; ++i) {
+    const abi::VersionFunction &f = t->function[i];
+    functions[i] = abi::VersionFunction{f.function_id, f.starts, counters, blocks};
+    for (uint64_t j = 0; j < f.starts; ++j) {
+      counters[j] = __atomic_load_n(&f.counters[j], __ATOMIC_RELAXED);
+      blocks[j] = f.start_blocks[j];
+    }
+    counters += f.starts;
+    blocks += f.starts;
+  }
+  return table;
+}
+
+// KPSC: whether the thread's path stream was sampled in bursts, its cut windows, and every
+// versioned function's start counters (process-wide; each file has the counts at its dump, the
+// reader keeps the largest) (docs/FORMAT.md).
+HCCT_NOINST bool write_sampling(ByteBuffer &out, const KpathThreadState &k) {
+  out.append_varint(fmt::kPathSamplingVersion);
+  out.append_varint(burst_paths_active() ? 1 : 0);
+  out.append_varint(burst_interval_ns());
+  out.append_varint(burst_length_ns());
+  out.append_varint(k.joins);
+  out.append_varint(k.leaves);
+  out.append_varint(__atomic_load_n(&g_version_tables_dropped, __ATOMIC_RELAXED));
+  size_t count = __atomic_load_n(&g_version_table_count, __ATOMIC_ACQUIRE);
+  uint64_t functions = 0;
+  for (size_t i = 0; i < count; ++i)
+    if (const abi::VersionTable *t = __atomic_load_n(&g_version_tables[i], __ATOMIC_ACQUIRE)) functions += t->functions;
+  out.append_varint(functions);
+  for (size_t i = 0; i < count; ++i) {
+    const abi::VersionTable *t = __atomic_load_n(&g_version_tables[i], __ATOMIC_ACQUIRE);
+    if (!t) continue;
+    for (uint64_t j = 0; j < t->functions; ++j) {
+      const abi::VersionFunction &f = t->function[j];
+      out.append_u64(f.function_id);
+      out.append_varint(f.starts);
+      for (uint64_t n = 0; n < f.starts; ++n) {
+        out.append_varint(f.start_blocks[n]);
+        out.append_varint(__atomic_load_n(&f.counters[n], __ATOMIC_RELAXED));
+      }
+    }
+  }
+  return out.ok();
+}
+
 // KTRC: the raw stream in order.
 HCCT_NOINST bool write_trace(ByteBuffer &out, const PathTrace &t) {
   out.append_varint(fmt::kPathTraceVersion);
@@ -243,6 +316,40 @@ HCCT_EXPORT void __hcct_path_slow(PathFrame *frame, uint64_t function, uint64_t 
   if (KpathThreadState *k = state_of(s)) k->profiler.path(frame, function, path_id, unsigned(slot & 1));
   else frame->node = nullptr;
   event_end(s);
+}
+
+// An activation changed copies at a back edge (hcct/kpath_abi.h): counted per thread. Rare (once
+// per active loop at each burst boundary), so a call.
+HCCT_EXPORT void __hcct_path_switch(uint64_t kind) {
+  ThreadState *s = event_begin(/*attach=*/true);
+  if (HCCT_UNLIKELY(!s)) return;
+  if (KpathThreadState *k = state_of(s)) ++(kind == hcct::kpath_abi::kSwitchJoin ? k->joins : k->leaves);
+  event_end(s);
+}
+
+HCCT_EXPORT void __hcct_path_register_versions(const void *table) {
+  const auto *t = static_cast<const abi::VersionTable *>(table);
+  if (!t || t->version != abi::kVersionTableVersion) return;
+  size_t i = __atomic_fetch_add(&g_version_table_count, 1, __ATOMIC_ACQ_REL);
+  if (i >= kMaxVersionTables) {
+    __atomic_store_n(&g_version_table_count, kMaxVersionTables, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&g_version_tables_dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  __atomic_store_n(&g_version_tables[i], t, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_path_versions_registered, true, __ATOMIC_RELEASE);
+  burst_paths_start();  // (nothing until the runtime has started bursting; burst_start calls it then)
+}
+
+HCCT_EXPORT void __hcct_path_unregister_versions(const void *table) {
+  size_t count = __atomic_load_n(&g_version_table_count, __ATOMIC_ACQUIRE);
+  for (size_t i = 0; i < count && i < kMaxVersionTables; ++i) {
+    if (__atomic_load_n(&g_version_tables[i], __ATOMIC_ACQUIRE) != table) continue;
+    const abi::VersionTable *copy = copy_table(static_cast<const abi::VersionTable *>(table));
+    if (!copy) __atomic_add_fetch(&g_version_tables_dropped, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_version_tables[i], copy, __ATOMIC_RELEASE);
+    return;
+  }
 }
 
 // A thread's first item of a module with counter arrays in a function with loops (hcct/kpath_abi.h):
@@ -293,16 +400,22 @@ HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) 
                (unsigned long long)p.sweeps(), (unsigned long long)p.forced_sweeps(), (unsigned long long)p.evicted(),
                (unsigned long long)p.cuts(), (unsigned long long)p.error_bound(p.k()));
     say("hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu "
-        "bytes=%zu lost=%llu scans=%llu lookups=%llu%s\n",
+        "bytes=%zu lost=%llu scans=%llu lookups=%llu joins=%llu leaves=%llu%s\n",
         thread.tid, p.k(),
         fmt::option_name(p.k() == 1 ? PathForest::kBlpp : p.forest()),
         (unsigned long long)p.paths(), (unsigned long long)p.slow_paths(),
         (unsigned long long)p.enters(), (unsigned long long)p.nodes(), p.bytes(),
-        (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups(), bound);
+        (unsigned long long)p.lost(), (unsigned long long)p.scans(), (unsigned long long)p.lookups(),
+        (unsigned long long)k->joins, (unsigned long long)k->leaves, bound);
   }
   file.begin_section(fmt::kTagPaths);
   bool ok = write_forest(file.body(), k->profiler);
   file.end_section();
+  if (ok && __atomic_load_n(&g_version_table_count, __ATOMIC_ACQUIRE) > 0) {
+    file.begin_section(fmt::kTagPathSampling);
+    ok = write_sampling(file.body(), *k);
+    file.end_section();
+  }
   if (ok && k->profiler.tracing()) {
     file.begin_section(fmt::kTagPathTrace);
     ok = write_trace(file.body(), k->profiler.trace());

@@ -104,7 +104,18 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
   g.k = k;
   Ipf ipf;
   for (const auto &t : threads) {
-    ipf.merge(make_k_ipf(t.forest, k).without_zero_counts());
+    Ipf own = make_k_ipf(t.forest, k).without_zero_counts();
+    uint64_t pid = t.profile.meta.pid;
+    if (o.estimator && o.estimator->sampled(pid)) {
+      g.sampled = true;
+      if (t.sampling) {
+        g.joins += t.sampling->joins;
+        g.leaves += t.sampling->leaves;
+      }
+      ipf.merge(o.estimator->scale(own, pid));
+    } else {
+      ipf.merge(own);
+    }
     g.paths += t.forest.paths;
     if (!t.forest.bound.bounded()) continue;
     ++g.bounded_threads;
@@ -115,9 +126,32 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
     g.lost += t.forest.bound.lost;
   }
 
+  if (g.sampled) {  // N: the estimate, as every count is
+    g.sampled_paths = g.paths;
+    g.paths = 0;
+    for (uint32_t r : ipf.roots()) g.paths += ipf.nodes()[r].count;
+    std::vector<uint64_t> pids;
+    for (const auto &t : threads) pids.push_back(t.profile.meta.pid);
+    g.paths += o.estimator->summary(pids).unsampled_paths;  // (each pid once: summary sums per process)
+  }
+
   // Roots by function: the 1-IPF.
   std::map<uint64_t, std::vector<uint32_t>> roots_of;
   for (uint32_t r : ipf.roots()) roots_of[ipf.nodes()[r].label.function].push_back(r);
+
+  // A sampled profile: loops that no burst saw still have their exact back-edge counts.
+  std::vector<uint64_t> pids;
+  for (const auto &t : threads) pids.push_back(t.profile.meta.pid);
+  if (g.sampled)
+    for (uint64_t fid : o.estimator->counted_functions(pids)) roots_of[fid];
+  auto started = [&](uint64_t fid, uint32_t block) {
+    uint64_t t = 0;
+    std::vector<uint64_t> once = pids;
+    std::sort(once.begin(), once.end());
+    once.erase(std::unique(once.begin(), once.end()), once.end());
+    for (uint64_t pid : once) t += o.estimator->started(pid, fid, block);
+    return t;
+  };
 
   for (const auto &[fid, roots] : roots_of) {
     const PathFunction *f = meta.find(fid);
@@ -173,6 +207,10 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
           lp.kind = p.at_back_edge && s.latches.count(p.blocks.back()) ? LoopPath::Kind::kCycle : LoopPath::Kind::kExit;
         }
         l.paths.push_back(std::move(lp));
+      }
+      if (l.iterations == 0 && g.sampled) {
+        l.iterations = started(fid, s.header);
+        l.unsampled = true;
       }
       if (l.iterations == 0) continue;
       l.mean_iterations = l.entries ? double(l.iterations) / double(l.entries) : double(l.iterations);
@@ -271,6 +309,16 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
     std::snprintf(mean, sizeof mean, "%.1f", l.mean_iterations);
     std::string base = std::to_string(l.iterations) + " iterations (" + percent(l.share_of_program) +
                        " of all loop iterations), " + std::to_string(l.entries) + " entries, mean " + mean + " per entry";
+    if (l.unsampled) {
+      Recommendation r;
+      r.kind = "not-sampled";
+      r.text = "no burst sampled this loop: its iterations are counted, its paths unknown; profile with shorter "
+               "burst intervals, or without bursts, to guide it";
+      r.evidence = std::to_string(l.iterations) + " back edges counted (" + percent(l.share_of_program) +
+                   " of all loop iterations)";
+      l.recommendations.push_back(r);
+      continue;
+    }
     l.threshold = osr_threshold(l.mean_iterations);
     if (l.threshold) {
       Recommendation r;

@@ -127,6 +127,42 @@ std::vector<TraceRecord> parse_trace(std::span<const unsigned char> body, const 
   return out;
 }
 
+PathSampling parse_sampling(std::span<const unsigned char> body, const std::string &name) {
+  ByteCursor c(body, name, "KPSC");
+  uint64_t version = c.varint("version");
+  if (version != format::kPathSamplingVersion) c.fail("unsupported version " + std::to_string(version));
+  PathSampling s;
+  uint64_t flags = c.varint("flags");
+  if (flags > 1) c.fail("unknown flags " + std::to_string(flags));
+  s.bursting = flags & 1;
+  s.interval_ns = c.varint("burst interval");
+  s.length_ns = c.varint("burst length");
+  if (s.length_ns > s.interval_ns) c.fail("burst length above the interval");
+  s.joins = c.varint("joins");
+  s.leaves = c.varint("leaves");
+  s.dropped_tables = c.varint("dropped tables");
+  uint64_t functions = c.varint("function count");
+  if (functions > c.remaining() / 10) c.fail("function count " + std::to_string(functions) + " exceeds the section");
+  for (uint64_t i = 0; i < functions; ++i) {
+    uint64_t function = c.fixed<uint64_t>("function");
+    uint64_t starts = c.varint("start count");
+    if (starts == 0 || starts > c.remaining() / 2) c.fail("function " + std::to_string(i) + ": start count " + std::to_string(starts));
+    int64_t previous = -1;
+    for (uint64_t j = 0; j < starts; ++j) {
+      uint64_t block = c.varint("start block");
+      if (block >= UINT32_MAX || int64_t(block) <= previous || (j == 0 && block != 0))
+        c.fail("function " + std::to_string(i) + ": start blocks not 0 then ascending");
+      previous = int64_t(block);
+      uint64_t count = c.varint("start count");
+      uint64_t &total = s.starts[{function, uint32_t(block)}];
+      if (count > UINT64_MAX - total) c.fail("function " + std::to_string(i) + ": start counts overflow 64 bits");
+      total += count;  // (a module loaded twice: both tables count)
+    }
+  }
+  if (!c.done()) c.fail("trailing bytes");
+  return s;
+}
+
 }  // namespace
 
 const char *forest_kind_name(ForestKind kind) {
@@ -136,7 +172,7 @@ const char *forest_kind_name(ForestKind kind) {
 std::optional<ThreadPaths> parse_thread_paths(std::span<const unsigned char> bytes, const std::string &name) {
   ThreadPaths t;
   t.profile = parse_profile(bytes, name);  // validates header, hash and section bounds
-  std::optional<std::span<const unsigned char>> forest, trace;
+  std::optional<std::span<const unsigned char>> forest, trace, sampling;
   size_t at = format::kHeaderSize;
   while (at + 16 <= bytes.size()) {
     ByteCursor h(bytes.subspan(at, 16), name, "section header");
@@ -150,12 +186,16 @@ std::optional<ThreadPaths> parse_thread_paths(std::span<const unsigned char> byt
     } else if (tag == format::kTagPathTrace) {
       if (trace) throw FormatError(name + ": duplicate KTRC section");
       trace = body;
+    } else if (tag == format::kTagPathSampling) {
+      if (sampling) throw FormatError(name + ": duplicate KPSC section");
+      sampling = body;
     }
     at += 16 + len;
   }
   if (!forest) return std::nullopt;
   t.forest = parse_forest(*forest, name);
   if (trace) t.trace = parse_trace(*trace, name, &t.trace_lost);
+  if (sampling) t.sampling = parse_sampling(*sampling, name);
   return t;
 }
 

@@ -148,14 +148,36 @@ def path_configs(workload):
     c.append(Config("kpath k=16 kwf exact", seeded, "k=16:forest=kwf:path_epsilon=0.0000:verbose=1",
                     wrapper="setarch", preload=False))
     c.append(Config("kpath late k=8", "kpath-late", "k=8:verbose=1", preload=False))
+    # Static bursting of path profiles (docs/KPATH.md, "Bursting"): the versioned binary at k = 8
+    # with burst=1 (CPU × native, target ≤ 1.2), and the same binary's bursting and exhaustive runs
+    # of one input (no address randomisation, options of one length) for the estimator's accuracy
+    # and whether `hcct guide` ranks the same top loops.
+    c.append(Config("kpath k=8 burst", "kpath-burst-seeded", "k=8:burst=1:verbose=1", preload=False))
+    c.append(Config("kpath k=8 burst seeded", "kpath-burst-seeded", "k=8:burst=1:path_epsilon=0:verbose=1",
+                    wrapper="setarch", preload=False))
+    c.append(Config("kpath k=8 burst-build exact", "kpath-burst-seeded", "k=8:burst=0:path_epsilon=0:verbose=1",
+                    wrapper="setarch", preload=False))
+    # The same at the late stage (the optimised CFG is versioned: the early stage's duplicate bodies
+    # change what the inliner does; docs/KPATH.md, "Bursting", has the figures).
+    c.append(Config("kpath late k=8 burst", "kpath-burst-late-seeded", "k=8:burst=1:verbose=1", preload=False))
+    c.append(Config("kpath late k=8 burst seeded", "kpath-burst-late-seeded", "k=8:burst=1:path_epsilon=0:verbose=1",
+                    wrapper="setarch", preload=False))
+    c.append(Config("kpath late k=8 burst-build exact", "kpath-burst-late-seeded",
+                    "k=8:burst=0:path_epsilon=0:verbose=1", wrapper="setarch", preload=False))
     for cfg in c:
-        cfg.keep_profile = cfg.label in ACCURACY_PAIR
+        cfg.keep_profile = (cfg.label in ACCURACY_PAIR or cfg.label in BURST_ACCURACY_PAIR or
+                            cfg.label in LATE_BURST_ACCURACY_PAIR)
     return c
 
 
 # Issue 25's accuracy: the bounded default against path_epsilon=0 at k = 16, per φ.
 ACCURACY_PHIS = (1e-3, 1e-4)
 ACCURACY_PAIR = ("kpath k=16 kwf seeded", "kpath k=16 kwf exact")
+# Static bursting at k = 8: estimates of the bursting run against the exhaustive run, φ = 10⁻³.
+BURST_ACCURACY_PAIR = ("kpath k=8 burst seeded", "kpath k=8 burst-build exact")
+BURST_ACCURACY_PHIS = (1e-3,)
+LATE_BURST_ACCURACY_PAIR = ("kpath late k=8 burst seeded", "kpath late k=8 burst-build exact")
+GUIDE_TOP = 5
 
 
 def hot_sequences(hcct_tool, profile, phi):
@@ -178,16 +200,35 @@ def hot_sequences(hcct_tool, profile, phi):
     return seqs, data["paths"]
 
 
-def accuracy(configs, tools):
-    """False negatives and average error of the bounded profile against the exact one, per φ."""
+def guide_top(hcct_tool, profile, top):
+    """The keys of `hcct guide`'s first `top` loops, in rank order."""
+    out = subprocess.run([hcct_tool, "guide", "--json", "-o", "/dev/stdout", profile],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip())
+    return [l["key"] for l in json.loads(out.stdout)["loops"][:top]]
+
+
+def accuracy(configs, tools, pair=ACCURACY_PAIR, phis=ACCURACY_PHIS, guide=False, present_phi_factor=1.0):
+    """False negatives and average error of the first profile of `pair` (bounded, or sampled in
+    bursts) against the second (exact), per φ; with `guide`, also `hcct guide`'s top loops. A hot
+    sequence counts as present when the first profile shows it at φ · present_phi_factor (a
+    sampled profile's estimate of a sequence just above φN may fall just below it)."""
     by_label = {c.label: c for c in configs}
-    bounded, exact = (by_label.get(label) for label in ACCURACY_PAIR)
+    bounded, exact = (by_label.get(label) for label in pair)
     if not bounded or not exact or not bounded.kept_profile or not exact.kept_profile:
         return None
     result = {}
-    for phi in ACCURACY_PHIS:
+    if guide:
         try:
-            got, _ = hot_sequences(tools["hcct"], bounded.kept_profile, phi)
+            got, want = (guide_top(tools["hcct"], c.kept_profile, GUIDE_TOP) for c in (bounded, exact))
+            result["guide_top"] = {"sampled": got, "exact": want, "same": got == want,
+                                   "same_set": sorted(got) == sorted(want)}
+        except RuntimeError as e:
+            result["guide_top"] = {"error": str(e)}
+    for phi in phis:
+        try:
+            got, _ = hot_sequences(tools["hcct"], bounded.kept_profile, phi * present_phi_factor)
             want, n = hot_sequences(tools["hcct"], exact.kept_profile, phi)
         except RuntimeError as e:
             result[str(phi)] = {"error": str(e)}
@@ -390,6 +431,10 @@ def bench_workload(workload, configs, args, tools):
         print(f"  {workload.name}: round {round_no}/{args.rounds} done, load {os.getloadavg()[0]:.1f}",
               file=sys.stderr)
     acc = accuracy(usable, tools) if args.paths else None
+    burst_acc = (accuracy(usable, tools, BURST_ACCURACY_PAIR, BURST_ACCURACY_PHIS, guide=True, present_phi_factor=0.1)
+                 if args.paths else None)
+    late_burst_acc = (accuracy(usable, tools, LATE_BURST_ACCURACY_PAIR, BURST_ACCURACY_PHIS, guide=True,
+                               present_phi_factor=0.1) if args.paths else None)
     for cfg in usable:
         if cfg.kept_profile:
             shutil.rmtree(os.path.dirname(cfg.kept_profile), ignore_errors=True)
@@ -397,7 +442,8 @@ def bench_workload(workload, configs, args, tools):
             "command": command_line(workload, native.binary, args.size),
             "rounds": args.rounds, "load_before": [round(x, 2) for x in load_before],
             "load_after": [round(x, 2) for x in os.getloadavg()], "rows": rows_of(usable),
-            "suite": "paths" if args.paths else "calls", "accuracy": acc}
+            "suite": "paths" if args.paths else "calls", "accuracy": acc,
+            "burst_accuracy": burst_acc, "late_burst_accuracy": late_burst_acc}
 
 
 def command_line(workload, binary, size):
@@ -484,6 +530,30 @@ def print_path_table(result):
     sys.stdout.flush()
 
 
+def check_burst_targets(rows, native, burst, stage, label):
+    """Static bursting's targets for one stage's rows: (target, figure, met) triples."""
+    out = []
+    if native and label in rows:
+        x = rows[label]["cpu_x_native"]
+        out.append((f"{label}: burst=1 ≤ 1.2× native CPU", f"{x:.2f}×", x <= 1.2))
+    for phi, a in burst.items():
+        if phi == "guide_top":
+            if "error" in a:
+                out.append((f"{stage}hcct guide from the bursting profile", a["error"], False))
+            else:
+                out.append((f"{stage}hcct guide's top {GUIDE_TOP} loops from the bursting profile = from the exhaustive one",
+                            f"{' '.join(a['sampled'])} vs {' '.join(a['exact'])}" +
+                            ("" if a["same"] else " (same set)" if a["same_set"] else ""), a["same"]))
+            continue
+        if "error" in a:
+            out.append((f"{stage}burst=1 k=8 accuracy at φ = {phi}", a["error"], False))
+            continue
+        out.append((f"{stage}burst=1 k=8 vs exhaustive at φ = {phi}: every hot sequence present, average error ≤ 10 %",
+                    f"{a['false_negatives']} of {a['hot']} missing, average error {100 * a['avg_error']:.2f} %, "
+                    f"max {100 * a['max_error']:.1f} %", a["false_negatives"] == 0 and a["avg_error"] <= 0.10))
+    return out
+
+
 def check_path_targets(result):
     """Issue 24's targets on one workload's rows: (target, figure, met) triples."""
     rows = {r["config"]: r for r in result["rows"] if "cpu_s" in r and not r["problem"]}
@@ -509,6 +579,10 @@ def check_path_targets(result):
         out.append((f"bounded k=16 vs path_epsilon=0 at φ = {phi}: 0 false negatives, average error ≤ 1 %",
                     f"{a['false_negatives']} of {a['hot']} missing, average error {100 * a['avg_error']:.3f} %, "
                     f"max {100 * a['max_error']:.2f} %", a["false_negatives"] == 0 and a["avg_error"] <= 0.01))
+    # Static bursting (docs/KPATH.md, "Bursting"; issue 25), at each stage.
+    for stage, label, key in (("", "kpath k=8 burst", "burst_accuracy"),
+                              ("late ", "kpath late k=8 burst", "late_burst_accuracy")):
+        out.extend(check_burst_targets(rows, native, result.get(key) or {}, stage, label))
     if "kpath k=8 kwf" in rows and rows["kpath k=8 kwf"].get("compile_x_native") is not None:
         x = rows["kpath k=8 kwf"]["compile_x_native"]
         out.append(("kpath compile ≤ 1.4× native compile (CPU)", f"{x:.2f}×", x <= 1.4))

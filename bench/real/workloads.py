@@ -117,6 +117,15 @@ def path_flavours(kpath_plugin, runtime_dir):
         "kpath-early-seeded": Flavour("kpath-early-seeded", "clang", early + ["-Dluai_makeseed=sizeof"], link,
                                       plugin=kpath_plugin),
         "kpath-late": Flavour("kpath-late", "clang", late, link, plugin=kpath_plugin),
+        # Static bursting of path profiles (docs/KPATH.md, "Bursting"): two versions of every body
+        # (-kpath-burst=1), seeded like kpath-early-seeded so that a bursting run and an exhaustive
+        # run of this one binary can be compared sequence by sequence.
+        "kpath-burst-seeded": Flavour("kpath-burst-seeded", "clang",
+                                      early + ["-Xclang", "-load", "-Xclang", kpath_plugin, "-mllvm", "-kpath-burst=1",
+                                               "-Dluai_makeseed=sizeof"], link, plugin=kpath_plugin),
+        "kpath-burst-late-seeded": Flavour("kpath-burst-late-seeded", "clang",
+                                           late + ["-mllvm", "-kpath-burst=1", "-Dluai_makeseed=sizeof"], link,
+                                           plugin=kpath_plugin),
     }
 
 

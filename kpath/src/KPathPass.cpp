@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "MetadataBuilder.h"
 #include "OsrPointInserter.h"
 #include "PathInstrumenter.h"
+#include "PathVersioner.h"
 #include "PluginError.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -38,6 +40,9 @@ cl::opt<uint64_t> g_max_paths("kpath-max-paths",
 cl::opt<int> g_fast_path("kpath-fast-path",
                          cl::desc("hcct kpath: 1 = the inline fast path (default), 0 = every item calls the runtime"),
                          cl::init(-1));
+cl::opt<int> g_burst("kpath-burst",
+                     cl::desc("hcct kpath: 1 = also an uninstrumented copy of every body, run between bursts (burst=1)"),
+                     cl::init(-1));
 cl::opt<uint64_t> g_counter_paths(
     "kpath-counter-paths",
     cl::desc("hcct kpath: BLPP counter arrays for functions with at most this many paths (0: none; default hcct/kpath_abi.h)"),
@@ -72,6 +77,14 @@ bool fast_path() {
   if (g_fast_path >= 0) return g_fast_path != 0;
   if (const char *env = std::getenv("HCCT_KPATH_FAST_PATH")) return std::atoi(env) != 0;
   return true;
+}
+
+// -kpath-burst, else HCCT_KPATH_BURST, else off: the two versions of each body that static bursting
+// of path profiles runs (PathVersioner.h; docs/KPATH.md, "Bursting").
+bool versions() {
+  if (g_burst >= 0) return g_burst != 0;
+  if (const char *env = std::getenv("HCCT_KPATH_BURST")) return std::atoi(env) != 0;
+  return false;
 }
 
 // -kpath-counter-paths, else HCCT_KPATH_COUNTER_PATHS, else the default: the largest path count
@@ -112,43 +125,62 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   if (!path_profile_enabled()) return osr.insert() ? PreservedAnalyses::none() : PreservedAnalyses::all();
   RuntimeApi api = RuntimeApi::declare(m, fast_path(), counter_paths(), g_counter_words);
   MetadataBuilder meta(m);
+  std::optional<VersionApi> version_api;
+  if (versions()) version_api.emplace(m);
   bool changed = false;
   // Every function's DAG first, so that the module's counter block goes to the functions with the
   // fewest paths first: in a large module (SQLite's amalgamation: 2 399 functions, 950 k paths
   // among those under the bound) first come, first served would leave later small functions,
   // hot ones among them, without arrays.
-  std::vector<std::pair<Function *, FunctionDag>> dags;
+  struct Candidate {
+    Function *f;
+    FunctionDag dag;
+    std::unique_ptr<PathVersioner> versioner;  // static bursting's second copy, or null
+  };
+  std::vector<Candidate> candidates;
   for (Function &f : m) {
     if (!should_instrument(f)) continue;
     std::string why;
+    // Versioning first: it adds an unreachable copy that the DAG, the metadata and the probes
+    // never see, and it must come before them (it moves values to stack slots).
+    std::unique_ptr<PathVersioner> versioner;
+    if (version_api) {
+      versioner = std::make_unique<PathVersioner>(f, *version_api);
+      if (!versioner->prepare()) versioner.reset();
+    }
     std::optional<FunctionDag> dag = FunctionDag::build(f, options_.max_paths, &why);
     if (!dag) {
+      if (versioner) versioner->abandon();
       errs() << "hcct kpath: " << f.getName() << " not instrumented: " << why << "\n";
       continue;
     }
-    dags.emplace_back(&f, std::move(*dag));
+    candidates.push_back({&f, std::move(*dag), std::move(versioner)});
   }
-  std::vector<size_t> by_paths(dags.size());
-  for (size_t i = 0; i < dags.size(); ++i) by_paths[i] = i;
+  std::vector<size_t> by_paths(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) by_paths[i] = i;
   std::stable_sort(by_paths.begin(), by_paths.end(), [&](size_t a, size_t b) {
-    return dags[a].second.graph().num_paths() < dags[b].second.graph().num_paths();
+    return candidates[a].dag.graph().num_paths() < candidates[b].dag.graph().num_paths();
   });
-  std::vector<uint64_t> counter_offset(dags.size(), 0);
+  std::vector<uint64_t> counter_offset(candidates.size(), 0);
   for (size_t i : by_paths)
-    counter_offset[i] = api.allocate_counters(dags[i].first->getGUID(), dags[i].second.graph().num_paths());
-  for (size_t i = 0; i < dags.size(); ++i) {
-    Function &f = *dags[i].first;
-    const FunctionDag &dag = dags[i].second;
+    counter_offset[i] = api.allocate_counters(candidates[i].f->getGUID(), candidates[i].dag.graph().num_paths());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Function &f = *candidates[i].f;
+    const FunctionDag &dag = candidates[i].dag;
+    PathVersioner *versioner = candidates[i].versioner.get();
     uint64_t id = f.getGUID();
     meta.add(f, dag, id, uint8_t((options_.late ? kFlagLate : 0) | opt_level_flags(options_.opt_level)));
     if (g_verbose)
       errs() << "hcct kpath: " << f.getName() << ": " << dag.blocks().size() << " blocks, "
              << dag.graph().num_paths() << " paths" << (dag.has_cut_edges() ? " (edges cut)" : "")
              << (counter_offset[i] ? ", counter array" : "") << "\n";
-    PathInstrumenter(f, dag, id, api, counter_offset[i]).run();
+    PathInstrumenter instrumenter(f, dag, id, api, counter_offset[i]);
+    instrumenter.run(/*promote=*/!versioner);
+    if (versioner) versioner->finish(dag, instrumenter, id);
     changed = true;
   }
   meta.emit();
+  if (version_api) version_api->emit_table();
   if (api.step->use_empty()) api.step->eraseFromParent();
   api.finish_counters(m);
   changed |= osr.insert();

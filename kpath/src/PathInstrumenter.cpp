@@ -539,7 +539,13 @@ void PathInstrumenter::promote_register() {
   PromoteMemToReg(allocas, dt);
 }
 
-void PathInstrumenter::run() {
+std::optional<uint64_t> PathInstrumenter::restart_value(const BasicBlock *header) const {
+  for (const RestartEdge &r : dag_.restarts())
+    if (!r.cut && dag_.blocks()[r.to] == header) return inc_[r.start_edge];
+  return std::nullopt;
+}
+
+void PathInstrumenter::run(bool promote) {
   // Increments only on the chords of a maximum spanning tree of the estimated edge frequencies
   // (path_graph.h, chord_increments): the same IDs as the values give, with no instruction on the
   // hot edges. Decided on the untouched CFG, like the placements.
@@ -567,7 +573,7 @@ void PathInstrumenter::run() {
     InlineFunctionInfo info;
     if (!InlineFunction(*call, info).isSuccess()) report_fatal_error("hcct kpath: cannot inline the path step in " + f_.getName());
   }
-  promote_register();
+  if (promote) promote_register();
 }
 
 }  // namespace hcct::kpath

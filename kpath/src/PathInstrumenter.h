@@ -12,6 +12,7 @@
 
 #include "hcct/kpath_abi.h"
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "FunctionDag.h"
@@ -80,7 +81,13 @@ class PathInstrumenter {
   PathInstrumenter(llvm::Function &f, const FunctionDag &dag, uint64_t function_id, const RuntimeApi &api,
                    uint64_t counter_offset = 0)
       : f_(f), dag_(dag), function_id_(function_id), api_(api), counter_offset_(counter_offset) {}
-  void run();
+  // `promote` false leaves the path register, window and owner in their allocas (registers()), for
+  // a later step that adds edges into the body (PathVersioner) and promotes them itself.
+  void run(bool promote = true);
+  std::vector<llvm::AllocaInst *> registers() const { return {reg_, w_, owner_}; }
+  // What a back edge into `header` sets the path register to (the restart), or nullopt if none
+  // does.
+  std::optional<uint64_t> restart_value(const llvm::BasicBlock *header) const;
 
  private:
   enum class Placement { kEndOfSource, kStartOfTarget, kSplit, kDispatch };

@@ -362,3 +362,81 @@ TEST_CASE("KPTH input: hcct paths and hcct guide name the file and exit 1") {
   INFO(s.output);
   CHECK(s.status == 0);
 }
+
+namespace {
+
+// A KPSC body (docs/FORMAT.md): flags, schedule, joins, leaves, dropped tables, then per function
+// its start blocks and counts.
+struct Starts {
+  uint64_t function;
+  std::vector<std::pair<uint64_t, uint64_t>> blocks;  // (block, count)
+};
+Bytes kpsc(uint64_t version, uint64_t flags, uint64_t interval, uint64_t length, const std::vector<Starts> &functions,
+           std::optional<uint64_t> claimed = std::nullopt) {
+  Bytes b;
+  varint(b, version);
+  varint(b, flags);
+  varint(b, interval);
+  varint(b, length);
+  varint(b, 3);  // joins
+  varint(b, 2);  // leaves
+  varint(b, 0);  // dropped tables
+  varint(b, claimed.value_or(functions.size()));
+  for (const Starts &f : functions) {
+    u64(b, f.function);
+    varint(b, f.blocks.size());
+    for (auto [block, count] : f.blocks) {
+      varint(b, block);
+      varint(b, count);
+    }
+  }
+  return b;
+}
+const std::vector<Starts> kGoodStarts{{9, {{0, 5}, {2, 40}}}, {7, {{0, 4}}}};
+
+Bytes with_kpsc(const Bytes &body) {
+  return thread_file({{hcct::format::kTagPaths, 0, good_kpth()}, {hcct::format::kTagPathSampling, 0, body}});
+}
+
+}  // namespace
+
+TEST_CASE("KPSC input: the sampling section is read whole or rejected with the file named") {
+  std::optional<an::ThreadPaths> t;
+  REQUIRE(verdict(with_kpsc(kpsc(1, 1, 2000000, 200000, kGoodStarts)), &t) == "");
+  REQUIRE(t);
+  REQUIRE(t->sampling);
+  CHECK(t->sampling->bursting);
+  CHECK(t->sampling->joins == 3);
+  CHECK(t->sampling->leaves == 2);
+  CHECK(t->sampling->starts.at({9, 2}) == 40);
+  CHECK(t->sampling->starts.at({7, 0}) == 4);
+  auto rejected_kpsc = [](const Bytes &body, const std::string &problem) {
+    std::string v = verdict(with_kpsc(body));
+    INFO(v);
+    CHECK(v.rfind("dir/77.0.hcct: KPSC: ", 0) == 0);
+    CHECK(v.find(problem) != std::string::npos);
+  };
+  rejected_kpsc(kpsc(2, 1, 2000000, 200000, kGoodStarts), "unsupported version 2");
+  rejected_kpsc(kpsc(1, 4, 2000000, 200000, kGoodStarts), "unknown flags");
+  rejected_kpsc(kpsc(1, 1, 200000, 2000000, kGoodStarts), "burst length above the interval");
+  rejected_kpsc(kpsc(1, 1, 2000000, 200000, kGoodStarts, uint64_t(1) << 60), "exceeds the section");
+  rejected_kpsc(kpsc(1, 1, 2000000, 200000, {{9, {{1, 5}}}}), "not 0 then ascending");
+  rejected_kpsc(kpsc(1, 1, 2000000, 200000, {{9, {{0, 5}, {3, 1}, {3, 1}}}}), "not 0 then ascending");
+  rejected_kpsc(kpsc(1, 1, 2000000, 200000, {{9, {}}, {7, {{0, 4}}}}), "start count 0");
+  rejected_kpsc(kpsc(1, 1, 2000000, 200000, {{9, {{0, UINT64_MAX}}}, {9, {{0, 1}}}}), "overflow");
+  Bytes trailing = kpsc(1, 1, 2000000, 200000, kGoodStarts);
+  trailing.push_back(0);
+  rejected_kpsc(trailing, "trailing bytes");
+  // Every truncation.
+  Bytes body = kpsc(1, 1, 2000000, 200000, kGoodStarts);
+  for (size_t n = 0; n < body.size(); ++n) {
+    INFO("truncated to " << n << " of " << body.size() << " bytes");
+    std::string v = verdict(with_kpsc(Bytes(body.begin(), body.begin() + long(n))));
+    CHECK(v.rfind("dir/77.0.hcct: KPSC: ", 0) == 0);
+  }
+  // Two KPSC sections.
+  Bytes twice = thread_file({{hcct::format::kTagPaths, 0, good_kpth()},
+                             {hcct::format::kTagPathSampling, 0, body},
+                             {hcct::format::kTagPathSampling, 0, body}});
+  CHECK(verdict(twice).find("duplicate KPSC section") != std::string::npos);
+}

@@ -84,6 +84,7 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
                {"depth", l.depth},
                {"innermost", l.innermost},
                {"iterations", l.iterations},
+               {"unsampled", l.unsampled},
                {"entries", l.entries},
                {"mean_iterations", l.mean_iterations},
                {"share_of_program", l.share_of_program},
@@ -96,7 +97,15 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
   }
   // The counts' guarantee (docs/KPATH.md, "Bounded forests"): all 0 for exact profiles.
   json counts = {{"bounded", g.bounded_threads > 0}, {"path_epsilon", g.epsilon}, {"paths", g.paths},
-                 {"delta", g.delta}, {"cuts", g.cuts}, {"lost", g.lost}, {"forced_sweeps", g.forced_sweeps}};
+                 {"delta", g.delta}, {"cuts", g.cuts}, {"lost", g.lost}, {"forced_sweeps", g.forced_sweeps},
+                 {"sampled", g.sampled}};
+  // A bursting profile (docs/KPATH.md, "Bursting"): estimated counts, from this many sampled paths.
+  if (g.sampled) {
+    counts["estimator"] = "root-ratio";
+    counts["sampled_paths"] = g.sampled_paths;
+    counts["joins"] = g.joins;
+    counts["leaves"] = g.leaves;
+  }
   return {{"format", guide_format::kGuideFormat}, {"version", guide_format::kGuideVersion}, {"k", g.k}, {"profiles", dirs}, {"loop_iterations", g.loop_iterations},
           {"counts", std::move(counts)}, {"loops", std::move(loops)}};
 }
@@ -134,13 +143,23 @@ void print_report(const an::Guide &g, size_t top, const std::string &output, con
     if (g.forced_sweeps) std::cout << "; " << g.forced_sweeps << " forced sweeps";
     std::cout << "\n";
   }
+  if (g.sampled)
+    std::cout << "counts from a path profile sampled in bursts (burst=1): estimates, each sequence's sampled count "
+              << "times T/S of its first path's start (per-root ratio estimator, docs/KPATH.md \"Bursting\"); "
+              << with_commas(g.sampled_paths) << " of an estimated " << with_commas(g.paths) << " paths sampled; "
+              << with_commas(g.joins) << " activations joined and " << with_commas(g.leaves)
+              << " left the instrumented code at a loop header\n";
   std::string oracle;
   for (const an::LoopGuide &l : g.loops) {
     if (l.rank > top) break;
     std::cout << "\n#" << l.rank << "  " << l.display << "  " << osr_key(l) << "  (header block " << l.header_block
               << (l.innermost ? ", innermost" : "") << ", depth " << l.depth << ")\n";
-    std::cout << "    iterations " << with_commas(l.iterations) << " (" << share_percent(l.share_of_program, {.digits = 1}) << "), entries "
-              << with_commas(l.entries) << ", mean " << fixed(l.mean_iterations) << " per entry\n";
+    if (l.unsampled)
+      std::cout << "    not sampled: " << with_commas(l.iterations) << " back edges counted ("
+                << share_percent(l.share_of_program, {.digits = 1}) << "), no burst saw it run\n";
+    else
+      std::cout << "    iterations " << with_commas(l.iterations) << " (" << share_percent(l.share_of_program, {.digits = 1}) << "), entries "
+                << with_commas(l.entries) << ", mean " << fixed(l.mean_iterations) << " per entry\n";
     if (!l.entries_at_least.empty() && l.entries) {
       std::cout << "    iterations per entry:";
       size_t n = l.entries_at_least.size();
@@ -214,7 +233,12 @@ int run_guide(const GuideOptions &o) {
         warn_always(e.what());
       }
     }
+  // A bursting profile: counts scaled by the per-root ratio estimator (all threads of a process
+  // count towards S, as its start counters are process-wide).
+  an::PathEstimator estimator(threads);
+  estimator.resolve(meta);
   an::GuideOptions go;
+  go.estimator = &estimator;
   go.k = o.k.value_or(0);
   go.min_share = o.min_share;
   an::Guide g;
@@ -268,7 +292,8 @@ loop, hottest first (by share of all loop iterations):
     path ID KIND P%  LINES                            KIND: entry, cycle (one whole iteration), exit
       runs >= j: ...                                  cycle paths: maximal runs of it of length >= j
     calls (line L): CALLEE > ...  COUNT               contexts reached from the body (with a CCT)
-  => RECOMMENDATION                                   osr-point, no-osr-point, unroll, specialise
+  => RECOMMENDATION                                   osr-point, no-osr-point, unroll, specialise; not-sampled
+                                                      (a bursting profile: no burst saw the loop run)
        (EVIDENCE)
 and the environment that applies the guidance: HCCT_GUIDE for the plugin, HCCT_ORACLE thresholds
 (the shown loops'; --thresholds FILE writes every loop's, for HCCT_ORACLE_GUIDE=FILE).

@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "hcct/analysis/kpath_ipf.h"
+#include "hcct/analysis/kpath_sampling.h"
 #include "hcct/analysis/kpath_metadata.h"
 #include "hcct/analysis/kpath_profile.h"
 #include "hcct/analysis/reader.h"
@@ -59,6 +60,12 @@ struct Recorded {
   double epsilon = 0;  // the largest of the threads'
   uint64_t delta = 0, cuts = 0, forced_sweeps = 0, bounded_lost = 0;
   bool bounded() const { return bounded_threads > 0; }
+  // Sampled in bursts (docs/KPATH.md, "Bursting"): `paths` is then the estimate of N, from
+  // `sampled_paths` counted; `joins`/`leaves`: the selected threads' activations cut at a burst
+  // boundary.
+  bool sampled = false;
+  uint64_t sampled_paths = 0, joins = 0, leaves = 0;
+  analysis::PathEstimator::Summary estimate;
   // How far below the truth a count of a sequence of n paths may be (never above it).
   uint64_t error_bound(size_t n) const {
     return delta + (n > 1 ? uint64_t(n - 1) * cuts : 0) + uint64_t(n) * bounded_lost;
@@ -78,6 +85,10 @@ Recorded describe_recording(const std::vector<analysis::ThreadPaths> &threads) {
     if (kind_name(t.forest.kind) != r.kind) r.kind = "mixed";
     r.lost += t.forest.lost;
     r.paths += t.forest.paths;
+    if (t.sampling && t.sampling->bursting) {
+      r.joins += t.sampling->joins;
+      r.leaves += t.sampling->leaves;
+    }
     const analysis::ForestBound &b = t.forest.bound;
     if (!b.bounded()) continue;
     ++r.bounded_threads;
@@ -231,6 +242,35 @@ std::string guarantee_text(const Recorded &rec) {
   return text;
 }
 
+std::string ms_text(uint64_t ns) { return share_text(double(ns) / 1e6) + " ms"; }
+
+// What the counts of a bursting profile are (docs/KPATH.md, "Bursting").
+std::string sampling_text(const Recorded &rec) {
+  if (!rec.sampled) return "";
+  const auto &e = rec.estimate;
+  std::string text = "# sampled in bursts (burst=1: " + ms_text(e.length_ns) + " every " + ms_text(e.interval_ns) +
+                     "): counts are estimates, each tree's sampled counts times T/S of its root path's start "
+                     "(the function entry or a loop header; T = paths started there in the whole run, counted "
+                     "exactly; S = those sampled): per-root ratio estimator; N = " +
+                     with_commas(rec.paths) + " estimated from " + with_commas(rec.sampled_paths) + " sampled (" +
+                     pct(rec.sampled_paths, rec.paths) + ")\n";
+  if (e.unsampled_paths)
+    text += "# " + with_commas(e.unsampled_paths) + " paths (in N) started at " + std::to_string(e.unsampled_starts) +
+            " function entries or loop headers that no burst sampled: counted, their sequences unknown\n";
+  text += "# " + with_commas(rec.joins) + " activations joined and " + with_commas(rec.leaves) +
+          " left the instrumented code at a loop header (burst boundaries): sequences across those cuts are not "
+          "sampled (each cut loses at most n - 1 sequences of n paths)\n";
+  if (e.fallback_paths)
+    text += "# " + std::to_string(e.fallback_paths) +
+            " path IDs start where no counter is (a cut edge, or no metadata): scaled by their function's T/S\n";
+  if (e.low_counters)
+    text += "# " + std::to_string(e.low_counters) +
+            " start counters came out below their sampled count (increments lost between threads): not scaled down\n";
+  if (e.dropped_tables)
+    text += "# " + std::to_string(e.dropped_tables) + " modules' counters were not kept by the runtime\n";
+  return text;
+}
+
 std::string selection_text(const Recorded &rec, const PathsOptions &o) {
   if (o.phi)
     return "sequences shown when count + error bound >= phi * N = " + share_text(*o.phi) + " * " + with_commas(rec.paths);
@@ -252,6 +292,7 @@ void print_text(std::ostream &out, const PathsReport &r, uint32_t k, const Recor
             << "# root: [path] count, share of the function; below it: -> [path] X%(Y%) count, a path that "
                "followed, X = share of its parent, Y = of its root\n";
   out << guarantee_text(rec);
+  out << sampling_text(rec);
   if (rec.lost) out << "# " << with_commas(rec.lost) << " path IDs not counted: tree memory ran out (max_mb)\n";
   for (const FunctionView &f : r.functions()) {
     std::string loc = r.where(f);
@@ -352,6 +393,15 @@ void print_json_report(std::ostream &out, const PathsReport &r, uint32_t k, cons
               {"bounded", rec.bounded()},
               {"error_bound", {{"delta", rec.delta}, {"cuts", rec.cuts}, {"forced_sweeps", rec.forced_sweeps}}},
               {"paths", rec.paths},
+              {"sampled", rec.sampled ? json{{"estimator", "root-ratio"},
+                                             {"sampled_paths", rec.sampled_paths},
+                                             {"burst_interval_ns", rec.estimate.interval_ns},
+                                             {"burst_length_ns", rec.estimate.length_ns},
+                                             {"joins", rec.joins},
+                                             {"leaves", rec.leaves},
+                                             {"fallback_paths", rec.estimate.fallback_paths},
+                                             {"unsampled_paths", rec.estimate.unsampled_paths}}
+                                      : json()},
               {"threads", std::move(jt)},
               {"functions", std::move(fs)}},
              out);
@@ -389,6 +439,7 @@ int run_paths(const PathsOptions &o) {
   if (threads.empty())
     throw UserError(o.in.dir + ": no path profile (KPTH section) in any thread file; compile the program with "
                     "clang -fpass-plugin=kpath.so and link libhcct");
+  analysis::PathEstimator estimator(threads);  // (all threads of a process: its counters are process-wide)
   std::erase_if(threads, [&](const analysis::ThreadPaths &t) {
     return (o.in.pid && t.profile.meta.pid != *o.in.pid) || (o.in.thread && t.profile.meta.thread_seq != *o.in.thread);
   });
@@ -403,9 +454,6 @@ int run_paths(const PathsOptions &o) {
   if (k > rec.k)
     throw UserError("--k " + std::to_string(k) + " exceeds the k = " + std::to_string(rec.k) + " " + o.in.dir +
                     " was recorded with (HCCT_OPTIONS=k=" + std::to_string(k) + " records it)");
-  Ipf ipf;
-  for (const auto &t : threads) ipf.merge(analysis::make_k_ipf(t.forest, k).without_zero_counts());
-
   analysis::PathMetadata meta;
   std::set<std::string> seen;
   std::vector<std::string> missing;  // modules of the run whose file is gone
@@ -421,6 +469,22 @@ int run_paths(const PathsOptions &o) {
     }
   for (const std::string &c : meta.conflicts())
     warn_always(c + " was compiled with different control flow in several units");
+  // A bursting profile: each thread's trees scaled by their roots' ratios before threads add up.
+  estimator.resolve(meta);
+  Ipf ipf;
+  std::vector<uint64_t> pids;
+  for (const auto &t : threads) {
+    ipf.merge(estimator.scale(analysis::make_k_ipf(t.forest, k).without_zero_counts(), t.profile.meta.pid));
+    if (std::find(pids.begin(), pids.end(), t.profile.meta.pid) == pids.end()) pids.push_back(t.profile.meta.pid);
+  }
+  if (std::any_of(pids.begin(), pids.end(), [&](uint64_t pid) { return estimator.sampled(pid); })) {
+    rec.sampled = true;
+    rec.sampled_paths = rec.paths;
+    rec.paths = 0;
+    for (uint32_t root : ipf.roots()) rec.paths += ipf.nodes()[root].count;
+    rec.estimate = estimator.summary(pids);
+    rec.paths += rec.estimate.unsampled_paths;  // (counted exactly, in no tree)
+  }
   PathsReport report(ipf, meta, o, rec);
   size_t unnamed = std::count_if(report.functions().begin(), report.functions().end(), [](const FunctionView &f) { return !f.meta; });
   if (unnamed)
@@ -477,6 +541,9 @@ Per function, most paths first:
                                             X = share of its parent's count, Y = of its root's
   COUNT (+<=B)                              a bounded forest (HCCT_OPTIONS=path_epsilon, the default):
                                             the true count is in [COUNT, COUNT + B]
+A profile sampled in bursts (a -kpath-burst=1 build run with HCCT_OPTIONS=burst=1) says so in its
+header: every COUNT is then an estimate, the tree's sampled counts times T/S of its root path's
+start (docs/KPATH.md, "Bursting").
 Each level of indentation is one more path of the sequence (at most K in all).
 
 Examples:

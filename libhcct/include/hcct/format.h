@@ -30,10 +30,13 @@ inline constexpr uint32_t kTagTime = tag('T', 'I', 'M', 'E');
 // kpath (docs/FORMAT.md, "KPTH", "KTRC"): the path profile and, with path_trace=1, the raw stream.
 inline constexpr uint32_t kTagPaths = tag('K', 'P', 'T', 'H');
 inline constexpr uint32_t kTagPathTrace = tag('K', 'T', 'R', 'C');
+// Static bursting of path profiles: the exact start counters and the thread's cut windows.
+inline constexpr uint32_t kTagPathSampling = tag('K', 'P', 'S', 'C');
 // KPTH version 2 adds the forest kind after k (version 1 had none); version 3 the bounded
 // forest's ε, budget and error accounting after `lost`; KTRC stays at version 1.
 inline constexpr uint64_t kPathsVersion = 3;
 inline constexpr uint64_t kPathTraceVersion = 1;
+inline constexpr uint64_t kPathSamplingVersion = 1;
 // The path profile's structure, one enum for every side: the KPTH section's forest code (its
 // value), the runtime's option `forest=ksf|kwf` (option_name), the readers and reports (title).
 enum class PathForest : uint8_t {

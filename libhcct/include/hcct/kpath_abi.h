@@ -50,6 +50,43 @@ inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v3";  // __thread KsfN
 // runs (its misses call the runtime), one built after needs a runtime that defines it.
 inline constexpr char kBlppSymbol[] = "__hcct_path_blpp";       // __thread uint64_t
 
+// Static bursting of path profiles (docs/KPATH.md, "Bursting"). A module built with
+// `-kpath-burst=1` keeps two copies of every instrumented body: the instrumented one and an
+// uninstrumented one. Both test the gate at the function's entry and on every back edge (where
+// Ball-Larus paths start) and continue in the copy the gate names, so a long-running loop enters
+// and leaves bursts too. Both copies count, per function, its entries and each loop header's
+// back-edge traversals in the module's own counters (plain 64-bit increments, no lock): the exact
+// totals that scale each root's sampled counts (the estimator).
+//   unsigned char __hcct_path_gate: nonzero = run the instrumented copy. 1 unless bursting; with
+//     burst=1 the runtime opens it during bursts. Read with a volatile byte load.
+//   void __hcct_path_switch(uint64_t kind): called when an activation changes copies at a back
+//     edge (kSwitchJoin: uninstrumented -> instrumented, its window starts empty; kSwitchLeave: the
+//     other way, its window ends), so that the cut windows are counted per thread.
+//   void __hcct_path_register_versions(const VersionTable *): from the module's constructor;
+//   void __hcct_path_unregister_versions(const VersionTable *): from its destructor (dlclose, exit):
+//     the runtime keeps a copy of the counters from then on.
+inline constexpr char kGateSymbol[] = "__hcct_path_gate";
+inline constexpr char kSwitchSymbol[] = "__hcct_path_switch";
+inline constexpr char kRegisterVersionsSymbol[] = "__hcct_path_register_versions";
+inline constexpr char kUnregisterVersionsSymbol[] = "__hcct_path_unregister_versions";
+inline constexpr uint64_t kSwitchJoin = 0;
+inline constexpr uint64_t kSwitchLeave = 1;
+inline constexpr uint64_t kVersionTableVersion = 1;
+
+// One versioned function: its counters, one per start point of its Ball-Larus paths: the entry
+// (DAG block 0) and each loop header reached by a back edge (its DAG block index).
+struct VersionFunction {
+  uint64_t function_id;
+  uint64_t starts;
+  uint64_t *counters;             // [starts]
+  const uint32_t *start_blocks;   // [starts], ascending, start_blocks[0] == 0
+};
+struct VersionTable {
+  uint64_t version;  // kVersionTableVersion
+  uint64_t functions;
+  const VersionFunction *function;
+};
+
 // BLPP counter arrays (issue 24: BLPP as real path profilers do it). A function with at most
 // kMaxCounterPaths paths gets a counter per path ID in its module's counter array, one array per
 // thread that the runtime maps when the thread's first item of the module arms it (pages cost

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hcct/analysis/kpath_ipf.h"
+#include "hcct/analysis/kpath_sampling.h"
 #include "hcct/analysis/kpath_metadata.h"
 #include "hcct/analysis/kpath_profile.h"
 
@@ -71,6 +72,9 @@ struct LoopGuide {
   bool innermost = true;
   std::vector<uint32_t> body;  // blocks of the natural loop
   uint64_t iterations = 0;     // header executions
+  // A profile sampled in bursts: no burst saw the loop run. `iterations` is then its exact
+  // back-edge count (the start counter; its entries are unknown) and it has no paths.
+  bool unsampled = false;
   uint64_t entries = 0;        // arrivals from outside the loop
   double mean_iterations = 0;
   double share_of_program = 0;  // iterations / all loop-header executions in the profile
@@ -87,6 +91,8 @@ struct GuideOptions {
   uint32_t k = 0;             // 0: the recorded k
   size_t top_contexts = 5;    // per loop
   double min_share = 0.001;   // loops below this share of all header executions are left out
+  // A bursting profile's estimator (kpath_sampling.h), resolved; null: counts as recorded.
+  const PathEstimator *estimator = nullptr;
 };
 
 struct Guide {
@@ -98,6 +104,10 @@ struct Guide {
   size_t bounded_threads = 0;
   double epsilon = 0;
   uint64_t delta = 0, cuts = 0, forced_sweeps = 0, lost = 0;
+  // Sampled in bursts (docs/KPATH.md, "Bursting"): every count is the estimator's, `paths` the
+  // estimated N, from `sampled_paths` recorded; activations cut at burst boundaries.
+  bool sampled = false;
+  uint64_t sampled_paths = 0, joins = 0, leaves = 0;
   std::vector<LoopGuide> loops;  // by rank
   std::vector<std::string> warnings;
 };

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -67,9 +68,24 @@ struct TraceRecord {
   PathLabel label;     // label.path is 0 for enter
 };
 
+// Static bursting of path profiles (KPSC; docs/KPATH.md, "Bursting"): written when the program has
+// versioned functions (kpath -kpath-burst=1).
+struct PathSampling {
+  bool bursting = false;  // the path gate followed the bursts: the forest holds sampled counts
+  uint64_t interval_ns = 0, length_ns = 0;
+  // This thread's activations that joined the instrumented copy at a back edge (their window
+  // started empty there) and that left it (their window ended there).
+  uint64_t joins = 0, leaves = 0;
+  uint64_t dropped_tables = 0;  // versioned modules whose counters the runtime could not keep
+  // (function, DAG start block) -> paths started there in the whole process (block 0: entries;
+  // a loop header: back edges into it), both copies, at the time the file was written.
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> starts;
+};
+
 struct ThreadPaths {
   ThreadProfile profile;  // META, MODS, CCT of the same file
   KsfForest forest;
+  std::optional<PathSampling> sampling;
   std::optional<std::vector<TraceRecord>> trace;
   uint64_t trace_lost = 0;
 };

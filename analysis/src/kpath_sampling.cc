@@ -1,0 +1,140 @@
+#include "hcct/analysis/kpath_sampling.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hcct::analysis {
+
+PathEstimator::PathEstimator(const std::vector<ThreadPaths> &all) {
+  for (const ThreadPaths &t : all) {
+    if (!t.sampling) continue;
+    Process &p = processes_[t.profile.meta.pid];
+    const PathSampling &s = *t.sampling;
+    p.bursting |= s.bursting;
+    p.interval_ns = s.interval_ns;
+    p.length_ns = s.length_ns;
+    p.dropped_tables = std::max(p.dropped_tables, s.dropped_tables);
+    // Each file has the process's counters at its own dump: they only grow, so the largest is the
+    // latest.
+    for (const auto &[start, count] : s.starts) p.started[start] = std::max(p.started[start], count);
+    // Every item is counted once, in a node labelled with it (both forest kinds, and BLPP): the
+    // 1-gram count of a path is the sum of its nodes' counts.
+    for (const KsfNode &n : t.forest.nodes) p.sampled[n.label] += n.count;
+  }
+}
+
+void PathEstimator::resolve(const PathMetadata &meta) {
+  for (auto &[pid, p] : processes_) {
+    std::map<PathLabel, std::pair<uint64_t, uint32_t>> start_of;
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> function_totals;  // function -> (T, S) over its starts
+    for (const auto &[label, count] : p.sampled) {
+      uint32_t block = 0;
+      bool decoded = false;
+      if (const PathFunction *f = meta.find(label.function))
+        if (auto d = decode_path(*f, label.path); d && !d->blocks.empty()) {
+          block = d->after_back_edge ? d->blocks.front() : 0;
+          decoded = true;
+        }
+      if (decoded && p.started.count({label.function, block})) {
+        start_of[label] = {label.function, block};
+        p.sampled_at[{label.function, block}] += count;
+      }
+    }
+    for (const auto &[start, t] : p.started)
+      if (t && !p.sampled_at.count(start)) {
+        p.unsampled_paths += t;
+        ++p.unsampled_starts;
+      }
+    for (const auto &[start, s] : p.sampled_at) {
+      uint64_t t = p.started.at(start);
+      if (t < s) ++p.low_counters;
+      function_totals[start.first].first += t;
+      function_totals[start.first].second += s;
+    }
+    for (const auto &[label, count] : p.sampled) {
+      double r = 1;
+      if (auto it = start_of.find(label); it != start_of.end()) {
+        r = double(p.started.at(it->second)) / double(p.sampled_at.at(it->second));
+      } else if (p.started.count({label.function, 0})) {  // versioned, start unknown
+        auto [t, s] = function_totals[label.function];
+        r = s ? double(t) / double(s) : 1;
+        ++p.fallback_paths;
+      }
+      p.ratio[label] = std::max(r, 1.0);  // (counters that lost increments to races: no scaling down)
+    }
+  }
+}
+
+bool PathEstimator::sampled(uint64_t pid) const {
+  auto it = processes_.find(pid);
+  return it != processes_.end() && it->second.bursting;
+}
+
+bool PathEstimator::any_sampled() const {
+  return std::any_of(processes_.begin(), processes_.end(), [](const auto &p) { return p.second.bursting; });
+}
+
+double PathEstimator::ratio(uint64_t pid, PathLabel root) const {
+  auto it = processes_.find(pid);
+  if (it == processes_.end() || !it->second.bursting) return 1;
+  auto r = it->second.ratio.find(root);
+  return r == it->second.ratio.end() ? 1 : r->second;
+}
+
+Ipf PathEstimator::scale(const Ipf &ipf, uint64_t pid) const {
+  if (!sampled(pid)) return ipf;
+  Ipf out = ipf;
+  const auto &nodes = ipf.nodes();
+  std::vector<double> factor(nodes.size(), 1);
+  // A parent is created before its children: one pass in index order finds every root's ratio.
+  for (uint32_t v = 0; v < nodes.size(); ++v) {
+    factor[v] = nodes[v].parent == kNoParent ? ratio(pid, nodes[v].label) : factor[nodes[v].parent];
+    uint64_t scaled = uint64_t(std::llround(double(nodes[v].count) * factor[v]));
+    if (scaled > nodes[v].count) out.add(v, scaled - nodes[v].count);
+  }
+  return out;
+}
+
+uint64_t PathEstimator::started(uint64_t pid, uint64_t function, uint32_t block) const {
+  auto it = processes_.find(pid);
+  if (it == processes_.end() || !it->second.bursting) return 0;
+  auto c = it->second.started.find({function, block});
+  return c == it->second.started.end() ? 0 : c->second;
+}
+
+std::vector<uint64_t> PathEstimator::counted_functions(const std::vector<uint64_t> &pids) const {
+  std::vector<uint64_t> out;
+  for (uint64_t pid : pids) {
+    auto it = processes_.find(pid);
+    if (it == processes_.end() || !it->second.bursting) continue;
+    for (const auto &[start, count] : it->second.started) out.push_back(start.first);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+PathEstimator::Summary PathEstimator::summary(std::vector<uint64_t> pids) const {
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  Summary s;
+  for (uint64_t pid : pids) {
+    auto it = processes_.find(pid);
+    if (it == processes_.end() || !it->second.bursting) continue;
+    const Process &p = it->second;
+    s.interval_ns = p.interval_ns;
+    s.length_ns = p.length_ns;
+    for (const auto &[start, count] : p.sampled_at) {
+      s.sampled_paths += count;
+      s.started_paths += p.started.at(start);
+    }
+    s.fallback_paths += p.fallback_paths;
+    s.unsampled_paths += p.unsampled_paths;
+    s.unsampled_starts += p.unsampled_starts;
+    s.low_counters += p.low_counters;
+    s.dropped_tables += p.dropped_tables;
+  }
+  return s;
+}
+
+}  // namespace hcct::analysis

@@ -1,0 +1,324 @@
+#include "PathVersioner.h"
+
+#include <algorithm>
+
+#include "hcct/kpath_abi.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Analysis/CFG.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
+#include "llvm/Transforms/Utils/PromoteMemToReg.h"
+
+namespace hcct::kpath {
+
+using namespace llvm;
+namespace abi = hcct::kpath_abi;
+
+VersionApi::VersionApi(Module &m) : m_(m) {
+  LLVMContext &c = m.getContext();
+  Type *i8 = Type::getInt8Ty(c);
+  gate_ = m.getNamedGlobal(abi::kGateSymbol);
+  if (!gate_)
+    gate_ = new GlobalVariable(m, i8, false, GlobalValue::ExternalLinkage, nullptr, abi::kGateSymbol);
+  switch_ = m.getOrInsertFunction(abi::kSwitchSymbol, Type::getVoidTy(c), Type::getInt64Ty(c));
+  if (auto *fn = dyn_cast<Function>(switch_.getCallee())) {
+    fn->addFnAttr(Attribute::NoUnwind);
+    fn->addFnAttr(Attribute::Cold);
+  }
+}
+
+GlobalVariable *VersionApi::add_function(uint64_t function_id, const std::vector<uint32_t> &start_blocks) {
+  auto *type = ArrayType::get(Type::getInt64Ty(m_.getContext()), start_blocks.size());
+  auto *counters = new GlobalVariable(m_, type, false, GlobalValue::InternalLinkage, Constant::getNullValue(type),
+                                      "hcct.kpath.starts");
+  counters->setAlignment(Align(8));
+  entries_.push_back({function_id, start_blocks, counters});
+  return counters;
+}
+
+// The table (hcct/kpath_abi.h, VersionTable) and a constructor that registers it, a destructor
+// that unregisters it (the runtime then keeps a copy: the module's memory may go with dlclose).
+void VersionApi::emit_table() {
+  if (entries_.empty()) return;
+  LLVMContext &c = m_.getContext();
+  Type *i64 = Type::getInt64Ty(c), *i32 = Type::getInt32Ty(c);
+  auto *fn_type = StructType::create(c, {i64, i64, i64->getPointerTo(), i32->getPointerTo()}, "hcct.kpath.version_function");
+  std::vector<Constant *> functions;
+  for (const Entry &e : entries_) {
+    auto *blocks_type = ArrayType::get(i32, e.start_blocks.size());
+    std::vector<Constant *> blocks;
+    for (uint32_t b : e.start_blocks) blocks.push_back(ConstantInt::get(i32, b));
+    auto *blocks_gv = new GlobalVariable(m_, blocks_type, true, GlobalValue::PrivateLinkage,
+                                         ConstantArray::get(blocks_type, blocks), "hcct.kpath.start_blocks");
+    Constant *zero = ConstantInt::get(i64, 0);
+    functions.push_back(ConstantStruct::get(
+        fn_type, {ConstantInt::get(i64, e.function_id), ConstantInt::get(i64, e.start_blocks.size()),
+                  ConstantExpr::getInBoundsGetElementPtr(e.counters->getValueType(), e.counters,
+                                                         ArrayRef<Constant *>{zero, zero}),
+                  ConstantExpr::getInBoundsGetElementPtr(blocks_type, blocks_gv, ArrayRef<Constant *>{zero, zero})}));
+  }
+  auto *array_type = ArrayType::get(fn_type, functions.size());
+  auto *array = new GlobalVariable(m_, array_type, true, GlobalValue::PrivateLinkage,
+                                   ConstantArray::get(array_type, functions), "hcct.kpath.version_functions");
+  auto *table_type = StructType::create(c, {i64, i64, fn_type->getPointerTo()}, "hcct.kpath.version_table");
+  Constant *zero = ConstantInt::get(i64, 0);
+  auto *table = new GlobalVariable(
+      m_, table_type, true, GlobalValue::PrivateLinkage,
+      ConstantStruct::get(table_type, {ConstantInt::get(i64, abi::kVersionTableVersion), ConstantInt::get(i64, functions.size()),
+                                       ConstantExpr::getInBoundsGetElementPtr(array_type, array, ArrayRef<Constant *>{zero, zero})}),
+      "hcct.kpath.version_table");
+  auto make_caller = [&](const char *name, const char *callee) {
+    auto *fty = FunctionType::get(Type::getVoidTy(c), false);
+    Function *f = Function::Create(fty, GlobalValue::InternalLinkage, name, m_);
+    f->addFnAttr(Attribute::NoUnwind);
+    IRBuilder<> b(BasicBlock::Create(c, "entry", f));
+    FunctionCallee target = m_.getOrInsertFunction(callee, Type::getVoidTy(c), Type::getInt8PtrTy(c));
+    b.CreateCall(target, {b.CreateBitCast(table, b.getInt8PtrTy())});
+    b.CreateRetVoid();
+    return f;
+  };
+  appendToGlobalCtors(m_, make_caller("hcct.kpath.register_versions", abi::kRegisterVersionsSymbol), 0);
+  appendToGlobalDtors(m_, make_caller("hcct.kpath.unregister_versions", abi::kUnregisterVersionsSymbol), 0);
+}
+
+namespace {
+
+// A value used outside its block (or by a phi) lives across a block boundary, where control may
+// move to the other copy: it goes to a stack slot (promoted back to registers by finish()).
+bool crosses_blocks(const Instruction &i) {
+  for (const User *u : i.users()) {
+    const auto *ui = cast<Instruction>(u);
+    if (ui->getParent() != i.getParent() || isa<PHINode>(ui)) return true;
+  }
+  return false;
+}
+
+bool static_alloca(const Instruction &i) {
+  const auto *a = dyn_cast<AllocaInst>(&i);
+  return a && isa<ConstantInt>(a->getArraySize());
+}
+
+// A new block on the edge from → to (all of from's successor slots that name `to`); the phis of
+// `to` then take from's values from it, once.
+BasicBlock *on_edge(Function &f, BasicBlock *from, BasicBlock *to, const Twine &name) {
+  BasicBlock *mid = BasicBlock::Create(f.getContext(), name, &f, to);
+  BranchInst::Create(to, mid);
+  Instruction *term = from->getTerminator();
+  for (unsigned i = 0; i < term->getNumSuccessors(); ++i)
+    if (term->getSuccessor(i) == to) term->setSuccessor(i, mid);
+  for (PHINode &phi : to->phis()) {
+    bool first = true;
+    for (unsigned i = 0; i < phi.getNumIncomingValues();) {
+      if (phi.getIncomingBlock(i) != from) {
+        ++i;
+      } else if (first) {
+        phi.setIncomingBlock(i, mid);
+        first = false;
+        ++i;
+      } else {
+        phi.removeIncomingValue(i, false);
+      }
+    }
+  }
+  return mid;
+}
+
+}  // namespace
+
+bool PathVersioner::supported(const Function &f) {
+  for (const BasicBlock &bb : f) {
+    if (bb.hasAddressTaken()) return false;  // blockaddress: the copy's indirect branches would leave it
+    for (const Instruction &i : bb) {
+      if (isa<IndirectBrInst>(i) || isa<CallBrInst>(i)) return false;
+      if (i.getType()->isTokenTy() && crosses_blocks(i)) return false;
+    }
+    if (bb.isEHPad() && !bb.isLandingPad()) return false;  // funclet EH (never on Linux)
+  }
+  return true;
+}
+
+void PathVersioner::demote() {
+  BasicBlock &entry = f_.getEntryBlock();
+  BasicBlock::iterator it = entry.begin();
+  while (isa<AllocaInst>(&*it)) ++it;
+  Instruction *alloca_point = &*it;
+  std::vector<Instruction *> values;
+  std::vector<PHINode *> phis;
+  // As reg2mem does: first every value used across blocks, phis included (their uses then reload
+  // from the slot where they are), then the phis themselves (a store in each predecessor; a phi's
+  // own reload is used only in its block after the first step).
+  for (BasicBlock &bb : f_)
+    for (Instruction &i : bb) {
+      if (auto *phi = dyn_cast<PHINode>(&i)) phis.push_back(phi);
+      if (!(&bb == &entry && isa<AllocaInst>(i)) && !i.getType()->isVoidTy() && crosses_blocks(i))
+        values.push_back(&i);
+    }
+  for (Instruction *i : values)
+    if (AllocaInst *slot = DemoteRegToStack(*i, false, alloca_point)) slots_.push_back(slot);
+  for (PHINode *phi : phis)
+    if (AllocaInst *slot = DemotePHIToStack(phi, alloca_point)) slots_.push_back(slot);
+}
+
+bool PathVersioner::prepare() {
+  if (!supported(f_)) return false;
+  demote();
+  for (BasicBlock &bb : f_) originals_.push_back(&bb);
+  // Static allocas of the entry are shared by both copies (the program's variables and the slots:
+  // whichever copy runs, it sees the same state); everything else is cloned.
+  std::vector<std::pair<AllocaInst *, Instruction *>> shared;
+  for (BasicBlock *bb : originals_) {
+    BasicBlock *copy = CloneBasicBlock(bb, map_, ".nb", &f_);
+    map_[bb] = copy;
+  }
+  for (Instruction &i : f_.getEntryBlock())
+    if (static_alloca(i)) {
+      auto *a = cast<AllocaInst>(&i);
+      shared.push_back({a, cast<Instruction>(map_[a])});
+      map_[a] = a;
+    }
+  for (BasicBlock *bb : originals_) {
+    auto *copy = cast<BasicBlock>(map_[bb]);
+    for (Instruction &i : *copy) RemapInstruction(&i, map_, RF_NoModuleLevelChanges | RF_IgnoreMissingLocals);
+  }
+  for (auto &[original, clone] : shared) clone->eraseFromParent();
+  // One declaration per variable: the copy's dbg.declare of the shared allocas would repeat it.
+  for (BasicBlock *bb : originals_)
+    for (Instruction &i : make_early_inc_range(*cast<BasicBlock>(map_[bb])))
+      if (isa<DbgDeclareInst>(i) || isa<DbgAddrIntrinsic>(i)) i.eraseFromParent();
+  return true;
+}
+
+void PathVersioner::abandon() {
+  std::vector<BasicBlock *> copies;
+  for (BasicBlock *bb : originals_) copies.push_back(cast<BasicBlock>(map_[bb]));
+  for (BasicBlock *bb : copies) bb->dropAllReferences();
+  for (BasicBlock *bb : copies) bb->eraseFromParent();
+  std::vector<AllocaInst *> promote;
+  for (AllocaInst *a : slots_)
+    if (isAllocaPromotable(a)) promote.push_back(a);
+  DominatorTree dt(f_);
+  PromoteMemToReg(promote, dt);
+}
+
+void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst, uint64_t function_id) {
+  LLVMContext &c = f_.getContext();
+  Type *i8 = Type::getInt8Ty(c), *i64 = Type::getInt64Ty(c);
+  MDBuilder md(c);
+  MDNode *likely = md.createBranchWeights(2000, 1), *unlikely = md.createBranchWeights(1, 2000);
+  DebugLoc loc;
+  if (DISubprogram *sp = f_.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
+
+  // Start points: the entry, then every loop header a back edge restarts at (not cut targets:
+  // the estimator scales their paths by the function's overall ratio), in DAG block order.
+  std::vector<uint32_t> starts{0};
+  DenseMap<BasicBlock *, uint64_t> reset;  // original header -> what its restart sets r to
+  for (const RestartEdge &r : dag.restarts()) {
+    BasicBlock *h = dag.blocks()[r.to];
+    if (r.cut || h->isEHPad() || reset.count(h)) continue;
+    reset[h] = *inst.restart_value(h);
+    starts.push_back(r.to);
+  }
+  std::sort(starts.begin() + 1, starts.end());
+  GlobalVariable *counters = api_.add_function(function_id, starts);
+  DenseMap<BasicBlock *, unsigned> counter_of;
+  for (unsigned i = 1; i < starts.size(); ++i) counter_of[dag.blocks()[starts[i]]] = i;
+
+  auto count = [&](IRBuilder<> &b, unsigned index) {
+    Value *p = b.CreateConstInBoundsGEP2_64(counters->getValueType(), counters, 0, index);
+    b.CreateStore(b.CreateAdd(b.CreateLoad(i64, p, "kpath.start.count"), b.getInt64(1)), p);
+  };
+  auto gate_open = [&](IRBuilder<> &b) {
+    LoadInst *g = b.CreateLoad(i8, api_.gate(), "kpath.gate");
+    g->setVolatile(true);
+    return b.CreateICmpNE(g, b.getInt8(0));
+  };
+  auto copy_of = [&](BasicBlock *bb) { return cast<BasicBlock>(map_[bb]); };
+  std::vector<AllocaInst *> regs = inst.registers();  // r, w, owner
+
+  // Per header: where an activation joins the instrumented copy (a fresh window at the header, r
+  // as its restart sets it) and where it leaves it.
+  DenseMap<BasicBlock *, BasicBlock *> join, leave;
+  for (auto &[h, r_reset] : reset) {
+    BasicBlock *j = BasicBlock::Create(c, h->getName() + ".kpath.join", &f_);
+    IRBuilder<> b(j);
+    b.SetCurrentDebugLocation(loc);
+    b.CreateCall(api_.switch_fn(), {b.getInt64(abi::kSwitchJoin)});
+    b.CreateStore(b.getInt64(r_reset), regs[0]);
+    b.CreateStore(Constant::getNullValue(regs[1]->getAllocatedType()), regs[1]);
+    b.CreateStore(b.getInt64(0), regs[2]);
+    b.CreateBr(h);
+    for (PHINode &phi : h->phis()) phi.addIncoming(Constant::getNullValue(phi.getType()), j);  // (dispatch: no probe)
+    join[h] = j;
+    BasicBlock *l = BasicBlock::Create(c, h->getName() + ".kpath.leave", &f_);
+    IRBuilder<> lb(l);
+    lb.SetCurrentDebugLocation(loc);
+    lb.CreateCall(api_.switch_fn(), {lb.getInt64(abi::kSwitchLeave)});
+    lb.CreateBr(copy_of(h));
+    leave[h] = l;
+  }
+
+  // Back edges of the instrumented copy, as they are after instrumentation (a probe may sit on a
+  // block of its own on the edge); the copy is still unreachable, so this walks the original only.
+  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
+  FindFunctionBackedges(f_, back_edges);
+  for (auto &[from_c, to_c] : back_edges) {
+    auto *from = const_cast<BasicBlock *>(from_c);
+    auto *to = const_cast<BasicBlock *>(to_c);
+    auto it = counter_of.find(to);
+    if (it == counter_of.end()) continue;
+    BasicBlock *mid = on_edge(f_, from, to, to->getName() + ".kpath.gate");
+    IRBuilder<> b(mid->getTerminator());
+    b.SetCurrentDebugLocation(loc);
+    count(b, it->second);
+    b.CreateCondBr(gate_open(b), to, leave[to], likely);
+    mid->getTerminator()->eraseFromParent();
+  }
+  // Back edges of the uninstrumented copy: the same CFG edges as the DAG's.
+  for (const RestartEdge &r : dag.restarts()) {
+    BasicBlock *h = dag.blocks()[r.to];
+    auto it = counter_of.find(h);
+    if (r.cut || it == counter_of.end()) continue;
+    BasicBlock *to = copy_of(h);
+    BasicBlock *mid = on_edge(f_, copy_of(dag.blocks()[r.from]), to, to->getName() + ".kpath.gate");
+    IRBuilder<> b(mid->getTerminator());
+    b.SetCurrentDebugLocation(loc);
+    count(b, it->second);
+    b.CreateCondBr(gate_open(b), join[h], to, unlikely);
+    mid->getTerminator()->eraseFromParent();
+  }
+
+  // The new entry: the shared static allocas, the entry counter, the gate.
+  BasicBlock *entry = &f_.getEntryBlock();
+  BasicBlock *top = BasicBlock::Create(c, "kpath.versions", &f_, entry);
+  std::vector<Instruction *> allocas;
+  for (Instruction &i : *entry)
+    if (static_alloca(i)) allocas.push_back(&i);
+  // The instrumenter's frame pointer cast is used by every probe, and the join blocks skip this
+  // block: it moves up with its alloca.
+  for (Instruction &i : *entry)
+    if (isa<BitCastInst>(i) && isa<AllocaInst>(i.getOperand(0)) && static_alloca(*cast<Instruction>(i.getOperand(0)))) allocas.push_back(&i);
+  for (Instruction *a : allocas) a->moveBefore(*top, top->end());
+  IRBuilder<> b(top);
+  b.SetCurrentDebugLocation(loc);
+  count(b, 0);
+  // (A versioned build is made for bursting: between bursts, where most calls run, it is closed.)
+  b.CreateCondBr(gate_open(b), entry, copy_of(entry), unlikely);
+
+  std::vector<AllocaInst *> promote;
+  for (AllocaInst *a : slots_)
+    if (isAllocaPromotable(a)) promote.push_back(a);
+  for (AllocaInst *a : regs)
+    if (isAllocaPromotable(a)) promote.push_back(a);
+  DominatorTree dt(f_);
+  PromoteMemToReg(promote, dt);
+}
+
+}  // namespace hcct::kpath

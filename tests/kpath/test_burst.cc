@@ -1,0 +1,330 @@
+// Static bursting of path profiles (docs/KPATH.md, "Bursting"): programs built with
+// -kpath-burst=1 (two versions of every body, PathVersioner) and run with burst=1 or burst=manual.
+//   - Both versions compute the same results: the outputs of native builds and of versioned builds
+//     at -O0 and -O2, profiled exhaustively and in bursts short enough to switch copies inside
+//     loops many times, are identical.
+//   - The start counters are exact: the paths started at every entry and loop header, counted by
+//     both copies, equal the 1-gram counts of an exhaustive traced run of the same input.
+//   - The estimator against the n-gram oracle of an exhaustive path_trace=1 run: on a program whose
+//     two phases are sampled at different fractions (burst=manual), every sampled count is at most
+//     the true count, every sequence at or above phi * N (phi = 1e-3) is estimated, with an average
+//     error within 10 %; one global fraction would be off by more than 40 % on one phase.
+//   - What was sampled is what the forest holds: the k-IPF of a bursting run equals n-gram counting
+//     of its own trace; the windows cut at burst boundaries are counted (joins, leaves).
+//   - hcct paths / hcct guide say the profile is sampled and how; the masked convolution gives the
+//     same guidance from a bursting profile as from an exact one.
+#include <catch2/catch.hpp>
+
+#include "support/command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "hcct/analysis/kpath_ipf.h"
+#include "hcct/analysis/kpath_metadata.h"
+#include "hcct/analysis/kpath_profile.h"
+#include "hcct/analysis/kpath_sampling.h"
+
+namespace fs = std::filesystem;
+namespace an = hcct::analysis;
+
+namespace {
+
+std::string run(const std::string &cmd) { return hcct::test::run_command(cmd); }
+
+fs::path work() { return hcct::test::work_directory("tests/kpath/work/burst"); }
+
+// `source` (relative to the source tree) built with the pass; `versions`: -kpath-burst=1; `late`:
+// the pass at its late stage (the optimised CFG, full of phis used across blocks).
+fs::path build(const std::string &source, const std::string &flags, bool versions, const std::string &tag,
+               bool late = false) {
+  fs::path exe = work() / (fs::path(source).stem().string() + "." + tag);
+  run(std::string(versions ? "HCCT_KPATH_BURST=1 " : "HCCT_KPATH_BURST=0 ") +
+      (late ? "HCCT_KPATH_STAGE=late " : "HCCT_KPATH_STAGE=early ") + HCCT_CLANG + " -g " + flags +
+      " -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/" + source + " -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
+      fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+  return exe;
+}
+
+fs::path build_native(const std::string &source, const std::string &flags, const std::string &tag) {
+  fs::path exe = work() / (fs::path(source).stem().string() + ".native" + tag);
+  run(std::string(HCCT_CLANG) + " " + flags + " " + HCCT_SOURCE_DIR + "/" + source + " -o " + exe.string() + " 2>&1");
+  return exe;
+}
+
+struct Run {
+  std::string output;  // the program's standard output
+  std::vector<an::ThreadPaths> threads;
+  fs::path data;
+};
+
+Run record(const fs::path &exe, const std::string &args, const std::string &options, const std::string &name) {
+  Run r;
+  r.data = work() / (name + ".data");
+  fs::remove_all(r.data);
+  r.output = run("HCCT_OPTIONS='" + options + ":out=" + r.data.string() + "' " + exe.string() + " " + args + " 2>/dev/null");
+  r.threads = an::read_thread_paths(r.data);
+  return r;
+}
+
+an::PathMetadata metadata(const fs::path &exe) {
+  an::PathMetadata meta;
+  REQUIRE(meta.add_elf(exe));
+  return meta;
+}
+
+// The K-IPF of a run's threads, scaled by the estimator when the run was sampled.
+std::map<std::vector<an::PathLabel>, uint64_t> sequences(const Run &r, uint32_t k, const an::PathEstimator *e = nullptr) {
+  an::Ipf all;
+  for (const auto &t : r.threads) {
+    an::Ipf own = an::make_k_ipf(t.forest, k).without_zero_counts();
+    all.merge(e ? e->scale(own, t.profile.meta.pid) : own);
+  }
+  return all.sequences();
+}
+
+std::map<std::vector<an::PathLabel>, uint64_t> oracle(const Run &r, uint32_t k) {
+  std::vector<std::vector<an::PathLabel>> streams;
+  for (const auto &t : r.threads) {
+    REQUIRE(t.trace);
+    REQUIRE(t.trace_lost == 0);
+    for (auto &s : an::activation_streams(*t.trace)) streams.push_back(std::move(s));
+  }
+  return an::count_ngrams(streams, k).without_zero_counts().sequences();
+}
+
+// Where a path starts: the entry (block 0) or the loop header after a back edge.
+std::pair<uint64_t, uint32_t> start_of(const an::PathMetadata &meta, an::PathLabel p) {
+  const an::PathFunction *f = meta.find(p.function);
+  REQUIRE(f);
+  auto d = an::decode_path(*f, p.path);
+  REQUIRE(d);
+  return {p.function, d->after_back_edge ? d->blocks.front() : 0};
+}
+
+}  // namespace
+
+TEST_CASE("bursting: both versions of every body compute the same results (-O0, -O2, late stage)") {
+  struct Program {
+    std::string source, args;
+  };
+  const Program programs[] = {
+      {"examples/kpath/masked_conv.c", "300 400 2"},
+      {"examples/kpath/collatz.c", "200000"},
+      {"examples/kpath/lexer.c", "1000000 2"},
+      {"examples/kpath/diamonds.c", ""},
+      {"tests/kpath/programs/burst_phases.c", "400000 200000 0"},
+      {"tests/kpath/programs/fastpath.c", ""},
+  };
+  struct Build {
+    const char *level;
+    bool late;
+  };
+  for (Build b : {Build{"-O0", false}, Build{"-O2", false}, Build{"-O2", true}}) {
+    std::string level = std::string(b.level) + (b.late ? " late" : "");
+    uint64_t switches = 0;  // (a run too short for the timer thread's first wake-up has none)
+    for (const Program &p : programs) {
+      INFO(p.source << " " << level);
+      std::string native = run(build_native(p.source, std::string(b.level) + " -pthread", b.level).string() + " " + p.args);
+      std::string tag = fs::path(p.source).stem().string() + b.level + (b.late ? "-late" : "");
+      fs::path exe = build(p.source, std::string(b.level) + " -pthread", true, "v" + tag, b.late);
+      Run exhaustive = record(exe, p.args, "k=4", tag + ".all");
+      // Bursts of 20 us every 50 us: copies change many times inside every loop that runs longer.
+      Run bursting = record(exe, p.args, "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
+      CHECK(exhaustive.output == native);
+      CHECK(bursting.output == native);
+      for (const auto &t : bursting.threads) {
+        REQUIRE(t.sampling);
+        CHECK(t.sampling->bursting);
+        switches += t.sampling->joins + t.sampling->leaves;
+      }
+      for (const auto &t : exhaustive.threads) {
+        REQUIRE(t.sampling);
+        CHECK_FALSE(t.sampling->bursting);
+        CHECK(t.sampling->joins == 0);
+        CHECK(t.sampling->leaves == 0);
+      }
+    }
+    INFO(level);
+    CHECK(switches > 100);
+  }
+}
+
+TEST_CASE("bursting: the start counters of both copies are exact, and the estimator is within its bounds") {
+  const std::string source = "tests/kpath/programs/burst_phases.c", args = "300000 100000";
+  fs::path exe = build(source, "-O2", true, "phases");
+  an::PathMetadata meta = metadata(exe);
+  const uint32_t k = 4;
+  // The oracle: the same program and input, every path counted (burst off: the gate stays open).
+  Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", "phases.exact");
+  Run sampled = record(exe, args, "k=4:path_epsilon=0:burst=manual:path_trace=1", "phases.sampled");
+  REQUIRE(exact.output == sampled.output);
+  REQUIRE(exact.threads.size() == 1);
+  REQUIRE(sampled.threads.size() == 1);
+  const an::ThreadPaths &et = exact.threads.front(), &st = sampled.threads.front();
+  REQUIRE(et.sampling);
+  REQUIRE(st.sampling);
+  CHECK_FALSE(et.sampling->bursting);
+  CHECK(st.sampling->bursting);
+
+  auto truth = oracle(exact, k);
+  // Paths started per start point in the exhaustive run: the oracle's 1-grams.
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> started;
+  uint64_t n = 0;
+  for (const auto &[seq, count] : truth)
+    if (seq.size() == 1) {
+      started[start_of(meta, seq.front())] += count;
+      n += count;
+    }
+  SECTION("the counters equal the paths that started at each entry and header, in both runs") {
+    for (const auto *t : {&et, &st})
+      for (const auto &[start, count] : t->sampling->starts) {
+        INFO("function " << start.first << " block " << start.second);
+        CHECK(count == started[start]);
+      }
+    for (const auto &[start, count] : started) CHECK(st.sampling->starts.count(start));
+  }
+
+  SECTION("the forest holds what the bursts sampled: its k-IPF = n-gram counting of its own trace") {
+    CHECK(sequences(sampled, k) == oracle(sampled, k));
+    // Both phases' loops changed copies at every burst boundary: counted.
+    CHECK(st.sampling->joins >= 300000 / 640 + 100000 / 200 - 2);
+    CHECK(st.sampling->leaves >= 300000 / 640 + 100000 / 200 - 2);
+  }
+
+  SECTION("hot sequences are all estimated, within 10 % on average; sampled counts never exceed the truth") {
+    an::PathEstimator estimator(sampled.threads);
+    estimator.resolve(meta);
+    auto raw = sequences(sampled, k);
+    auto estimate = sequences(sampled, k, &estimator);
+    for (const auto &[seq, count] : raw) {
+      INFO("a sampled sequence of " << seq.size() << " paths");
+      CHECK(count <= truth[seq]);
+    }
+    // One fraction for the whole run, as the time clock would give.
+    uint64_t all_sampled = 0;
+    for (const auto &[seq, count] : raw)
+      if (seq.size() == 1) all_sampled += count;
+    double global = double(n) / double(all_sampled);
+    const double phi = 1e-3;
+    double error_sum = 0, global_worst = 0;
+    size_t hot = 0;
+    for (const auto &[seq, count] : truth) {
+      if (double(count) < phi * double(n)) continue;
+      ++hot;
+      auto it = estimate.find(seq);
+      INFO("a hot sequence of " << seq.size() << " paths, true count " << count);
+      REQUIRE(it != estimate.end());
+      error_sum += std::abs(double(it->second) - double(count)) / double(count);
+      global_worst = std::max(global_worst, std::abs(double(raw[seq]) * global - double(count)) / double(count));
+    }
+    INFO(hot << " hot sequences, average error " << error_sum / double(hot) << ", global fraction's worst " << global_worst);
+    REQUIRE(hot > 50);
+    CHECK(error_sum / double(hot) <= 0.10);
+    CHECK(global_worst > 0.40);  // (the input is one where phases matter)
+  }
+}
+
+TEST_CASE("bursting: hcct paths and hcct guide say the profile is sampled, and by which estimator") {
+  fs::path exe = build("tests/kpath/programs/burst_phases.c", "-O2", true, "phases-cli");
+  Run sampled = record(exe, "30000 10000", "k=4:burst=manual", "phases-cli.sampled");
+  Run exact = record(exe, "30000 10000", "k=4", "phases-cli.exact");
+  std::string text = run(std::string(HCCT_TOOL) + " paths " + sampled.data.string() + " 2>&1");
+  CHECK(text.find("# sampled in bursts") != std::string::npos);
+  CHECK(text.find("per-root ratio estimator") != std::string::npos);
+  CHECK(text.find("activations joined") != std::string::npos);
+  auto js = nlohmann::json::parse(run(std::string(HCCT_TOOL) + " paths --json " + sampled.data.string()));
+  REQUIRE(js["sampled"].is_object());
+  CHECK(js["sampled"]["estimator"] == "root-ratio");
+  CHECK(js["sampled"]["joins"].get<uint64_t>() > 0);
+  CHECK(js["paths"].get<uint64_t>() > js["sampled"]["sampled_paths"].get<uint64_t>());
+  auto je = nlohmann::json::parse(run(std::string(HCCT_TOOL) + " paths --json " + exact.data.string()));
+  CHECK(je["sampled"].is_null());
+  CHECK(run(std::string(HCCT_TOOL) + " paths " + exact.data.string() + " 2>&1").find("sampled in bursts") == std::string::npos);
+  // The estimate of N: every path of the run (the exact run's count), since each start point's
+  // sampled paths are scaled to its exact total (up to the rounding of each tree's counts).
+  CHECK(std::abs(js["paths"].get<double>() - je["paths"].get<double>()) <= 1e-3 * je["paths"].get<double>());
+  std::string guide = run(std::string(HCCT_TOOL) + " guide " + sampled.data.string() + " 2>&1");
+  CHECK(guide.find("sampled in bursts (burst=1)") != std::string::npos);
+}
+
+// The case study (docs/KPATH.md, "The masked convolution case study") from a profile sampled in
+// bursts on the timer (10 % of the time, as burst=1's defaults, in bursts of 0.1 ms every 1 ms:
+// about 300 bursts in filter_conv's loop, whose iterations come in long runs of one path, so the
+// sample's error is that of a few hundred draws): the same loops with the same thresholds and the
+// same recommendations as from the exact profile. Three of its loops run rows * cols * passes
+// iterations each (exact counts within 40 of each other): their order is a tie that no sample can
+// break, so ranks are compared where the exact counts differ by more than the estimates' 10 %.
+TEST_CASE("bursting: masked convolution gives the same guidance from a bursting profile as from an exact one") {
+  fs::path exe = build("examples/kpath/masked_conv.c", "-O2", true, "conv");
+  auto guide = [&](const std::string &options, const std::string &name) {
+    Run r = record(exe, "600 800 8", options, name);
+    if (r.threads.empty()) return nlohmann::json{{"loops", nlohmann::json::array()}};  // (no burst at all)
+    fs::path out = work() / (name + ".guide.json");
+    run(std::string(HCCT_TOOL) + " guide " + r.data.string() + " -o " + out.string() + " --json 2>&1");
+    std::ifstream in(out);
+    return nlohmann::json::parse(in);
+  };
+  auto exact = guide("k=10", "conv.exact");
+  // The bursts come from the timer thread: on a machine loaded enough to keep it from running for
+  // the whole of filter_conv's loop (seen with two busy loops beside ctest -j2), no burst falls
+  // into it and the guide rightly lists it as not sampled. What is tested is the guidance from
+  // bursts that did sample the two long-running loops: up to five runs, each independent.
+  nlohmann::json sampled;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    sampled = guide("k=10:burst=1:burst_interval=1:burst_length=0.1", "conv.sampled");
+    size_t seen = 0;
+    for (const auto &l : sampled["loops"])
+      if ((l["key"] == "masked_conv.c:51" || l["key"] == "masked_conv.c:101") && l["unsampled"] == false) ++seen;
+    if (seen == 2) break;
+    WARN("attempt " << attempt + 1 << ": no burst sampled the long-running loops (timer thread starved?)");
+  }
+  REQUIRE(sampled.contains("counts"));
+  CHECK(exact["counts"]["sampled"] == false);
+  REQUIRE(sampled["counts"]["sampled"] == true);
+  std::map<std::string, nlohmann::json> by_key;
+  for (const auto &l : sampled["loops"]) by_key[l["key"].get<std::string>()] = l;
+  REQUIRE(exact["loops"].size() > 0);
+  // The case study's loop (filter_conv) and main's loop over the image run for most of the run,
+  // through dozens of bursts: the same guidance, counts within 10 %, the same order as the exact
+  // profile's loops they are apart from by more than that.
+  const std::set<std::string> long_running{"masked_conv.c:51", "masked_conv.c:101"};
+  for (size_t i = 0; i < exact["loops"].size(); ++i) {
+    const auto &x = exact["loops"][i];
+    std::string key = x["key"].get<std::string>();
+    INFO("loop #" << i + 1 << " " << key);
+    // Every other loop is listed too, sampled or not (make_image's and make_mask's loops run in
+    // the first milliseconds, through a few bursts at most: their estimates vary from run to run).
+    REQUIRE(by_key.count(key));
+    const auto &y = by_key[key];
+    if (y["unsampled"] == true) {  // (counted exactly, and said so)
+      REQUIRE(y["recommendations"].size() == 1);
+      CHECK(y["recommendations"][0]["kind"] == "not-sampled");
+    }
+    if (!long_running.count(key)) continue;
+    CHECK(y["unsampled"] == false);
+    double ex = x["iterations"].get<double>(), est = y["iterations"].get<double>();
+    CHECK(std::abs(est - ex) <= 0.1 * ex);
+    for (size_t j = 0; j < exact["loops"].size(); ++j) {
+      const auto &w = exact["loops"][j];
+      double other = w["iterations"].get<double>();
+      std::string wkey = w["key"].get<std::string>();
+      if (by_key.count(wkey) && other > 1.2 * ex) CHECK(by_key[wkey]["rank"].get<int>() < y["rank"].get<int>());
+      if (by_key.count(wkey) && other < ex / 1.2) CHECK(by_key[wkey]["rank"].get<int>() > y["rank"].get<int>());
+    }
+    CHECK(x["threshold"] == y["threshold"]);
+    REQUIRE(x["recommendations"].size() == y["recommendations"].size());
+    for (size_t r = 0; r < x["recommendations"].size(); ++r) {
+      const auto &a = x["recommendations"][r], &b = y["recommendations"][r];
+      INFO(a["text"] << " / " << b["text"]);
+      CHECK(a["kind"] == b["kind"]);
+      CHECK(a.value("path", uint64_t(0)) == b.value("path", uint64_t(0)));
+      CHECK(a.value("factor", 0u) == b.value("factor", 0u));
+    }
+  }
+}
