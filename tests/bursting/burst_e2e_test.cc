@@ -445,6 +445,18 @@ std::string listing(const std::map<NamePath, uint64_t> &counts) {
   return all;
 }
 
+// Every context the sampled tree counted exists in the exact tree of the same run.
+void check_sampled_contexts_exist(const std::map<NamePath, uint64_t> &sampled,
+                                  const std::map<NamePath, uint64_t> &exact) {
+  for (auto &[path, count] : sampled) {
+    if (count == 0) continue;
+    std::string joined;
+    for (auto &n : path) joined += n + ">";
+    INFO(joined << " = " << count);
+    CHECK(exact.count(path));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("machine stack: inlined instrumented functions are on the unwound path", "[bursting][e2e]") {
@@ -478,13 +490,7 @@ TEST_CASE("machine stack: split, cold and tail-called functions against the exac
       auto sampled = named_counts(ha::read_profiles(p.dir).processes.at(0).threads.at(0));
       auto exact = named_counts(ha::read_profiles(p.dir / "exact").processes.at(0).threads.at(0));
       INFO("sampled:\n" << listing(sampled) << "exact:\n" << listing(exact));
-      for (auto &[path, count] : sampled) {
-        if (count == 0) continue;
-        std::string joined;
-        for (auto &n : path) joined += n + ">";
-        INFO(joined << " = " << count);
-        CHECK(exact.count(path));
-      }
+      check_sampled_contexts_exist(sampled, exact);
       // Four windows each in check_size.cold and check_big.part.0 (two calls each), 200 in
       // middle/leaf, 200 around heavy2's call.
       CHECK(sampled[{"main", "check_size", "complain"}] == 8);
@@ -546,13 +552,7 @@ TEST_CASE("machine stack: no unmatched exits, no false contexts (stack arguments
     auto exact = named_counts(ha::read_profiles(p.dir / "exact").processes.at(0).threads.at(0));
     INFO("sampled:\n" << listing(sampled) << "exact:\n" << listing(exact));
     CHECK(t.meta.unmatched_exits == 0);
-    for (auto &[path, count] : sampled) {
-      if (count == 0) continue;
-      std::string joined;
-      for (auto &n : path) joined += n + ">";
-      INFO(joined << " = " << count);
-      CHECK(exact.count(path));
-    }
+    check_sampled_contexts_exist(sampled, exact);
     for (auto &[path, count] : c.windows) CHECK(sampled[path] == count);
   }
 }

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/command.h"
+#include "guide_compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -317,14 +318,6 @@ TEST_CASE("bursting: masked convolution gives the same guidance from a bursting 
       if (by_key.count(wkey) && other > 1.2 * ex) CHECK(by_key[wkey]["rank"].get<int>() < y["rank"].get<int>());
       if (by_key.count(wkey) && other < ex / 1.2) CHECK(by_key[wkey]["rank"].get<int>() > y["rank"].get<int>());
     }
-    CHECK(x["threshold"] == y["threshold"]);
-    REQUIRE(x["recommendations"].size() == y["recommendations"].size());
-    for (size_t r = 0; r < x["recommendations"].size(); ++r) {
-      const auto &a = x["recommendations"][r], &b = y["recommendations"][r];
-      INFO(a["text"] << " / " << b["text"]);
-      CHECK(a["kind"] == b["kind"]);
-      CHECK(a.value("path", uint64_t(0)) == b.value("path", uint64_t(0)));
-      CHECK(a.value("factor", 0u) == b.value("factor", 0u));
-    }
+    hcct::test::check_same_guidance(x, y);
   }
 }
