@@ -233,14 +233,6 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   return node;
 }
 
-// Few values live across the lookup (the frame is read again after it), so that gcc saves no
-// callee-saved register on the way (it saved six while this also tested the frame).
-HCCT_NOINST bool ThreadProfile::enter_wide_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
-  Node *parent = top_->node;
-  Node *node = index_.lookup(parent, fn, site & site_mask_);
-  return node && push_counted(top_, node, sp);
-}
-
 // Linear scan with move-to-front: the thesis measured 2-3 siblings scanned on average, and moving
 // the hit to the front makes the next call from the same loop a first-child hit. A list found longer
 // than kIndexAfter at a miss gets indexed: from then on lookups and unlinks under that node cost
@@ -864,7 +856,7 @@ HCCT_NOINST ChildIndex::Entry *ChildIndex::find(const Node *parent, uintptr_t fn
   uint64_t h = hash(parent, fn, site);
   uintptr_t tag = h & ~kNodeBits;
   size_t probes = 1;
-  for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_, ++probes) {
+  for (size_t i = home(h);; i = (i + 1) & mask_, ++probes) {
     Entry *entry = &entries_[i];
     uintptr_t tagged = entry->tagged_node;
     if (!tagged) break;
@@ -906,7 +898,7 @@ HCCT_NOINST bool ChildIndex::reserve(size_t more) {
 
 HCCT_NOINST void ChildIndex::insert(Node *child, Node *prev) {
   uint64_t h = hash(child->parent(), child->routine, child->call_site);
-  size_t i = size_t(h) & mask_;
+  size_t i = home(h);
   while (entries_[i].tagged_node) i = (i + 1) & mask_;
   entries_[i] = Entry{(h & ~kNodeBits) | reinterpret_cast<uintptr_t>(child), prev};
   ++size_;
@@ -918,7 +910,7 @@ HCCT_NOINST void ChildIndex::erase(Entry *entry) {
   size_t hole = size_t(entry - entries_);
   for (size_t j = (hole + 1) & mask_; entries_[j].tagged_node; j = (j + 1) & mask_) {
     const Node *n = entries_[j].node();
-    size_t k = size_t(hash(n->parent(), n->routine, n->call_site)) & mask_;
+    size_t k = home(hash(n->parent(), n->routine, n->call_site));
     bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
     if (!stays) {
       entries_[hole] = entries_[j];

@@ -104,16 +104,20 @@ class ChildIndex {
     return find(child->parent(), child->routine, child->call_site, steps);
   }
   // find() for the probes' fast path: inline, and it counts no steps (the fast path's sibling scan
-  // counts none either).
+  // counts none either). The parent is compared through the node's raw parent link (a child always
+  // has one: no null case), which with self-relative links is one add.
   [[gnu::always_inline]] HCCT_NOINST Node *lookup(const Node *parent, uintptr_t fn, uintptr_t site) const {
     uint64_t h = hash(parent, fn, site);
     uintptr_t tag = h & ~kNodeBits;
-    for (size_t i = size_t(h) & mask_;; i = (i + 1) & mask_) {
+    for (size_t i = home(h);; i = (i + 1) & mask_) {
       uintptr_t tagged = entries_[i].tagged_node;
       if (!tagged) return nullptr;
       if ((tagged & ~kNodeBits) != tag) continue;
       Node *n = reinterpret_cast<Node *>(tagged & kNodeBits);
-      if (n->routine == fn && n->call_site == site && n->parent() == parent) return n;
+      if (n->routine == fn && n->call_site == site &&
+          reinterpret_cast<uintptr_t>(n) + intptr_t(int32_t(n->parent_bits & ~kParentFlagBits)) ==
+              reinterpret_cast<uintptr_t>(parent))
+        return n;
     }
   }
   // Makes room for `more` entries (load factor at most 1/2). False if the budget or kernel refuses.
@@ -126,16 +130,17 @@ class ChildIndex {
   size_t bytes() const { return entries_ ? (mask_ + 1) * sizeof(Entry) : 0; }
 
  private:
-  // Low bits: the home slot; bits 48-63: the tag kept in the entry.
+  // One multiply of the three key words folded together (the call site multiplied first, so that
+  // a routine and a call site that differ in the same low bits do not cancel). The home slot is
+  // the product's low bits folded with its high half (low bits alone depend only on the key's low
+  // bits: handlers 16 bytes apart clustered); bits 48-63 are the tag kept in the entry. Two chained
+  // multiply-xorshift rounds cost the wide lookup eight instructions more on every call for no
+  // fewer probes (docs/BENCHMARKS.md, "Wide call sites").
   HCCT_NOINST static uint64_t hash(const Node *parent, uintptr_t fn, uintptr_t site) {
-    uint64_t h = reinterpret_cast<uintptr_t>(parent) * 0x9e3779b97f4a7c15ull;
-    h ^= fn * 0xc2b2ae3d27d4eb4full;
-    h ^= site * 0x165667b19e3779f9ull;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 32;
-    return h;
+    uint64_t key = (site * 0x9e3779b97f4a7c15ull) ^ fn ^ reinterpret_cast<uintptr_t>(parent);
+    return key * 0xbf58476d1ce4e5b9ull;
   }
+  size_t home(uint64_t h) const { return size_t(h ^ (h >> 32)) & mask_; }
 
   Entry *entries_ = nullptr;
   size_t mask_ = 0;  // capacity - 1 (a power of two)
@@ -236,15 +241,20 @@ class ThreadProfile {
     return push_counted(top, node, sp);
   }
 
-  // The fast path under a wide node, out of line (its hash would cost the probes' fast path six
-  // register saves): the child from the index, else false.
+  // The fast path under a wide node: the child from the index, else false. Inline in the probes'
+  // out-of-line miss path (runtime.cc, enter_missed), which the probes tail-call: inlined into the
+  // probes themselves the hash would cost them six register saves on every call.
   [[gnu::always_inline]] HCCT_NOINST bool at_wide_node() const { return top_->node->indexed(); }
   bool enter_wide(uintptr_t fn, uintptr_t site, uintptr_t sp) {
     return fast_frame(sp) && at_wide_node() && enter_wide_child(fn, site, sp);
   }
-  // enter_wide once fast_frame(sp) and at_wide_node() held (the probes' way: no second frame test;
-  // the wide test inline in the caller, before this function saves any register).
-  bool enter_wide_child(uintptr_t fn, uintptr_t site, uintptr_t sp);
+  // enter_wide once fast_frame(sp) and at_wide_node() held (the probes' way: no second frame test).
+  // Few values live across the lookup (the frame is read again after it), so that the miss path,
+  // which keeps the probe's four arguments for the general path, saves no register on the way.
+  [[gnu::always_inline]] HCCT_NOINST bool enter_wide_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+    Node *node = index_.lookup(top_->node, fn, site & site_mask_);
+    return node && push_counted(top_, node, sp);
+  }
 
   // Every enter event (the fast path's fallback).
   void enter(uintptr_t fn, uintptr_t site, uintptr_t sp);

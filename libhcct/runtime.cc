@@ -1001,9 +1001,11 @@ __attribute__((always_inline)) inline void catch_up_if_needed(ThreadState *s) {
   exit_full(s, fn, sp, torn_down);
 }
 
-// An enter under a wide node that the inline fast path left: its child from the index, else the
-// general path. A hit ends as the inline fast path does: it changed no structure (in_slow was never
-// set, so the time sampler charged its samples directly and left none pending).
+// An enter under a wide node that the inline fast path left: its child from the index, inline
+// here, else the general path. A hit ends as the inline fast path does: it changed no structure
+// (in_slow was never set, so the time sampler charged its samples directly and left none pending).
+// The lookup is inline so that a wide call costs one out-of-line function, not two (a call and
+// five register moves less per wide lookup).
 [[gnu::noinline]] HCCT_NOINST void enter_wide(uintptr_t fn, uintptr_t site, uintptr_t sp,
                                               ThreadState *s) {
   if (s->profile.enter_wide_child(fn, site, sp)) {
