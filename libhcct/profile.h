@@ -104,19 +104,23 @@ class ChildIndex {
     return find(child->parent(), child->routine, child->call_site, steps);
   }
   // find() for the probes' fast path: inline, and it counts no steps (the fast path's sibling scan
-  // counts none either). The parent is compared through the node's raw parent link (a child always
-  // has one: no null case), which with self-relative links is one add.
-  [[gnu::always_inline]] HCCT_NOINST Node *lookup(const Node *parent, uintptr_t fn, uintptr_t site) const {
-    uint64_t h = hash(parent, fn, site);
-    uintptr_t tag = h & ~kNodeBits;
+  // counts none either). The parent (the node of `top`) and the masked call site are read again
+  // where a tag matches, and the table's address and mask at every probe (L1 hits): kept in
+  // registers, they made the caller, which holds the probe's four arguments for the general path,
+  // save six registers on every call. The parent is compared through the node's raw parent link
+  // (a child always has one: no null case), which with self-relative links is one add.
+  [[gnu::always_inline]] HCCT_NOINST Node *lookup(const Frame *const &top, uintptr_t fn, uintptr_t site,
+                                                  const uintptr_t &site_mask) const {
+    uint64_t h = hash(top->node, fn, site & site_mask);
     for (size_t i = home(h);; i = (i + 1) & mask_) {
+      compiler_fence();
       uintptr_t tagged = entries_[i].tagged_node;
       if (!tagged) return nullptr;
-      if ((tagged & ~kNodeBits) != tag) continue;
+      if ((tagged ^ h) >> 48) continue;
       Node *n = reinterpret_cast<Node *>(tagged & kNodeBits);
-      if (n->routine == fn && n->call_site == site &&
+      if (n->routine == fn && n->call_site == (site & site_mask) &&
           reinterpret_cast<uintptr_t>(n) + intptr_t(int32_t(n->parent_bits & ~kParentFlagBits)) ==
-              reinterpret_cast<uintptr_t>(parent))
+              reinterpret_cast<uintptr_t>(top->node))
         return n;
     }
   }
@@ -252,7 +256,7 @@ class ThreadProfile {
   // Few values live across the lookup (the frame is read again after it), so that the miss path,
   // which keeps the probe's four arguments for the general path, saves no register on the way.
   [[gnu::always_inline]] HCCT_NOINST bool enter_wide_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
-    Node *node = index_.lookup(top_->node, fn, site & site_mask_);
+    Node *node = index_.lookup(top_, fn, site, site_mask_);
     return node && push_counted(top_, node, sp);
   }
 
