@@ -21,6 +21,7 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
   root_ = static_cast<Node *>(nodes_.allocate());
   if (!root_) return false;
   *root_ = Node{};
+  index_.set_base(nodes_.base());
   frames_ = static_cast<Frame *>(map_pages(kInitialFrames * sizeof(Frame)));
   if (!frames_) {
     destroy();
@@ -227,7 +228,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   parent->set_first_child(node);
   if (HCCT_UNLIKELY(indexed)) {
     index_.insert(node, nullptr);
-    if (old_first) index_.find(old_first, sibling_steps_)->prev = node;
+    if (old_first) index_.set_prev(index_.find(old_first, sibling_steps_), node);
   }
   if (++live_nodes_ > peak_nodes_) peak_nodes_ = live_nodes_;
   return node;
@@ -262,7 +263,8 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
 // No move-to-front under a wide node: it would cost two index updates per call, and among
 // thousands of children the first few seldom hit anyway (new children still go to the front).
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site) {
-  if (ChildIndex::Entry *entry = index_.find(parent, fn, site, sibling_steps_)) return entry->node();
+  size_t slot = index_.find(parent, fn, site, sibling_steps_);
+  if (slot != ChildIndex::kNone) return index_.node(slot);
   return new_node(parent, fn, site);
 }
 
@@ -432,12 +434,12 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
 [[gnu::always_inline]] inline HCCT_NOINST void ThreadProfile::unlink(Node *node) {
   Node *parent = node->parent();
   if (HCCT_UNLIKELY(parent->indexed())) {
-    ChildIndex::Entry *entry = index_.find(node, sibling_steps_);
-    Node *prev = entry->prev, *next = node->next_sibling();
-    index_.erase(entry);
+    size_t slot = index_.find(node, sibling_steps_);
+    Node *prev = index_.prev(slot), *next = node->next_sibling();
+    index_.erase(slot);
     if (prev) prev->set_next_sibling(next);
     else parent->set_first_child(next);
-    if (next) index_.find(next, sibling_steps_)->prev = prev;
+    if (next) index_.set_prev(index_.find(next, sibling_steps_), prev);
     return;
   }
   if (parent->first_child() == node) {
@@ -510,6 +512,7 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   }
   *root_ = Node{};
   index_.release();  // it indexes the old tree
+  index_.set_base(nodes_.base());
   pins_.release();   // so does this: suspended stacks are pinned again below
   free_nodes_ = nullptr;
   live_nodes_ = peak_nodes_ = 0;
@@ -810,12 +813,12 @@ HCCT_NOINST void ThreadProfile::retire_range(uintptr_t lo, uintptr_t hi, uintptr
       uintptr_t fn = retired(c->routine), site = retired(c->call_site);
       if (fn == c->routine && site == c->call_site) continue;
       // Siblings stay distinct: a retired key has the tag's bits, which no live key has.
-      ChildIndex::Entry *entry = node->indexed() ? index_.find(c, steps) : nullptr;
-      Node *prev = entry ? entry->prev : nullptr;
-      if (entry) index_.erase(entry);
+      size_t slot = node->indexed() ? index_.find(c, steps) : ChildIndex::kNone;
+      Node *prev = slot != ChildIndex::kNone ? index_.prev(slot) : nullptr;
+      if (slot != ChildIndex::kNone) index_.erase(slot);
       c->routine = fn;
       c->call_site = site;
-      if (entry) index_.insert(c, prev);  // into the slot erase just freed: no growth
+      if (slot != ChildIndex::kNone) index_.insert(c, prev);  // into the slot erase just freed: no growth
     }
     node = next_in_preorder(node, root_);
     if (!node) break;
@@ -832,11 +835,11 @@ HCCT_NOINST bool ThreadProfile::index_consistent() const {
     const Node *prev = nullptr;
     for (const Node *c = node->first_child(); c; prev = c, c = c->next_sibling()) {
       if (c->parent() != node) return false;
-      ChildIndex::Entry *entry = index_.find(c, steps);
+      size_t slot = index_.find(c, steps);
       if (node->indexed()) {
-        if (!entry || entry->node() != c || entry->prev != prev) return false;
+        if (slot == ChildIndex::kNone || index_.node(slot) != c || index_.prev(slot) != prev) return false;
         ++found;
-      } else if (entry) {
+      } else if (slot != ChildIndex::kNone) {
         return false;
       }
     }
@@ -847,51 +850,52 @@ HCCT_NOINST bool ThreadProfile::index_consistent() const {
 }
 
 namespace {
-constexpr size_t kMinIndexEntries = 4096 / sizeof(ChildIndex::Entry);
+constexpr size_t kMinIndexEntries = 4096 / (2 * sizeof(uint32_t));
 }
 
-HCCT_NOINST ChildIndex::Entry *ChildIndex::find(const Node *parent, uintptr_t fn, uintptr_t site,
-                                                uint64_t &steps) const {
-  if (!entries_) return nullptr;
+HCCT_NOINST size_t ChildIndex::find(const Node *parent, uintptr_t fn, uintptr_t site, uint64_t &steps) const {
+  if (!slots_) return kNone;
   uint64_t h = hash(parent, fn, site);
-  uintptr_t tag = h & ~kNodeBits;
+  uint32_t tag = tag_of(h);
   size_t probes = 1;
   for (size_t i = home(h);; i = (i + 1) & mask_, ++probes) {
-    Entry *entry = &entries_[i];
-    uintptr_t tagged = entry->tagged_node;
-    if (!tagged) break;
-    if ((tagged & ~kNodeBits) != tag) continue;
-    const Node *n = entry->node();
+    uint32_t slot = slots_[i];
+    if (!slot) break;
+    if ((slot & ~kNodeBits) != tag) continue;
+    const Node *n = node_of(slot);
     if (n->routine == fn && n->call_site == site && n->parent() == parent) {
       steps += probes;
-      return entry;
+      return i;
     }
   }
   steps += probes;
-  return nullptr;
+  return kNone;
 }
 
 HCCT_NOINST bool ChildIndex::reserve(size_t more) {
-  size_t capacity = entries_ ? mask_ + 1 : 0;
+  size_t capacity = slots_ ? mask_ + 1 : 0;
   if (2 * (size_ + more) <= capacity) return true;
   size_t grown = capacity ? capacity : kMinIndexEntries;
   while (grown < 2 * (size_ + more)) grown *= 2;
-  size_t bytes = grown * sizeof(Entry);
+  size_t bytes = grown * kSlotBytes;
   if (!charge_tree_memory(bytes)) return false;
-  auto *fresh = static_cast<Entry *>(map_pages(bytes));
+  auto *fresh = static_cast<uint32_t *>(map_pages(bytes));
   if (!fresh) {
     refund_tree_memory(bytes);
     return false;
   }
-  Entry *old = entries_;
-  entries_ = fresh;
+  uint32_t *old = slots_;
+  slots_ = fresh;
   mask_ = grown - 1;
   size_ = 0;
-  for (size_t i = 0; i < capacity; ++i)
-    if (old[i].tagged_node) insert(old[i].node(), old[i].prev);
+  for (size_t i = 0; i < capacity; ++i) {
+    if (!old[i]) continue;
+    uint32_t prev = old[capacity + i];
+    insert(node_of(old[i]), prev ? reinterpret_cast<Node *>(const_cast<char *>(base_) + prev) : nullptr);
+  }
   if (old) {
-    unmap_pages(old, capacity * sizeof(Entry));
-    refund_tree_memory(capacity * sizeof(Entry));
+    unmap_pages(old, capacity * kSlotBytes);
+    refund_tree_memory(capacity * kSlotBytes);
   }
   return true;
 }
@@ -899,34 +903,39 @@ HCCT_NOINST bool ChildIndex::reserve(size_t more) {
 HCCT_NOINST void ChildIndex::insert(Node *child, Node *prev) {
   uint64_t h = hash(child->parent(), child->routine, child->call_site);
   size_t i = home(h);
-  while (entries_[i].tagged_node) i = (i + 1) & mask_;
-  entries_[i] = Entry{(h & ~kNodeBits) | reinterpret_cast<uintptr_t>(child), prev};
+  while (slots_[i]) i = (i + 1) & mask_;
+  slots_[i] = tag_of(h) | uint32_t(offset_of(child) >> 5);
+  set_prev(i, prev);
   ++size_;
 }
 
 // Backward-shift deletion: later entries of the probe chain move into the hole unless their home
 // lies cyclically in (hole, their slot], so every chain stays unbroken without tombstones.
-HCCT_NOINST void ChildIndex::erase(Entry *entry) {
-  size_t hole = size_t(entry - entries_);
-  for (size_t j = (hole + 1) & mask_; entries_[j].tagged_node; j = (j + 1) & mask_) {
-    const Node *n = entries_[j].node();
+HCCT_NOINST void ChildIndex::erase(size_t hole) {
+  size_t capacity = mask_ + 1;
+  for (size_t j = (hole + 1) & mask_; slots_[j]; j = (j + 1) & mask_) {
+    const Node *n = node_of(slots_[j]);
     size_t k = home(hash(n->parent(), n->routine, n->call_site));
     bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
     if (!stays) {
-      entries_[hole] = entries_[j];
+      slots_[hole] = slots_[j];
+      slots_[capacity + hole] = slots_[capacity + j];
       hole = j;
     }
   }
-  entries_[hole] = Entry{0, nullptr};
+  slots_[hole] = 0;
+  slots_[capacity + hole] = 0;
   --size_;
 }
 
 HCCT_NOINST void ChildIndex::release() {
-  if (entries_) {
-    unmap_pages(entries_, bytes());
+  if (slots_) {
+    unmap_pages(slots_, bytes());
     refund_tree_memory(bytes());
   }
+  const char *base = base_;
   *this = ChildIndex{};
+  base_ = base;  // the node space outlives its index (restart_from_current_path sets a new one)
 }
 
 }  // namespace hcct::rt

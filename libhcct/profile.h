@@ -84,25 +84,29 @@ struct PathEntry {
 // The children of wide nodes, found by (parent, routine, call site) in O(1) whatever the fan-out
 // (interpreter dispatch, virtual calls, callback tables: thousands of callees from one call site).
 // Open addressing with linear probing and backward-shift deletion (no tombstones, so probe chains
-// stay short however many children Space-Saving evicts). Each entry also holds the child's previous
-// sibling, so that unlinking a child of a wide node does not scan its siblings either. mmap'd and
-// charged to the tree budget; never the program's malloc.
+// stay short however many children Space-Saving evicts). Each slot is 32 bits: the child's place
+// in the thread's node space (its offset / 32, 26 bits: the space is at most 2 GiB) under 6 bits of
+// its key's hash, so a probe that lands on another key seldom touches its node; 0 is an empty slot
+// (the root, at offset 0, is nobody's child). A parallel array holds each child's previous
+// sibling (its offset; 0 for none), so that unlinking a child of a wide node does not scan its
+// siblings either; only unlinks read it, so lookups touch 4 bytes per slot, sixteen to a cache
+// line. mmap'd and charged to the tree budget; never the program's malloc.
 class ChildIndex {
  public:
-  struct Entry {
-    // The child, with 16 more bits of its key's hash above bit 48 (user-space addresses on x86-64
-    // and AArch64 fit in 48 bits), so a probe that lands on another key seldom touches its node.
-    // 0: empty slot.
-    uintptr_t tagged_node;
-    Node *prev;  // the previous sibling; null for the first child
-    Node *node() const { return reinterpret_cast<Node *>(tagged_node & kNodeBits); }
-  };
-  static constexpr uintptr_t kNodeBits = (uintptr_t(1) << 48) - 1;
-  // The entry of parent's child (fn, site), or null. `steps` counts the slots probed.
-  Entry *find(const Node *parent, uintptr_t fn, uintptr_t site, uint64_t &steps) const;
-  Entry *find(const Node *child, uint64_t &steps) const {
+  static constexpr size_t kNone = ~size_t(0);
+  // The node space's base: slots name nodes by their offset from it.
+  void set_base(const char *base) { base_ = base; }
+  // The slot of parent's child (fn, site), or kNone. `steps` counts the slots probed.
+  size_t find(const Node *parent, uintptr_t fn, uintptr_t site, uint64_t &steps) const;
+  size_t find(const Node *child, uint64_t &steps) const {
     return find(child->parent(), child->routine, child->call_site, steps);
   }
+  Node *node(size_t slot) const { return node_of(slots_[slot]); }
+  Node *prev(size_t slot) const {
+    uint32_t offset = slots_[mask_ + 1 + slot];
+    return offset ? reinterpret_cast<Node *>(const_cast<char *>(base_) + offset) : nullptr;
+  }
+  void set_prev(size_t slot, const Node *prev) { slots_[mask_ + 1 + slot] = offset_of(prev); }
   // find() for the probes' fast path: inline, and it counts no steps (the fast path's sibling scan
   // counts none either). The parent (the node of `top`) and the masked call site are read again
   // where a tag matches, and the table's address and mask at every probe (L1 hits): kept in
@@ -112,12 +116,13 @@ class ChildIndex {
   [[gnu::always_inline]] HCCT_NOINST Node *lookup(const Frame *const &top, uintptr_t fn, uintptr_t site,
                                                   const uintptr_t &site_mask) const {
     uint64_t h = hash(top->node, fn, site & site_mask);
+    uint32_t tag = tag_of(h);
     for (size_t i = home(h);; i = (i + 1) & mask_) {
       compiler_fence();
-      uintptr_t tagged = entries_[i].tagged_node;
-      if (!tagged) return nullptr;
-      if ((tagged ^ h) >> 48) continue;
-      Node *n = reinterpret_cast<Node *>(tagged & kNodeBits);
+      uint32_t slot = slots_[i];
+      if (!slot) return nullptr;
+      if ((slot & ~kNodeBits) != tag) continue;
+      Node *n = node_of(slot);
       if (n->routine == fn && n->call_site == (site & site_mask) &&
           reinterpret_cast<uintptr_t>(n) + intptr_t(int32_t(n->parent_bits & ~kParentFlagBits)) ==
               reinterpret_cast<uintptr_t>(top->node))
@@ -128,28 +133,39 @@ class ChildIndex {
   bool reserve(size_t more);
   // After reserve(); the child must not be in the index.
   void insert(Node *child, Node *prev);
-  void erase(Entry *entry);
+  void erase(size_t slot);
   void release();
   size_t size() const { return size_; }
-  size_t bytes() const { return entries_ ? (mask_ + 1) * sizeof(Entry) : 0; }
+  size_t bytes() const { return slots_ ? (mask_ + 1) * kSlotBytes : 0; }
 
  private:
+  static constexpr uint32_t kNodeBits = (uint32_t(1) << 26) - 1;
+  static constexpr size_t kSlotBytes = 2 * sizeof(uint32_t);  // the slot and its previous sibling
   // One multiply of the three key words folded together (the call site multiplied first, so that
   // a routine and a call site that differ in the same low bits do not cancel). The home slot is
   // the product's low bits folded with its high half (low bits alone depend only on the key's low
-  // bits: handlers 16 bytes apart clustered); bits 48-63 are the tag kept in the entry. Two chained
-  // multiply-xorshift rounds cost the wide lookup eight instructions more on every call for no
-  // fewer probes (docs/BENCHMARKS.md, "Wide call sites").
+  // bits: handlers 16 bytes apart clustered); its top 6 bits are the tag kept in the slot. Two
+  // chained multiply-xorshift rounds cost the wide lookup eight instructions more on every call for
+  // no fewer probes (docs/BENCHMARKS.md, "Wide call sites").
   HCCT_NOINST static uint64_t hash(const Node *parent, uintptr_t fn, uintptr_t site) {
     uint64_t key = (site * 0x9e3779b97f4a7c15ull) ^ fn ^ reinterpret_cast<uintptr_t>(parent);
     return key * 0xbf58476d1ce4e5b9ull;
   }
   size_t home(uint64_t h) const { return size_t(h ^ (h >> 32)) & mask_; }
+  static uint32_t tag_of(uint64_t h) { return uint32_t(h >> 32) & ~kNodeBits; }
+  Node *node_of(uint32_t slot) const {
+    return reinterpret_cast<Node *>(const_cast<char *>(base_) + (size_t(slot & kNodeBits) << 5));
+  }
+  uint32_t offset_of(const Node *n) const {
+    return n ? uint32_t(reinterpret_cast<const char *>(n) - base_) : 0;
+  }
 
-  Entry *entries_ = nullptr;
-  size_t mask_ = 0;  // capacity - 1 (a power of two)
+  uint32_t *slots_ = nullptr;  // mask_ + 1 slots, then as many previous siblings
+  size_t mask_ = 0;            // capacity - 1 (a power of two)
   size_t size_ = 0;
+  const char *base_ = nullptr;
 };
+static_assert(NodeSpace::kMaxBytes / sizeof(Node) <= (size_t(1) << 26), "a node's place fits a slot's 26 bits");
 
 // A map from nonzero words to words: open addressing, linear probing, backward-shift deletion.
 // mmap'd and charged to the tree budget. Holds how many suspended stacks pin a node, and which
