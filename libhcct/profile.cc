@@ -234,8 +234,8 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
   return node;
 }
 
-// Linear scan with move-to-front: the thesis measured 2-3 siblings scanned on average, and moving
-// the hit to the front makes the next call from the same loop a first-child hit. A list found longer
+// Linear scan. A narrow node's children stay in the order order_by_count gave them, except a hit
+// beyond the probes' inline scan (the ninth child), which moves to the front. A list found longer
 // than kIndexAfter at a miss gets indexed: from then on lookups and unlinks under that node cost
 // O(1) whatever its fan-out.
 [[gnu::always_inline]] inline HCCT_NOINST Node *ThreadProfile::find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site) {
@@ -248,6 +248,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
       ++scanned;
       if (node->routine == fn && node->call_site == site) {
         sibling_steps_ += scanned;
+        if (scanned < kFastSiblings) return node;  // the probes' scan reaches it: keep the order
         prev->set_next_sibling(node->next_sibling());
         node->set_next_sibling(parent->first_child());
         parent->set_first_child(node);
@@ -255,9 +256,36 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
       }
     }
     sibling_steps_ += scanned;
-    if (HCCT_UNLIKELY(scanned >= kIndexAfter)) index_children(parent);
+    if (HCCT_UNLIKELY(scanned >= kIndexAfter)) {
+      index_children(parent);
+    } else if (!parent->indexed()) {
+      Node *node = new_node(parent, fn, site);
+      if (node != &sink_) order_by_count(parent);
+      return node;
+    }
   }
   return new_node(parent, fn, site);
+}
+
+// A narrow node's children by call count, most called first, the newest last: the probes' inline
+// scan finds a child after as many steps as children precede it. Run when a child is added (the
+// general path, already some hundred instructions), so the order follows the counts as they were
+// then: an interpreter's hot callees are hot from the start.
+HCCT_NOINST void ThreadProfile::order_by_count(Node *parent) {
+  Node *kids[kIndexAfter + 2];
+  int n = 0;
+  Node *newest = parent->first_child();
+  for (Node *c = newest->next_sibling(); c && n < kIndexAfter + 1; c = c->next_sibling()) kids[n++] = c;
+  for (int i = 1; i < n; ++i) {
+    Node *k = kids[i];
+    int j = i;
+    for (; j > 0 && kids[j - 1]->count_low < k->count_low; --j) kids[j] = kids[j - 1];
+    kids[j] = k;
+  }
+  kids[n++] = newest;
+  newest->set_next_sibling(nullptr);
+  for (int i = n - 1; i > 0; --i) kids[i - 1]->set_next_sibling(kids[i]);
+  parent->set_first_child(kids[0]);
 }
 
 // No move-to-front under a wide node: it would cost two index updates per call, and among

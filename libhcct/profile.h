@@ -493,6 +493,7 @@ class ThreadProfile {
   Node *find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site);
   Node *find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site);
   void index_children(Node *parent);
+  void order_by_count(Node *parent);
   Node *new_node(Node *parent, uintptr_t fn, uintptr_t site);
   // Counters: a node's counter plus one (the general path's increment), or set (Space-Saving).
   void add_call(Node *node) {

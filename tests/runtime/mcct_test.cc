@@ -302,3 +302,40 @@ TEST_CASE("node layout: counters carry past 2^32", "[mcct][cct][layout]") {
     p.destroy();
   }
 }
+
+// The probes' inline scan finds a child after as many steps as siblings precede it: when a narrow
+// node gets a new child, its children are put in order of calls, the newest last.
+TEST_CASE("node layout: a narrow node's children ordered by calls when one is added", "[mcct][cct][layout]") {
+  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
+    INFO((mode == rt::Mode::kCct ? "cct" : "hcct"));
+    rt::ThreadProfile p;
+    rt::ProfileConfig config;
+    config.mode = mode;
+    REQUIRE(p.init(config));
+    constexpr uintptr_t sp = kStackTop - kFrameSize, A = 0x1000;
+    const uintptr_t callees[] = {0x2000, 0x3000, 0x4000, 0x5000};
+    const int calls[] = {1, 5, 2, 7};  // per callee, in the order they are first called
+    p.enter(A, 1, sp + kFrameSize - 16);
+    for (int i = 0; i < 4; ++i) {
+      for (int c = 0; c < calls[i]; ++c) {
+        p.enter(callees[i], 2, sp);
+        p.exit(callees[i], sp);
+      }
+    }
+    p.exit(A, sp + kFrameSize - 16);
+    const rt::Node *a = p.root()->first_child();
+    std::vector<uintptr_t> order;
+    for (const rt::Node *c = a->first_child(); c; c = c->next_sibling()) order.push_back(c->routine);
+    // 0x5000 came last: the others were ordered by their calls then (5, 2, 1), it went after them.
+    CHECK(order == std::vector<uintptr_t>{0x3000, 0x4000, 0x2000, 0x5000});
+    CHECK(p.calls() == 1 + 1 + 5 + 2 + 7);
+    // Every one is reached by the inline scan.
+    for (uintptr_t fn : callees) {
+      p.enter(A, 1, sp + kFrameSize - 16);
+      CHECK(p.enter_fast(fn, 2, sp));
+      p.exit(fn, sp);
+      p.exit(A, sp + kFrameSize - 16);
+    }
+    p.destroy();
+  }
+}
