@@ -258,7 +258,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
     sibling_steps_ += scanned;
     if (HCCT_UNLIKELY(scanned >= kIndexAfter)) {
       index_children(parent);
-    } else if (!parent->indexed()) {
+    } else if (scanned >= 1) {  // two children or more: an order to choose
       Node *node = new_node(parent, fn, site);
       if (node != &sink_) order_by_count(parent);
       return node;
@@ -268,9 +268,10 @@ HCCT_NOINST Frame *ThreadProfile::exit_torn_down(Frame *top, uintptr_t fn, uintp
 }
 
 // A narrow node's children by call count, most called first, the newest last: the probes' inline
-// scan finds a child after as many steps as children precede it. Run when a child is added (the
-// general path, already some hundred instructions), so the order follows the counts as they were
-// then: an interpreter's hot callees are hot from the start.
+// scan finds a child after as many steps as children precede it. Run when a third or later child
+// is added (the general path, already some hundred instructions; with one sibling the newest
+// stays first, which spares the calls example's new contexts the work), so the order follows the
+// counts as they were then: an interpreter's hot callees are hot from the start.
 HCCT_NOINST void ThreadProfile::order_by_count(Node *parent) {
   Node *kids[kIndexAfter + 2];
   int n = 0;
