@@ -1001,20 +1001,26 @@ __attribute__((always_inline)) inline void catch_up_if_needed(ThreadState *s) {
   exit_full(s, fn, sp, torn_down);
 }
 
-// An enter whose frame passed the inline fast path's test but whose context was not among the
-// first children. Out of line, so that the choice costs the probes' hit path nothing (not even a
-// register copy). Under a wide node its child comes from the index, inline here (a call, five
-// register moves and six saves less per wide call than a second function for the lookup): a hit
-// ends as the inline fast path does (it changed no structure; in_slow was never set, so the time
-// sampler charged its samples directly and left none pending). The lookup keeps the four
-// arguments for the general path in caller-saved registers: a narrow node's miss costs three
-// register copies more than a frameless dispatch, a wide call a tail call less.
-[[gnu::noinline]] HCCT_NOINST void enter_missed(uintptr_t fn, uintptr_t site, uintptr_t sp,
-                                                ThreadState *s) {
-  if (s->profile.at_wide_node() && s->profile.enter_wide_child(fn, site, sp)) {
+// An enter under a wide node that the inline fast path left: its child from the index, inline
+// here, else the general path. A hit ends as the inline fast path does: it changed no structure
+// (in_slow was never set, so the time sampler charged its samples directly and left none pending).
+// The lookup is inline so that a wide call costs one out-of-line function, not two (a call and
+// five register moves less per wide lookup).
+[[gnu::noinline]] HCCT_NOINST void enter_wide(uintptr_t fn, uintptr_t site, uintptr_t sp,
+                                              ThreadState *s) {
+  if (s->profile.enter_wide_child(fn, site, sp)) {
     compiler_fence();
     return clear_busy(s);
   }
+  enter_other(fn, site, sp, s);
+}
+
+// An enter whose frame passed the inline fast path's test but whose context was not among the
+// first children. Out of line, so that the choice costs the probes' hit path nothing (not even a
+// register copy), and frameless (the wide path, which saves registers, is a tail call away).
+[[gnu::noinline]] HCCT_NOINST void enter_missed(uintptr_t fn, uintptr_t site, uintptr_t sp,
+                                                ThreadState *s) {
+  if (s->profile.at_wide_node()) return enter_wide(fn, site, sp, s);
   enter_other(fn, site, sp, s);
 }
 
