@@ -74,7 +74,7 @@ struct KsfNode {
   };
   uint16_t depth;  // the root is 0 (k <= 256)
   uint8_t slot;    // the guess slot of this node's label (its site's choice), once it was a guess
-  uint8_t mark;    // bounded kWF: scratch of a sweep (kMarkVictim), 0 outside one
+  uint8_t mark;    // bounded kWF: kMarkVictim from its eviction until its reuse (free or in quarantine), else 0
   // Bounded kWF: the epoch (sweeps so far) in which this node was last created or evicted. A frame
   // whose owner says epoch e may keep its window n after later sweeps iff stamp(n) <= e: n was
   // neither evicted nor recycled since the frame last used it (PathProfiler::resumes).
@@ -334,7 +334,7 @@ class PathProfiler {
   uint64_t lost() const { return lost_; }
   uint64_t nodes() const { return nodes_; }
   size_t bytes() const {
-    return arena_.bytes_mapped() + huge_bytes_ + roots_.bytes() + 2 * scratch_capacity_ * sizeof(SweepEntry);
+    return arena_.bytes_mapped() + huge_bytes_ + roots_.bytes() + kScratchWordsPerEntry * scratch_capacity_ * 8;
   }
   const RootTable &roots() const { return roots_; }
   const PathTrace &trace() const { return trace_; }
@@ -394,13 +394,23 @@ class PathProfiler {
   void sweep(KsfNode *pinned);
   bool reserve_scratch(size_t entries);
   void release_scratch();
-  struct SweepEntry {
-    KsfNode *node;
-    KsfNode *parent;
-  };
+  // Every node ever allocated (live, free or in quarantine), in address order within each piece of
+  // memory: a sweep reads node memory front to back instead of following child lists, whose nodes
+  // (recycled through the free list) are scattered: a cache miss per node (docs/KPATH.md).
+  template <typename Visit>
+  void for_each_allocated_node(Visit visit);
+  // A sweep's scratch: two arrays of scratch_capacity_ words (listed nodes, then the same by depth).
+  static constexpr size_t kScratchWordsPerEntry = 2;
   static constexpr size_t kMaxDepthLevels = 256;  // a kWF's depth is below k <= 256
   static constexpr size_t kHugeChunk = size_t(2) << 20;
   static constexpr size_t kHugeAfter = size_t(1) << 20;
+  // The arena hands out nodes from chunks that double in size up to kHugeAfter bytes: a handful of
+  // contiguous runs, recorded so that a sweep can walk them (more never happen; past the last,
+  // nodes come from huge chunks).
+  static constexpr size_t kMaxArenaRuns = 16;
+  struct NodeRun {
+    KsfNode *begin, *end;
+  };
 
   uint32_t k_ = 2;
   Forest forest_ = Forest::kWindow;
@@ -410,12 +420,14 @@ class PathProfiler {
   Arena arena_;
   char *huge_chunks_ = nullptr, *huge_cursor_ = nullptr, *huge_end_ = nullptr;
   size_t huge_bytes_ = 0;
+  NodeRun arena_runs_[kMaxArenaRuns] = {};
+  size_t arena_run_count_ = 0;
   RootTable roots_;
   PathTrace trace_;
   uint64_t slow_ = 0, enters_ = 0, lost_ = 0, nodes_ = 0;
   uint64_t scans_ = 0, lookups_ = 0;
   // Bounded kWF: the budget of non-root nodes (0: exact), the sweeps' state and their scratch (two
-  // arrays of scratch_capacity_ entries), the free list of evicted nodes (through first_child);
+  // arrays of scratch_capacity_ words), the free list of evicted nodes (through first_child);
   // the last sweep's victims wait in quarantine_ (at most 3/4 of the budget) until the next one.
   double epsilon_ = 0;
   uint64_t budget_ = 0;
@@ -425,7 +437,7 @@ class PathProfiler {
   uint64_t delta_ = 0, cuts_ = 0, forced_ = 0, evicted_ = 0;
   KsfNode *free_ = nullptr;
   KsfNode *quarantine_ = nullptr, *quarantine_tail_ = nullptr;  // the last sweep's victims: reusable after the next sweep
-  SweepEntry *scratch_ = nullptr;
+  uint64_t *scratch_ = nullptr;
   size_t scratch_capacity_ = 0;
 };
 
