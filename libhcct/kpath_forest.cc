@@ -108,6 +108,7 @@ HCCT_NOINST uint64_t PathProfiler::budget_for(uint32_t k, double epsilon) {
 
 HCCT_NOINST void PathProfiler::destroy() {
   release_scratch();
+  release_recycled();
   arena_.release();
   arena_run_count_ = 0;
   release_huge_nodes();
@@ -177,10 +178,10 @@ HCCT_NOINST void PathProfiler::release_huge_nodes() {
 
 HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
   void *p = nullptr;
-  if (free_) {  // bounded kWF: a node a sweep evicted (its count was zeroed then)
-    p = free_;
-    free_ = free_->first_child;
-    __builtin_prefetch(free_, 1);  // the next one: the list is a chain of cache misses
+  if (recycle_next_ < free_end_) {  // bounded kWF: a node a sweep evicted (its count was zeroed then)
+    constexpr size_t kAhead = 8;    // creations come in bursts: a window's chain of links
+    p = recycled_[recycle_next_++];
+    if (recycle_next_ + kAhead < free_end_) __builtin_prefetch(recycled_[recycle_next_ + kAhead], 1);
     lost_ += static_cast<KsfNode *>(p)->count;
   } else if (arena_.bytes_mapped() >= kHugeAfter || arena_run_count_ == kMaxArenaRuns) {
     p = allocate_huge_node();
@@ -398,6 +399,42 @@ HCCT_NOINST void PathProfiler::release_scratch() {
   scratch_capacity_ = 0;
 }
 
+HCCT_NOINST bool PathProfiler::reserve_recycled(size_t victims) {
+  if (recycle_next_) {
+    __builtin_memmove(recycled_, recycled_ + recycle_next_, (recycled_end_ - recycle_next_) * sizeof(KsfNode *));
+    free_end_ -= recycle_next_;
+    recycled_end_ -= recycle_next_;
+    recycle_next_ = 0;
+  }
+  if (recycled_end_ + victims <= recycled_capacity_) return true;
+  size_t capacity = recycled_end_ + victims;
+  if (capacity < 2 * recycled_capacity_) capacity = 2 * recycled_capacity_;
+  size_t bytes = capacity * sizeof(KsfNode *);
+  if (!charge_tree_memory(bytes)) return false;
+  auto *bigger = static_cast<KsfNode **>(map_pages(bytes));
+  if (!bigger) {
+    refund_tree_memory(bytes);
+    return false;
+  }
+  if (recycled_) __builtin_memcpy(bigger, recycled_, recycled_end_ * sizeof(KsfNode *));
+  size_t end = recycled_end_, free_end = free_end_;
+  release_recycled();
+  recycled_ = bigger;
+  recycled_capacity_ = capacity;
+  recycled_end_ = end;
+  free_end_ = free_end;
+  return true;
+}
+
+HCCT_NOINST void PathProfiler::release_recycled() {
+  if (recycled_) {
+    unmap_pages(recycled_, recycled_capacity_ * sizeof(KsfNode *));
+    refund_tree_memory(recycled_capacity_ * sizeof(KsfNode *));
+  }
+  recycled_ = nullptr;
+  recycle_next_ = free_end_ = recycled_end_ = recycled_capacity_ = 0;
+}
+
 template <typename Visit>
 HCCT_NOINST void PathProfiler::for_each_allocated_node(Visit visit) {
   for (size_t r = 0; r < arena_run_count_; ++r)
@@ -440,18 +477,14 @@ HCCT_NOINST inline size_t listed_depth(uint64_t w) { return size_t(w >> kDepthSh
 // as they are needed: a node is visited after every deeper node, so when its child list has been
 // cleared of the victims, what is left are the children that stay.
 HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
-  if (epoch_ >= kMaxEpoch || !reserve_scratch(non_roots_)) return;  // (never in practice; max_mb still caps)
+  if (epoch_ >= kMaxEpoch || !reserve_scratch(non_roots_) || !reserve_recycled(non_roots_))
+    return;  // (never in practice; max_mb still caps)
   ++epoch_;
   // The previous sweep's victims become reusable now, not then: instrumented code in a signal
   // handler may have run that sweep while it interrupted a fast path between loading a node and
   // counting in it; that fast path has long finished. (An increment it made in a victim after the
-  // victim's count went to its link is an item counted nowhere: new_node adds it to `lost`.) The
-  // list is spliced, not walked: a walk is a cache miss per victim.
-  if (quarantine_) {
-    quarantine_tail_->first_child = free_;
-    free_ = quarantine_;
-    quarantine_ = quarantine_tail_ = nullptr;
-  }
+  // victim's count went to its link is an item counted nowhere: new_node adds it to `lost`.)
+  free_end_ = recycled_end_;
   // From here frames of earlier epochs leave the fast path (their owner is not the token) and the
   // root cache is empty, so instrumented code in a signal handler that interrupts the sweep
   // reaches the runtime, which ignores it while this event runs, instead of a node being moved.
@@ -542,10 +575,7 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
     add_refs(u->link, -kLinkRef);
     if (t > largest) largest = t;
     ++victims;
-    u->first_child = nullptr;  // the quarantine's (and then the free list's) end
-    if (quarantine_) quarantine_tail_->first_child = u;
-    else quarantine_ = u;
-    quarantine_tail_ = u;
+    recycled_[recycled_end_++] = u;  // (room reserved above)
   }
   for (size_t i = 0; i < roots_.capacity(); ++i)
     if (roots_.slots()[i].value) {
