@@ -524,33 +524,20 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
     if (i + kAhead / 2 < n) __builtin_prefetch(pointee(listed_node(by_depth[i + kAhead / 2])), 1);
   };
 
-  // 2. Totals and references to links, longer sequences before their links (so a node's total is
-  // final when it is reached, and is copied for the selection).
-  uint64_t *totals = listed;  // `listed` is done with
-  for (size_t i = 0; i < n; ++i) {
-    fetch_ahead(i, [](KsfNode *u) { return u->link; });
-    KsfNode *u = listed_node(by_depth[i]);
-    totals[i] = total(u);
-    add_total(u->link, total(u));
-    add_refs(u->link, kLinkRef);
-  }
-
-  // 3. The threshold.
-  uint64_t allowed = uint64_t(epsilon_ * double(items));
-  uint64_t slack = allowed > delta_ ? allowed - delta_ : 0;
-  uint64_t theta = 0;
-  if (n > 0) {
-    uint64_t at_eighth, at_three_quarters;
-    ranks_of(totals, n, n / 8, n - n / 4, &at_eighth, &at_three_quarters);
-    theta = slack < at_three_quarters ? slack : at_three_quarters;
-    if (theta < at_eighth) theta = at_eighth;
-  }
-
-  // 4. Evict, leaves first: a node goes if its total is at most θ and nothing refers to it any more
-  // — no node links to it (references) and no child stays (its list, cleared of the deeper
-  // victims, is empty). Its count goes to its link and its memory into quarantine, in the order of
-  // this walk (deepest first, each depth in address order), which node creation follows later.
-  // Every node's guesses go back to none.
+  // Evicts u (its total `t`): its count goes to its link, its memory into quarantine, in the order
+  // of this walk (deepest first, each depth in address order), which node creation follows later.
+  uint64_t largest = 0;
+  size_t victims = 0;
+  auto evict = [&](KsfNode *u, uint64_t t) {
+    u->mark = kMarkVictim;
+    u->stamp = epoch_;
+    u->link->count += u->count;
+    u->count = 0;
+    if (t > largest) largest = t;
+    ++victims;
+    recycled_[recycled_end_++] = u;  // (room reserved above)
+  };
+  // A node's child list without the victims (all deeper than it, so decided before it).
   auto tidy = [](KsfNode *u) {
     KsfNode **next = &u->first_child;
     while (*next != kEnd) {
@@ -558,24 +545,72 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
       else next = &(*next)->next_sibling;
     }
   };
-  uint64_t largest = 0;
-  size_t victims = 0;
-  for (size_t i = 0; i < n; ++i) {
-    fetch_ahead(i, [](KsfNode *u) { return u->first_child; });
-    KsfNode *u = listed_node(by_depth[i]);
-    tidy(u);
-    uint64_t t = total(u);
-    bool evict = u != pinned && t <= theta && word(u->guess[1]) == 0 && u->first_child == kEnd;
-    u->guess[0] = u->guess[1] = kEnd;
-    if (!evict) continue;
-    u->mark = kMarkVictim;
-    u->stamp = epoch_;
-    u->link->count += u->count;
-    u->count = 0;
-    add_refs(u->link, -kLinkRef);
-    if (t > largest) largest = t;
-    ++victims;
-    recycled_[recycled_end_++] = u;  // (room reserved above)
+  // θ: within the slack, at most the total of rank 3/4 (what frees three quarters), at least that
+  // of rank 1/8 (else a forced sweep).
+  uint64_t allowed = uint64_t(epsilon_ * double(items));
+  uint64_t slack = allowed > delta_ ? allowed - delta_ : 0;
+  auto threshold = [&](uint64_t at_eighth, uint64_t at_three_quarters) {
+    uint64_t theta = slack < at_three_quarters ? slack : at_three_quarters;
+    return theta < at_eighth ? at_eighth : theta;
+  };
+  uint64_t *totals = listed;  // `listed` is done with
+
+  if (predicted_ && slack >= predicted_eighth_) {
+    // One pass (the usual case): θ from the ranks of the previous sweep's totals, which change
+    // little from sweep to sweep, so every node is read once and its link once (two passes, the
+    // first to find the ranks, cost each of them twice: Lua at k = 16, 15 % of the sweep's time).
+    // Deepest first, a node's total is final when it is reached (every node that links to it is
+    // deeper), and so are its references: the nodes that link to it and stayed.
+    uint64_t theta = threshold(predicted_eighth_, predicted_three_quarters_);
+    ++one_pass_;
+    for (size_t i = 0; i < n; ++i) {
+      fetch_ahead(i, [](KsfNode *u) { return u->link; });
+      if (i + kAhead / 2 < n) __builtin_prefetch(listed_node(by_depth[i + kAhead / 2])->first_child);
+      KsfNode *u = listed_node(by_depth[i]);
+      if (u->first_child != kEnd) tidy(u);
+      uint64_t t = total(u);
+      totals[i] = t;
+      bool stays = u == pinned || t > theta || word(u->guess[1]) != 0 || u->first_child != kEnd;
+      u->guess[0] = u->guess[1] = kEnd;
+      add_total(u->link, t);  // (whether u stays or its count moves there, the link's total is the same)
+      if (stays) add_refs(u->link, kLinkRef);
+      else evict(u, t);
+    }
+    // The ranks of this sweep's totals (evictions moved counts, not totals) for the next one;
+    // if too few went (the totals changed more than usual), the next sweep finds its own first.
+    predicted_ = n > 0 && victims >= n / 8;
+    if (predicted_) ranks_of(totals, n, n / 8, n - n / 4, &predicted_eighth_, &predicted_three_quarters_);
+  } else {
+    // 2. Totals and references to links, longer sequences before their links (so a node's total
+    // is final when it is reached, and is copied for the selection).
+    for (size_t i = 0; i < n; ++i) {
+      fetch_ahead(i, [](KsfNode *u) { return u->link; });
+      KsfNode *u = listed_node(by_depth[i]);
+      totals[i] = total(u);
+      add_total(u->link, total(u));
+      add_refs(u->link, kLinkRef);
+    }
+    // 3. The threshold.
+    uint64_t theta = 0;
+    if (n > 0) {
+      ranks_of(totals, n, n / 8, n - n / 4, &predicted_eighth_, &predicted_three_quarters_);
+      theta = threshold(predicted_eighth_, predicted_three_quarters_);
+    }
+    // 4. Evict, leaves first: a node goes if its total is at most θ and nothing refers to it any
+    // more — no node links to it (references) and no child stays (its list, cleared of the deeper
+    // victims, is empty). Every node's guesses go back to none.
+    for (size_t i = 0; i < n; ++i) {
+      fetch_ahead(i, [](KsfNode *u) { return u->first_child; });
+      KsfNode *u = listed_node(by_depth[i]);
+      tidy(u);
+      uint64_t t = total(u);
+      bool stays = u == pinned || t > theta || word(u->guess[1]) != 0 || u->first_child != kEnd;
+      u->guess[0] = u->guess[1] = kEnd;
+      if (stays) continue;
+      add_refs(u->link, -kLinkRef);
+      evict(u, t);
+    }
+    predicted_ = n > 0;  // the next sweep's threshold: this one's ranks
   }
   for (size_t i = 0; i < roots_.capacity(); ++i)
     if (roots_.slots()[i].value) {

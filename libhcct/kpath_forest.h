@@ -357,6 +357,8 @@ class PathProfiler {
   }
   uint64_t sweeps() const { return epoch_; }
   uint64_t forced_sweeps() const { return forced_; }
+  // Sweeps that took their threshold from the previous sweep's ranks (one pass over the nodes).
+  uint64_t one_pass_sweeps() const { return one_pass_; }
   uint64_t evicted() const { return evicted_; }
   uint64_t nodes_peak() const { return nodes_peak_; }
   bool bounded() const { return budget_ != 0; }
@@ -439,6 +441,10 @@ class PathProfiler {
   uint32_t epoch_ = 0;
   uint64_t non_roots_ = 0, nodes_peak_ = 0;
   uint64_t delta_ = 0, cuts_ = 0, forced_ = 0, evicted_ = 0;
+  // The totals of ranks 1/8 and 3/4 at the last sweep, which gives the next one its threshold
+  // (sweep(): one pass instead of two) while predicted_.
+  bool predicted_ = false;
+  uint64_t predicted_eighth_ = 0, predicted_three_quarters_ = 0, one_pass_ = 0;
   // Evicted nodes, an array of pointers rather than a list through the nodes, so that node creation
   // fetches the ones it will reuse ahead of time (a list is a chain of cache misses: new_node took
   // 15 % of Lua's time at k = 16). recycled_[recycle_next_, free_end_) are free;
