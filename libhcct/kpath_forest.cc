@@ -108,7 +108,9 @@ HCCT_NOINST uint64_t PathProfiler::budget_for(uint32_t k, double epsilon) {
 
 HCCT_NOINST void PathProfiler::destroy() {
   release_scratch();
+  release_recycled();
   arena_.release();
+  arena_run_count_ = 0;
   release_huge_nodes();
   roots_.release();
   trace_.release();
@@ -176,12 +178,12 @@ HCCT_NOINST void PathProfiler::release_huge_nodes() {
 
 HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
   void *p = nullptr;
-  if (free_) {  // bounded kWF: a node a sweep evicted (its count was zeroed then)
-    p = free_;
-    free_ = free_->first_child;
-    __builtin_prefetch(free_, 1);  // the next one: the list is a chain of cache misses
+  if (recycle_next_ < free_end_) {  // bounded kWF: a node a sweep evicted (its count was zeroed then)
+    constexpr size_t kAhead = 8;    // creations come in bursts: a window's chain of links
+    p = recycled_[recycle_next_++];
+    if (recycle_next_ + kAhead < free_end_) __builtin_prefetch(recycled_[recycle_next_ + kAhead], 1);
     lost_ += static_cast<KsfNode *>(p)->count;
-  } else if (arena_.bytes_mapped() >= kHugeAfter) {
+  } else if (arena_.bytes_mapped() >= kHugeAfter || arena_run_count_ == kMaxArenaRuns) {
     p = allocate_huge_node();
   } else {
     // Cache-line aligned where possible: the arena hands out 16-byte aligned pieces, so the first
@@ -190,6 +192,11 @@ HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
       p = arena_.allocate(sizeof(KsfNode));
       if (!p || !(reinterpret_cast<uintptr_t>(p) & 63)) break;
       if (!arena_.allocate(64 - (reinterpret_cast<uintptr_t>(p) & 63))) return nullptr;
+    }
+    if (p) {  // recorded for the sweeps' walk in address order
+      auto *node = static_cast<KsfNode *>(p);
+      if (arena_run_count_ && arena_runs_[arena_run_count_ - 1].end == node) ++arena_runs_[arena_run_count_ - 1].end;
+      else arena_runs_[arena_run_count_++] = {node, node + 1};
     }
   }
   auto *n = static_cast<KsfNode *>(p);
@@ -370,7 +377,7 @@ HCCT_NOINST void ranks_of(uint64_t *v, size_t n, size_t low, size_t high, uint64
 HCCT_NOINST bool PathProfiler::reserve_scratch(size_t entries) {
   if (entries <= scratch_capacity_) return true;
   size_t capacity = entries + 2 * size_t(k_) + 64;
-  size_t bytes = 2 * capacity * sizeof(SweepEntry);
+  size_t bytes = kScratchWordsPerEntry * capacity * sizeof(uint64_t);
   if (!charge_tree_memory(bytes)) return false;
   void *p = map_pages(bytes);
   if (!p) {
@@ -378,19 +385,80 @@ HCCT_NOINST bool PathProfiler::reserve_scratch(size_t entries) {
     return false;
   }
   release_scratch();
-  scratch_ = static_cast<SweepEntry *>(p);
+  scratch_ = static_cast<uint64_t *>(p);
   scratch_capacity_ = capacity;
   return true;
 }
 
 HCCT_NOINST void PathProfiler::release_scratch() {
   if (!scratch_) return;
-  size_t bytes = 2 * scratch_capacity_ * sizeof(SweepEntry);
+  size_t bytes = kScratchWordsPerEntry * scratch_capacity_ * sizeof(uint64_t);
   unmap_pages(scratch_, bytes);
   refund_tree_memory(bytes);
   scratch_ = nullptr;
   scratch_capacity_ = 0;
 }
+
+HCCT_NOINST bool PathProfiler::reserve_recycled(size_t victims) {
+  if (recycle_next_) {
+    __builtin_memmove(recycled_, recycled_ + recycle_next_, (recycled_end_ - recycle_next_) * sizeof(KsfNode *));
+    free_end_ -= recycle_next_;
+    recycled_end_ -= recycle_next_;
+    recycle_next_ = 0;
+  }
+  if (recycled_end_ + victims <= recycled_capacity_) return true;
+  size_t capacity = recycled_end_ + victims;
+  if (capacity < 2 * recycled_capacity_) capacity = 2 * recycled_capacity_;
+  size_t bytes = capacity * sizeof(KsfNode *);
+  if (!charge_tree_memory(bytes)) return false;
+  auto *bigger = static_cast<KsfNode **>(map_pages(bytes));
+  if (!bigger) {
+    refund_tree_memory(bytes);
+    return false;
+  }
+  if (recycled_) __builtin_memcpy(bigger, recycled_, recycled_end_ * sizeof(KsfNode *));
+  size_t end = recycled_end_, free_end = free_end_;
+  release_recycled();
+  recycled_ = bigger;
+  recycled_capacity_ = capacity;
+  recycled_end_ = end;
+  free_end_ = free_end;
+  return true;
+}
+
+HCCT_NOINST void PathProfiler::release_recycled() {
+  if (recycled_) {
+    unmap_pages(recycled_, recycled_capacity_ * sizeof(KsfNode *));
+    refund_tree_memory(recycled_capacity_ * sizeof(KsfNode *));
+  }
+  recycled_ = nullptr;
+  recycle_next_ = free_end_ = recycled_end_ = recycled_capacity_ = 0;
+}
+
+template <typename Visit>
+HCCT_NOINST void PathProfiler::for_each_allocated_node(Visit visit) {
+  for (size_t r = 0; r < arena_run_count_; ++r)
+    for (KsfNode *u = arena_runs_[r].begin; u != arena_runs_[r].end; ++u) visit(u);
+  for (char *c = huge_chunks_; c; c = *reinterpret_cast<char **>(c)) {
+    // The first line links the chunks; the newest chunk (the list's head) is used up to the cursor.
+    auto *end = reinterpret_cast<KsfNode *>(c == huge_chunks_ ? huge_cursor_ : c + kHugeChunk);
+    for (auto *u = reinterpret_cast<KsfNode *>(c) + 1; u < end; ++u) visit(u);
+  }
+}
+
+namespace {
+
+// A sweep lists a node as one word: its address (below 2^48 in user space) and its depth above.
+constexpr unsigned kDepthShift = 48;
+HCCT_NOINST inline uint64_t listed_word(const KsfNode *u) {
+  return reinterpret_cast<uint64_t>(u) | uint64_t(u->depth) << kDepthShift;
+}
+HCCT_NOINST inline KsfNode *listed_node(uint64_t w) {
+  return reinterpret_cast<KsfNode *>(w & ((uint64_t(1) << kDepthShift) - 1));
+}
+HCCT_NOINST inline size_t listed_depth(uint64_t w) { return size_t(w >> kDepthShift); }
+
+}  // namespace
 
 // Evicts the non-root nodes whose total T is at most a threshold θ, leaves first, merging each
 // one's count into its link (the items keep counting for every shorter suffix, which stays), and
@@ -401,19 +469,22 @@ HCCT_NOINST void PathProfiler::release_scratch() {
 // is then within delta_ of the truth is in docs/KPATH.md, "Bounded forests". `pinned`, the window
 // the caller is stepping from, stays, and with it every node its sequence needs (its prefixes are
 // ancestors, its suffixes links of links).
+//
+// The sweep reads node memory in address order (for_each_allocated_node) and then visits the live
+// nodes deepest first, each depth in address order, with the nodes a few steps ahead prefetched:
+// the walk of the child lists it replaces took a dependent cache miss per node (Lua at k = 16: 37 %
+// of the sweep's time, docs/BENCHMARKS.md). Without parent pointers a node's children are counted
+// as they are needed: a node is visited after every deeper node, so when its child list has been
+// cleared of the victims, what is left are the children that stay.
 HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
-  if (epoch_ >= kMaxEpoch || !reserve_scratch(non_roots_)) return;  // (never in practice; max_mb still caps)
+  if (epoch_ >= kMaxEpoch || !reserve_scratch(non_roots_) || !reserve_recycled(non_roots_))
+    return;  // (never in practice; max_mb still caps)
   ++epoch_;
   // The previous sweep's victims become reusable now, not then: instrumented code in a signal
   // handler may have run that sweep while it interrupted a fast path between loading a node and
   // counting in it; that fast path has long finished. (An increment it made in a victim after the
-  // victim's count went to its link is an item counted nowhere: new_node adds it to `lost`.) The
-  // list is spliced, not walked: a walk is a cache miss per victim.
-  if (quarantine_) {
-    quarantine_tail_->first_child = free_;
-    free_ = quarantine_;
-    quarantine_ = quarantine_tail_ = nullptr;
-  }
+  // victim's count went to its link is an item counted nowhere: new_node adds it to `lost`.)
+  free_end_ = recycled_end_;
   // From here frames of earlier epochs leave the fast path (their owner is not the token) and the
   // root cache is empty, so instrumented code in a signal handler that interrupts the sweep
   // reaches the runtime, which ignores it while this event runs, instead of a node being moved.
@@ -422,114 +493,138 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
     for (size_t i = 0; i < kRootCacheSize; ++i) root_cache_[i] = nullptr;
   compiler_fence();
 
-  // 1. Every node: its total starts at its count, its references at 0; non-roots are listed with
-  // their parents, then ordered deepest first (counting sort on depth).
-  SweepEntry *listed = scratch_, *by_depth = scratch_ + scratch_capacity_;
+  // 1. Every live node, in address order: its total starts at its count, its references at 0;
+  // non-roots are listed, then ordered deepest first (counting sort on depth). Free nodes and
+  // the quarantine's carry the victim mark.
+  uint64_t *listed = scratch_, *by_depth = scratch_ + scratch_capacity_;
   size_t n = 0;
   uint64_t items = 0;
   size_t at_depth[kMaxDepthLevels + 1] = {};
-  for (size_t i = 0; i < roots_.capacity(); ++i) {
-    const RootTable::Slot &s = roots_.slots()[i];
-    if (s.value == 0) continue;
-    auto *root = reinterpret_cast<KsfNode *>(s.value);
-    set_word(root->guess[0], root->count);
-    set_word(root->guess[1], 0);
-    items += root->count;
-    // Depth first, a pending sibling per level: at most 2k + 2 entries.
-    SweepEntry stack[2 * kMaxDepthLevels + 4];
-    size_t depth = 0;
-    if (root->first_child != kEnd) stack[depth++] = {root->first_child, root};
-    while (depth) {
-      SweepEntry e = stack[--depth];
-      KsfNode *u = e.node;
-      set_word(u->guess[0], u->count);
-      set_word(u->guess[1], 0);
-      add_refs(e.parent, kChildRef);  // (the parent was listed first: its references are reset)
-      items += u->count;
-      listed[n++] = e;
-      ++at_depth[u->depth];
-      // Prefetched when pushed: the walk is a chain of dependent loads otherwise.
-      if (u->next_sibling != kEnd) {
-        __builtin_prefetch(u->next_sibling, 1);
-        stack[depth++] = {u->next_sibling, e.parent};
-      }
-      if (u->first_child != kEnd) {
-        __builtin_prefetch(u->first_child, 1);
-        stack[depth++] = {u->first_child, u};
-      }
-    }
-  }
+  for_each_allocated_node([&](KsfNode *u) {
+    if (u->mark == kMarkVictim) return;
+    set_word(u->guess[0], u->count);
+    set_word(u->guess[1], 0);
+    items += u->count;
+    if (u->depth == 0 || n == scratch_capacity_) return;  // a root (the capacity holds every non-root)
+    listed[n++] = listed_word(u);
+    ++at_depth[u->depth];
+  });
   size_t start = 0;  // deepest first
   for (size_t d = kMaxDepthLevels + 1; d-- > 0;) {
     size_t c = at_depth[d];
     at_depth[d] = start;
     start += c;
   }
-  for (size_t i = 0; i < n; ++i) by_depth[at_depth[listed[i].node->depth]++] = listed[i];
+  for (size_t i = 0; i < n; ++i) by_depth[at_depth[listed_depth(listed[i])]++] = listed[i];
 
-  // 2. Totals and references, children before parents and longer sequences before their links
-  // (so a node's total is final when it is reached, and is copied for the selection).
-  auto *totals = reinterpret_cast<uint64_t *>(listed);  // 2n words: `listed` is done with
-  for (size_t i = 0; i < n; ++i) {
-    KsfNode *u = by_depth[i].node;
-    totals[i] = total(u);
-    add_total(u->link, total(u));
-    add_refs(u->link, kLinkRef);
-  }
+  // Nodes kAhead steps ahead are fetched, and what they point to kAhead / 2 steps ahead.
+  constexpr size_t kAhead = 16;
+  auto fetch_ahead = [&](size_t i, auto pointee) {
+    if (i + kAhead < n) __builtin_prefetch(listed_node(by_depth[i + kAhead]), 1);
+    if (i + kAhead / 2 < n) __builtin_prefetch(pointee(listed_node(by_depth[i + kAhead / 2])), 1);
+  };
 
-  // 3. The threshold.
-  uint64_t allowed = uint64_t(epsilon_ * double(items));
-  uint64_t slack = allowed > delta_ ? allowed - delta_ : 0;
-  uint64_t theta = 0;
-  if (n > 0) {
-    uint64_t at_eighth, at_three_quarters;
-    ranks_of(totals, n, n / 8, n - n / 4, &at_eighth, &at_three_quarters);
-    theta = slack < at_three_quarters ? slack : at_three_quarters;
-    if (theta < at_eighth) theta = at_eighth;
-  }
-
-  // 4. Evict, leaves first: a node goes if its total is at most θ and nothing refers to it any more.
-  // Its count goes to its link and its memory into quarantine (its own child list is empty by then;
-  // its mark stays until it is reused, after the next sweep, and tells step 5 to unlink it).
+  // Evicts u (its total `t`): its count goes to its link, its memory into quarantine, in the order
+  // of this walk (deepest first, each depth in address order), which node creation follows later.
   uint64_t largest = 0;
   size_t victims = 0;
-  for (size_t i = 0; i < n; ++i) {
-    KsfNode *u = by_depth[i].node;
-    if (u == pinned || total(u) > theta || word(u->guess[1]) != 0) continue;
+  auto evict = [&](KsfNode *u, uint64_t t) {
     u->mark = kMarkVictim;
     u->stamp = epoch_;
     u->link->count += u->count;
     u->count = 0;
-    add_refs(u->link, -kLinkRef);
-    add_refs(by_depth[i].parent, -kChildRef);
-    if (total(u) > largest) largest = total(u);
+    if (t > largest) largest = t;
     ++victims;
-    u->guess[0] = u->guess[1] = kEnd;
-    u->first_child = quarantine_;
-    if (!quarantine_) quarantine_tail_ = u;
-    quarantine_ = u;
-  }
-
-  // 5. Child lists without the victims, guesses back to none.
+    recycled_[recycled_end_++] = u;  // (room reserved above)
+  };
+  // A node's child list without the victims (all deeper than it, so decided before it).
   auto tidy = [](KsfNode *u) {
-    u->guess[0] = u->guess[1] = kEnd;
-    KsfNode **link = &u->first_child;
-    while (*link != kEnd) {
-      if ((*link)->mark == kMarkVictim) *link = (*link)->next_sibling;
-      else link = &(*link)->next_sibling;
+    KsfNode **next = &u->first_child;
+    while (*next != kEnd) {
+      if ((*next)->mark == kMarkVictim) *next = (*next)->next_sibling;
+      else next = &(*next)->next_sibling;
     }
   };
+  // θ: within the slack, at most the total of rank 3/4 (what frees three quarters), at least that
+  // of rank 1/8 (else a forced sweep).
+  uint64_t allowed = uint64_t(epsilon_ * double(items));
+  uint64_t slack = allowed > delta_ ? allowed - delta_ : 0;
+  auto threshold = [&](uint64_t at_eighth, uint64_t at_three_quarters) {
+    uint64_t theta = slack < at_three_quarters ? slack : at_three_quarters;
+    return theta < at_eighth ? at_eighth : theta;
+  };
+  uint64_t *totals = listed;  // `listed` is done with
+
+  if (predicted_ && slack >= predicted_eighth_) {
+    // One pass (the usual case): θ from the ranks of the previous sweep's totals, which change
+    // little from sweep to sweep, so every node is read once and its link once (two passes, the
+    // first to find the ranks, cost each of them twice: Lua at k = 16, 15 % of the sweep's time).
+    // Deepest first, a node's total is final when it is reached (every node that links to it is
+    // deeper), and so are its references: the nodes that link to it and stayed.
+    uint64_t theta = threshold(predicted_eighth_, predicted_three_quarters_);
+    ++one_pass_;
+    for (size_t i = 0; i < n; ++i) {
+      fetch_ahead(i, [](KsfNode *u) { return u->link; });
+      if (i + kAhead / 2 < n) __builtin_prefetch(listed_node(by_depth[i + kAhead / 2])->first_child);
+      KsfNode *u = listed_node(by_depth[i]);
+      if (u->first_child != kEnd) tidy(u);
+      uint64_t t = total(u);
+      totals[i] = t;
+      bool stays = u == pinned || t > theta || word(u->guess[1]) != 0 || u->first_child != kEnd;
+      u->guess[0] = u->guess[1] = kEnd;
+      add_total(u->link, t);  // (whether u stays or its count moves there, the link's total is the same)
+      if (stays) add_refs(u->link, kLinkRef);
+      else evict(u, t);
+    }
+    // The ranks of this sweep's totals (evictions moved counts, not totals) for the next one;
+    // if too few went (the totals changed more than usual), the next sweep finds its own first.
+    predicted_ = n > 0 && victims >= n / 8;
+    if (predicted_) ranks_of(totals, n, n / 8, n - n / 4, &predicted_eighth_, &predicted_three_quarters_);
+  } else {
+    // 2. Totals and references to links, longer sequences before their links (so a node's total
+    // is final when it is reached, and is copied for the selection).
+    for (size_t i = 0; i < n; ++i) {
+      fetch_ahead(i, [](KsfNode *u) { return u->link; });
+      KsfNode *u = listed_node(by_depth[i]);
+      totals[i] = total(u);
+      add_total(u->link, total(u));
+      add_refs(u->link, kLinkRef);
+    }
+    // 3. The threshold.
+    uint64_t theta = 0;
+    if (n > 0) {
+      ranks_of(totals, n, n / 8, n - n / 4, &predicted_eighth_, &predicted_three_quarters_);
+      theta = threshold(predicted_eighth_, predicted_three_quarters_);
+    }
+    // 4. Evict, leaves first: a node goes if its total is at most θ and nothing refers to it any
+    // more — no node links to it (references) and no child stays (its list, cleared of the deeper
+    // victims, is empty). Every node's guesses go back to none.
+    for (size_t i = 0; i < n; ++i) {
+      fetch_ahead(i, [](KsfNode *u) { return u->first_child; });
+      KsfNode *u = listed_node(by_depth[i]);
+      tidy(u);
+      uint64_t t = total(u);
+      bool stays = u == pinned || t > theta || word(u->guess[1]) != 0 || u->first_child != kEnd;
+      u->guess[0] = u->guess[1] = kEnd;
+      if (stays) continue;
+      add_refs(u->link, -kLinkRef);
+      evict(u, t);
+    }
+    predicted_ = n > 0;  // the next sweep's threshold: this one's ranks
+  }
   for (size_t i = 0; i < roots_.capacity(); ++i)
-    if (roots_.slots()[i].value) tidy(reinterpret_cast<KsfNode *>(roots_.slots()[i].value));
-  for (size_t i = 0; i < n; ++i)
-    if (by_depth[i].node->mark != kMarkVictim) tidy(by_depth[i].node);
+    if (roots_.slots()[i].value) {
+      auto *root = reinterpret_cast<KsfNode *>(roots_.slots()[i].value);
+      tidy(root);
+      root->guess[0] = root->guess[1] = kEnd;
+    }
   non_roots_ -= victims;
   nodes_ -= victims;
   evicted_ += victims;
   delta_ += largest;
   if (delta_ > allowed) ++forced_;
-  // The scratch (half the live nodes' memory) is mapped only while a sweep runs, so the threads of
-  // a process hold it at the same time only when they sweep at the same time.
+  // The scratch (a quarter of the live nodes' memory) is mapped only while a sweep runs, so the
+  // threads of a process hold it at the same time only when they sweep at the same time.
   release_scratch();
 }
 

@@ -74,7 +74,7 @@ struct KsfNode {
   };
   uint16_t depth;  // the root is 0 (k <= 256)
   uint8_t slot;    // the guess slot of this node's label (its site's choice), once it was a guess
-  uint8_t mark;    // bounded kWF: scratch of a sweep (kMarkVictim), 0 outside one
+  uint8_t mark;    // bounded kWF: kMarkVictim from its eviction until its reuse (free or in quarantine), else 0
   // Bounded kWF: the epoch (sweeps so far) in which this node was last created or evicted. A frame
   // whose owner says epoch e may keep its window n after later sweeps iff stamp(n) <= e: n was
   // neither evicted nor recycled since the frame last used it (PathProfiler::resumes).
@@ -334,7 +334,8 @@ class PathProfiler {
   uint64_t lost() const { return lost_; }
   uint64_t nodes() const { return nodes_; }
   size_t bytes() const {
-    return arena_.bytes_mapped() + huge_bytes_ + roots_.bytes() + 2 * scratch_capacity_ * sizeof(SweepEntry);
+    return arena_.bytes_mapped() + huge_bytes_ + roots_.bytes() + kScratchWordsPerEntry * scratch_capacity_ * 8 +
+           recycled_capacity_ * sizeof(KsfNode *);
   }
   const RootTable &roots() const { return roots_; }
   const PathTrace &trace() const { return trace_; }
@@ -356,6 +357,8 @@ class PathProfiler {
   }
   uint64_t sweeps() const { return epoch_; }
   uint64_t forced_sweeps() const { return forced_; }
+  // Sweeps that took their threshold from the previous sweep's ranks (one pass over the nodes).
+  uint64_t one_pass_sweeps() const { return one_pass_; }
   uint64_t evicted() const { return evicted_; }
   uint64_t nodes_peak() const { return nodes_peak_; }
   bool bounded() const { return budget_ != 0; }
@@ -394,13 +397,26 @@ class PathProfiler {
   void sweep(KsfNode *pinned);
   bool reserve_scratch(size_t entries);
   void release_scratch();
-  struct SweepEntry {
-    KsfNode *node;
-    KsfNode *parent;
-  };
+  // Room in recycled_ for `victims` more, after moving the unused free nodes to its front.
+  bool reserve_recycled(size_t victims);
+  void release_recycled();
+  // Every node ever allocated (live, free or in quarantine), in address order within each piece of
+  // memory: a sweep reads node memory front to back instead of following child lists, whose nodes
+  // (recycled through the free list) are scattered: a cache miss per node (docs/KPATH.md).
+  template <typename Visit>
+  void for_each_allocated_node(Visit visit);
+  // A sweep's scratch: two arrays of scratch_capacity_ words (listed nodes, then the same by depth).
+  static constexpr size_t kScratchWordsPerEntry = 2;
   static constexpr size_t kMaxDepthLevels = 256;  // a kWF's depth is below k <= 256
   static constexpr size_t kHugeChunk = size_t(2) << 20;
   static constexpr size_t kHugeAfter = size_t(1) << 20;
+  // The arena hands out nodes from chunks that double in size up to kHugeAfter bytes: a handful of
+  // contiguous runs, recorded so that a sweep can walk them (more never happen; past the last,
+  // nodes come from huge chunks).
+  static constexpr size_t kMaxArenaRuns = 16;
+  struct NodeRun {
+    KsfNode *begin, *end;
+  };
 
   uint32_t k_ = 2;
   Forest forest_ = Forest::kWindow;
@@ -410,22 +426,33 @@ class PathProfiler {
   Arena arena_;
   char *huge_chunks_ = nullptr, *huge_cursor_ = nullptr, *huge_end_ = nullptr;
   size_t huge_bytes_ = 0;
+  NodeRun arena_runs_[kMaxArenaRuns] = {};
+  size_t arena_run_count_ = 0;
   RootTable roots_;
   PathTrace trace_;
   uint64_t slow_ = 0, enters_ = 0, lost_ = 0, nodes_ = 0;
   uint64_t scans_ = 0, lookups_ = 0;
   // Bounded kWF: the budget of non-root nodes (0: exact), the sweeps' state and their scratch (two
-  // arrays of scratch_capacity_ entries), the free list of evicted nodes (through first_child);
-  // the last sweep's victims wait in quarantine_ (at most 3/4 of the budget) until the next one.
+  // arrays of scratch_capacity_ words), the evicted nodes (recycled_, below; the last sweep's
+  // victims, at most 3/4 of the budget, wait in quarantine there until the next sweep).
   double epsilon_ = 0;
   uint64_t budget_ = 0;
   uint64_t *live_token_ = nullptr;
   uint32_t epoch_ = 0;
   uint64_t non_roots_ = 0, nodes_peak_ = 0;
   uint64_t delta_ = 0, cuts_ = 0, forced_ = 0, evicted_ = 0;
-  KsfNode *free_ = nullptr;
-  KsfNode *quarantine_ = nullptr, *quarantine_tail_ = nullptr;  // the last sweep's victims: reusable after the next sweep
-  SweepEntry *scratch_ = nullptr;
+  // The totals of ranks 1/8 and 3/4 at the last sweep, which gives the next one its threshold
+  // (sweep(): one pass instead of two) while predicted_.
+  bool predicted_ = false;
+  uint64_t predicted_eighth_ = 0, predicted_three_quarters_ = 0, one_pass_ = 0;
+  // Evicted nodes, an array of pointers rather than a list through the nodes, so that node creation
+  // fetches the ones it will reuse ahead of time (a list is a chain of cache misses: new_node took
+  // 15 % of Lua's time at k = 16). recycled_[recycle_next_, free_end_) are free;
+  // recycled_[free_end_, recycled_end_) are the last sweep's victims (the quarantine), reusable
+  // after the next sweep.
+  KsfNode **recycled_ = nullptr;
+  size_t recycle_next_ = 0, free_end_ = 0, recycled_end_ = 0, recycled_capacity_ = 0;
+  uint64_t *scratch_ = nullptr;
   size_t scratch_capacity_ = 0;
 };
 

@@ -500,6 +500,7 @@ namespace {
 
 struct BoundedResult {
   uint64_t sweeps = 0, forced = 0, cuts = 0, evicted = 0, bound = 0 /* delta */, items = 0, budget = 0;
+  uint64_t one_pass = 0;  // sweeps whose threshold came from the previous one's ranks
 };
 
 BoundedResult check_bounded(uint32_t k, double epsilon, const std::function<void(StreamDriver &)> &script,
@@ -512,7 +513,8 @@ BoundedResult check_bounded(uint32_t k, double epsilon, const std::function<void
   StreamDriver d(p, fast_path, roots.data());
   script(d);
   KsfForest f = snapshot(p);
-  BoundedResult r{p.sweeps(), p.forced_sweeps(), p.cuts(), p.evicted(), p.delta(), d.length(), p.budget()};
+  BoundedResult r{p.sweeps(), p.forced_sweeps(), p.cuts(), p.evicted(), p.delta(), d.length(), p.budget(),
+                  p.one_pass_sweeps()};
   uint64_t roots_used = p.roots().size();
   uint64_t peak = p.nodes_peak();
   p.destroy();
@@ -549,7 +551,7 @@ BoundedResult check_bounded(uint32_t k, double epsilon, const std::function<void
 }  // namespace
 
 TEST_CASE("bounded kWF: the guarantee on every sequence, random streams with nesting and recursion") {
-  uint64_t sweeps = 0, cuts = 0;
+  uint64_t sweeps = 0, cuts = 0, one_pass = 0;
   for (uint32_t k : {2u, 3u, 5u, 8u, 16u})
     for (uint64_t seed = 0; seed < 6; ++seed) {
       std::mt19937_64 rng(seed * 77 + k);
@@ -569,8 +571,12 @@ TEST_CASE("bounded kWF: the guarantee on every sequence, random streams with nes
           seed != 5);
       sweeps += r.sweeps;
       cuts += r.cuts;
+      one_pass += r.one_pass;
     }
   CHECK(sweeps > 0);  // the budget was reached and nodes were evicted
+  // Both kinds of sweep ran: with the ranks found first, and in one pass with the last ranks.
+  CHECK(one_pass > 0);
+  CHECK(one_pass < sweeps);
   CHECK(cuts > 0);    // a caller's window was evicted under it, and the stream went on
 }
 
