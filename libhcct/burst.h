@@ -66,9 +66,36 @@ class ShadowStack {
   uintptr_t stack_size_ = ~uintptr_t(0);
 };
 
+// The thread's last walk of its machine stack at a burst start (burst_runtime.cc, burst_unwind), so
+// that the next walk stops at the first frame still on the stack and takes the frames outside it
+// from here instead of unwinding them again (docs/BURSTING.md, "The cost of a burst start"). Both
+// arrays are mmap'd (nothing from the program's heap) and grow by doubling.
+struct UnwindMemo {
+  // One entry per machine frame the walk visited after the event's own, innermost first: `fn` is
+  // the frame's IP (the return address into it), `sp` its stack pointer at its call (the CFA of the
+  // frame inside it: the return address lies at sp - 8), `site` how many path entries the frames
+  // inside it contributed.
+  ShadowStack frames;
+  ShadowStack walking;       // the frames of the walk under way (swapped with `frames` at its end)
+  ShadowStack path;          // the calling path the walk gave, outermost first
+  uint32_t generation = 0;   // burst_runtime's walk generation it was made under; 0: nothing kept
+  uint64_t frames_walked = 0;  // frames stepped through by the unwinder, every walk of the thread
+  uint64_t frames_reused = 0;  // frames taken from the previous walk instead
+
+  bool init() {
+    return frames.init(0, ~uintptr_t(0)) && walking.init(0, ~uintptr_t(0)) && path.init(0, ~uintptr_t(0));
+  }
+  void destroy() {
+    frames.destroy();
+    walking.destroy();
+    path.destroy();
+  }
+};
+
 // One thread's bursting state.
 struct BurstThread {
   ShadowStack shadow;
+  UnwindMemo unwind_memo;  // initialised at the first walk of the machine stack
   uint64_t epoch = 0;    // the burst (an odd epoch number) the profile's path is synchronised to
   uint64_t skipped = 0;  // enter events seen between bursts and not profiled
   uint64_t bursts = 0;   // bursts this thread took part in
@@ -91,7 +118,10 @@ struct BurstThread {
   uint64_t random = 0;                 // xorshift state for the gaps' jitter
 
   bool init(uintptr_t stack_lo, uintptr_t stack_size) { return shadow.init(stack_lo, stack_size); }
-  void destroy() { shadow.destroy(); }
+  void destroy() {
+    shadow.destroy();
+    unwind_memo.destroy();
+  }
 
   // Events between bursts: kept on the shadow stack (which first takes over the profile's path if
   // the last events were profiled) and counted.

@@ -354,12 +354,17 @@ HCCT_NOINST bool unit_ready(UnitRecord &r) {
   return true;
 }
 
-// The site of a stage=early unit whose return address is `ip`, if any.
-HCCT_NOINST const SortedSite *find_site(uintptr_t ip) {
+// The site of a stage=early unit whose return address is `ip`, if any. *complete is cleared when a
+// unit was skipped because another thread was sorting its table (the answer may then be wrong).
+HCCT_NOINST const SortedSite *find_site(uintptr_t ip, bool *complete = nullptr) {
   uint32_t n = __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < n; ++i) {
     UnitRecord &r = g_units[i];
-    if (!r.unwindable || !__atomic_load_n(&r.unit, __ATOMIC_ACQUIRE) || !unit_ready(r)) continue;
+    if (!r.unwindable || !__atomic_load_n(&r.unit, __ATOMIC_ACQUIRE)) continue;
+    if (!unit_ready(r)) {
+      if (complete) *complete = false;
+      continue;
+    }
     if (ip < r.lo || ip > r.hi) continue;
     const SortedSite *begin = r.sites, *end = r.sites + r.count;
     const SortedSite *it = std::lower_bound(
@@ -375,6 +380,16 @@ HCCT_NOINST void switch_to_shadow_locked();
 // The machine-stack unwinder (libgcc's, symbol-free): region start = the function, IP = return
 // address, CFA = the caller's stack pointer at the call.
 
+// Bumped whenever something a walk's result depends on besides the stack changes: a unit registered
+// or unloaded, a function learnt to be instrumented. A thread's UnwindMemo of an older generation is
+// not reused.
+uint32_t g_walk_generation = 1;
+
+HCCT_NOINST void new_walk_generation() {
+  uint32_t g = __atomic_add_fetch(&g_walk_generation, 1, __ATOMIC_ACQ_REL);
+  if (g == 0) __atomic_add_fetch(&g_walk_generation, 1, __ATOMIC_ACQ_REL);  // (0 means "nothing kept")
+}
+
 struct Walk {
   uintptr_t sp;
   uintptr_t fn;
@@ -386,7 +401,19 @@ struct Walk {
   const SortedSite *pending_site;  // the frame's chain, from its unit's site table
   SortedSite scratch_site;         // the first frame's chain without the event's own function
   ShadowStack *out;
+  // The previous walk of the thread (UnwindMemo), if it can be reused: its frames innermost first,
+  // the next one to compare, and its path; where this walk's frames are recorded.
+  const PathEntry *old_frames;
+  size_t old_count;
+  size_t old_next;
+  const PathEntry *old_path;
+  size_t old_depth;
+  ShadowStack *new_frames;
+  bool record_ok;  // this walk can be kept for the next one (no signal frame, every table ready)
+  uint64_t walked;
+  uint64_t reused;
 };
+
 
 // Pushes the pending frame (innermost first: the path is reversed at the end). A frame with a
 // chain in its unit's table gives the functions active in it, innermost first, all with the
@@ -417,20 +444,65 @@ HCCT_NOINST void emit(Walk *w, uintptr_t site, uintptr_t own_cfa) {
   w->have_pending = false;
 }
 
+// Whether the frames old[from..count) are still on the stack as they were: each one's return address
+// is still in its slot (just below its stack pointer at its call). Frames are identified by their
+// stack pointer and return address; a frame the previous walk saw whose slot still holds the same
+// return address, with every frame outside it the same, is the same calling path (the same call
+// sites at the same places), hence the same path entries.
+HCCT_NOINST bool frames_still_there(const PathEntry *old, size_t from, size_t count) {
+  for (size_t k = from; k < count; ++k)  // (the walk's last frame, past the thread's entry, has IP 0)
+    if (old[k].fn && *reinterpret_cast<const uintptr_t *>(old[k].sp - 8) != old[k].fn) return false;
+  return true;
+}
+
+// A frame after the event's own that the previous walk saw too, with everything outside it unchanged:
+// the path entries of this frame and of those outside it are the previous walk's. Pushes them and
+// records their frames. True if so (the walk ends here).
+HCCT_NOINST bool reuse_previous(Walk *w, uintptr_t frame_sp, uintptr_t ip) {
+  if (!w->old_frames) return false;
+  while (w->old_next < w->old_count && w->old_frames[w->old_next].sp < frame_sp) ++w->old_next;
+  size_t c = w->old_next;
+  if (c == w->old_count || w->old_frames[c].sp != frame_sp || w->old_frames[c].fn != ip ||
+      !frames_still_there(w->old_frames, c + 1, w->old_count))
+    return false;
+  emit(w, ip, frame_sp);  // the frame inside this one, as a walk without the memo would
+  size_t inner_new = w->out->depth();
+  size_t inner_old = size_t(w->old_frames[c].site);
+  if (inner_old > w->old_depth) return false;  // (cannot happen: a kept walk is consistent)
+  for (size_t i = w->old_depth - inner_old; i-- > 0;)
+    if (!w->out->push_raw(w->old_path[i])) w->record_ok = false;
+  for (size_t k = c; k < w->old_count; ++k) {
+    const PathEntry &f = w->old_frames[k];
+    if (!w->new_frames->push_raw(PathEntry{f.fn, f.site - inner_old + inner_new, f.sp})) w->record_ok = false;
+  }
+  w->reused = w->old_count - c;
+  return true;
+}
+
 // Called innermost frame first. During _Unwind_Backtrace, _Unwind_GetCFA of a frame's context is
 // that frame's own stack pointer at its call into the frame inside it (the CFA of the callee): for a
 // program frame, exactly the stack pointer its probes report, hence its tag. The runtime's frames lie
 // below the probe's stack pointer `sp`; the first frame at or above it is the event's function (or,
 // for an inlined one or a tail-called exit probe, its caller).
+//
+// After the event's own frame, a frame the thread's previous walk saw, with the frames outside it
+// unchanged, ends the walk: the rest of the path is the previous walk's (reuse_previous).
 HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
   auto *w = static_cast<Walk *>(arg);
+  ++w->walked;
   uintptr_t frame_sp = _Unwind_GetCFA(ctx);
   int before = 0;
   uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
+  if (before) w->record_ok = false;  // a signal frame: its IP is no return address
+  bool first = !w->started;
+  if (first && frame_sp < w->sp) return _URC_NO_REASON;  // the runtime's own frames
+  if (!first && !before && reuse_previous(w, frame_sp, ip)) {
+    w->have_pending = false;
+    return _URC_END_OF_STACK;
+  }
   uintptr_t start = _Unwind_GetRegionStart(ctx);
-  const SortedSite *site = before ? nullptr : find_site(ip);  // (a signal frame's IP is no return address)
-  if (!w->started) {
-    if (frame_sp < w->sp) return _URC_NO_REASON;  // the runtime's own frames
+  const SortedSite *site = before ? nullptr : find_site(ip, &w->record_ok);
+  if (first) {
     w->started = true;
     if (w->exclude_first) {
       // The event's own function: the innermost of the frame's chain (an inlined probe's function),
@@ -447,6 +519,9 @@ HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
     }
   }
   emit(w, ip, frame_sp);  // this frame's IP is the call site of the frame inside it, its CFA-to-be its CFA
+  // Kept for the next walk: every frame but the event's own, whose entries depend on the event.
+  if (!first && w->new_frames && !w->new_frames->push_raw(PathEntry{ip, uintptr_t(w->out->depth()), frame_sp}))
+    w->record_ok = false;
   w->pending = PathEntry{start, 0, frame_sp};
   w->pending_site = site;
   w->have_pending = true;
@@ -613,6 +688,7 @@ HCCT_NOINST void burst_forget_unloaded_units() {
     if (u && !dladdr(u, &info)) __atomic_store_n(&g_units[i].unit, nullptr, __ATOMIC_RELEASE);
   }
   units_unlock();
+  new_walk_generation();  // kept walks may name the unloaded code
 }
 
 HCCT_NOINST size_t burst_unit_count() { return __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE); }
@@ -631,21 +707,55 @@ HCCT_NOINST bool burst_events_known() {
 }
 
 HCCT_NOINST void burst_learn(uintptr_t fn) {
-  if (g_functions && !set_contains(g_functions, fn)) set_insert(g_functions, fn);
+  if (g_functions && !set_contains(g_functions, fn)) {
+    set_insert(g_functions, fn);
+    new_walk_generation();  // a frame of fn may have been left out of a kept walk
+  }
 }
 
 HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down,
-                                bool *excluded_own) {
+                                bool *excluded_own, UnwindMemo *memo) {
   scratch.clear();
   Walk w{};
   w.sp = sp;
   w.fn = fn;
   w.exclude_first = !torn_down;
   w.out = &scratch;
+  uint32_t generation = __atomic_load_n(&g_walk_generation, __ATOMIC_ACQUIRE);
+  if (memo && !memo->walking.ready() && !memo->init()) {
+    memo->destroy();
+    memo = nullptr;
+  }
+  w.record_ok = memo != nullptr;
+  w.new_frames = memo ? &memo->walking : nullptr;
+  if (memo) {
+    memo->walking.clear();
+    if (memo->generation == generation) {
+      w.old_frames = memo->frames.path();
+      w.old_count = memo->frames.depth();
+      w.old_path = memo->path.path();
+      w.old_depth = memo->path.depth();
+    }
+  }
   _Unwind_Backtrace(walk_frame, &w);
   emit(&w, 0, 0);
   scratch.reverse();
   if (excluded_own) *excluded_own = w.excluded_own;
+  if (memo) {
+    memo->frames_walked += w.walked;
+    memo->frames_reused += w.reused;
+    memo->generation = 0;
+    if (w.record_ok) {
+      ShadowStack kept = memo->frames;
+      memo->frames = memo->walking;
+      memo->walking = kept;
+      memo->path.clear();
+      const PathEntry *path = scratch.path();
+      bool copied = true;
+      for (size_t i = 0; i < scratch.depth() && copied; ++i) copied = memo->path.push_raw(path[i]);
+      if (copied) memo->generation = generation;
+    }
+  }
   return scratch.depth();
 }
 
@@ -784,4 +894,5 @@ HCCT_EXPORT void __hcct_register_unit(const void *descriptor) {
     switch_to_shadow_locked();
   }
   units_unlock();
+  new_walk_generation();  // a new table may expand frames of kept walks
 }

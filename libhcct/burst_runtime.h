@@ -42,8 +42,10 @@ void burst_learn(uintptr_t fn);
 // Frames of stage=early GCC-plugin units are expanded into the instrumented functions active in
 // them (their unit's site table, hcct/unit_abi.h). *excluded_own: whether the event's own function
 // was left out (else an exit's function, if on the path, is the path's last entry).
+// `memo`: the thread's previous walk, reused for the frames still on the stack, and updated
+// (docs/BURSTING.md, "The cost of a burst start").
 size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down,
-                    bool *excluded_own = nullptr);
+                    bool *excluded_own = nullptr, UnwindMemo *memo = nullptr);
 // After a dlclose: forgets the unit descriptors of unloaded modules.
 void burst_forget_unloaded_units();
 // Registered unit descriptors, and the chain of `return_address` in their site tables (tests).

@@ -616,3 +616,51 @@ TEST_CASE("machine stack: a dlopen'ed library's site table, registered at load, 
   for (auto &[path, count] : counts)
     if (path.back() == "lib_leaf" && count) CHECK(path == NamePath{"main", "lib_run", "lib_outer", "lib_middle", "lib_leaf"});
 }
+
+// A burst start unwinds only the frames that changed since the thread's previous walk of the machine
+// stack; the frames outside the first one still in place (same stack pointer, same return address,
+// every frame outside it too) come from that walk (docs/BURSTING.md, "The cost of a burst start").
+// deep_bursts opens 300 bursts 50-60 frames deep, the innermost frames different each time, through
+// two callers of the same shape under which `mid`'s frame is at the same place: the walk must not
+// take a path through the other caller. Before the memo every walk stepped through every frame
+// (and the dump had no unwind_frames keys).
+TEST_CASE("machine stack: a burst start unwinds only the frames changed since the last one", "[bursting][e2e]") {
+  const int rounds = 300, depth = 60;
+  std::map<std::string, uint64_t> want;
+  for (int r = 0; r < rounds; ++r)
+    ++want["main>" + frame_run("descend", uint64_t(depth - (r / 2 % 3) * 5)) + (r % 2 ? ">via_b" : ">via_a") +
+           ">mid>open_here>leaf"];
+  struct Case {
+    std::string program;
+    const char *sync;
+  };
+  std::vector<Case> cases{{kPrograms + "/deep_bursts", "unwind"}};
+  if (std::string(BURST_TOGGLE_PLUGIN).size())
+    for (const char *sync : {"auto", "unwind"})
+      for (const char *stage : {"early", "late"}) cases.push_back({plugin_program(std::string("deep_bursts_") + stage), sync});
+  for (const Case &c : cases) {
+    INFO(c.program << " burst_sync=" << c.sync);
+    auto p = run_profiled({c.program, std::to_string(rounds), std::to_string(depth)},
+                          std::string("mode=hcct:exact=1:key=routine:burst=manual:burst_sync=") + c.sync);
+    REQUIRE(p.result.status == 0);
+    auto set = ha::read_profiles(p.dir);
+    auto exact_set = ha::read_profiles(p.dir / "exact");
+    const auto &t = set.processes.at(0).threads.at(0);
+    const auto &exact = exact_set.processes.at(0).threads.at(0);
+    auto sampled = run_length_counts(t);
+    auto exact_counts = run_length_counts(exact);
+    std::map<std::string, uint64_t> got;
+    for (auto &[path, count] : sampled)
+      if (count) got[path] = count;
+    INFO(diff(got, want));
+    CHECK(got == want);
+    for (auto &[path, count] : want) CHECK(exact_counts[path] == count);
+    CHECK(t.meta.unmatched_exits == 0);
+    REQUIRE(!meta(t, "unwind_frames").empty());
+    uint64_t walked = std::stoull(meta(t, "unwind_frames")), reused = std::stoull(meta(t, "unwind_frames_reused"));
+    INFO("bursts " << meta(t, "bursts") << ", frames unwound " << walked << ", reused " << reused);
+    // A full walk steps through 50-60 frames of descend alone per burst; the changed ones are a few.
+    CHECK(std::stoull(meta(t, "bursts")) == uint64_t(rounds));
+    CHECK(reused > 3 * walked);
+  }
+}
