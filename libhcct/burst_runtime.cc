@@ -56,14 +56,62 @@ bool g_auto_machine = false;  // the machine stack was chosen (burst_may_unwind)
 bool g_auto_shadow = false;   // the shadow stack was chosen, for good
 bool g_machine_chosen = false;  // g_auto_machine was set at some point (events were missed)
 
+}  // namespace
+
 // A system call made directly, without glibc: the timer thread runs on glibc's back (below) and
 // must not touch the thread state glibc keeps (errno, cancellation) — it has none of its own. x86-64.
-HCCT_NOINST long raw_syscall(long number, long a = 0, long b = 0, long c = 0, long d = 0) {
+HCCT_NOINST long raw_syscall(long number, long a, long b, long c, long d, long e, long f) {
   long result;
   register long r10 asm("r10") = d;
-  asm volatile("syscall" : "=a"(result) : "0"(number), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+  register long r8 asm("r8") = e;
+  register long r9 asm("r9") = f;
+  asm volatile("syscall"
+               : "=a"(result)
+               : "0"(number), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+               : "rcx", "r11", "memory");
   return result;
 }
+
+HCCT_NOINST uint64_t raw_monotonic_ns() {
+  timespec ts{};
+  raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&ts));
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+HCCT_NOINST void raw_sleep_until(uint64_t deadline) {
+  timespec ts;
+  ts.tv_sec = time_t(deadline / 1000000000ull);  // whole seconds: intervals of any length
+  ts.tv_nsec = long(deadline % 1000000000ull);
+  while (raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, reinterpret_cast<long>(&ts), 0) == -EINTR) {
+  }
+}
+
+HCCT_NOINST void raw_set_thread_name(const char *name) {
+  raw_syscall(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>(name));
+}
+
+// The runtime's threads are made with clone(), not pthread_create: once pthread_create has run,
+// glibc takes its multi-threaded paths for good (atomic locks in malloc, free and stdio), which cost
+// a single-threaded program 2-3 % of its CPU time with nothing else of bursting (Lua: a sleeping
+// pthread alone, docs/BENCHMARKS.md "Where plugin bursting's cost goes"). A thread glibc does not
+// know of is safe only if it calls nothing of glibc's that uses thread state: it has no TLS of its
+// own (no CLONE_SETTLS, so %fs is its creator's, which it never uses). Its 64 KiB stack is mapped
+// pages, never freed (one per thread started, per process and fork). Every signal is blocked in it.
+HCCT_NOINST bool start_raw_thread(int (*main)(void *), void *arg) {
+  constexpr size_t kStackBytes = 64 * 1024;
+  void *stack = map_pages(kStackBytes);
+  if (!stack) return false;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // inherited by the new thread
+  int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+  int tid = clone(main, static_cast<char *>(stack) + kStackBytes, flags, arg);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (tid < 0) unmap_pages(stack, kStackBytes);
+  return tid >= 0;
+}
+
+namespace {
 
 HCCT_NOINST void lock() {
   while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) raw_syscall(SYS_sched_yield);
@@ -77,12 +125,6 @@ HCCT_NOINST uint64_t monotonic_ns() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
-HCCT_NOINST uint64_t raw_monotonic_ns() {
-  timespec ts{};
-  raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&ts));
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 // Opens or closes a burst. Epochs are odd during bursts and even between them; every change makes
 // a new one, so a thread knows at its next event whether its path is synchronised. Caller holds
 // the lock.
@@ -115,24 +157,11 @@ HCCT_NOINST void set_phase(bool on) {
   unlock();
 }
 
-HCCT_NOINST timespec to_timespec(uint64_t ns) {
-  timespec ts;
-  ts.tv_sec = time_t(ns / 1000000000ull);  // whole seconds: intervals of any length
-  ts.tv_nsec = long(ns % 1000000000ull);
-  return ts;
-}
-
-HCCT_NOINST void sleep_until(uint64_t deadline) {
-  timespec ts = to_timespec(deadline);
-  while (raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, reinterpret_cast<long>(&ts), 0) == -EINTR) {
-  }
-}
-
 // The timer thread: wall-clock (CLOCK_MONOTONIC) schedule, absolute deadlines so that lateness
 // does not accumulate; no signals. All signals are blocked in it, so it never takes one of the
 // program's. It calls nothing of glibc's (raw system calls, atomics, the runtime's globals).
 HCCT_NOINST int timer_main(void *arg) {
-  raw_syscall(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>("hcct-burst"));
+  raw_set_thread_name("hcct-burst");
   uint64_t next = raw_monotonic_ns();
   bool open = __atomic_load_n(&g_open, __ATOMIC_ACQUIRE);
   // The first burst starts at a random point of the first interval (systematic sampling with a
@@ -147,7 +176,7 @@ HCCT_NOINST int timer_main(void *arg) {
     }
     uint64_t now = raw_monotonic_ns();
     if (next + g_interval_ns < now) next = now;  // far behind (a stopped process): re-anchor
-    sleep_until(next);
+    raw_sleep_until(next);
     open = !open;
     lock();
     // (auto switched to the event clock: no timer needed, unless the path gate follows it)
@@ -158,26 +187,10 @@ HCCT_NOINST int timer_main(void *arg) {
   }
 }
 
-// The timer thread is made with clone(), not pthread_create: once pthread_create has run, glibc
-// takes its multi-threaded paths for good (atomic locks in malloc, free and stdio), which cost a
-// single-threaded program 2-3 % of its CPU time with nothing else of bursting (Lua: a sleeping
-// pthread alone, docs/BENCHMARKS.md "Where plugin bursting's cost goes"). A thread glibc does not
-// know of is safe only if it calls nothing of glibc's that uses thread state: it has no TLS of its
-// own (no CLONE_SETTLS, so %fs is its creator's, which it never uses) — timer_main above. Its 64 KiB
-// stack is mapped pages, never freed (one per process and fork).
+// The timer thread: start_raw_thread (no pthread_create, which would turn glibc's single-threaded
+// paths off for good); timer_main above calls nothing of glibc's.
 HCCT_NOINST bool start_timer(uint64_t first_wait) {
-  constexpr size_t kStackBytes = 64 * 1024;
-  void *stack = map_pages(kStackBytes);
-  if (!stack) return false;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);  // inherited by the new thread
-  int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-  int tid = clone(timer_main, static_cast<char *>(stack) + kStackBytes, flags,
-                  reinterpret_cast<void *>(uintptr_t(first_wait)));
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (tid < 0) unmap_pages(stack, kStackBytes);
-  return tid >= 0;
+  return start_raw_thread(timer_main, reinterpret_cast<void *>(uintptr_t(first_wait)));
 }
 
 // ---------------------------------------------------------------------------------------------

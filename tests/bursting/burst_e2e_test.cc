@@ -577,6 +577,27 @@ TEST_CASE("time-clock bursts leave a single-threaded program single-threaded for
   CHECK(meta(t, "burst_clock") == "time");
 }
 
+// The same for the wall-clock sampler's thread (time=wall, docs/RUNTIME.md "Wall-clock time"),
+// started with pthread_create until session 10 (single_threaded 0 then).
+TEST_CASE("the wall-clock sampler leaves a single-threaded program single-threaded for glibc", "[bursting][e2e]") {
+  const std::string exe = kPrograms + "/single_threaded";
+  Result plain = run({exe, "1000"});
+  REQUIRE(plain.status == 0);
+  if (plain.out.find("single_threaded 1") == std::string::npos)
+    hcct::test::skip_test("glibc counts this program multi-threaded without the runtime: " + plain.out);
+  for (const char *options : {"mode=hcct:time=wall", "mode=hcct:time=wall:burst=1:burst_sync=unwind"}) {
+    INFO(options);
+    auto p = run_profiled({exe}, options);
+    REQUIRE(p.result.status == 0);
+    CHECK_THAT(p.result.out, Catch::Contains("single_threaded 1"));
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = set.processes.at(0).threads.at(0);
+    INFO(p.result.out << p.result.err);
+    CHECK(t.meta.time == "wall");
+    CHECK(t.meta.samples + t.meta.samples_lost > 0);  // the sampler thread ran
+  }
+}
+
 // Units that cannot be unwound right: burst_sync=auto keeps the shadow stack for them. A unit built
 // with -fplugin-arg-hcct_plugin-unwind-table=no, and an object with the plugin's probes and no
 // descriptor at all (built before descriptors existed).
