@@ -1,6 +1,5 @@
 #include "arena.h"
 
-#include "burst_runtime.h"
 #include "messages.h"
 
 #include <stdio.h>
@@ -20,6 +19,18 @@ constexpr size_t kMaxChunk = size_t(2) << 20;
 
 HCCT_NOINST size_t round_to_pages(size_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
 }  // namespace
+
+HCCT_NOINST long raw_syscall(long number, long a, long b, long c, long d, long e, long f) {
+  long result;
+  register long r10 asm("r10") = d;
+  register long r8 asm("r8") = e;
+  register long r9 asm("r9") = f;
+  asm volatile("syscall"
+               : "=a"(result)
+               : "0"(number), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+               : "rcx", "r11", "memory");
+  return result;
+}
 
 // The memory system calls are made directly on x86-64 (raw_syscall): the wall-clock sampler's
 // thread, which glibc does not know of (sampler.cc), grows trees too, and glibc's wrappers would

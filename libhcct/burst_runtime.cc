@@ -58,20 +58,6 @@ bool g_machine_chosen = false;  // g_auto_machine was set at some point (events 
 
 }  // namespace
 
-// A system call made directly, without glibc: the timer thread runs on glibc's back (below) and
-// must not touch the thread state glibc keeps (errno, cancellation) — it has none of its own. x86-64.
-HCCT_NOINST long raw_syscall(long number, long a, long b, long c, long d, long e, long f) {
-  long result;
-  register long r10 asm("r10") = d;
-  register long r8 asm("r8") = e;
-  register long r9 asm("r9") = f;
-  asm volatile("syscall"
-               : "=a"(result)
-               : "0"(number), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-               : "rcx", "r11", "memory");
-  return result;
-}
-
 HCCT_NOINST uint64_t raw_monotonic_ns() {
   timespec ts{};
   raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&ts));

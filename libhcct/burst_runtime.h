@@ -10,9 +10,9 @@ namespace hcct::rt {
 // The runtime's own threads (the burst timer, the wall-clock sampler): started with clone(), so that
 // glibc does not count them and keeps a single-threaded program's fast paths (start_raw_thread). Such
 // a thread must call nothing of glibc's that uses thread state (errno, cancellation, TLS): it has
-// none of its own. These helpers make the system calls it needs directly (x86-64).
+// none of its own. These helpers make the system calls it needs directly (x86-64; raw_syscall is
+// in arena.h).
 bool start_raw_thread(int (*main)(void *), void *arg);
-long raw_syscall(long number, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0);
 uint64_t raw_monotonic_ns();
 void raw_sleep_until(uint64_t deadline_ns);  // CLOCK_MONOTONIC, absolute
 void raw_set_thread_name(const char *name);
