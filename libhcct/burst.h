@@ -51,6 +51,7 @@ class ShadowStack {
 
   // Raw access for building a path from elsewhere (the machine-stack unwinder).
   void clear() { top_ = entries_; }
+  void pop_to(size_t depth) { top_ = entries_ + depth; }  // (depth at most depth())
   bool push_raw(const PathEntry &e);
   void reverse();  // entries 1..depth in reverse order
 
@@ -79,8 +80,12 @@ struct UnwindMemo {
   ShadowStack walking;       // the frames of the walk under way (swapped with `frames` at its end)
   ShadowStack path;          // the calling path the walk gave, outermost first
   uint32_t generation = 0;   // burst_runtime's walk generation it was made under; 0: nothing kept
+  // The thread's own stack, (stack_lo, stack_lo + stack_size]: only frames there are reused (their
+  // return-address slots are read in place; a coroutine's stack may be gone).
+  uintptr_t stack_lo = 0, stack_size = 0;
   uint64_t frames_walked = 0;  // frames stepped through by the unwinder, every walk of the thread
   uint64_t frames_reused = 0;  // frames taken from the previous walk instead
+  uint64_t frames_by_rules = 0;  // of frames_walked, those stepped with the rule table (burst_runtime.cc)
 
   bool init() {
     return frames.init(0, ~uintptr_t(0)) && walking.init(0, ~uintptr_t(0)) && path.init(0, ~uintptr_t(0));
@@ -117,7 +122,11 @@ struct BurstThread {
   uint64_t burst_ns = 0;               // time spent in the thread's finished bursts
   uint64_t random = 0;                 // xorshift state for the gaps' jitter
 
-  bool init(uintptr_t stack_lo, uintptr_t stack_size) { return shadow.init(stack_lo, stack_size); }
+  bool init(uintptr_t stack_lo, uintptr_t stack_size) {
+    unwind_memo.stack_lo = stack_lo;
+    unwind_memo.stack_size = stack_size;
+    return shadow.init(stack_lo, stack_size);
+  }
   void destroy() {
     shadow.destroy();
     unwind_memo.destroy();

@@ -280,6 +280,271 @@ HCCT_NOINST bool known(uintptr_t fn) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Unwind rules per return address (session 10, docs/BURSTING.md "The cost of a burst start"): what
+// libgcc's unwinder computes for a frame from its FDE at every step (the FDE search, the CIE and FDE
+// parsing, the CFA program: about 2,600 instructions), kept in a lock-free table keyed by the return
+// address, filled on first use. Only the rules gcc and clang emit for ordinary x86-64 code are
+// kept: the CFA is rsp or rbp plus an offset, the return address at CFA - 8, the caller's rbp
+// unchanged or saved at CFA + an offset. Anything else (a signal frame, an expression, DRAP
+// realignment, an unknown opcode) has no rule, and the walk continues with libgcc's unwinder.
+
+constexpr int kDwarfRbp = 6, kDwarfRsp = 7, kDwarfRa = 16;
+constexpr int32_t kRbpUnchanged = INT32_MIN;
+
+struct UnwindRule {
+  uintptr_t start;     // the function (the FDE's pc_begin)
+  int32_t cfa_offset;
+  int32_t rbp_offset;  // where the caller's rbp is saved, from the CFA; kRbpUnchanged
+  uint8_t cfa_reg;     // kDwarfRsp or kDwarfRbp
+  bool outermost;      // the return address is undefined (a thread's first frame)
+};
+
+struct RuleSlot {
+  uintptr_t pc;  // 0: empty; 1: being filled; else the return address (published last)
+  UnwindRule rule;
+  bool usable;   // false: no rule this table can hold (libgcc's unwinder for this frame)
+};
+
+constexpr uint32_t kRuleBits = 14;
+constexpr uint32_t kRuleSlots = 1u << kRuleBits;
+constexpr uint32_t kRuleProbe = 16;
+RuleSlot *g_rules = nullptr;  // mmap'd by burst_start with the function sets
+
+HCCT_NOINST uint64_t read_uleb(const unsigned char *&p, const unsigned char *end, bool *ok) {
+  uint64_t v = 0;
+  for (unsigned shift = 0; p < end; shift += 7) {
+    unsigned char b = *p++;
+    if (shift < 64) v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) return v;
+  }
+  *ok = false;
+  return 0;
+}
+
+HCCT_NOINST int64_t read_sleb(const unsigned char *&p, const unsigned char *end, bool *ok) {
+  int64_t v = 0;
+  unsigned shift = 0;
+  unsigned char b = 0;
+  do {
+    if (p >= end) {
+      *ok = false;
+      return 0;
+    }
+    b = *p++;
+    if (shift < 64) v |= int64_t(b & 0x7f) << shift;
+    shift += 7;
+  } while (b & 0x80);
+  if (shift < 64 && (b & 0x40)) v |= -(int64_t(1) << shift);
+  return v;
+}
+
+// The rules of the registers that matter here, as the CFA program leaves them.
+struct CfaState {
+  int cfa_reg = kDwarfRsp;
+  int64_t cfa_offset = 8;
+  bool rbp_saved = false;
+  int64_t rbp_offset = 0;
+  bool ra_saved = true;
+  int64_t ra_offset = -8;
+  bool ra_undefined = false;
+};
+
+// Runs a CFA program while its location is below `target` (libgcc's rule: the row of the return
+// address minus one). False on anything this table does not hold.
+HCCT_NOINST bool run_cfa(const unsigned char *p, const unsigned char *end, uintptr_t *loc, uintptr_t target,
+                         uint64_t code_align, int64_t data_align, CfaState *st, const CfaState &initial) {
+  constexpr int kStates = 8;
+  CfaState saved[kStates];
+  int depth = 0;
+  bool ok = true;
+  while (p < end && *loc < target && ok) {
+    unsigned char op = *p++;
+    unsigned high = op & 0xc0, low = op & 0x3f;
+    if (high == 0x40) {  // advance_loc
+      *loc += low * code_align;
+      continue;
+    }
+    if (high == 0x80 || high == 0xc0) {  // offset, restore
+      int64_t off = high == 0x80 ? int64_t(read_uleb(p, end, &ok)) * data_align : 0;
+      if (low == kDwarfRbp) {
+        st->rbp_saved = high == 0x80 ? true : initial.rbp_saved;
+        st->rbp_offset = high == 0x80 ? off : initial.rbp_offset;
+      } else if (low == kDwarfRa) {
+        st->ra_saved = high == 0x80 ? true : initial.ra_saved;
+        st->ra_offset = high == 0x80 ? off : initial.ra_offset;
+        st->ra_undefined = high == 0x80 ? false : initial.ra_undefined;
+      }
+      continue;
+    }
+    switch (op) {
+      case 0x00: break;  // nop
+      case 0x02: if (p + 1 > end) return false; *loc += uintptr_t(p[0]) * code_align; p += 1; break;
+      case 0x03: { if (p + 2 > end) return false; uint16_t d; __builtin_memcpy(&d, p, 2); p += 2; *loc += d * code_align; break; }
+      case 0x04: { if (p + 4 > end) return false; uint32_t d; __builtin_memcpy(&d, p, 4); p += 4; *loc += d * code_align; break; }
+      case 0x05: case 0x11: {  // offset_extended, offset_extended_sf
+        uint64_t reg = read_uleb(p, end, &ok);
+        int64_t off = (op == 0x05 ? int64_t(read_uleb(p, end, &ok)) : read_sleb(p, end, &ok)) * data_align;
+        if (reg == kDwarfRbp) { st->rbp_saved = true; st->rbp_offset = off; }
+        if (reg == kDwarfRa) { st->ra_saved = true; st->ra_offset = off; st->ra_undefined = false; }
+        break;
+      }
+      case 0x06: case 0x07: case 0x08: {  // restore_extended, undefined, same_value
+        uint64_t reg = read_uleb(p, end, &ok);
+        if (reg == kDwarfRbp) {
+          st->rbp_saved = op == 0x06 ? initial.rbp_saved : false;
+          st->rbp_offset = op == 0x06 ? initial.rbp_offset : 0;
+        } else if (reg == kDwarfRa) {
+          if (op == 0x06) { st->ra_saved = initial.ra_saved; st->ra_offset = initial.ra_offset; st->ra_undefined = initial.ra_undefined; }
+          else if (op == 0x07) st->ra_undefined = true;
+          else return false;
+        }
+        break;
+      }
+      case 0x09: {  // register: rbp or the return address in another register
+        uint64_t reg = read_uleb(p, end, &ok);
+        read_uleb(p, end, &ok);
+        if (reg == kDwarfRbp || reg == kDwarfRa) return false;
+        break;
+      }
+      case 0x0a: if (depth == kStates) return false; saved[depth++] = *st; break;  // remember_state
+      case 0x0b: if (depth == 0) return false; *st = saved[--depth]; break;        // restore_state
+      case 0x0c: st->cfa_reg = int(read_uleb(p, end, &ok)); st->cfa_offset = int64_t(read_uleb(p, end, &ok)); break;
+      case 0x0d: st->cfa_reg = int(read_uleb(p, end, &ok)); break;
+      case 0x0e: st->cfa_offset = int64_t(read_uleb(p, end, &ok)); break;
+      case 0x12: st->cfa_reg = int(read_uleb(p, end, &ok)); st->cfa_offset = read_sleb(p, end, &ok) * data_align; break;
+      case 0x13: st->cfa_offset = read_sleb(p, end, &ok) * data_align; break;
+      case 0x10: case 0x16: {  // expression, val_expression: harmless for other registers
+        uint64_t reg = read_uleb(p, end, &ok);
+        uint64_t len = read_uleb(p, end, &ok);
+        if (reg == kDwarfRbp || reg == kDwarfRa || len > uint64_t(end - p)) return false;
+        p += len;
+        break;
+      }
+      case 0x14: case 0x15: {  // val_offset(_sf)
+        uint64_t reg = read_uleb(p, end, &ok);
+        if (op == 0x14) read_uleb(p, end, &ok); else read_sleb(p, end, &ok);
+        if (reg == kDwarfRbp || reg == kDwarfRa) return false;
+        break;
+      }
+      case 0x2e: read_uleb(p, end, &ok); break;  // GNU_args_size: for landing pads only
+      default: return false;  // set_loc, def_cfa_expression, GNU_negative_offset_extended, vendor ops
+    }
+  }
+  return ok;
+}
+
+// The rule of the frame whose return address is `pc`, from its FDE (the FDE and CIE layouts gcc and
+// clang emit on x86-64; version 1 or 3 CIEs, augmentations z, R, P, L). False: none this table holds.
+HCCT_NOINST bool compute_rule(uintptr_t pc, UnwindRule *rule) {
+  dwarf_eh_bases bases{};
+  const unsigned char *fde = _Unwind_Find_FDE(reinterpret_cast<void *>(pc - 1), &bases);
+  if (!fde) return false;
+  uint32_t length;
+  __builtin_memcpy(&length, fde, 4);
+  if (length == 0xffffffffu || length < 16) return false;
+  const unsigned char *fde_end = fde + 4 + length;
+  int32_t cie_delta;
+  __builtin_memcpy(&cie_delta, fde + 4, 4);
+  const unsigned char *cie = fde + 4 - cie_delta;
+  uint32_t cie_length;
+  __builtin_memcpy(&cie_length, cie, 4);
+  if (cie_length == 0xffffffffu || cie_length < 8) return false;
+  const unsigned char *cie_end = cie + 4 + cie_length;
+  const unsigned char *p = cie + 8;
+  unsigned version = *p++;
+  if (version != 1 && version != 3) return false;
+  const char *aug = reinterpret_cast<const char *>(p);
+  while (p < cie_end && *p) ++p;
+  if (p >= cie_end) return false;
+  ++p;
+  bool ok = true;
+  uint64_t code_align = read_uleb(p, cie_end, &ok);
+  int64_t data_align = read_sleb(p, cie_end, &ok);
+  uint64_t ra_reg = version == 1 ? (p < cie_end ? *p++ : 0) : read_uleb(p, cie_end, &ok);
+  if (!ok || ra_reg != kDwarfRa) return false;
+  unsigned char fde_encoding = 0;
+  bool has_z = aug[0] == 'z';
+  if (has_z) {
+    uint64_t aug_length = read_uleb(p, cie_end, &ok);
+    if (!ok || aug_length > uint64_t(cie_end - p)) return false;
+    const unsigned char *aug_end = p + aug_length;
+    for (const char *a = aug + 1; *a; ++a) {
+      if (*a == 'R') fde_encoding = *p++;
+      else if (*a == 'L') ++p;
+      else if (*a == 'P') {
+        unsigned char enc = *p++;
+        size_t size = (enc & 0x0f) == 0x00 || (enc & 0x0f) == 0x04 || (enc & 0x0f) == 0x0c ? 8
+                      : (enc & 0x0f) == 0x03 || (enc & 0x0f) == 0x0b                       ? 4
+                      : (enc & 0x0f) == 0x02 || (enc & 0x0f) == 0x0a                       ? 2
+                                                                                             : 0;
+        if (!size) return false;
+        p += size;
+      } else {
+        return false;  // 'S' (a signal frame) and anything unknown
+      }
+    }
+    p = aug_end;
+  } else if (aug[0]) {
+    return false;
+  }
+  // pc_begin and pc_range as 4-byte values (pcrel|sdata4 or udata4): libgcc decoded pc_begin already.
+  if ((fde_encoding & 0x0f) != 0x0b && (fde_encoding & 0x0f) != 0x03) return false;
+  const unsigned char *q = fde + 16;
+  if (has_z) {
+    uint64_t aug_length = read_uleb(q, fde_end, &ok);
+    if (!ok || aug_length > uint64_t(fde_end - q)) return false;
+    q += aug_length;
+  }
+  CfaState initial;
+  uintptr_t loc = reinterpret_cast<uintptr_t>(bases.func);
+  if (!run_cfa(p, cie_end, &loc, ~uintptr_t(0), code_align, data_align, &initial, initial)) return false;
+  CfaState st = initial;
+  loc = reinterpret_cast<uintptr_t>(bases.func);
+  if (!run_cfa(q, fde_end, &loc, pc, code_align, data_align, &st, initial)) return false;
+  if ((st.cfa_reg != kDwarfRsp && st.cfa_reg != kDwarfRbp) || st.cfa_offset <= 0 || st.cfa_offset > INT32_MAX)
+    return false;
+  if (!st.ra_undefined && !(st.ra_saved && st.ra_offset == -8)) return false;
+  if (st.rbp_saved && (st.rbp_offset < INT32_MIN + 1 || st.rbp_offset > INT32_MAX)) return false;
+  rule->start = reinterpret_cast<uintptr_t>(bases.func);
+  rule->cfa_reg = uint8_t(st.cfa_reg);
+  rule->cfa_offset = int32_t(st.cfa_offset);
+  rule->rbp_offset = st.rbp_saved ? int32_t(st.rbp_offset) : kRbpUnchanged;
+  rule->outermost = st.ra_undefined;
+  return true;
+}
+
+HCCT_NOINST uint32_t rule_slot_of(uintptr_t pc) {
+  return uint32_t((pc * 0x9E3779B97F4A7C15ull) >> (64 - kRuleBits));
+}
+
+// The rule for return address `pc`: from the table, else computed (and kept if a slot is free).
+HCCT_NOINST bool rule_for(uintptr_t pc, UnwindRule *rule) {
+  RuleSlot *table = __atomic_load_n(&g_rules, __ATOMIC_ACQUIRE);
+  if (!table || pc < 2) return false;
+  uint32_t i = rule_slot_of(pc);
+  for (uint32_t k = 0; k < kRuleProbe; ++k, i = (i + 1) & (kRuleSlots - 1)) {
+    RuleSlot &slot = table[i];
+    uintptr_t key = __atomic_load_n(&slot.pc, __ATOMIC_ACQUIRE);
+    if (key == pc) {
+      *rule = slot.rule;
+      return slot.usable;
+    }
+    if (key == 0) {
+      bool usable = compute_rule(pc, rule);
+      uintptr_t expected = 0;
+      if (__atomic_compare_exchange_n(&slot.pc, &expected, uintptr_t(1), false, __ATOMIC_ACQUIRE,
+                                      __ATOMIC_RELAXED)) {
+        slot.rule = *rule;
+        slot.usable = usable;
+        __atomic_store_n(&slot.pc, pc, __ATOMIC_RELEASE);
+      }
+      return usable;
+    }
+  }
+  return compute_rule(pc, rule);  // (no slot left near it: not kept)
+}
+
+// ---------------------------------------------------------------------------------------------
 // Unit descriptors (hcct/unit_abi.h): what the GCC plugin's units say about their probes, and the
 // site tables that expand a machine frame of a stage=early unit into the instrumented functions
 // active in it (inlined ones have no frame of their own).
@@ -407,10 +672,13 @@ struct Walk {
   size_t old_next;
   const PathEntry *old_path;
   size_t old_depth;
+  uintptr_t stack_lo, stack_size;  // the thread's own stack (UnwindMemo)
   ShadowStack *new_frames;
   bool record_ok;  // this walk can be kept for the next one (no signal frame, every table ready)
   uint64_t walked;
   uint64_t reused;
+  uint64_t by_rules;  // frames stepped through with the rule table instead of libgcc's unwinder
+  bool rules_tried;   // (once per walk: after a failure libgcc's unwinder goes on alone)
 };
 
 
@@ -461,7 +729,11 @@ HCCT_NOINST bool reuse_previous(Walk *w, uintptr_t frame_sp, uintptr_t ip) {
   if (!w->old_frames) return false;
   while (w->old_next < w->old_count && w->old_frames[w->old_next].sp < frame_sp) ++w->old_next;
   size_t c = w->old_next;
-  if (c == w->old_count || w->old_frames[c].sp != frame_sp || w->old_frames[c].fn != ip ||
+  if (c == w->old_count || w->old_frames[c].sp != frame_sp || w->old_frames[c].fn != ip) return false;
+  // Only on the thread's own stack, where every slot between here and the outermost frame is
+  // mapped (a coroutine's stack may have been unmapped and another mapped at its place).
+  if (frame_sp - w->stack_lo - 1 >= w->stack_size ||
+      w->old_frames[w->old_count - 1].sp - w->stack_lo - 1 >= w->stack_size ||
       !frames_still_there(w->old_frames, c + 1, w->old_count))
     return false;
   emit(w, ip, frame_sp);  // the frame inside this one, as a walk without the memo would
@@ -486,6 +758,87 @@ HCCT_NOINST bool reuse_previous(Walk *w, uintptr_t frame_sp, uintptr_t ip) {
 //
 // After the event's own frame, a frame the thread's previous walk saw, with the frames outside it
 // unchanged, ends the walk: the rest of the path is the previous walk's (reuse_previous).
+// A frame after the event's own, at `frame_sp` with return address `ip` in function `start`. True
+// if the walk ends here (the previous walk's frames from here on).
+HCCT_NOINST bool visit_outer_frame(Walk *w, uintptr_t frame_sp, uintptr_t ip, uintptr_t start, bool before) {
+  if (!before && reuse_previous(w, frame_sp, ip)) {
+    w->have_pending = false;
+    return true;
+  }
+  const SortedSite *site = before ? nullptr : find_site(ip, &w->record_ok);
+  emit(w, ip, frame_sp);  // this frame's IP is the call site of the frame inside it, its CFA-to-be its CFA
+  // Kept for the next walk: every frame but the event's own, whose entries depend on the event.
+  if (w->new_frames && !w->new_frames->push_raw(PathEntry{ip, uintptr_t(w->out->depth()), frame_sp}))
+    w->record_ok = false;
+  w->pending = PathEntry{start, 0, frame_sp};
+  w->pending_site = site;
+  w->have_pending = true;
+  return false;
+}
+
+// The rest of the walk with the rule table, from the frame at `sp` (its stack pointer at its call)
+// with return address `ip` and rbp value `rbp`, already visited: the same frames, in the same order,
+// as libgcc's unwinder gives (down to the pseudo-frame with IP 0 after a thread's first frame). True
+// if it reached the end; false, with everything it did undone, at a frame without a usable rule or
+// off the thread's own stack (libgcc's unwinder then goes on from the same frame).
+HCCT_NOINST bool walk_by_rules(Walk *w, uintptr_t ip, uintptr_t sp, uintptr_t rbp) {
+  if (!__atomic_load_n(&g_rules, __ATOMIC_RELAXED) || !w->stack_size || sp - w->stack_lo - 1 >= w->stack_size) return false;
+  Walk saved = *w;
+  size_t out_depth = w->out->depth();
+  size_t frames_depth = w->new_frames ? w->new_frames->depth() : 0;
+  UnwindRule rule;
+  bool done = false, ok = rule_for(ip, &rule);
+  while (ok && !done) {
+    uintptr_t cfa = (rule.cfa_reg == kDwarfRsp ? sp : rbp) + uintptr_t(intptr_t(rule.cfa_offset));
+    // Every slot read lies on the thread's own stack, above the frame.
+    if (cfa <= sp || cfa - w->stack_lo - 1 >= w->stack_size) break;
+    if (rule.outermost) {  // libgcc reports one more frame, IP 0, in the same function
+      ++w->walked;
+      visit_outer_frame(w, cfa, 0, rule.start, false);
+      done = true;
+      break;
+    }
+    uintptr_t next_ip = *reinterpret_cast<const uintptr_t *>(cfa - 8);
+    if (rule.rbp_offset != kRbpUnchanged) {
+      uintptr_t slot = cfa + uintptr_t(intptr_t(rule.rbp_offset));
+      if (slot - w->stack_lo - 1 >= w->stack_size - 7) break;
+      rbp = *reinterpret_cast<const uintptr_t *>(slot);
+    }
+    ++w->walked;
+    ++w->by_rules;
+    if (next_ip == 0) {  // (as libgcc: the last frame, its function's start kept)
+      visit_outer_frame(w, cfa, 0, rule.start, false);
+      done = true;
+      break;
+    }
+    UnwindRule next;
+    ok = rule_for(next_ip, &next);
+    if (!ok) break;
+    ip = next_ip;
+    sp = cfa;
+    rule = next;
+    done = visit_outer_frame(w, sp, ip, rule.start, false);
+  }
+  if (done) return true;
+  // Undone: libgcc's unwinder steps from the same frame.
+  uint64_t walked = w->walked;
+  *w = saved;
+  w->walked = walked;  // (the work was done)
+  w->rules_tried = true;
+  w->out->pop_to(out_depth);
+  if (w->new_frames) w->new_frames->pop_to(frames_depth);
+  return false;
+}
+
+// Called innermost frame first. During _Unwind_Backtrace, _Unwind_GetCFA of a frame's context is
+// that frame's own stack pointer at its call into the frame inside it (the CFA of the callee): for a
+// program frame, exactly the stack pointer its probes report, hence its tag. The runtime's frames lie
+// below the probe's stack pointer `sp`; the first frame at or above it is the event's function (or,
+// for an inlined one or a tail-called exit probe, its caller).
+//
+// After the event's own frame, a frame the thread's previous walk saw, with the frames outside it
+// unchanged, ends the walk: the rest of the path is the previous walk's (reuse_previous). From the
+// event's frame on, the walk goes on with the rule table (walk_by_rules) where it can.
 HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
   auto *w = static_cast<Walk *>(arg);
   ++w->walked;
@@ -493,37 +846,36 @@ HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
   int before = 0;
   uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
   if (before) w->record_ok = false;  // a signal frame: its IP is no return address
-  bool first = !w->started;
-  if (first && frame_sp < w->sp) return _URC_NO_REASON;  // the runtime's own frames
-  if (!first && !before && reuse_previous(w, frame_sp, ip)) {
-    w->have_pending = false;
-    return _URC_END_OF_STACK;
-  }
-  uintptr_t start = _Unwind_GetRegionStart(ctx);
-  const SortedSite *site = before ? nullptr : find_site(ip, &w->record_ok);
-  if (first) {
+  if (!w->started && frame_sp < w->sp) return _URC_NO_REASON;  // the runtime's own frames
+  if (w->started) {
+    if (visit_outer_frame(w, frame_sp, ip, _Unwind_GetRegionStart(ctx), before)) return _URC_END_OF_STACK;
+  } else {
     w->started = true;
+    uintptr_t start = _Unwind_GetRegionStart(ctx);
+    const SortedSite *site = before ? nullptr : find_site(ip, &w->record_ok);
+    bool own_left_out = false;
     if (w->exclude_first) {
       // The event's own function: the innermost of the frame's chain (an inlined probe's function),
       // or the frame's function.
       if (site && site->length && uintptr_t(site->chain[site->length - 1]) == w->fn) {
         w->excluded_own = true;
-        if (site->length == 1) return _URC_NO_REASON;
+        own_left_out = site->length == 1;
         w->scratch_site = SortedSite{site->return_address, site->chain, site->length - 1};
         site = &w->scratch_site;
       } else if (!site && start == w->fn) {
-        w->excluded_own = true;
-        return _URC_NO_REASON;
+        w->excluded_own = own_left_out = true;
       }
     }
+    if (!own_left_out) {
+      emit(w, ip, frame_sp);
+      w->pending = PathEntry{start, 0, frame_sp};
+      w->pending_site = site;
+      w->have_pending = true;
+    }
   }
-  emit(w, ip, frame_sp);  // this frame's IP is the call site of the frame inside it, its CFA-to-be its CFA
-  // Kept for the next walk: every frame but the event's own, whose entries depend on the event.
-  if (!first && w->new_frames && !w->new_frames->push_raw(PathEntry{ip, uintptr_t(w->out->depth()), frame_sp}))
-    w->record_ok = false;
-  w->pending = PathEntry{start, 0, frame_sp};
-  w->pending_site = site;
-  w->have_pending = true;
+  if (!before && !w->rules_tried && walk_by_rules(w, ip, frame_sp, _Unwind_GetGR(ctx, kDwarfRbp)))
+    return _URC_END_OF_STACK;
+  w->rules_tried = true;
   return _URC_NO_REASON;
 }
 
@@ -550,6 +902,7 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
     g_functions = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
     g_others = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
     if (!g_functions || !g_others) return false;
+    g_rules = static_cast<RuleSlot *>(map_pages(kRuleSlots * sizeof(RuleSlot)));  // (optional)
   }
   // Every event reaches the runtime and keeps a shadow stack: each thread can count its calls and
   // schedule its own bursts in them (the event clock), which makes every window's sampled fraction
@@ -688,6 +1041,12 @@ HCCT_NOINST void burst_forget_unloaded_units() {
   }
   units_unlock();
   new_walk_generation();  // kept walks may name the unloaded code
+  // The rules of unloaded code must not serve code loaded at the same addresses later: a fresh
+  // table (the old one is never unmapped: another thread may be reading it).
+  if (__atomic_load_n(&g_rules, __ATOMIC_ACQUIRE)) {
+    if (auto *fresh = static_cast<RuleSlot *>(map_pages(kRuleSlots * sizeof(RuleSlot))))
+      __atomic_store_n(&g_rules, fresh, __ATOMIC_RELEASE);
+  }
 }
 
 HCCT_NOINST size_t burst_unit_count() { return __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE); }
@@ -729,6 +1088,8 @@ HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp
   w.new_frames = memo ? &memo->walking : nullptr;
   if (memo) {
     memo->walking.clear();
+    w.stack_lo = memo->stack_lo;
+    w.stack_size = memo->stack_size;
     if (memo->generation == generation) {
       w.old_frames = memo->frames.path();
       w.old_count = memo->frames.depth();
@@ -743,6 +1104,7 @@ HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp
   if (memo) {
     memo->frames_walked += w.walked;
     memo->frames_reused += w.reused;
+    memo->frames_by_rules += w.by_rules;
     memo->generation = 0;
     if (w.record_ok) {
       ShadowStack kept = memo->frames;

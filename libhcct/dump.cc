@@ -766,6 +766,7 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
     out.append_pair_double(meta::kBurstTimeFraction.name, burst->time_fraction);
     out.append_pair(meta::kUnwindFrames.name, burst->unwind_frames);
     out.append_pair(meta::kUnwindFramesReused.name, burst->unwind_frames_reused);
+    out.append_pair(meta::kUnwindFramesByRules.name, burst->unwind_frames_by_rules);
     uint64_t sampled = profile.calls() + profile.lost_events();
     if (burst->events_known) {
       out.append_pair(meta::kEvents.name, burst->events);

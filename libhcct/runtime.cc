@@ -354,6 +354,7 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
     burst.clock = burst_event_clock() ? "events" : "time";
     burst.unwind_frames = s->burst.unwind_memo.frames_walked;
     burst.unwind_frames_reused = s->burst.unwind_memo.frames_reused;
+    burst.unwind_frames_by_rules = s->burst.unwind_memo.frames_by_rules;
   }
   // A full disk or a file-size limit (SIGXFSZ) gives an error here, never a signal in the program.
   QuietWrites quiet;
@@ -557,6 +558,7 @@ HCCT_NOINST void on_fork_child() {
     self->burst.skipped = 0;
     self->burst.bursts = 0;
     self->burst.unwind_memo.frames_walked = self->burst.unwind_memo.frames_reused = 0;
+    self->burst.unwind_memo.frames_by_rules = 0;
     self->claim_state = 0;  // an exec's snapshot in another thread of the parent may hold it
     self->next = nullptr;
     g_threads = self;

@@ -683,5 +683,9 @@ TEST_CASE("machine stack: a burst start unwinds only the frames changed since th
     // A full walk steps through 50-60 frames of descend alone per burst; the changed ones are a few.
     CHECK(std::stoull(meta(t, "bursts")) == uint64_t(rounds));
     CHECK(reused > 3 * walked);
+    // The frames stepped through outside the runtime's own go by the rule table, not libgcc's
+    // unwinder (the rules of ordinary gcc -O2 code).
+    REQUIRE(!meta(t, "unwind_frames_by_rules").empty());
+    CHECK(std::stoull(meta(t, "unwind_frames_by_rules")) * 3 > walked);
   }
 }

@@ -89,6 +89,7 @@ inline constexpr Key kBurstTimeFraction{"burst_time_fraction", Type::kReal, Pres
 // previous walk instead (docs/BURSTING.md, "The cost of a burst start"); absent before session 10.
 inline constexpr Key kUnwindFrames{"unwind_frames", Type::kCount, Presence::kBursting, Merge::kSum};
 inline constexpr Key kUnwindFramesReused{"unwind_frames_reused", Type::kCount, Presence::kBursting, Merge::kSum};
+inline constexpr Key kUnwindFramesByRules{"unwind_frames_by_rules", Type::kCount, Presence::kBursting, Merge::kSum};
 inline constexpr Key kEvents{"events", Type::kCount, Presence::kBurstEvents, Merge::kSum};
 inline constexpr Key kSampledFraction{"sampled_fraction", Type::kReal, Presence::kBursting, Merge::kOwnRule};
 inline constexpr Key kSampledFractionBasis{"sampled_fraction_basis", Type::kText, Presence::kBursting,
@@ -106,7 +107,7 @@ inline constexpr const Key *kAll[] = {
     &kMinCount, &kCalls, &kDropped, &kLost, &kUnmatchedExits, &kMaxDepth, &kTreeBytes, &kNodesPeak,
     &kExe, &kCmdline, &kStartNs, &kEndNs, &kTime, &kSamplePeriodNs, &kSamples, &kSamplesLost,
     &kTimeMinCount, &kBurst, &kBurstSync, &kBurstClock, &kBurstIntervalNs, &kBurstLengthNs,
-    &kBursts, &kBurstTimeFraction, &kUnwindFrames, &kUnwindFramesReused, &kEvents, &kSampledFraction, &kSampledFractionBasis,
+    &kBursts, &kBurstTimeFraction, &kUnwindFrames, &kUnwindFramesReused, &kUnwindFramesByRules, &kEvents, &kSampledFraction, &kSampledFractionBasis,
     &kMergedThreads, &kMergedFrom, &kThreadTimeNs, &kMergedCommands, &kBurstScaled,
     &kMergedDroppedKeys};
 
