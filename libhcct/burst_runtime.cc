@@ -750,14 +750,7 @@ HCCT_NOINST bool reuse_previous(Walk *w, uintptr_t frame_sp, uintptr_t ip) {
   return true;
 }
 
-// Called innermost frame first. During _Unwind_Backtrace, _Unwind_GetCFA of a frame's context is
-// that frame's own stack pointer at its call into the frame inside it (the CFA of the callee): for a
-// program frame, exactly the stack pointer its probes report, hence its tag. The runtime's frames lie
-// below the probe's stack pointer `sp`; the first frame at or above it is the event's function (or,
-// for an inlined one or a tail-called exit probe, its caller).
-//
-// After the event's own frame, a frame the thread's previous walk saw, with the frames outside it
-// unchanged, ends the walk: the rest of the path is the previous walk's (reuse_previous).
+
 // A frame after the event's own, at `frame_sp` with return address `ip` in function `start`. True
 // if the walk ends here (the previous walk's frames from here on).
 HCCT_NOINST bool visit_outer_frame(Walk *w, uintptr_t frame_sp, uintptr_t ip, uintptr_t start, bool before) {
@@ -774,6 +767,31 @@ HCCT_NOINST bool visit_outer_frame(Walk *w, uintptr_t frame_sp, uintptr_t ip, ui
   w->pending_site = site;
   w->have_pending = true;
   return false;
+}
+
+// The event's own frame (the first at or above the probe's stack pointer): its function is left
+// out of the path, or the innermost function of its chain (an inlined probe's), unless the exit
+// probe was tail-called (its frame is then gone and this is its caller's).
+HCCT_NOINST void visit_event_frame(Walk *w, uintptr_t frame_sp, uintptr_t ip, uintptr_t start, bool before) {
+  w->started = true;
+  const SortedSite *site = before ? nullptr : find_site(ip, &w->record_ok);
+  bool own_left_out = false;
+  if (w->exclude_first) {
+    if (site && site->length && uintptr_t(site->chain[site->length - 1]) == w->fn) {
+      w->excluded_own = true;
+      own_left_out = site->length == 1;
+      w->scratch_site = SortedSite{site->return_address, site->chain, site->length - 1};
+      site = &w->scratch_site;
+    } else if (!site && start == w->fn) {
+      w->excluded_own = own_left_out = true;
+    }
+  }
+  if (!own_left_out) {
+    emit(w, ip, frame_sp);
+    w->pending = PathEntry{start, 0, frame_sp};
+    w->pending_site = site;
+    w->have_pending = true;
+  }
 }
 
 // The rest of the walk with the rule table, from the frame at `sp` (its stack pointer at its call)
@@ -830,6 +848,49 @@ HCCT_NOINST bool walk_by_rules(Walk *w, uintptr_t ip, uintptr_t sp, uintptr_t rb
   return false;
 }
 
+// The return address of the call to it, the caller's stack pointer at that call and rbp: the first
+// frame of a walk by rules (burst_unwind's own), with nothing of libgcc's.
+extern "C" __attribute__((naked, noinline, visibility("hidden"))) void hcct_capture_frame(uintptr_t * /*regs: %rdi*/) {
+  asm("movq (%rsp), %rax\n\t"
+      "movq %rax, (%rdi)\n\t"
+      "leaq 8(%rsp), %rax\n\t"
+      "movq %rax, 8(%rdi)\n\t"
+      "movq %rbp, 16(%rdi)\n\t"
+      "ret");
+}
+
+// The whole walk with the rule table, from the frame of the caller of hcct_capture_frame (`regs`):
+// the runtime's own frames skipped, the event's frame, then walk_by_rules. False at the first frame
+// without a usable rule (the caller then starts over with libgcc's unwinder).
+HCCT_NOINST bool walk_all_by_rules(Walk *w, const uintptr_t *regs, bool *reached_event) {
+  uintptr_t ip = regs[0], sp = regs[1], rbp = regs[2];
+  if (!__atomic_load_n(&g_rules, __ATOMIC_RELAXED) || !w->stack_size) return false;
+  for (unsigned n = 0; n < 64; ++n) {  // (the runtime's own frames are a handful)
+    if (sp - w->stack_lo - 1 >= w->stack_size) return false;
+    UnwindRule rule;
+    if (!rule_for(ip, &rule)) return false;
+    ++w->walked;
+    ++w->by_rules;
+    if (sp >= w->sp) {
+      *reached_event = true;
+      visit_event_frame(w, sp, ip, rule.start, false);
+      w->rules_tried = false;
+      return walk_by_rules(w, ip, sp, rbp);
+    }
+    if (rule.outermost) return false;
+    uintptr_t cfa = (rule.cfa_reg == kDwarfRsp ? sp : rbp) + uintptr_t(intptr_t(rule.cfa_offset));
+    if (cfa <= sp || cfa - w->stack_lo - 1 >= w->stack_size) return false;
+    if (rule.rbp_offset != kRbpUnchanged) {
+      uintptr_t slot = cfa + uintptr_t(intptr_t(rule.rbp_offset));
+      if (slot - w->stack_lo - 1 >= w->stack_size - 7) return false;
+      rbp = *reinterpret_cast<const uintptr_t *>(slot);
+    }
+    ip = *reinterpret_cast<const uintptr_t *>(cfa - 8);
+    sp = cfa;
+  }
+  return false;
+}
+
 // Called innermost frame first. During _Unwind_Backtrace, _Unwind_GetCFA of a frame's context is
 // that frame's own stack pointer at its call into the frame inside it (the CFA of the callee): for a
 // program frame, exactly the stack pointer its probes report, hence its tag. The runtime's frames lie
@@ -850,28 +911,7 @@ HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
   if (w->started) {
     if (visit_outer_frame(w, frame_sp, ip, _Unwind_GetRegionStart(ctx), before)) return _URC_END_OF_STACK;
   } else {
-    w->started = true;
-    uintptr_t start = _Unwind_GetRegionStart(ctx);
-    const SortedSite *site = before ? nullptr : find_site(ip, &w->record_ok);
-    bool own_left_out = false;
-    if (w->exclude_first) {
-      // The event's own function: the innermost of the frame's chain (an inlined probe's function),
-      // or the frame's function.
-      if (site && site->length && uintptr_t(site->chain[site->length - 1]) == w->fn) {
-        w->excluded_own = true;
-        own_left_out = site->length == 1;
-        w->scratch_site = SortedSite{site->return_address, site->chain, site->length - 1};
-        site = &w->scratch_site;
-      } else if (!site && start == w->fn) {
-        w->excluded_own = own_left_out = true;
-      }
-    }
-    if (!own_left_out) {
-      emit(w, ip, frame_sp);
-      w->pending = PathEntry{start, 0, frame_sp};
-      w->pending_site = site;
-      w->have_pending = true;
-    }
+    visit_event_frame(w, frame_sp, ip, _Unwind_GetRegionStart(ctx), before);
   }
   if (!before && !w->rules_tried && walk_by_rules(w, ip, frame_sp, _Unwind_GetGR(ctx, kDwarfRbp)))
     return _URC_END_OF_STACK;
@@ -1097,7 +1137,21 @@ HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp
       w.old_depth = memo->path.depth();
     }
   }
-  _Unwind_Backtrace(walk_frame, &w);
+  // The rule table from the first frame on; where it cannot, libgcc's unwinder from the start (which
+  // goes back to the table from the event's frame on where it can).
+  uintptr_t regs[3];
+  hcct_capture_frame(regs);
+  Walk start = w;
+  bool reached_event = false;
+  if (!walk_all_by_rules(&w, regs, &reached_event)) {
+    uint64_t walked = w.walked;
+    w = start;
+    w.walked = walked;
+    w.rules_tried = reached_event;  // (the table failed past the event's frame: libgcc's alone)
+    scratch.clear();
+    if (w.new_frames) w.new_frames->clear();
+    _Unwind_Backtrace(walk_frame, &w);
+  }
   emit(&w, 0, 0);
   scratch.reverse();
   if (excluded_own) *excluded_own = w.excluded_own;
