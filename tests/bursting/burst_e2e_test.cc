@@ -577,6 +577,36 @@ TEST_CASE("time-clock bursts leave a single-threaded program single-threaded for
   CHECK(meta(t, "burst_clock") == "time");
 }
 
+// A burst opened in a signal handler: the walk by unwind rules cannot step through the signal frame
+// and libgcc's unwinder walks instead; the contexts are the exact CCT's.
+TEST_CASE("machine stack: a burst opened in a signal handler", "[bursting][e2e]") {
+  const int rounds = 200;
+  for (const char *stage : {"early", "late"}) {
+    const std::string exe = plugin_program(std::string("signal_burst_") + stage);
+    for (const char *sync : {"auto", "unwind"}) {
+      INFO(exe << " burst_sync=" << sync);
+      auto p = run_profiled({exe, std::to_string(rounds)},
+                            std::string("mode=hcct:exact=1:key=routine:burst=manual:burst_sync=") + sync);
+      REQUIRE(p.result.status == 0);
+      auto set = ha::read_profiles(p.dir);
+      auto exact_set = ha::read_profiles(p.dir / "exact");
+      const auto &t = set.processes.at(0).threads.at(0);
+      auto sampled = named_counts(t);
+      auto exact = named_counts(exact_set.processes.at(0).threads.at(0));
+      INFO("sampled:\n" << listing(sampled) << "exact:\n" << listing(exact));
+      CHECK(t.meta.unmatched_exits == 0);
+      check_sampled_contexts_exist(sampled, exact);
+      uint64_t leaves = 0;
+      for (auto &[path, count] : sampled)
+        if (!path.empty() && path.back() == "leaf") {
+          leaves += count;
+          CHECK(exact[path] == count);  // every call of leaf in the run is in a burst
+        }
+      CHECK(leaves == uint64_t(rounds));
+    }
+  }
+}
+
 // The same for the wall-clock sampler's thread (time=wall, docs/RUNTIME.md "Wall-clock time"),
 // started with pthread_create until session 10 (single_threaded 0 then).
 TEST_CASE("the wall-clock sampler leaves a single-threaded program single-threaded for glibc", "[bursting][e2e]") {
