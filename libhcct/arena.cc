@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace hcct::rt {
@@ -19,6 +20,33 @@ constexpr size_t kMaxChunk = size_t(2) << 20;
 HCCT_NOINST size_t round_to_pages(size_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
 }  // namespace
 
+HCCT_NOINST long raw_syscall(long number, long a, long b, long c, long d, long e, long f) {
+  long result;
+  register long r10 asm("r10") = d;
+  register long r8 asm("r8") = e;
+  register long r9 asm("r9") = f;
+  asm volatile("syscall"
+               : "=a"(result)
+               : "0"(number), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+               : "rcx", "r11", "memory");
+  return result;
+}
+
+// The memory system calls are made directly on x86-64 (raw_syscall): the wall-clock sampler's
+// thread, which glibc does not know of (sampler.cc), grows trees too, and glibc's wrappers would
+// set errno on a failure — the errno of the thread whose %fs it runs with. Under ThreadSanitizer
+// (which intercepts mmap) and elsewhere, glibc's.
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+HCCT_NOINST void *map_pages(size_t bytes) {
+  long p = raw_syscall(SYS_mmap, 0, long(round_to_pages(bytes)), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p < 0 && p > -4096 ? nullptr : reinterpret_cast<void *>(p);
+}
+
+HCCT_NOINST void unmap_pages(void *p, size_t bytes) {
+  if (p) raw_syscall(SYS_munmap, reinterpret_cast<long>(p), long(round_to_pages(bytes)));
+}
+#else
 HCCT_NOINST void *map_pages(size_t bytes) {
   void *p = mmap(nullptr, round_to_pages(bytes), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -28,6 +56,7 @@ HCCT_NOINST void *map_pages(size_t bytes) {
 HCCT_NOINST void unmap_pages(void *p, size_t bytes) {
   if (p) munmap(p, round_to_pages(bytes));
 }
+#endif
 
 HCCT_NOINST void *remap_pages(void *p, size_t old_bytes, size_t new_bytes) {
 #if defined(__SANITIZE_THREAD__)
@@ -38,8 +67,14 @@ HCCT_NOINST void *remap_pages(void *p, size_t old_bytes, size_t new_bytes) {
   unmap_pages(p, old_bytes);
   return q;
 #else
+#if defined(__x86_64__)
+  long q = raw_syscall(SYS_mremap, reinterpret_cast<long>(p), long(round_to_pages(old_bytes)),
+                       long(round_to_pages(new_bytes)), MREMAP_MAYMOVE);
+  return q < 0 && q > -4096 ? nullptr : reinterpret_cast<void *>(q);
+#else
   void *q = mremap(p, round_to_pages(old_bytes), round_to_pages(new_bytes), MREMAP_MAYMOVE);
   return q == MAP_FAILED ? nullptr : q;
+#endif
 #endif
 }
 

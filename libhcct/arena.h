@@ -8,6 +8,9 @@
 namespace hcct::rt {
 
 // Maps `bytes` (rounded up to pages) of zeroed memory; null on failure.
+// A system call made directly, without glibc's wrapper (x86-64): no errno, no thread state. For the
+// runtime's own threads, which glibc does not know of (burst_runtime.h, start_raw_thread).
+long raw_syscall(long number, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0);
 void *map_pages(size_t bytes);
 void unmap_pages(void *p, size_t bytes);
 // Grows a mapping made by map_pages, possibly moving it; null on failure (the old one stays valid).

@@ -51,6 +51,7 @@ class ShadowStack {
 
   // Raw access for building a path from elsewhere (the machine-stack unwinder).
   void clear() { top_ = entries_; }
+  void pop_to(size_t depth) { top_ = entries_ + depth; }  // (depth at most depth())
   bool push_raw(const PathEntry &e);
   void reverse();  // entries 1..depth in reverse order
 
@@ -66,9 +67,40 @@ class ShadowStack {
   uintptr_t stack_size_ = ~uintptr_t(0);
 };
 
+// The thread's last walk of its machine stack at a burst start (burst_runtime.cc, burst_unwind), so
+// that the next walk stops at the first frame still on the stack and takes the frames outside it
+// from here instead of unwinding them again (docs/BURSTING.md, "The cost of a burst start"). Both
+// arrays are mmap'd (nothing from the program's heap) and grow by doubling.
+struct UnwindMemo {
+  // One entry per machine frame the walk visited after the event's own, innermost first: `fn` is
+  // the frame's IP (the return address into it), `sp` its stack pointer at its call (the CFA of the
+  // frame inside it: the return address lies at sp - 8), `site` how many path entries the frames
+  // inside it contributed.
+  ShadowStack frames;
+  ShadowStack walking;       // the frames of the walk under way (swapped with `frames` at its end)
+  ShadowStack path;          // the calling path the walk gave, outermost first
+  uint32_t generation = 0;   // burst_runtime's walk generation it was made under; 0: nothing kept
+  // The thread's own stack, (stack_lo, stack_lo + stack_size]: only frames there are reused (their
+  // return-address slots are read in place; a coroutine's stack may be gone).
+  uintptr_t stack_lo = 0, stack_size = 0;
+  uint64_t frames_walked = 0;  // frames stepped through by the unwinder, every walk of the thread
+  uint64_t frames_reused = 0;  // frames taken from the previous walk instead
+  uint64_t frames_by_rules = 0;  // of frames_walked, those stepped with the rule table (burst_runtime.cc)
+
+  bool init() {
+    return frames.init(0, ~uintptr_t(0)) && walking.init(0, ~uintptr_t(0)) && path.init(0, ~uintptr_t(0));
+  }
+  void destroy() {
+    frames.destroy();
+    walking.destroy();
+    path.destroy();
+  }
+};
+
 // One thread's bursting state.
 struct BurstThread {
   ShadowStack shadow;
+  UnwindMemo unwind_memo;  // initialised at the first walk of the machine stack
   uint64_t epoch = 0;    // the burst (an odd epoch number) the profile's path is synchronised to
   uint64_t skipped = 0;  // enter events seen between bursts and not profiled
   uint64_t bursts = 0;   // bursts this thread took part in
@@ -90,8 +122,15 @@ struct BurstThread {
   uint64_t burst_ns = 0;               // time spent in the thread's finished bursts
   uint64_t random = 0;                 // xorshift state for the gaps' jitter
 
-  bool init(uintptr_t stack_lo, uintptr_t stack_size) { return shadow.init(stack_lo, stack_size); }
-  void destroy() { shadow.destroy(); }
+  bool init(uintptr_t stack_lo, uintptr_t stack_size) {
+    unwind_memo.stack_lo = stack_lo;
+    unwind_memo.stack_size = stack_size;
+    return shadow.init(stack_lo, stack_size);
+  }
+  void destroy() {
+    shadow.destroy();
+    unwind_memo.destroy();
+  }
 
   // Events between bursts: kept on the shadow stack (which first takes over the profile's path if
   // the last events were profiled) and counted.

@@ -56,14 +56,48 @@ bool g_auto_machine = false;  // the machine stack was chosen (burst_may_unwind)
 bool g_auto_shadow = false;   // the shadow stack was chosen, for good
 bool g_machine_chosen = false;  // g_auto_machine was set at some point (events were missed)
 
-// A system call made directly, without glibc: the timer thread runs on glibc's back (below) and
-// must not touch the thread state glibc keeps (errno, cancellation) — it has none of its own. x86-64.
-HCCT_NOINST long raw_syscall(long number, long a = 0, long b = 0, long c = 0, long d = 0) {
-  long result;
-  register long r10 asm("r10") = d;
-  asm volatile("syscall" : "=a"(result) : "0"(number), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-  return result;
+}  // namespace
+
+HCCT_NOINST uint64_t raw_monotonic_ns() {
+  timespec ts{};
+  raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&ts));
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
+
+HCCT_NOINST void raw_sleep_until(uint64_t deadline) {
+  timespec ts;
+  ts.tv_sec = time_t(deadline / 1000000000ull);  // whole seconds: intervals of any length
+  ts.tv_nsec = long(deadline % 1000000000ull);
+  while (raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, reinterpret_cast<long>(&ts), 0) == -EINTR) {
+  }
+}
+
+HCCT_NOINST void raw_set_thread_name(const char *name) {
+  raw_syscall(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>(name));
+}
+
+// The runtime's threads are made with clone(), not pthread_create: once pthread_create has run,
+// glibc takes its multi-threaded paths for good (atomic locks in malloc, free and stdio), which cost
+// a single-threaded program 2-3 % of its CPU time with nothing else of bursting (Lua: a sleeping
+// pthread alone, docs/BENCHMARKS.md "Where plugin bursting's cost goes"). A thread glibc does not
+// know of is safe only if it calls nothing of glibc's that uses thread state: it has no TLS of its
+// own (no CLONE_SETTLS, so %fs is its creator's, which it never uses). Its 64 KiB stack is mapped
+// pages, never freed (one per thread started, per process and fork). Every signal is blocked in it.
+HCCT_NOINST bool start_raw_thread(int (*main)(void *), void *arg) {
+  constexpr size_t kStackBytes = 64 * 1024;
+  void *stack = map_pages(kStackBytes);
+  if (!stack) return false;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // inherited by the new thread
+  int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+  int tid = clone(main, static_cast<char *>(stack) + kStackBytes, flags, arg);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (tid < 0) unmap_pages(stack, kStackBytes);
+  return tid >= 0;
+}
+
+namespace {
 
 HCCT_NOINST void lock() {
   while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) raw_syscall(SYS_sched_yield);
@@ -77,12 +111,6 @@ HCCT_NOINST uint64_t monotonic_ns() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
-HCCT_NOINST uint64_t raw_monotonic_ns() {
-  timespec ts{};
-  raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&ts));
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 // Opens or closes a burst. Epochs are odd during bursts and even between them; every change makes
 // a new one, so a thread knows at its next event whether its path is synchronised. Caller holds
 // the lock.
@@ -115,24 +143,11 @@ HCCT_NOINST void set_phase(bool on) {
   unlock();
 }
 
-HCCT_NOINST timespec to_timespec(uint64_t ns) {
-  timespec ts;
-  ts.tv_sec = time_t(ns / 1000000000ull);  // whole seconds: intervals of any length
-  ts.tv_nsec = long(ns % 1000000000ull);
-  return ts;
-}
-
-HCCT_NOINST void sleep_until(uint64_t deadline) {
-  timespec ts = to_timespec(deadline);
-  while (raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, reinterpret_cast<long>(&ts), 0) == -EINTR) {
-  }
-}
-
 // The timer thread: wall-clock (CLOCK_MONOTONIC) schedule, absolute deadlines so that lateness
 // does not accumulate; no signals. All signals are blocked in it, so it never takes one of the
 // program's. It calls nothing of glibc's (raw system calls, atomics, the runtime's globals).
 HCCT_NOINST int timer_main(void *arg) {
-  raw_syscall(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>("hcct-burst"));
+  raw_set_thread_name("hcct-burst");
   uint64_t next = raw_monotonic_ns();
   bool open = __atomic_load_n(&g_open, __ATOMIC_ACQUIRE);
   // The first burst starts at a random point of the first interval (systematic sampling with a
@@ -147,7 +162,7 @@ HCCT_NOINST int timer_main(void *arg) {
     }
     uint64_t now = raw_monotonic_ns();
     if (next + g_interval_ns < now) next = now;  // far behind (a stopped process): re-anchor
-    sleep_until(next);
+    raw_sleep_until(next);
     open = !open;
     lock();
     // (auto switched to the event clock: no timer needed, unless the path gate follows it)
@@ -158,26 +173,10 @@ HCCT_NOINST int timer_main(void *arg) {
   }
 }
 
-// The timer thread is made with clone(), not pthread_create: once pthread_create has run, glibc
-// takes its multi-threaded paths for good (atomic locks in malloc, free and stdio), which cost a
-// single-threaded program 2-3 % of its CPU time with nothing else of bursting (Lua: a sleeping
-// pthread alone, docs/BENCHMARKS.md "Where plugin bursting's cost goes"). A thread glibc does not
-// know of is safe only if it calls nothing of glibc's that uses thread state: it has no TLS of its
-// own (no CLONE_SETTLS, so %fs is its creator's, which it never uses) — timer_main above. Its 64 KiB
-// stack is mapped pages, never freed (one per process and fork).
+// The timer thread: start_raw_thread (no pthread_create, which would turn glibc's single-threaded
+// paths off for good); timer_main above calls nothing of glibc's.
 HCCT_NOINST bool start_timer(uint64_t first_wait) {
-  constexpr size_t kStackBytes = 64 * 1024;
-  void *stack = map_pages(kStackBytes);
-  if (!stack) return false;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);  // inherited by the new thread
-  int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-  int tid = clone(timer_main, static_cast<char *>(stack) + kStackBytes, flags,
-                  reinterpret_cast<void *>(uintptr_t(first_wait)));
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (tid < 0) unmap_pages(stack, kStackBytes);
-  return tid >= 0;
+  return start_raw_thread(timer_main, reinterpret_cast<void *>(uintptr_t(first_wait)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,6 +280,271 @@ HCCT_NOINST bool known(uintptr_t fn) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Unwind rules per return address (session 10, docs/BURSTING.md "The cost of a burst start"): what
+// libgcc's unwinder computes for a frame from its FDE at every step (the FDE search, the CIE and FDE
+// parsing, the CFA program: about 2,600 instructions), kept in a lock-free table keyed by the return
+// address, filled on first use. Only the rules gcc and clang emit for ordinary x86-64 code are
+// kept: the CFA is rsp or rbp plus an offset, the return address at CFA - 8, the caller's rbp
+// unchanged or saved at CFA + an offset. Anything else (a signal frame, an expression, DRAP
+// realignment, an unknown opcode) has no rule, and the walk continues with libgcc's unwinder.
+
+constexpr int kDwarfRbp = 6, kDwarfRsp = 7, kDwarfRa = 16;
+constexpr int32_t kRbpUnchanged = INT32_MIN;
+
+struct UnwindRule {
+  uintptr_t start;     // the function (the FDE's pc_begin)
+  int32_t cfa_offset;
+  int32_t rbp_offset;  // where the caller's rbp is saved, from the CFA; kRbpUnchanged
+  uint8_t cfa_reg;     // kDwarfRsp or kDwarfRbp
+  bool outermost;      // the return address is undefined (a thread's first frame)
+};
+
+struct RuleSlot {
+  uintptr_t pc;  // 0: empty; 1: being filled; else the return address (published last)
+  UnwindRule rule;
+  bool usable;   // false: no rule this table can hold (libgcc's unwinder for this frame)
+};
+
+constexpr uint32_t kRuleBits = 14;
+constexpr uint32_t kRuleSlots = 1u << kRuleBits;
+constexpr uint32_t kRuleProbe = 16;
+RuleSlot *g_rules = nullptr;  // mmap'd by burst_start with the function sets
+
+HCCT_NOINST uint64_t read_uleb(const unsigned char *&p, const unsigned char *end, bool *ok) {
+  uint64_t v = 0;
+  for (unsigned shift = 0; p < end; shift += 7) {
+    unsigned char b = *p++;
+    if (shift < 64) v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) return v;
+  }
+  *ok = false;
+  return 0;
+}
+
+HCCT_NOINST int64_t read_sleb(const unsigned char *&p, const unsigned char *end, bool *ok) {
+  int64_t v = 0;
+  unsigned shift = 0;
+  unsigned char b = 0;
+  do {
+    if (p >= end) {
+      *ok = false;
+      return 0;
+    }
+    b = *p++;
+    if (shift < 64) v |= int64_t(b & 0x7f) << shift;
+    shift += 7;
+  } while (b & 0x80);
+  if (shift < 64 && (b & 0x40)) v |= -(int64_t(1) << shift);
+  return v;
+}
+
+// The rules of the registers that matter here, as the CFA program leaves them.
+struct CfaState {
+  int cfa_reg = kDwarfRsp;
+  int64_t cfa_offset = 8;
+  bool rbp_saved = false;
+  int64_t rbp_offset = 0;
+  bool ra_saved = true;
+  int64_t ra_offset = -8;
+  bool ra_undefined = false;
+};
+
+// Runs a CFA program while its location is below `target` (libgcc's rule: the row of the return
+// address minus one). False on anything this table does not hold.
+HCCT_NOINST bool run_cfa(const unsigned char *p, const unsigned char *end, uintptr_t *loc, uintptr_t target,
+                         uint64_t code_align, int64_t data_align, CfaState *st, const CfaState &initial) {
+  constexpr int kStates = 8;
+  CfaState saved[kStates];
+  int depth = 0;
+  bool ok = true;
+  while (p < end && *loc < target && ok) {
+    unsigned char op = *p++;
+    unsigned high = op & 0xc0, low = op & 0x3f;
+    if (high == 0x40) {  // advance_loc
+      *loc += low * code_align;
+      continue;
+    }
+    if (high == 0x80 || high == 0xc0) {  // offset, restore
+      int64_t off = high == 0x80 ? int64_t(read_uleb(p, end, &ok)) * data_align : 0;
+      if (low == kDwarfRbp) {
+        st->rbp_saved = high == 0x80 ? true : initial.rbp_saved;
+        st->rbp_offset = high == 0x80 ? off : initial.rbp_offset;
+      } else if (low == kDwarfRa) {
+        st->ra_saved = high == 0x80 ? true : initial.ra_saved;
+        st->ra_offset = high == 0x80 ? off : initial.ra_offset;
+        st->ra_undefined = high == 0x80 ? false : initial.ra_undefined;
+      }
+      continue;
+    }
+    switch (op) {
+      case 0x00: break;  // nop
+      case 0x02: if (p + 1 > end) return false; *loc += uintptr_t(p[0]) * code_align; p += 1; break;
+      case 0x03: { if (p + 2 > end) return false; uint16_t d; __builtin_memcpy(&d, p, 2); p += 2; *loc += d * code_align; break; }
+      case 0x04: { if (p + 4 > end) return false; uint32_t d; __builtin_memcpy(&d, p, 4); p += 4; *loc += d * code_align; break; }
+      case 0x05: case 0x11: {  // offset_extended, offset_extended_sf
+        uint64_t reg = read_uleb(p, end, &ok);
+        int64_t off = (op == 0x05 ? int64_t(read_uleb(p, end, &ok)) : read_sleb(p, end, &ok)) * data_align;
+        if (reg == kDwarfRbp) { st->rbp_saved = true; st->rbp_offset = off; }
+        if (reg == kDwarfRa) { st->ra_saved = true; st->ra_offset = off; st->ra_undefined = false; }
+        break;
+      }
+      case 0x06: case 0x07: case 0x08: {  // restore_extended, undefined, same_value
+        uint64_t reg = read_uleb(p, end, &ok);
+        if (reg == kDwarfRbp) {
+          st->rbp_saved = op == 0x06 ? initial.rbp_saved : false;
+          st->rbp_offset = op == 0x06 ? initial.rbp_offset : 0;
+        } else if (reg == kDwarfRa) {
+          if (op == 0x06) { st->ra_saved = initial.ra_saved; st->ra_offset = initial.ra_offset; st->ra_undefined = initial.ra_undefined; }
+          else if (op == 0x07) st->ra_undefined = true;
+          else return false;
+        }
+        break;
+      }
+      case 0x09: {  // register: rbp or the return address in another register
+        uint64_t reg = read_uleb(p, end, &ok);
+        read_uleb(p, end, &ok);
+        if (reg == kDwarfRbp || reg == kDwarfRa) return false;
+        break;
+      }
+      case 0x0a: if (depth == kStates) return false; saved[depth++] = *st; break;  // remember_state
+      case 0x0b: if (depth == 0) return false; *st = saved[--depth]; break;        // restore_state
+      case 0x0c: st->cfa_reg = int(read_uleb(p, end, &ok)); st->cfa_offset = int64_t(read_uleb(p, end, &ok)); break;
+      case 0x0d: st->cfa_reg = int(read_uleb(p, end, &ok)); break;
+      case 0x0e: st->cfa_offset = int64_t(read_uleb(p, end, &ok)); break;
+      case 0x12: st->cfa_reg = int(read_uleb(p, end, &ok)); st->cfa_offset = read_sleb(p, end, &ok) * data_align; break;
+      case 0x13: st->cfa_offset = read_sleb(p, end, &ok) * data_align; break;
+      case 0x10: case 0x16: {  // expression, val_expression: harmless for other registers
+        uint64_t reg = read_uleb(p, end, &ok);
+        uint64_t len = read_uleb(p, end, &ok);
+        if (reg == kDwarfRbp || reg == kDwarfRa || len > uint64_t(end - p)) return false;
+        p += len;
+        break;
+      }
+      case 0x14: case 0x15: {  // val_offset(_sf)
+        uint64_t reg = read_uleb(p, end, &ok);
+        if (op == 0x14) read_uleb(p, end, &ok); else read_sleb(p, end, &ok);
+        if (reg == kDwarfRbp || reg == kDwarfRa) return false;
+        break;
+      }
+      case 0x2e: read_uleb(p, end, &ok); break;  // GNU_args_size: for landing pads only
+      default: return false;  // set_loc, def_cfa_expression, GNU_negative_offset_extended, vendor ops
+    }
+  }
+  return ok;
+}
+
+// The rule of the frame whose return address is `pc`, from its FDE (the FDE and CIE layouts gcc and
+// clang emit on x86-64; version 1 or 3 CIEs, augmentations z, R, P, L). False: none this table holds.
+HCCT_NOINST bool compute_rule(uintptr_t pc, UnwindRule *rule) {
+  dwarf_eh_bases bases{};
+  const unsigned char *fde = _Unwind_Find_FDE(reinterpret_cast<void *>(pc - 1), &bases);
+  if (!fde) return false;
+  uint32_t length;
+  __builtin_memcpy(&length, fde, 4);
+  if (length == 0xffffffffu || length < 16) return false;
+  const unsigned char *fde_end = fde + 4 + length;
+  int32_t cie_delta;
+  __builtin_memcpy(&cie_delta, fde + 4, 4);
+  const unsigned char *cie = fde + 4 - cie_delta;
+  uint32_t cie_length;
+  __builtin_memcpy(&cie_length, cie, 4);
+  if (cie_length == 0xffffffffu || cie_length < 8) return false;
+  const unsigned char *cie_end = cie + 4 + cie_length;
+  const unsigned char *p = cie + 8;
+  unsigned version = *p++;
+  if (version != 1 && version != 3) return false;
+  const char *aug = reinterpret_cast<const char *>(p);
+  while (p < cie_end && *p) ++p;
+  if (p >= cie_end) return false;
+  ++p;
+  bool ok = true;
+  uint64_t code_align = read_uleb(p, cie_end, &ok);
+  int64_t data_align = read_sleb(p, cie_end, &ok);
+  uint64_t ra_reg = version == 1 ? (p < cie_end ? *p++ : 0) : read_uleb(p, cie_end, &ok);
+  if (!ok || ra_reg != kDwarfRa) return false;
+  unsigned char fde_encoding = 0;
+  bool has_z = aug[0] == 'z';
+  if (has_z) {
+    uint64_t aug_length = read_uleb(p, cie_end, &ok);
+    if (!ok || aug_length > uint64_t(cie_end - p)) return false;
+    const unsigned char *aug_end = p + aug_length;
+    for (const char *a = aug + 1; *a; ++a) {
+      if (*a == 'R') fde_encoding = *p++;
+      else if (*a == 'L') ++p;
+      else if (*a == 'P') {
+        unsigned char enc = *p++;
+        size_t size = (enc & 0x0f) == 0x00 || (enc & 0x0f) == 0x04 || (enc & 0x0f) == 0x0c ? 8
+                      : (enc & 0x0f) == 0x03 || (enc & 0x0f) == 0x0b                       ? 4
+                      : (enc & 0x0f) == 0x02 || (enc & 0x0f) == 0x0a                       ? 2
+                                                                                             : 0;
+        if (!size) return false;
+        p += size;
+      } else {
+        return false;  // 'S' (a signal frame) and anything unknown
+      }
+    }
+    p = aug_end;
+  } else if (aug[0]) {
+    return false;
+  }
+  // pc_begin and pc_range as 4-byte values (pcrel|sdata4 or udata4): libgcc decoded pc_begin already.
+  if ((fde_encoding & 0x0f) != 0x0b && (fde_encoding & 0x0f) != 0x03) return false;
+  const unsigned char *q = fde + 16;
+  if (has_z) {
+    uint64_t aug_length = read_uleb(q, fde_end, &ok);
+    if (!ok || aug_length > uint64_t(fde_end - q)) return false;
+    q += aug_length;
+  }
+  CfaState initial;
+  uintptr_t loc = reinterpret_cast<uintptr_t>(bases.func);
+  if (!run_cfa(p, cie_end, &loc, ~uintptr_t(0), code_align, data_align, &initial, initial)) return false;
+  CfaState st = initial;
+  loc = reinterpret_cast<uintptr_t>(bases.func);
+  if (!run_cfa(q, fde_end, &loc, pc, code_align, data_align, &st, initial)) return false;
+  if ((st.cfa_reg != kDwarfRsp && st.cfa_reg != kDwarfRbp) || st.cfa_offset <= 0 || st.cfa_offset > INT32_MAX)
+    return false;
+  if (!st.ra_undefined && !(st.ra_saved && st.ra_offset == -8)) return false;
+  if (st.rbp_saved && (st.rbp_offset < INT32_MIN + 1 || st.rbp_offset > INT32_MAX)) return false;
+  rule->start = reinterpret_cast<uintptr_t>(bases.func);
+  rule->cfa_reg = uint8_t(st.cfa_reg);
+  rule->cfa_offset = int32_t(st.cfa_offset);
+  rule->rbp_offset = st.rbp_saved ? int32_t(st.rbp_offset) : kRbpUnchanged;
+  rule->outermost = st.ra_undefined;
+  return true;
+}
+
+HCCT_NOINST uint32_t rule_slot_of(uintptr_t pc) {
+  return uint32_t((pc * 0x9E3779B97F4A7C15ull) >> (64 - kRuleBits));
+}
+
+// The rule for return address `pc`: from the table, else computed (and kept if a slot is free).
+HCCT_NOINST bool rule_for(uintptr_t pc, UnwindRule *rule) {
+  RuleSlot *table = __atomic_load_n(&g_rules, __ATOMIC_ACQUIRE);
+  if (!table || pc < 2) return false;
+  uint32_t i = rule_slot_of(pc);
+  for (uint32_t k = 0; k < kRuleProbe; ++k, i = (i + 1) & (kRuleSlots - 1)) {
+    RuleSlot &slot = table[i];
+    uintptr_t key = __atomic_load_n(&slot.pc, __ATOMIC_ACQUIRE);
+    if (key == pc) {
+      *rule = slot.rule;
+      return slot.usable;
+    }
+    if (key == 0) {
+      bool usable = compute_rule(pc, rule);
+      uintptr_t expected = 0;
+      if (__atomic_compare_exchange_n(&slot.pc, &expected, uintptr_t(1), false, __ATOMIC_ACQUIRE,
+                                      __ATOMIC_RELAXED)) {
+        slot.rule = *rule;
+        slot.usable = usable;
+        __atomic_store_n(&slot.pc, pc, __ATOMIC_RELEASE);
+      }
+      return usable;
+    }
+  }
+  return compute_rule(pc, rule);  // (no slot left near it: not kept)
+}
+
+// ---------------------------------------------------------------------------------------------
 // Unit descriptors (hcct/unit_abi.h): what the GCC plugin's units say about their probes, and the
 // site tables that expand a machine frame of a stage=early unit into the instrumented functions
 // active in it (inlined ones have no frame of their own).
@@ -354,12 +618,17 @@ HCCT_NOINST bool unit_ready(UnitRecord &r) {
   return true;
 }
 
-// The site of a stage=early unit whose return address is `ip`, if any.
-HCCT_NOINST const SortedSite *find_site(uintptr_t ip) {
+// The site of a stage=early unit whose return address is `ip`, if any. *complete is cleared when a
+// unit was skipped because another thread was sorting its table (the answer may then be wrong).
+HCCT_NOINST const SortedSite *find_site(uintptr_t ip, bool *complete = nullptr) {
   uint32_t n = __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < n; ++i) {
     UnitRecord &r = g_units[i];
-    if (!r.unwindable || !__atomic_load_n(&r.unit, __ATOMIC_ACQUIRE) || !unit_ready(r)) continue;
+    if (!r.unwindable || !__atomic_load_n(&r.unit, __ATOMIC_ACQUIRE)) continue;
+    if (!unit_ready(r)) {
+      if (complete) *complete = false;
+      continue;
+    }
     if (ip < r.lo || ip > r.hi) continue;
     const SortedSite *begin = r.sites, *end = r.sites + r.count;
     const SortedSite *it = std::lower_bound(
@@ -375,6 +644,16 @@ HCCT_NOINST void switch_to_shadow_locked();
 // The machine-stack unwinder (libgcc's, symbol-free): region start = the function, IP = return
 // address, CFA = the caller's stack pointer at the call.
 
+// Bumped whenever something a walk's result depends on besides the stack changes: a unit registered
+// or unloaded, a function learnt to be instrumented. A thread's UnwindMemo of an older generation is
+// not reused.
+uint32_t g_walk_generation = 1;
+
+HCCT_NOINST void new_walk_generation() {
+  uint32_t g = __atomic_add_fetch(&g_walk_generation, 1, __ATOMIC_ACQ_REL);
+  if (g == 0) __atomic_add_fetch(&g_walk_generation, 1, __ATOMIC_ACQ_REL);  // (0 means "nothing kept")
+}
+
 struct Walk {
   uintptr_t sp;
   uintptr_t fn;
@@ -386,7 +665,22 @@ struct Walk {
   const SortedSite *pending_site;  // the frame's chain, from its unit's site table
   SortedSite scratch_site;         // the first frame's chain without the event's own function
   ShadowStack *out;
+  // The previous walk of the thread (UnwindMemo), if it can be reused: its frames innermost first,
+  // the next one to compare, and its path; where this walk's frames are recorded.
+  const PathEntry *old_frames;
+  size_t old_count;
+  size_t old_next;
+  const PathEntry *old_path;
+  size_t old_depth;
+  uintptr_t stack_lo, stack_size;  // the thread's own stack (UnwindMemo)
+  ShadowStack *new_frames;
+  bool record_ok;  // this walk can be kept for the next one (no signal frame, every table ready)
+  uint64_t walked;
+  uint64_t reused;
+  uint64_t by_rules;  // frames stepped through with the rule table instead of libgcc's unwinder
+  bool rules_tried;   // (once per walk: after a failure libgcc's unwinder goes on alone)
 };
+
 
 // Pushes the pending frame (innermost first: the path is reversed at the end). A frame with a
 // chain in its unit's table gives the functions active in it, innermost first, all with the
@@ -417,39 +711,211 @@ HCCT_NOINST void emit(Walk *w, uintptr_t site, uintptr_t own_cfa) {
   w->have_pending = false;
 }
 
+// Whether the frames old[from..count) are still on the stack as they were: each one's return address
+// is still in its slot (just below its stack pointer at its call). Frames are identified by their
+// stack pointer and return address; a frame the previous walk saw whose slot still holds the same
+// return address, with every frame outside it the same, is the same calling path (the same call
+// sites at the same places), hence the same path entries.
+HCCT_NOINST bool frames_still_there(const PathEntry *old, size_t from, size_t count) {
+  for (size_t k = from; k < count; ++k)  // (the walk's last frame, past the thread's entry, has IP 0)
+    if (old[k].fn && *reinterpret_cast<const uintptr_t *>(old[k].sp - 8) != old[k].fn) return false;
+  return true;
+}
+
+// A frame after the event's own that the previous walk saw too, with everything outside it unchanged:
+// the path entries of this frame and of those outside it are the previous walk's. Pushes them and
+// records their frames. True if so (the walk ends here).
+HCCT_NOINST bool reuse_previous(Walk *w, uintptr_t frame_sp, uintptr_t ip) {
+  if (!w->old_frames) return false;
+  while (w->old_next < w->old_count && w->old_frames[w->old_next].sp < frame_sp) ++w->old_next;
+  size_t c = w->old_next;
+  if (c == w->old_count || w->old_frames[c].sp != frame_sp || w->old_frames[c].fn != ip) return false;
+  // Only on the thread's own stack, where every slot between here and the outermost frame is
+  // mapped (a coroutine's stack may have been unmapped and another mapped at its place).
+  if (frame_sp - w->stack_lo - 1 >= w->stack_size ||
+      w->old_frames[w->old_count - 1].sp - w->stack_lo - 1 >= w->stack_size ||
+      !frames_still_there(w->old_frames, c + 1, w->old_count))
+    return false;
+  emit(w, ip, frame_sp);  // the frame inside this one, as a walk without the memo would
+  size_t inner_new = w->out->depth();
+  size_t inner_old = size_t(w->old_frames[c].site);
+  if (inner_old > w->old_depth) return false;  // (cannot happen: a kept walk is consistent)
+  for (size_t i = w->old_depth - inner_old; i-- > 0;)
+    if (!w->out->push_raw(w->old_path[i])) w->record_ok = false;
+  for (size_t k = c; k < w->old_count; ++k) {
+    const PathEntry &f = w->old_frames[k];
+    if (!w->new_frames->push_raw(PathEntry{f.fn, f.site - inner_old + inner_new, f.sp})) w->record_ok = false;
+  }
+  w->reused = w->old_count - c;
+  return true;
+}
+
+
+// A frame after the event's own, at `frame_sp` with return address `ip` in function `start`. True
+// if the walk ends here (the previous walk's frames from here on).
+HCCT_NOINST bool visit_outer_frame(Walk *w, uintptr_t frame_sp, uintptr_t ip, uintptr_t start, bool before) {
+  if (!before && reuse_previous(w, frame_sp, ip)) {
+    w->have_pending = false;
+    return true;
+  }
+  const SortedSite *site = before ? nullptr : find_site(ip, &w->record_ok);
+  emit(w, ip, frame_sp);  // this frame's IP is the call site of the frame inside it, its CFA-to-be its CFA
+  // Kept for the next walk: every frame but the event's own, whose entries depend on the event.
+  if (w->new_frames && !w->new_frames->push_raw(PathEntry{ip, uintptr_t(w->out->depth()), frame_sp}))
+    w->record_ok = false;
+  w->pending = PathEntry{start, 0, frame_sp};
+  w->pending_site = site;
+  w->have_pending = true;
+  return false;
+}
+
+// The event's own frame (the first at or above the probe's stack pointer): its function is left
+// out of the path, or the innermost function of its chain (an inlined probe's), unless the exit
+// probe was tail-called (its frame is then gone and this is its caller's).
+HCCT_NOINST void visit_event_frame(Walk *w, uintptr_t frame_sp, uintptr_t ip, uintptr_t start, bool before) {
+  w->started = true;
+  const SortedSite *site = before ? nullptr : find_site(ip, &w->record_ok);
+  bool own_left_out = false;
+  if (w->exclude_first) {
+    if (site && site->length && uintptr_t(site->chain[site->length - 1]) == w->fn) {
+      w->excluded_own = true;
+      own_left_out = site->length == 1;
+      w->scratch_site = SortedSite{site->return_address, site->chain, site->length - 1};
+      site = &w->scratch_site;
+    } else if (!site && start == w->fn) {
+      w->excluded_own = own_left_out = true;
+    }
+  }
+  if (!own_left_out) {
+    emit(w, ip, frame_sp);
+    w->pending = PathEntry{start, 0, frame_sp};
+    w->pending_site = site;
+    w->have_pending = true;
+  }
+}
+
+// The rest of the walk with the rule table, from the frame at `sp` (its stack pointer at its call)
+// with return address `ip` and rbp value `rbp`, already visited: the same frames, in the same order,
+// as libgcc's unwinder gives (down to the pseudo-frame with IP 0 after a thread's first frame). True
+// if it reached the end; false, with everything it did undone, at a frame without a usable rule or
+// off the thread's own stack (libgcc's unwinder then goes on from the same frame).
+HCCT_NOINST bool walk_by_rules(Walk *w, uintptr_t ip, uintptr_t sp, uintptr_t rbp) {
+  if (!__atomic_load_n(&g_rules, __ATOMIC_RELAXED) || !w->stack_size || sp - w->stack_lo - 1 >= w->stack_size) return false;
+  Walk saved = *w;
+  size_t out_depth = w->out->depth();
+  size_t frames_depth = w->new_frames ? w->new_frames->depth() : 0;
+  UnwindRule rule;
+  bool done = false, ok = rule_for(ip, &rule);
+  while (ok && !done) {
+    uintptr_t cfa = (rule.cfa_reg == kDwarfRsp ? sp : rbp) + uintptr_t(intptr_t(rule.cfa_offset));
+    // Every slot read lies on the thread's own stack, above the frame.
+    if (cfa <= sp || cfa - w->stack_lo - 1 >= w->stack_size) break;
+    if (rule.outermost) {  // libgcc reports one more frame, IP 0, in the same function
+      ++w->walked;
+      visit_outer_frame(w, cfa, 0, rule.start, false);
+      done = true;
+      break;
+    }
+    uintptr_t next_ip = *reinterpret_cast<const uintptr_t *>(cfa - 8);
+    if (rule.rbp_offset != kRbpUnchanged) {
+      uintptr_t slot = cfa + uintptr_t(intptr_t(rule.rbp_offset));
+      if (slot - w->stack_lo - 1 >= w->stack_size - 7) break;
+      rbp = *reinterpret_cast<const uintptr_t *>(slot);
+    }
+    ++w->walked;
+    ++w->by_rules;
+    if (next_ip == 0) {  // (as libgcc: the last frame, its function's start kept)
+      visit_outer_frame(w, cfa, 0, rule.start, false);
+      done = true;
+      break;
+    }
+    UnwindRule next;
+    ok = rule_for(next_ip, &next);
+    if (!ok) break;
+    ip = next_ip;
+    sp = cfa;
+    rule = next;
+    done = visit_outer_frame(w, sp, ip, rule.start, false);
+  }
+  if (done) return true;
+  // Undone: libgcc's unwinder steps from the same frame.
+  uint64_t walked = w->walked;
+  *w = saved;
+  w->walked = walked;  // (the work was done)
+  w->rules_tried = true;
+  w->out->pop_to(out_depth);
+  if (w->new_frames) w->new_frames->pop_to(frames_depth);
+  return false;
+}
+
+// The return address of the call to it, the caller's stack pointer at that call and rbp: the first
+// frame of a walk by rules (burst_unwind's own), with nothing of libgcc's.
+extern "C" __attribute__((naked, noinline, visibility("hidden"))) void hcct_capture_frame(uintptr_t * /*regs: %rdi*/) {
+  asm("movq (%rsp), %rax\n\t"
+      "movq %rax, (%rdi)\n\t"
+      "leaq 8(%rsp), %rax\n\t"
+      "movq %rax, 8(%rdi)\n\t"
+      "movq %rbp, 16(%rdi)\n\t"
+      "ret");
+}
+
+// The whole walk with the rule table, from the frame of the caller of hcct_capture_frame (`regs`):
+// the runtime's own frames skipped, the event's frame, then walk_by_rules. False at the first frame
+// without a usable rule (the caller then starts over with libgcc's unwinder).
+HCCT_NOINST bool walk_all_by_rules(Walk *w, const uintptr_t *regs, bool *reached_event) {
+  uintptr_t ip = regs[0], sp = regs[1], rbp = regs[2];
+  if (!__atomic_load_n(&g_rules, __ATOMIC_RELAXED) || !w->stack_size) return false;
+  for (unsigned n = 0; n < 64; ++n) {  // (the runtime's own frames are a handful)
+    if (sp - w->stack_lo - 1 >= w->stack_size) return false;
+    UnwindRule rule;
+    if (!rule_for(ip, &rule)) return false;
+    ++w->walked;
+    ++w->by_rules;
+    if (sp >= w->sp) {
+      *reached_event = true;
+      visit_event_frame(w, sp, ip, rule.start, false);
+      w->rules_tried = false;
+      return walk_by_rules(w, ip, sp, rbp);
+    }
+    if (rule.outermost) return false;
+    uintptr_t cfa = (rule.cfa_reg == kDwarfRsp ? sp : rbp) + uintptr_t(intptr_t(rule.cfa_offset));
+    if (cfa <= sp || cfa - w->stack_lo - 1 >= w->stack_size) return false;
+    if (rule.rbp_offset != kRbpUnchanged) {
+      uintptr_t slot = cfa + uintptr_t(intptr_t(rule.rbp_offset));
+      if (slot - w->stack_lo - 1 >= w->stack_size - 7) return false;
+      rbp = *reinterpret_cast<const uintptr_t *>(slot);
+    }
+    ip = *reinterpret_cast<const uintptr_t *>(cfa - 8);
+    sp = cfa;
+  }
+  return false;
+}
+
 // Called innermost frame first. During _Unwind_Backtrace, _Unwind_GetCFA of a frame's context is
 // that frame's own stack pointer at its call into the frame inside it (the CFA of the callee): for a
 // program frame, exactly the stack pointer its probes report, hence its tag. The runtime's frames lie
 // below the probe's stack pointer `sp`; the first frame at or above it is the event's function (or,
 // for an inlined one or a tail-called exit probe, its caller).
+//
+// After the event's own frame, a frame the thread's previous walk saw, with the frames outside it
+// unchanged, ends the walk: the rest of the path is the previous walk's (reuse_previous). From the
+// event's frame on, the walk goes on with the rule table (walk_by_rules) where it can.
 HCCT_NOINST _Unwind_Reason_Code walk_frame(_Unwind_Context *ctx, void *arg) {
   auto *w = static_cast<Walk *>(arg);
+  ++w->walked;
   uintptr_t frame_sp = _Unwind_GetCFA(ctx);
   int before = 0;
   uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
-  uintptr_t start = _Unwind_GetRegionStart(ctx);
-  const SortedSite *site = before ? nullptr : find_site(ip);  // (a signal frame's IP is no return address)
-  if (!w->started) {
-    if (frame_sp < w->sp) return _URC_NO_REASON;  // the runtime's own frames
-    w->started = true;
-    if (w->exclude_first) {
-      // The event's own function: the innermost of the frame's chain (an inlined probe's function),
-      // or the frame's function.
-      if (site && site->length && uintptr_t(site->chain[site->length - 1]) == w->fn) {
-        w->excluded_own = true;
-        if (site->length == 1) return _URC_NO_REASON;
-        w->scratch_site = SortedSite{site->return_address, site->chain, site->length - 1};
-        site = &w->scratch_site;
-      } else if (!site && start == w->fn) {
-        w->excluded_own = true;
-        return _URC_NO_REASON;
-      }
-    }
+  if (before) w->record_ok = false;  // a signal frame: its IP is no return address
+  if (!w->started && frame_sp < w->sp) return _URC_NO_REASON;  // the runtime's own frames
+  if (w->started) {
+    if (visit_outer_frame(w, frame_sp, ip, _Unwind_GetRegionStart(ctx), before)) return _URC_END_OF_STACK;
+  } else {
+    visit_event_frame(w, frame_sp, ip, _Unwind_GetRegionStart(ctx), before);
   }
-  emit(w, ip, frame_sp);  // this frame's IP is the call site of the frame inside it, its CFA-to-be its CFA
-  w->pending = PathEntry{start, 0, frame_sp};
-  w->pending_site = site;
-  w->have_pending = true;
+  if (!before && !w->rules_tried && walk_by_rules(w, ip, frame_sp, _Unwind_GetGR(ctx, kDwarfRbp)))
+    return _URC_END_OF_STACK;
+  w->rules_tried = true;
   return _URC_NO_REASON;
 }
 
@@ -476,6 +942,7 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
     g_functions = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
     g_others = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
     if (!g_functions || !g_others) return false;
+    g_rules = static_cast<RuleSlot *>(map_pages(kRuleSlots * sizeof(RuleSlot)));  // (optional)
   }
   // Every event reaches the runtime and keeps a shadow stack: each thread can count its calls and
   // schedule its own bursts in them (the event clock), which makes every window's sampled fraction
@@ -613,6 +1080,13 @@ HCCT_NOINST void burst_forget_unloaded_units() {
     if (u && !dladdr(u, &info)) __atomic_store_n(&g_units[i].unit, nullptr, __ATOMIC_RELEASE);
   }
   units_unlock();
+  new_walk_generation();  // kept walks may name the unloaded code
+  // The rules of unloaded code must not serve code loaded at the same addresses later: a fresh
+  // table (the old one is never unmapped: another thread may be reading it).
+  if (__atomic_load_n(&g_rules, __ATOMIC_ACQUIRE)) {
+    if (auto *fresh = static_cast<RuleSlot *>(map_pages(kRuleSlots * sizeof(RuleSlot))))
+      __atomic_store_n(&g_rules, fresh, __ATOMIC_RELEASE);
+  }
 }
 
 HCCT_NOINST size_t burst_unit_count() { return __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE); }
@@ -631,21 +1105,72 @@ HCCT_NOINST bool burst_events_known() {
 }
 
 HCCT_NOINST void burst_learn(uintptr_t fn) {
-  if (g_functions && !set_contains(g_functions, fn)) set_insert(g_functions, fn);
+  if (g_functions && !set_contains(g_functions, fn)) {
+    set_insert(g_functions, fn);
+    new_walk_generation();  // a frame of fn may have been left out of a kept walk
+  }
 }
 
 HCCT_NOINST size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down,
-                                bool *excluded_own) {
+                                bool *excluded_own, UnwindMemo *memo) {
   scratch.clear();
   Walk w{};
   w.sp = sp;
   w.fn = fn;
   w.exclude_first = !torn_down;
   w.out = &scratch;
-  _Unwind_Backtrace(walk_frame, &w);
+  uint32_t generation = __atomic_load_n(&g_walk_generation, __ATOMIC_ACQUIRE);
+  if (memo && !memo->walking.ready() && !memo->init()) {
+    memo->destroy();
+    memo = nullptr;
+  }
+  w.record_ok = memo != nullptr;
+  w.new_frames = memo ? &memo->walking : nullptr;
+  if (memo) {
+    memo->walking.clear();
+    w.stack_lo = memo->stack_lo;
+    w.stack_size = memo->stack_size;
+    if (memo->generation == generation) {
+      w.old_frames = memo->frames.path();
+      w.old_count = memo->frames.depth();
+      w.old_path = memo->path.path();
+      w.old_depth = memo->path.depth();
+    }
+  }
+  // The rule table from the first frame on; where it cannot, libgcc's unwinder from the start (which
+  // goes back to the table from the event's frame on where it can).
+  uintptr_t regs[3];
+  hcct_capture_frame(regs);
+  Walk start = w;
+  bool reached_event = false;
+  if (!walk_all_by_rules(&w, regs, &reached_event)) {
+    uint64_t walked = w.walked;
+    w = start;
+    w.walked = walked;
+    w.rules_tried = reached_event;  // (the table failed past the event's frame: libgcc's alone)
+    scratch.clear();
+    if (w.new_frames) w.new_frames->clear();
+    _Unwind_Backtrace(walk_frame, &w);
+  }
   emit(&w, 0, 0);
   scratch.reverse();
   if (excluded_own) *excluded_own = w.excluded_own;
+  if (memo) {
+    memo->frames_walked += w.walked;
+    memo->frames_reused += w.reused;
+    memo->frames_by_rules += w.by_rules;
+    memo->generation = 0;
+    if (w.record_ok) {
+      ShadowStack kept = memo->frames;
+      memo->frames = memo->walking;
+      memo->walking = kept;
+      memo->path.clear();
+      const PathEntry *path = scratch.path();
+      bool copied = true;
+      for (size_t i = 0; i < scratch.depth() && copied; ++i) copied = memo->path.push_raw(path[i]);
+      if (copied) memo->generation = generation;
+    }
+  }
   return scratch.depth();
 }
 
@@ -784,4 +1309,5 @@ HCCT_EXPORT void __hcct_register_unit(const void *descriptor) {
     switch_to_shadow_locked();
   }
   units_unlock();
+  new_walk_generation();  // a new table may expand frames of kept walks
 }

@@ -7,6 +7,16 @@
 
 namespace hcct::rt {
 
+// The runtime's own threads (the burst timer, the wall-clock sampler): started with clone(), so that
+// glibc does not count them and keeps a single-threaded program's fast paths (start_raw_thread). Such
+// a thread must call nothing of glibc's that uses thread state (errno, cancellation, TLS): it has
+// none of its own. These helpers make the system calls it needs directly (x86-64; raw_syscall is
+// in arena.h).
+bool start_raw_thread(int (*main)(void *), void *arg);
+uint64_t raw_monotonic_ns();
+void raw_sleep_until(uint64_t deadline_ns);  // CLOCK_MONOTONIC, absolute
+void raw_set_thread_name(const char *name);
+
 // 0 unless bursting; during bursting odd while a burst is on, even between bursts; a new value at
 // every change. A thread takes the inline fast path only while its ThreadState::fast_epoch equals
 // it, so the first event of a burst finds its thread's path to re-synchronise.
@@ -42,8 +52,10 @@ void burst_learn(uintptr_t fn);
 // Frames of stage=early GCC-plugin units are expanded into the instrumented functions active in
 // them (their unit's site table, hcct/unit_abi.h). *excluded_own: whether the event's own function
 // was left out (else an exit's function, if on the path, is the path's last entry).
+// `memo`: the thread's previous walk, reused for the frames still on the stack, and updated
+// (docs/BURSTING.md, "The cost of a burst start").
 size_t burst_unwind(ShadowStack &scratch, uintptr_t fn, uintptr_t sp, bool torn_down,
-                    bool *excluded_own = nullptr);
+                    bool *excluded_own = nullptr, UnwindMemo *memo = nullptr);
 // After a dlclose: forgets the unit descriptors of unloaded modules.
 void burst_forget_unloaded_units();
 // Registered unit descriptors, and the chain of `return_address` in their site tables (tests).

@@ -764,6 +764,9 @@ HCCT_NOINST bool write_profile_sections(DumpFile &file, const ThreadProfile &pro
     out.append_pair(meta::kBurstLengthNs.name, burst->length_ns);
     out.append_pair(meta::kBursts.name, burst->bursts);
     out.append_pair_double(meta::kBurstTimeFraction.name, burst->time_fraction);
+    out.append_pair(meta::kUnwindFrames.name, burst->unwind_frames);
+    out.append_pair(meta::kUnwindFramesReused.name, burst->unwind_frames_reused);
+    out.append_pair(meta::kUnwindFramesByRules.name, burst->unwind_frames_by_rules);
     uint64_t sampled = profile.calls() + profile.lost_events();
     if (burst->events_known) {
       out.append_pair(meta::kEvents.name, burst->events);

@@ -114,6 +114,9 @@ struct BurstMeta {
   bool events_known = false;   // every event reached the runtime
   double time_fraction = 0;    // fraction of wall time in bursts
   const char *clock = "time";  // events (each thread's own schedule) or time (docs/BURSTING.md)
+  uint64_t unwind_frames = 0;         // machine frames unwound at burst starts
+  uint64_t unwind_frames_reused = 0;  // frames taken from the thread's previous walk instead
+  uint64_t unwind_frames_by_rules = 0;  // of unwind_frames, those stepped with the rule table
 };
 
 // Appends the META, MODS and CCT sections for `profile` (`burst`: the sampled profile of a run with

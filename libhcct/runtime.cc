@@ -352,6 +352,9 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
     burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped;
     burst.time_fraction = burst_event_clock() ? burst_thread_time_fraction(s->burst) : burst_time_fraction();
     burst.clock = burst_event_clock() ? "events" : "time";
+    burst.unwind_frames = s->burst.unwind_memo.frames_walked;
+    burst.unwind_frames_reused = s->burst.unwind_memo.frames_reused;
+    burst.unwind_frames_by_rules = s->burst.unwind_memo.frames_by_rules;
   }
   // A full disk or a file-size limit (SIGXFSZ) gives an error here, never a signal in the program.
   QuietWrites quiet;
@@ -554,6 +557,8 @@ HCCT_NOINST void on_fork_child() {
     sampler_attach(self);
     self->burst.skipped = 0;
     self->burst.bursts = 0;
+    self->burst.unwind_memo.frames_walked = self->burst.unwind_memo.frames_reused = 0;
+    self->burst.unwind_memo.frames_by_rules = 0;
     self->claim_state = 0;  // an exec's snapshot in another thread of the parent may hold it
     self->next = nullptr;
     g_threads = self;
@@ -805,7 +810,7 @@ HCCT_NOINST bool join_burst(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t 
   s->burst.generation = generation;
   if (use_machine) s->burst.shadow_current = false;
   bool excluded_own = false;
-  size_t n = use_machine ? burst_unwind(s->burst.shadow, fn, sp, torn_down, &excluded_own) : 0;
+  size_t n = use_machine ? burst_unwind(s->burst.shadow, fn, sp, torn_down, &excluded_own, &s->burst.unwind_memo) : 0;
   s->burst.join(s->profile, e, s->burst.shadow.path(), n, use_machine);
   set_own_epoch(&s->fast_epoch, g_exact ? ~uint64_t(0) : e);
   // An exit whose frame is on the rebuilt path (an ipa-split part's exit: its function's frame
@@ -822,7 +827,7 @@ HCCT_NOINST bool resync_shadow(ThreadState *s, uintptr_t fn, uintptr_t sp, bool 
   if (HCCT_LIKELY(s->burst.generation == generation)) return false;
   s->burst.generation = generation;
   bool excluded_own = false;
-  burst_unwind(s->burst.shadow, fn, sp, torn_down, &excluded_own);
+  burst_unwind(s->burst.shadow, fn, sp, torn_down, &excluded_own, &s->burst.unwind_memo);
   s->burst.shadow_current = true;
   return is_exit && excluded_own;
 }

@@ -209,21 +209,41 @@ HCCT_NOINST void wall_sample(ThreadState *s, void *arg) {
   __atomic_store_n(&s->wall_active, 0, __ATOMIC_RELEASE);
 }
 
-HCCT_NOINST void *wall_main(void *) {
-  uint64_t next = monotonic_ns();
+// The sampler thread. Started with clone() (start_raw_thread, as the burst timer): glibc does not
+// know of it, so a single-threaded program keeps glibc's single-threaded paths (malloc, free and
+// stdio without atomic locks). It therefore calls nothing of glibc's that uses thread state: its
+// clock and sleep are raw system calls; the registry lock blocks signals with pthread_sigmask and
+// yields with sched_yield, neither of which touches errno or TLS when they succeed (they do not
+// fail); charging a sample changes the tree's memory, whose pages the arena maps with raw system
+// calls too (arena.cc), so not even a failed mmap sets an errno (the one of the thread that started
+// this one, whose %fs it runs with). Under ThreadSanitizer, which must know every thread, it is a
+// pthread.
+HCCT_NOINST int wall_main(void *) {
+#if !defined(__SANITIZE_THREAD__)
+  raw_set_thread_name("hcct-wall");
+#endif
+  uint64_t next = raw_monotonic_ns();
   for (;;) {
     next += g_period_ns;
-    timespec ts{time_t(next / 1000000000u), long(next % 1000000000u)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-    }
+    raw_sleep_until(next);
     // Woken late (a loaded machine, a stopped process): the periods missed are charged to the
     // contexts current now, up to 50 ms worth (wall_sample); the schedule does not drift.
-    uint64_t now = monotonic_ns();
+    uint64_t now = raw_monotonic_ns();
     if (now >= next + g_period_ns) next += (now - next) / g_period_ns * g_period_ns;
     for_each_registered_thread(wall_sample, &now);
   }
-  return nullptr;
+  return 0;
 }
+
+#if !defined(__SANITIZE_THREAD__)
+HCCT_NOINST bool start_wall_thread() {
+  if (start_raw_thread(wall_main, nullptr)) return true;
+  say("hcct: cannot start the wall-clock sampler thread (%s); time sampling is off for this run\n",
+      strerror(errno));
+  return false;
+}
+#else
+HCCT_NOINST void *wall_pthread_main(void *) { return reinterpret_cast<void *>(intptr_t(wall_main(nullptr))); }
 
 HCCT_NOINST bool start_wall_thread() {
   sigset_t all, old;
@@ -234,7 +254,7 @@ HCCT_NOINST bool start_wall_thread() {
   pthread_attr_setstacksize(&attr, 64 * 1024);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_t thread;
-  int err = pthread_create(&thread, &attr, wall_main, nullptr);
+  int err = pthread_create(&thread, &attr, wall_pthread_main, nullptr);
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (err != 0) {
@@ -245,6 +265,7 @@ HCCT_NOINST bool start_wall_thread() {
   pthread_setname_np(thread, "hcct-wall");
   return true;
 }
+#endif
 
 HCCT_NOINST inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)

@@ -577,6 +577,57 @@ TEST_CASE("time-clock bursts leave a single-threaded program single-threaded for
   CHECK(meta(t, "burst_clock") == "time");
 }
 
+// A burst opened in a signal handler: the walk by unwind rules cannot step through the signal frame
+// and libgcc's unwinder walks instead; the contexts are the exact CCT's.
+TEST_CASE("machine stack: a burst opened in a signal handler", "[bursting][e2e]") {
+  const int rounds = 200;
+  for (const char *stage : {"early", "late"}) {
+    const std::string exe = plugin_program(std::string("signal_burst_") + stage);
+    for (const char *sync : {"auto", "unwind"}) {
+      INFO(exe << " burst_sync=" << sync);
+      auto p = run_profiled({exe, std::to_string(rounds)},
+                            std::string("mode=hcct:exact=1:key=routine:burst=manual:burst_sync=") + sync);
+      REQUIRE(p.result.status == 0);
+      auto set = ha::read_profiles(p.dir);
+      auto exact_set = ha::read_profiles(p.dir / "exact");
+      const auto &t = set.processes.at(0).threads.at(0);
+      auto sampled = named_counts(t);
+      auto exact = named_counts(exact_set.processes.at(0).threads.at(0));
+      INFO("sampled:\n" << listing(sampled) << "exact:\n" << listing(exact));
+      CHECK(t.meta.unmatched_exits == 0);
+      check_sampled_contexts_exist(sampled, exact);
+      uint64_t leaves = 0;
+      for (auto &[path, count] : sampled)
+        if (!path.empty() && path.back() == "leaf") {
+          leaves += count;
+          CHECK(exact[path] == count);  // every call of leaf in the run is in a burst
+        }
+      CHECK(leaves == uint64_t(rounds));
+    }
+  }
+}
+
+// The same for the wall-clock sampler's thread (time=wall, docs/RUNTIME.md "Wall-clock time"),
+// started with pthread_create until session 10 (single_threaded 0 then).
+TEST_CASE("the wall-clock sampler leaves a single-threaded program single-threaded for glibc", "[bursting][e2e]") {
+  const std::string exe = kPrograms + "/single_threaded";
+  Result plain = run({exe, "1000"});
+  REQUIRE(plain.status == 0);
+  if (plain.out.find("single_threaded 1") == std::string::npos)
+    hcct::test::skip_test("glibc counts this program multi-threaded without the runtime: " + plain.out);
+  for (const char *options : {"mode=hcct:time=wall", "mode=hcct:time=wall:burst=1:burst_sync=unwind"}) {
+    INFO(options);
+    auto p = run_profiled({exe}, options);
+    REQUIRE(p.result.status == 0);
+    CHECK_THAT(p.result.out, Catch::Contains("single_threaded 1"));
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = set.processes.at(0).threads.at(0);
+    INFO(p.result.out << p.result.err);
+    CHECK(t.meta.time == "wall");
+    CHECK(t.meta.samples + t.meta.samples_lost > 0);  // the sampler thread ran
+  }
+}
+
 // Units that cannot be unwound right: burst_sync=auto keeps the shadow stack for them. A unit built
 // with -fplugin-arg-hcct_plugin-unwind-table=no, and an object with the plugin's probes and no
 // descriptor at all (built before descriptors existed).
@@ -615,4 +666,56 @@ TEST_CASE("machine stack: a dlopen'ed library's site table, registered at load, 
   CHECK(counts[{"main", "lib_run", "lib_outer", "lib_middle", "lib_leaf"}] == 2000);
   for (auto &[path, count] : counts)
     if (path.back() == "lib_leaf" && count) CHECK(path == NamePath{"main", "lib_run", "lib_outer", "lib_middle", "lib_leaf"});
+}
+
+// A burst start unwinds only the frames that changed since the thread's previous walk of the machine
+// stack; the frames outside the first one still in place (same stack pointer, same return address,
+// every frame outside it too) come from that walk (docs/BURSTING.md, "The cost of a burst start").
+// deep_bursts opens 300 bursts 50-60 frames deep, the innermost frames different each time, through
+// two callers of the same shape under which `mid`'s frame is at the same place: the walk must not
+// take a path through the other caller. Before the memo every walk stepped through every frame
+// (and the dump had no unwind_frames keys).
+TEST_CASE("machine stack: a burst start unwinds only the frames changed since the last one", "[bursting][e2e]") {
+  const int rounds = 300, depth = 60;
+  std::map<std::string, uint64_t> want;
+  for (int r = 0; r < rounds; ++r)
+    ++want["main>" + frame_run("descend", uint64_t(depth - (r / 2 % 3) * 5)) + (r % 2 ? ">via_b" : ">via_a") +
+           ">mid>open_here>leaf"];
+  struct Case {
+    std::string program;
+    const char *sync;
+  };
+  std::vector<Case> cases{{kPrograms + "/deep_bursts", "unwind"}};
+  if (std::string(BURST_TOGGLE_PLUGIN).size())
+    for (const char *sync : {"auto", "unwind"})
+      for (const char *stage : {"early", "late"}) cases.push_back({plugin_program(std::string("deep_bursts_") + stage), sync});
+  for (const Case &c : cases) {
+    INFO(c.program << " burst_sync=" << c.sync);
+    auto p = run_profiled({c.program, std::to_string(rounds), std::to_string(depth)},
+                          std::string("mode=hcct:exact=1:key=routine:burst=manual:burst_sync=") + c.sync);
+    REQUIRE(p.result.status == 0);
+    auto set = ha::read_profiles(p.dir);
+    auto exact_set = ha::read_profiles(p.dir / "exact");
+    const auto &t = set.processes.at(0).threads.at(0);
+    const auto &exact = exact_set.processes.at(0).threads.at(0);
+    auto sampled = run_length_counts(t);
+    auto exact_counts = run_length_counts(exact);
+    std::map<std::string, uint64_t> got;
+    for (auto &[path, count] : sampled)
+      if (count) got[path] = count;
+    INFO(diff(got, want));
+    CHECK(got == want);
+    for (auto &[path, count] : want) CHECK(exact_counts[path] == count);
+    CHECK(t.meta.unmatched_exits == 0);
+    REQUIRE(!meta(t, "unwind_frames").empty());
+    uint64_t walked = std::stoull(meta(t, "unwind_frames")), reused = std::stoull(meta(t, "unwind_frames_reused"));
+    INFO("bursts " << meta(t, "bursts") << ", frames unwound " << walked << ", reused " << reused);
+    // A full walk steps through 50-60 frames of descend alone per burst; the changed ones are a few.
+    CHECK(std::stoull(meta(t, "bursts")) == uint64_t(rounds));
+    CHECK(reused > 3 * walked);
+    // The frames stepped through outside the runtime's own go by the rule table, not libgcc's
+    // unwinder (the rules of ordinary gcc -O2 code).
+    REQUIRE(!meta(t, "unwind_frames_by_rules").empty());
+    CHECK(std::stoull(meta(t, "unwind_frames_by_rules")) * 3 > walked);
+  }
 }

@@ -85,6 +85,11 @@ inline constexpr Key kBurstIntervalNs{"burst_interval_ns", Type::kCount, Presenc
 inline constexpr Key kBurstLengthNs{"burst_length_ns", Type::kCount, Presence::kBursting, Merge::kSame};
 inline constexpr Key kBursts{"bursts", Type::kCount, Presence::kBursting, Merge::kSum};
 inline constexpr Key kBurstTimeFraction{"burst_time_fraction", Type::kReal, Presence::kBursting, Merge::kMax};
+// Machine frames stepped through by the unwinder at burst starts, and those taken from the thread's
+// previous walk instead (docs/BURSTING.md, "The cost of a burst start"); absent before session 10.
+inline constexpr Key kUnwindFrames{"unwind_frames", Type::kCount, Presence::kBursting, Merge::kSum};
+inline constexpr Key kUnwindFramesReused{"unwind_frames_reused", Type::kCount, Presence::kBursting, Merge::kSum};
+inline constexpr Key kUnwindFramesByRules{"unwind_frames_by_rules", Type::kCount, Presence::kBursting, Merge::kSum};
 inline constexpr Key kEvents{"events", Type::kCount, Presence::kBurstEvents, Merge::kSum};
 inline constexpr Key kSampledFraction{"sampled_fraction", Type::kReal, Presence::kBursting, Merge::kOwnRule};
 inline constexpr Key kSampledFractionBasis{"sampled_fraction_basis", Type::kText, Presence::kBursting,
@@ -102,7 +107,7 @@ inline constexpr const Key *kAll[] = {
     &kMinCount, &kCalls, &kDropped, &kLost, &kUnmatchedExits, &kMaxDepth, &kTreeBytes, &kNodesPeak,
     &kExe, &kCmdline, &kStartNs, &kEndNs, &kTime, &kSamplePeriodNs, &kSamples, &kSamplesLost,
     &kTimeMinCount, &kBurst, &kBurstSync, &kBurstClock, &kBurstIntervalNs, &kBurstLengthNs,
-    &kBursts, &kBurstTimeFraction, &kEvents, &kSampledFraction, &kSampledFractionBasis,
+    &kBursts, &kBurstTimeFraction, &kUnwindFrames, &kUnwindFramesReused, &kUnwindFramesByRules, &kEvents, &kSampledFraction, &kSampledFractionBasis,
     &kMergedThreads, &kMergedFrom, &kThreadTimeNs, &kMergedCommands, &kBurstScaled,
     &kMergedDroppedKeys};
 
