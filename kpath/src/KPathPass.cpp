@@ -58,13 +58,24 @@ cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each funct
 
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
 
-// -kpath-stage, else HCCT_KPATH_STAGE; an empty optional (with the value in *bad) if it is neither
-// early nor late.
+// -kpath-burst, else HCCT_KPATH_BURST, else off: the two versions of each body that static bursting
+// of path profiles runs (PathVersioner.h; docs/KPATH.md, "Bursting").
+bool versions() {
+  if (g_burst >= 0) return g_burst != 0;
+  if (const char *env = std::getenv("HCCT_KPATH_BURST")) return std::atoi(env) != 0;
+  return false;
+}
+
+// -kpath-stage, else HCCT_KPATH_STAGE, else early (late with -kpath-burst=1); an empty optional
+// (with the value in *bad) if it is neither early nor late.
 std::optional<bool> stage_setting(std::string *bad) {
   std::string stage = g_stage;
   if (stage.empty())
     if (const char *env = std::getenv("HCCT_KPATH_STAGE")) stage = env;
-  if (stage.empty() || stage == "early") return false;
+  // Unset: early, but late for a build with versions for bursting, where the late stage costs
+  // less between bursts (docs/KPATH.md, "Bursting": measured on bench/real).
+  if (stage.empty()) return versions();
+  if (stage == "early") return false;
   if (stage == "late") return true;
   *bad = stage;
   return std::nullopt;
@@ -83,13 +94,6 @@ bool fast_path() {
   return true;
 }
 
-// -kpath-burst, else HCCT_KPATH_BURST, else off: the two versions of each body that static bursting
-// of path profiles runs (PathVersioner.h; docs/KPATH.md, "Bursting").
-bool versions() {
-  if (g_burst >= 0) return g_burst != 0;
-  if (const char *env = std::getenv("HCCT_KPATH_BURST")) return std::atoi(env) != 0;
-  return false;
-}
 
 // -kpath-burst-outline, else HCCT_KPATH_BURST_OUTLINE, else on: which functions keep their own
 // body between bursts and run both copies in a function of their own (PathVersioner.h). At the

@@ -527,3 +527,23 @@ TEST_CASE("bursting: fork in mid-burst: the child's and the parent's profiles ho
     }
   }
 }
+
+// The stage a -kpath-burst=1 build gets when none is given: the late one (docs/KPATH.md,
+// "Bursting": it costs less between bursts on every real workload measured); without
+// -kpath-burst=1 the default stays early. The metadata says which stage instrumented each function.
+TEST_CASE("bursting: a -kpath-burst=1 build without a stage is instrumented at the late stage") {
+  for (bool versions : {true, false}) {
+    INFO((versions ? "-kpath-burst=1" : "no versions"));
+    fs::path exe = work() / (versions ? "collatz.default-stage-burst" : "collatz.default-stage");
+    run(std::string("env -u HCCT_KPATH_STAGE HCCT_KPATH_BURST=") + (versions ? "1 " : "0 ") + HCCT_CLANG + " -g -O2 -fpass-plugin=" +
+        HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/examples/kpath/collatz.c -o " + exe.string() + " " + HCCT_RUNTIME +
+        " -Wl,-rpath," + fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+    an::PathMetadata meta = metadata(exe);
+    REQUIRE(!meta.functions().empty());
+    for (const auto &[id, f] : meta.functions()) {
+      INFO(f.info.name);
+      CHECK(bool(f.info.flags & hcct::kpath::kFlagLate) == versions);
+    }
+  }
+}
+
