@@ -341,15 +341,17 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
   DebugLoc loc;
   if (DISubprogram *sp = f.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
 
-  // Start points: the entry, then every loop header a back edge restarts at (not cut targets:
-  // the estimator scales their paths by the function's overall ratio), in DAG block order.
+  // Start points: the entry, then every block a restart starts a path at — loop headers after a
+  // back edge, and the targets of edges cut because the function's paths overflowed, which restart
+  // through the same dummy edge (a path decodes as starting there either way) — in DAG block order.
   std::vector<uint32_t> starts{0};
-  DenseMap<BasicBlock *, uint64_t> reset;  // original header -> what its restart sets r to
+  DenseMap<BasicBlock *, uint64_t> reset;  // original header -> what its back edges' restart sets r to
+  DenseSet<BasicBlock *> started;
   for (const RestartEdge &r : dag.restarts()) {
     BasicBlock *h = dag.blocks()[r.to];
-    if (r.cut || h->isEHPad() || reset.count(h)) continue;
-    reset[h] = *inst.restart_value(h);
-    starts.push_back(r.to);
+    if (h->isEHPad()) continue;
+    if (!r.cut && !reset.count(h)) reset[h] = *inst.restart_value(h);
+    if (started.insert(h).second) starts.push_back(r.to);
   }
   std::sort(starts.begin() + 1, starts.end());
   GlobalVariable *counters = api_.add_function(function_id, starts);
@@ -420,6 +422,37 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     mid->getTerminator()->eraseFromParent();
   }
 
+  // Cut edges into a start point: counted (a forward edge: no gate test, no change of copies). In
+  // the uninstrumented copy the edge is the CFG's; in the instrumented one a probe may now sit on
+  // it, so the edge into h is the one whose source leads back to the cut's source through blocks
+  // the instrumenter added.
+  DenseSet<const BasicBlock *> dag_blocks(dag.blocks().begin(), dag.blocks().end());
+  auto origin = [&](BasicBlock *p) {
+    for (int hops = 0; p && !dag_blocks.count(p) && hops < 8; ++hops) p = p->getSinglePredecessor() ? p->getSinglePredecessor() : (pred_empty(p) ? nullptr : *pred_begin(p));
+    return p;
+  };
+  std::vector<std::pair<BasicBlock *, BasicBlock *>> cuts;  // (source, target), original blocks
+  for (const RestartEdge &r : dag.restarts()) {
+    BasicBlock *h = dag.blocks()[r.to];
+    auto it = counter_of.find(h);
+    if (!r.cut || it == counter_of.end()) continue;
+    BasicBlock *from = dag.blocks()[r.from];
+    cuts.push_back({from, h});
+    std::vector<BasicBlock *> into;
+    for (BasicBlock *p : predecessors(h))
+      if (origin(p) == from && std::find(into.begin(), into.end(), p) == into.end()) into.push_back(p);
+    for (BasicBlock *p : into) {
+      BasicBlock *mid = on_edge(f, p, h, h->getName() + ".kpath.cut");
+      IRBuilder<> b(mid->getTerminator());
+      b.SetCurrentDebugLocation(loc);
+      count(b, it->second);
+    }
+    BasicBlock *mid = on_edge(f, copy_of(from), copy_of(h), h->getName() + ".kpath.cut");
+    IRBuilder<> b(mid->getTerminator());
+    b.SetCurrentDebugLocation(loc);
+    count(b, it->second);
+  }
+
   // The new entry: the shared static allocas, the entry counter, the gate.
   BasicBlock *entry = &f.getEntryBlock();
   BasicBlock *top = BasicBlock::Create(c, "kpath.versions", &f, entry);
@@ -462,7 +495,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
       rb.CreateBr(join[h]);
       dispatch->addCase(b.getInt64(it->second), resume);
     }
-    wire_native(counters, counter_of);
+    wire_native(counters, counter_of, cuts);
   }
 
   std::vector<AllocaInst *> promote;
@@ -476,7 +509,8 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
 
 // f's own body between bursts: the start counters and the gate tests at its entry and back edges;
 // with the gate open, the entry tail-calls f.kpath and a back edge joins it at the header.
-void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBlock *, unsigned> &counter_of) {
+void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBlock *, unsigned> &counter_of,
+                                const std::vector<std::pair<BasicBlock *, BasicBlock *>> &cuts) {
   LLVMContext &c = f_.getContext();
   DebugLoc loc;  // (f's own subprogram: f.kpath has a copy of it)
   if (DISubprogram *sp = f_.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
@@ -548,6 +582,20 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     count(mb, it->second);
     mb.CreateCondBr(gate_open(mb), join, h, unlikely);
     mid->getTerminator()->eraseFromParent();
+  }
+  // The cut edges into start points, in f's own body (a block of f.kpath that demotion added has
+  // no counterpart in f: such a cut is not counted here).
+  DenseMap<const BasicBlock *, BasicBlock *> original_of;
+  for (BasicBlock &bb : f_)
+    if (Value *v = outline_map_.lookup(&bb)) original_of[cast<BasicBlock>(v)] = &bb;
+  for (auto &[from_g, h_g] : cuts) {
+    BasicBlock *from = original_of.lookup(from_g), *h = original_of.lookup(h_g);
+    auto it = counter_of.find(h_g);
+    if (!from || !h || it == counter_of.end()) continue;
+    BasicBlock *mid = on_edge(f_, from, h, h->getName() + ".kpath.cut");
+    IRBuilder<> b(mid->getTerminator());
+    b.SetCurrentDebugLocation(loc);
+    count(b, it->second);
   }
 }
 

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "FunctionDag.h"
@@ -98,7 +99,8 @@ class PathVersioner {
   void find_resumes();
   void outline();
   void demote(llvm::Function &f, const std::vector<llvm::Instruction *> &also);
-  void wire_native(llvm::GlobalVariable *counters, const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of);
+  void wire_native(llvm::GlobalVariable *counters, const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of,
+                   const std::vector<std::pair<llvm::BasicBlock *, llvm::BasicBlock *>> &cuts);
 
   llvm::Function &f_;
   VersionApi &api_;

@@ -547,3 +547,43 @@ TEST_CASE("bursting: a -kpath-burst=1 build without a stage is instrumented at t
   }
 }
 
+
+// A function whose paths overflow the limit has edges cut into join blocks, loop headers among
+// them; a cut edge restarts the path there through the same dummy edge as the header's back edges,
+// so those paths decode as starting at the header. Every start point counts them: in an exhaustive
+// traced run the counters equal the 1-grams per start, cut targets included (before, a header that
+// was also a cut target counted only its back edges: T < S, even exhaustively), in both copies and,
+// at the late stage, in f's own body.
+TEST_CASE("bursting: edges cut by overflow are counted at their targets") {
+  const std::string source = "tests/kpath/programs/burst_irreducible.c", args = "20000";
+  for (bool late : {false, true}) {
+    std::string tag = std::string("cut") + (late ? "-late" : "");
+    INFO(tag);
+    // (Limits below each stage's path counts, above its distinct exits: tangle() early, main() with
+    // tangle() inlined late.)
+    std::string limit = late ? "20" : "5";
+    fs::path exe = build(source, std::string("-O2 -Xclang -load -Xclang ") + HCCT_KPATH_PLUGIN + " -mllvm -kpath-max-paths=" + limit,
+                         true, tag, late);
+    an::PathMetadata meta = metadata(exe);
+    bool cut = false;
+    for (const auto &[id, f] : meta.functions()) cut |= (f.info.flags & hcct::kpath::kFlagCutEdges) != 0;
+    REQUIRE(cut);
+    Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", tag + ".exact");
+    REQUIRE(exact.threads.size() == 1);
+    REQUIRE(exact.threads[0].sampling);
+    auto started = traced_starts(meta, all_threads(exact));
+    for (const auto &[start, count] : started) {
+      INFO("function " << start.first << " block " << start.second);
+      const auto &counters = exact.threads[0].sampling->starts;
+      REQUIRE(counters.count(start));
+      CHECK(counters.at(start) == count);
+    }
+    // And bursting: the same output as the exhaustive run, the same counters on a longer input.
+    Run all_long = record(exe, "2000000", "k=4", tag + ".all-long");
+    Run bursting = record(exe, "2000000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
+    CHECK(bursting.output == all_long.output);
+    REQUIRE(bursting.threads.size() == 1);
+    REQUIRE(all_long.threads.size() == 1);
+    CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
+  }
+}
