@@ -450,3 +450,21 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
   k->profiler.destroy();
   unmap_pages(k, sizeof(KpathThreadState));
 }
+
+// A forked child (runtime.cc, on_fork_child: the forking thread is the only one left): its profile
+// holds what the child does, as its calling-context tree does. The thread's path profiler goes
+// (its next item makes a new one; the windows of the activations on its stack carry the old token
+// and start again), and every start counter of the versioned modules restarts from zero, so that
+// the child's T and S count the same paths. One path per activation on the stack at the fork
+// started in the parent (counted there) and ends in the child (counted there, from its end).
+HCCT_NOINST void hcct_kpath_fork_child(ThreadState *thread) {
+  if (thread) hcct_kpath_release(*thread);
+  size_t count = __atomic_load_n(&g_version_table_count, __ATOMIC_ACQUIRE);
+  for (size_t i = 0; i < count && i < kMaxVersionTables; ++i) {
+    const abi::VersionTable *t = __atomic_load_n(&g_version_tables[i], __ATOMIC_ACQUIRE);
+    if (!t) continue;
+    for (uint64_t j = 0; j < t->functions; ++j)
+      for (uint64_t n = 0; n < t->function[j].starts; ++n) __atomic_store_n(&t->function[j].counters[n], 0, __ATOMIC_RELAXED);
+  }
+}
+

@@ -544,6 +544,7 @@ HCCT_NOINST void on_fork_child() {
     __atomic_store_n(&g_hook_gate, g_execs.hook_gate, __ATOMIC_RELEASE);
     __atomic_store_n(&__hcct_gate_local, g_execs.gate, __ATOMIC_RELEASE);
   }
+  if (hcct_kpath_fork_child) hcct_kpath_fork_child(is_thread_state(self) ? self : nullptr);
   if (is_thread_state(self)) {
     self->profile.restart_from_current_path();
     if (g_exact) self->exact.restart_from_current_path();

@@ -223,5 +223,8 @@ __attribute__((always_inline, no_instrument_function)) inline void event_end(Thr
 __attribute__((weak)) bool hcct_kpath_write_sections(hcct::rt::DumpFile &file,
                                                      hcct::rt::ThreadState &thread);
 __attribute__((weak)) void hcct_kpath_release(hcct::rt::ThreadState &thread);
+// In a forked child (the forking thread, or null if it has no state): the child's path profile
+// starts empty, as its calling-context tree does.
+__attribute__((weak)) void hcct_kpath_fork_child(hcct::rt::ThreadState *thread);
 
 #endif

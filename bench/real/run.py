@@ -153,6 +153,9 @@ def path_configs(workload):
     # of one input (no address randomisation, options of one length) for the estimator's accuracy
     # and whether `hcct guide` ranks the same top loops.
     c.append(Config("kpath k=8 burst", "kpath-burst-seeded", "k=8:burst=1:verbose=1", preload=False))
+    # The cost between bursts: burst=manual with no burst ever opened (only the uninstrumented
+    # code runs: f's own body and its start counters and gate tests).
+    c.append(Config("kpath k=8 burst closed", "kpath-burst-seeded", "k=8:burst=manual:verbose=1", preload=False))
     c.append(Config("kpath k=8 burst seeded", "kpath-burst-seeded", "k=8:burst=1:path_epsilon=0:verbose=1",
                     wrapper="setarch", preload=False))
     c.append(Config("kpath k=8 burst-build exact", "kpath-burst-seeded", "k=8:burst=0:path_epsilon=0:verbose=1",
@@ -160,6 +163,8 @@ def path_configs(workload):
     # The same at the late stage (the optimised CFG is versioned: the early stage's duplicate bodies
     # change what the inliner does; docs/KPATH.md, "Bursting", has the figures).
     c.append(Config("kpath late k=8 burst", "kpath-burst-late-seeded", "k=8:burst=1:verbose=1", preload=False))
+    c.append(Config("kpath late k=8 burst closed", "kpath-burst-late-seeded", "k=8:burst=manual:verbose=1",
+                    preload=False))
     c.append(Config("kpath late k=8 burst seeded", "kpath-burst-late-seeded", "k=8:burst=1:path_epsilon=0:verbose=1",
                     wrapper="setarch", preload=False))
     c.append(Config("kpath late k=8 burst-build exact", "kpath-burst-late-seeded",

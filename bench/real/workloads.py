@@ -122,6 +122,7 @@ def path_flavours(kpath_plugin, runtime_dir):
         # run of this one binary can be compared sequence by sequence.
         "kpath-burst-seeded": Flavour("kpath-burst-seeded", "clang",
                                       early + ["-Xclang", "-load", "-Xclang", kpath_plugin, "-mllvm", "-kpath-burst=1",
+                                               "-mllvm", "-kpath-stage=early",  # (-kpath-burst=1 alone: late)
                                                "-Dluai_makeseed=sizeof"], link, plugin=kpath_plugin),
         "kpath-burst-late-seeded": Flavour("kpath-burst-late-seeded", "clang",
                                            late + ["-mllvm", "-kpath-burst=1", "-Dluai_makeseed=sizeof"], link,

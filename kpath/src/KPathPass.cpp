@@ -43,6 +43,10 @@ cl::opt<int> g_fast_path("kpath-fast-path",
 cl::opt<int> g_burst("kpath-burst",
                      cl::desc("hcct kpath: 1 = also an uninstrumented copy of every body, run between bursts (burst=1)"),
                      cl::init(-1));
+cl::opt<int> g_burst_outline(
+    "kpath-burst-outline",
+    cl::desc("hcct kpath: with -kpath-burst=1, the instrumented copy in a function of its own (1, default) or in the body (0)"),
+    cl::init(-1));
 cl::opt<uint64_t> g_counter_paths(
     "kpath-counter-paths",
     cl::desc("hcct kpath: BLPP counter arrays for functions with at most this many paths (0: none; default hcct/kpath_abi.h)"),
@@ -54,13 +58,24 @@ cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each funct
 
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
 
-// -kpath-stage, else HCCT_KPATH_STAGE; an empty optional (with the value in *bad) if it is neither
-// early nor late.
+// -kpath-burst, else HCCT_KPATH_BURST, else off: the two versions of each body that static bursting
+// of path profiles runs (PathVersioner.h; docs/KPATH.md, "Bursting").
+bool versions() {
+  if (g_burst >= 0) return g_burst != 0;
+  if (const char *env = std::getenv("HCCT_KPATH_BURST")) return std::atoi(env) != 0;
+  return false;
+}
+
+// -kpath-stage, else HCCT_KPATH_STAGE, else early (late with -kpath-burst=1); an empty optional
+// (with the value in *bad) if it is neither early nor late.
 std::optional<bool> stage_setting(std::string *bad) {
   std::string stage = g_stage;
   if (stage.empty())
     if (const char *env = std::getenv("HCCT_KPATH_STAGE")) stage = env;
-  if (stage.empty() || stage == "early") return false;
+  // Unset: early, but late for a build with versions for bursting, where the late stage costs
+  // less between bursts (docs/KPATH.md, "Bursting": measured on bench/real).
+  if (stage.empty()) return versions();
+  if (stage == "early") return false;
   if (stage == "late") return true;
   *bad = stage;
   return std::nullopt;
@@ -79,12 +94,18 @@ bool fast_path() {
   return true;
 }
 
-// -kpath-burst, else HCCT_KPATH_BURST, else off: the two versions of each body that static bursting
-// of path profiles runs (PathVersioner.h; docs/KPATH.md, "Bursting").
-bool versions() {
-  if (g_burst >= 0) return g_burst != 0;
-  if (const char *env = std::getenv("HCCT_KPATH_BURST")) return std::atoi(env) != 0;
-  return false;
+
+// -kpath-burst-outline, else HCCT_KPATH_BURST_OUTLINE, else on: which functions keep their own
+// body between bursts and run both copies in a function of their own (PathVersioner.h). At the
+// early stage only functions without loops: a join would pass the addresses of locals the
+// optimiser has yet to promote, pinning them to memory in the native body.
+hcct::kpath::PathVersioner::Outline outline_mode(bool late) {
+  using Outline = hcct::kpath::PathVersioner::Outline;
+  bool on = true;
+  if (g_burst_outline >= 0) on = g_burst_outline != 0;
+  else if (const char *env = std::getenv("HCCT_KPATH_BURST_OUTLINE")) on = std::atoi(env) != 0;
+  if (!on) return Outline::kNever;
+  return late ? Outline::kAlways : Outline::kLoopFree;
 }
 
 // -kpath-counter-paths, else HCCT_KPATH_COUNTER_PATHS, else the default: the largest path count
@@ -133,28 +154,34 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   // among those under the bound) first come, first served would leave later small functions,
   // hot ones among them, without arrays.
   struct Candidate {
-    Function *f;
+    Function *f;       // the program's function (its ID, its name in the metadata)
+    Function *target;  // what is numbered and instrumented: f, or its outlined copy
     FunctionDag dag;
     std::unique_ptr<PathVersioner> versioner;  // static bursting's second copy, or null
   };
   std::vector<Candidate> candidates;
-  for (Function &f : m) {
-    if (!should_instrument(f)) continue;
+  // (Versioning may add functions: the list first.)
+  std::vector<Function *> functions;
+  for (Function &f : m)
+    if (should_instrument(f)) functions.push_back(&f);
+  for (Function *fp : functions) {
+    Function &f = *fp;
     std::string why;
     // Versioning first: it adds an unreachable copy that the DAG, the metadata and the probes
     // never see, and it must come before them (it moves values to stack slots).
     std::unique_ptr<PathVersioner> versioner;
     if (version_api) {
-      versioner = std::make_unique<PathVersioner>(f, *version_api);
+      versioner = std::make_unique<PathVersioner>(f, *version_api, outline_mode(options_.late));
       if (!versioner->prepare()) versioner.reset();
     }
-    std::optional<FunctionDag> dag = FunctionDag::build(f, options_.max_paths, &why);
+    Function &target = versioner ? versioner->target() : f;
+    std::optional<FunctionDag> dag = FunctionDag::build(target, options_.max_paths, &why);
     if (!dag) {
       if (versioner) versioner->abandon();
       errs() << "hcct kpath: " << f.getName() << " not instrumented: " << why << "\n";
       continue;
     }
-    candidates.push_back({&f, std::move(*dag), std::move(versioner)});
+    candidates.push_back({&f, &target, std::move(*dag), std::move(versioner)});
   }
   std::vector<size_t> by_paths(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) by_paths[i] = i;
@@ -166,15 +193,16 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     counter_offset[i] = api.allocate_counters(candidates[i].f->getGUID(), candidates[i].dag.graph().num_paths());
   for (size_t i = 0; i < candidates.size(); ++i) {
     Function &f = *candidates[i].f;
+    Function &target = *candidates[i].target;
     const FunctionDag &dag = candidates[i].dag;
     PathVersioner *versioner = candidates[i].versioner.get();
     uint64_t id = f.getGUID();
-    meta.add(f, dag, id, uint8_t((options_.late ? kFlagLate : 0) | opt_level_flags(options_.opt_level)));
+    meta.add(target, dag, id, uint8_t((options_.late ? kFlagLate : 0) | opt_level_flags(options_.opt_level)), f.getName());
     if (g_verbose)
       errs() << "hcct kpath: " << f.getName() << ": " << dag.blocks().size() << " blocks, "
              << dag.graph().num_paths() << " paths" << (dag.has_cut_edges() ? " (edges cut)" : "")
              << (counter_offset[i] ? ", counter array" : "") << "\n";
-    PathInstrumenter instrumenter(f, dag, id, api, counter_offset[i]);
+    PathInstrumenter instrumenter(target, dag, id, api, counter_offset[i]);
     instrumenter.run(/*promote=*/!versioner);
     if (versioner) versioner->finish(dag, instrumenter, id);
     changed = true;

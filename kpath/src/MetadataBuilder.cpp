@@ -48,10 +48,10 @@ BlockInfo MetadataBuilder::block_info(const BasicBlock &bb, const FunctionDag &d
   return b;
 }
 
-void MetadataBuilder::add(Function &f, const FunctionDag &dag, uint64_t function_id, uint8_t flags) {
+void MetadataBuilder::add(Function &f, const FunctionDag &dag, uint64_t function_id, uint8_t flags, StringRef name) {
   FunctionInfo fi;
   fi.id = function_id;
-  fi.name = f.getName().str();
+  fi.name = (name.empty() ? f.getName() : name).str();
   if (const DISubprogram *sp = f.getSubprogram()) {
     fi.file = file_index(full_path(sp)) + 1;
     fi.line = sp->getLine();

@@ -15,7 +15,8 @@ class MetadataBuilder {
  public:
   explicit MetadataBuilder(llvm::Module &m);
   // Records `f` as numbered in `dag`. Call before instrumenting: the block contents are read here.
-  void add(llvm::Function &f, const FunctionDag &dag, uint64_t function_id, uint8_t flags);
+  void add(llvm::Function &f, const FunctionDag &dag, uint64_t function_id, uint8_t flags,
+           llvm::StringRef name = {});  // name: f's unless given (an outlined copy is recorded as its original)
   // Emits the blob (nothing if no function was added).
   void emit();
   const ModuleInfo &info() const { return info_; }

@@ -4,6 +4,8 @@
 
 #include "hcct/kpath_abi.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/CFG.h"
 #include "llvm/IR/Constants.h"
@@ -145,40 +147,157 @@ bool PathVersioner::supported(const Function &f) {
   return true;
 }
 
-void PathVersioner::demote() {
-  BasicBlock &entry = f_.getEntryBlock();
-  BasicBlock::iterator it = entry.begin();
-  while (isa<AllocaInst>(&*it)) ++it;
-  Instruction *alloca_point = &*it;
+void PathVersioner::demote(Function &f, const std::vector<Instruction *> &also) {
+  BasicBlock &entry = f.getEntryBlock();
+  // (The slots go to the top of the entry: a fixed insertion point could be a cast that dropping
+  // lifetime markers below leaves unused, which its demotion then erases.)
+  Instruction *alloca_point = nullptr;
   std::vector<Instruction *> values;
   std::vector<PHINode *> phis;
+  DenseSet<Instruction *> extra(also.begin(), also.end());
   // As reg2mem does: first every value used across blocks, phis included (their uses then reload
   // from the slot where they are), then the phis themselves (a store in each predecessor; a phi's
-  // own reload is used only in its block after the first step).
-  for (BasicBlock &bb : f_)
+  // own reload is used only in its block after the first step). `also`: the values an outlined
+  // copy's joins store (a static alloca among them: its address, which the join replaces by the
+  // caller's).
+  for (BasicBlock &bb : f)
     for (Instruction &i : bb) {
       if (auto *phi = dyn_cast<PHINode>(&i)) phis.push_back(phi);
-      if (!(&bb == &entry && isa<AllocaInst>(i)) && !i.getType()->isVoidTy() && crosses_blocks(i))
-        values.push_back(&i);
+      bool entry_alloca = &bb == &entry && isa<AllocaInst>(i);
+      if ((!entry_alloca && !i.getType()->isVoidTy() && crosses_blocks(i)) || extra.count(&i)) values.push_back(&i);
     }
-  for (Instruction *i : values)
-    if (AllocaInst *slot = DemoteRegToStack(*i, false, alloca_point)) slots_.push_back(slot);
+  for (Instruction *i : values) {
+    if (isa<AllocaInst>(i)) {
+      // Its lifetime markers would then name the caller's variable on a join: dropped.
+      std::vector<Instruction *> users{i};
+      for (size_t n = 0; n < users.size(); ++n)
+        for (User *u : users[n]->users())
+          if (auto *ui = dyn_cast<Instruction>(u); ui && (isa<BitCastInst>(ui) || ui->isLifetimeStartOrEnd()))
+            users.push_back(ui);
+      for (Instruction *u : make_range(users.rbegin(), users.rend()))
+        if (u->isLifetimeStartOrEnd()) u->eraseFromParent();
+    }
+    if (AllocaInst *slot = DemoteRegToStack(*i, false, alloca_point)) {
+      slots_.push_back(slot);
+      slot_of_[i] = slot;
+    }
+  }
   for (PHINode *phi : phis)
-    if (AllocaInst *slot = DemotePHIToStack(phi, alloca_point)) slots_.push_back(slot);
+    if (AllocaInst *slot = DemotePHIToStack(phi, alloca_point)) {
+      slots_.push_back(slot);
+      phi_slot_of_[phi] = slot;  // (where its predecessors store: a join at its header stores there too)
+    }
+}
+
+bool PathVersioner::outlinable(const Function &f) {
+  if (f.isVarArg()) return false;
+  for (const Argument &a : f.args())
+    if (a.hasInAllocaAttr() || a.hasPreallocatedAttr() || a.hasSwiftErrorAttr()) return false;
+  for (const BasicBlock &bb : f)
+    for (const Instruction &i : bb)
+      if (const auto *call = dyn_cast<CallInst>(&i); call && call->isMustTailCall()) return false;
+  return true;
+}
+
+bool PathVersioner::has_loops(const Function &f) {
+  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
+  FindFunctionBackedges(f, back_edges);
+  return !back_edges.empty();
+}
+
+// Per loop header of f_ (not a landing pad: no counter there), the values live into it. A value
+// defined in a block that strictly dominates the header is live there if some use is reachable
+// from the header (conservative: a use after a redefinition cannot happen in SSA); the header's
+// phis are, with the value of the back edge. Every such value crosses blocks, so the outlined
+// copy has a slot for it.
+void PathVersioner::find_resumes() {
+  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
+  FindFunctionBackedges(f_, back_edges);
+  DominatorTree dt(f_);
+  DenseSet<const BasicBlock *> seen;
+  for (auto &[from, to] : back_edges) {
+    auto *h = const_cast<BasicBlock *>(to);
+    if (h->isEHPad() || !seen.insert(h).second) continue;
+    Resume r;
+    r.header = h;
+    for (PHINode &phi : h->phis()) r.live.push_back(&phi);
+    SmallPtrSet<const BasicBlock *, 32> reach{h};
+    SmallVector<const BasicBlock *, 64> work{h};
+    while (!work.empty())
+      for (const BasicBlock *s : successors(work.pop_back_val()))
+        if (reach.insert(s).second) work.push_back(s);
+    auto used_from_header = [&](const Instruction &i) {
+      for (const Use &u : i.uses()) {
+        const auto *ui = cast<Instruction>(u.getUser());
+        const BasicBlock *at = ui->getParent();
+        if (const auto *phi = dyn_cast<PHINode>(ui)) at = phi->getIncomingBlock(u);
+        if (reach.count(at)) return true;
+      }
+      return false;
+    };
+    for (DomTreeNode *n = dt.getNode(h)->getIDom(); n; n = n->getIDom())
+      for (Instruction &i : *n->getBlock())
+        if (!i.getType()->isVoidTy() && used_from_header(i)) r.live.push_back(&i);
+    std::vector<Type *> types;
+    for (Instruction *i : r.live) types.push_back(i->getType());
+    r.buffer = StructType::get(f_.getContext(), types);
+    resumes_.push_back(std::move(r));
+  }
+}
+
+// f.kpath: f's body with two more parameters (where: 0 = the entry, else the counter index of the
+// header to resume at; live: the join's buffer), internal, never inlined (a caller that inlined
+// it would carry the instrumented copy again).
+void PathVersioner::outline() {
+  LLVMContext &c = f_.getContext();
+  std::vector<Type *> params(f_.getFunctionType()->param_begin(), f_.getFunctionType()->param_end());
+  params.push_back(Type::getInt64Ty(c));
+  params.push_back(Type::getInt8PtrTy(c));
+  auto *type = FunctionType::get(f_.getReturnType(), params, false);
+  Function *g = Function::Create(type, GlobalValue::InternalLinkage, f_.getAddressSpace(), f_.getName() + ".kpath",
+                                 f_.getParent());
+  auto arg = g->arg_begin();
+  for (Argument &a : f_.args()) {
+    arg->setName(a.getName());
+    outline_map_[&a] = &*arg++;
+  }
+  arg->setName("kpath.where");
+  (++arg)->setName("kpath.live");
+  SmallVector<ReturnInst *, 8> returns;
+  CloneFunctionInto(g, &f_, outline_map_, CloneFunctionChangeType::LocalChangesOnly, returns);
+  g->setLinkage(GlobalValue::InternalLinkage);
+  g->setVisibility(GlobalValue::DefaultVisibility);
+  g->setDLLStorageClass(GlobalValue::DefaultStorageClass);
+  g->setComdat(nullptr);
+  g->removeFnAttr(Attribute::AlwaysInline);
+  g->addFnAttr(Attribute::NoInline);
+  outlined_ = g;
 }
 
 bool PathVersioner::prepare() {
   if (!supported(f_)) return false;
-  demote();
-  for (BasicBlock &bb : f_) originals_.push_back(&bb);
+  std::vector<Instruction *> also;
+  if (outline_ != Outline::kNever && outlinable(f_) && (outline_ == Outline::kAlways || !has_loops(f_))) {
+    find_resumes();
+    outline();
+    // (Raw pointers: the map's handles follow the replacements demotion makes.)
+    for (Resume &r : resumes_)
+      for (Instruction *i : r.live) {
+        r.outlined.push_back(cast<Instruction>(outline_map_[i]));
+        also.push_back(r.outlined.back());
+      }
+  }
+  Function &f = target();
+  demote(f, also);
+  for (BasicBlock &bb : f) originals_.push_back(&bb);
   // Static allocas of the entry are shared by both copies (the program's variables and the slots:
   // whichever copy runs, it sees the same state); everything else is cloned.
   std::vector<std::pair<AllocaInst *, Instruction *>> shared;
   for (BasicBlock *bb : originals_) {
-    BasicBlock *copy = CloneBasicBlock(bb, map_, ".nb", &f_);
+    BasicBlock *copy = CloneBasicBlock(bb, map_, ".nb", &f);
     map_[bb] = copy;
   }
-  for (Instruction &i : f_.getEntryBlock())
+  for (Instruction &i : f.getEntryBlock())
     if (static_alloca(i)) {
       auto *a = cast<AllocaInst>(&i);
       shared.push_back({a, cast<Instruction>(map_[a])});
@@ -197,6 +316,11 @@ bool PathVersioner::prepare() {
 }
 
 void PathVersioner::abandon() {
+  if (outlined_) {  // f is untouched
+    outlined_->eraseFromParent();
+    outlined_ = nullptr;
+    return;
+  }
   std::vector<BasicBlock *> copies;
   for (BasicBlock *bb : originals_) copies.push_back(cast<BasicBlock>(map_[bb]));
   for (BasicBlock *bb : copies) bb->dropAllReferences();
@@ -209,22 +333,25 @@ void PathVersioner::abandon() {
 }
 
 void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst, uint64_t function_id) {
-  LLVMContext &c = f_.getContext();
+  Function &f = target();
+  LLVMContext &c = f.getContext();
   Type *i8 = Type::getInt8Ty(c), *i64 = Type::getInt64Ty(c);
   MDBuilder md(c);
   MDNode *likely = md.createBranchWeights(2000, 1), *unlikely = md.createBranchWeights(1, 2000);
   DebugLoc loc;
-  if (DISubprogram *sp = f_.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
+  if (DISubprogram *sp = f.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
 
-  // Start points: the entry, then every loop header a back edge restarts at (not cut targets:
-  // the estimator scales their paths by the function's overall ratio), in DAG block order.
+  // Start points: the entry, then every block a restart starts a path at — loop headers after a
+  // back edge, and the targets of edges cut because the function's paths overflowed, which restart
+  // through the same dummy edge (a path decodes as starting there either way) — in DAG block order.
   std::vector<uint32_t> starts{0};
-  DenseMap<BasicBlock *, uint64_t> reset;  // original header -> what its restart sets r to
+  DenseMap<BasicBlock *, uint64_t> reset;  // original header -> what its back edges' restart sets r to
+  DenseSet<BasicBlock *> started;
   for (const RestartEdge &r : dag.restarts()) {
     BasicBlock *h = dag.blocks()[r.to];
-    if (r.cut || h->isEHPad() || reset.count(h)) continue;
-    reset[h] = *inst.restart_value(h);
-    starts.push_back(r.to);
+    if (h->isEHPad()) continue;
+    if (!r.cut && !reset.count(h)) reset[h] = *inst.restart_value(h);
+    if (started.insert(h).second) starts.push_back(r.to);
   }
   std::sort(starts.begin() + 1, starts.end());
   GlobalVariable *counters = api_.add_function(function_id, starts);
@@ -247,7 +374,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
   // as its restart sets it) and where it leaves it.
   DenseMap<BasicBlock *, BasicBlock *> join, leave;
   for (auto &[h, r_reset] : reset) {
-    BasicBlock *j = BasicBlock::Create(c, h->getName() + ".kpath.join", &f_);
+    BasicBlock *j = BasicBlock::Create(c, h->getName() + ".kpath.join", &f);
     IRBuilder<> b(j);
     b.SetCurrentDebugLocation(loc);
     b.CreateCall(api_.switch_fn(), {b.getInt64(abi::kSwitchJoin)});
@@ -257,7 +384,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     b.CreateBr(h);
     for (PHINode &phi : h->phis()) phi.addIncoming(Constant::getNullValue(phi.getType()), j);  // (dispatch: no probe)
     join[h] = j;
-    BasicBlock *l = BasicBlock::Create(c, h->getName() + ".kpath.leave", &f_);
+    BasicBlock *l = BasicBlock::Create(c, h->getName() + ".kpath.leave", &f);
     IRBuilder<> lb(l);
     lb.SetCurrentDebugLocation(loc);
     lb.CreateCall(api_.switch_fn(), {lb.getInt64(abi::kSwitchLeave)});
@@ -268,13 +395,13 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
   // Back edges of the instrumented copy, as they are after instrumentation (a probe may sit on a
   // block of its own on the edge); the copy is still unreachable, so this walks the original only.
   SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
-  FindFunctionBackedges(f_, back_edges);
+  FindFunctionBackedges(f, back_edges);
   for (auto &[from_c, to_c] : back_edges) {
     auto *from = const_cast<BasicBlock *>(from_c);
     auto *to = const_cast<BasicBlock *>(to_c);
     auto it = counter_of.find(to);
     if (it == counter_of.end()) continue;
-    BasicBlock *mid = on_edge(f_, from, to, to->getName() + ".kpath.gate");
+    BasicBlock *mid = on_edge(f, from, to, to->getName() + ".kpath.gate");
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);
     count(b, it->second);
@@ -287,7 +414,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     auto it = counter_of.find(h);
     if (r.cut || it == counter_of.end()) continue;
     BasicBlock *to = copy_of(h);
-    BasicBlock *mid = on_edge(f_, copy_of(dag.blocks()[r.from]), to, to->getName() + ".kpath.gate");
+    BasicBlock *mid = on_edge(f, copy_of(dag.blocks()[r.from]), to, to->getName() + ".kpath.gate");
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);
     count(b, it->second);
@@ -295,9 +422,40 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     mid->getTerminator()->eraseFromParent();
   }
 
+  // Cut edges into a start point: counted (a forward edge: no gate test, no change of copies). In
+  // the uninstrumented copy the edge is the CFG's; in the instrumented one a probe may now sit on
+  // it, so the edge into h is the one whose source leads back to the cut's source through blocks
+  // the instrumenter added.
+  DenseSet<const BasicBlock *> dag_blocks(dag.blocks().begin(), dag.blocks().end());
+  auto origin = [&](BasicBlock *p) {
+    for (int hops = 0; p && !dag_blocks.count(p) && hops < 8; ++hops) p = p->getSinglePredecessor() ? p->getSinglePredecessor() : (pred_empty(p) ? nullptr : *pred_begin(p));
+    return p;
+  };
+  std::vector<std::pair<BasicBlock *, BasicBlock *>> cuts;  // (source, target), original blocks
+  for (const RestartEdge &r : dag.restarts()) {
+    BasicBlock *h = dag.blocks()[r.to];
+    auto it = counter_of.find(h);
+    if (!r.cut || it == counter_of.end()) continue;
+    BasicBlock *from = dag.blocks()[r.from];
+    cuts.push_back({from, h});
+    std::vector<BasicBlock *> into;
+    for (BasicBlock *p : predecessors(h))
+      if (origin(p) == from && std::find(into.begin(), into.end(), p) == into.end()) into.push_back(p);
+    for (BasicBlock *p : into) {
+      BasicBlock *mid = on_edge(f, p, h, h->getName() + ".kpath.cut");
+      IRBuilder<> b(mid->getTerminator());
+      b.SetCurrentDebugLocation(loc);
+      count(b, it->second);
+    }
+    BasicBlock *mid = on_edge(f, copy_of(from), copy_of(h), h->getName() + ".kpath.cut");
+    IRBuilder<> b(mid->getTerminator());
+    b.SetCurrentDebugLocation(loc);
+    count(b, it->second);
+  }
+
   // The new entry: the shared static allocas, the entry counter, the gate.
-  BasicBlock *entry = &f_.getEntryBlock();
-  BasicBlock *top = BasicBlock::Create(c, "kpath.versions", &f_, entry);
+  BasicBlock *entry = &f.getEntryBlock();
+  BasicBlock *top = BasicBlock::Create(c, "kpath.versions", &f, entry);
   std::vector<Instruction *> allocas;
   for (Instruction &i : *entry)
     if (static_alloca(i)) allocas.push_back(&i);
@@ -308,17 +466,137 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
   for (Instruction *a : allocas) a->moveBefore(*top, top->end());
   IRBuilder<> b(top);
   b.SetCurrentDebugLocation(loc);
-  count(b, 0);
-  // (A versioned build is made for bursting: between bursts, where most calls run, it is closed.)
-  b.CreateCondBr(gate_open(b), entry, copy_of(entry), unlikely);
+  if (!outlined_) {
+    count(b, 0);
+    // (A versioned build is made for bursting: between bursts, where most calls run, it is closed.)
+    b.CreateCondBr(gate_open(b), entry, copy_of(entry), unlikely);
+  } else {
+    // Called by f with the gate open (f counted the start): the entry, or a join at a header whose
+    // live values the buffer holds, stored where this copy keeps them.
+    Argument *where = f.getArg(f.arg_size() - 2), *live = f.getArg(f.arg_size() - 1);
+    SwitchInst *dispatch = b.CreateSwitch(where, entry, unsigned(resumes_.size()));
+    for (const Resume &r : resumes_) {
+      auto *h = cast<BasicBlock>(outline_map_[r.header]);
+      auto it = counter_of.find(h);
+      if (it == counter_of.end()) continue;  // (f has no join there either)
+      BasicBlock *resume = BasicBlock::Create(c, h->getName() + ".kpath.resume", &f);
+      IRBuilder<> rb(resume);
+      rb.SetCurrentDebugLocation(loc);
+      Value *buffer = rb.CreateBitCast(live, r.buffer->getPointerTo());
+      for (unsigned n = 0; n < r.live.size(); ++n) {
+        // A phi of the header: where its predecessors store (the header copies it to the slot its
+        // uses read); any other value: the slot its uses read. None: a cast whose only uses were
+        // the lifetime markers demote() dropped (nothing reads it here).
+        bool header_phi = isa<PHINode>(r.live[n]) && r.live[n]->getParent() == r.header;
+        AllocaInst *slot = (header_phi ? phi_slot_of_ : slot_of_).lookup(r.outlined[n]);
+        if (!slot) continue;
+        rb.CreateStore(rb.CreateLoad(r.buffer->getElementType(n), rb.CreateStructGEP(r.buffer, buffer, n)), slot);
+      }
+      rb.CreateBr(join[h]);
+      dispatch->addCase(b.getInt64(it->second), resume);
+    }
+    wire_native(counters, counter_of, cuts);
+  }
 
   std::vector<AllocaInst *> promote;
   for (AllocaInst *a : slots_)
     if (isAllocaPromotable(a)) promote.push_back(a);
   for (AllocaInst *a : regs)
     if (isAllocaPromotable(a)) promote.push_back(a);
-  DominatorTree dt(f_);
+  DominatorTree dt(f);
   PromoteMemToReg(promote, dt);
+}
+
+// f's own body between bursts: the start counters and the gate tests at its entry and back edges;
+// with the gate open, the entry tail-calls f.kpath and a back edge joins it at the header.
+void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBlock *, unsigned> &counter_of,
+                                const std::vector<std::pair<BasicBlock *, BasicBlock *>> &cuts) {
+  LLVMContext &c = f_.getContext();
+  DebugLoc loc;  // (f's own subprogram: f.kpath has a copy of it)
+  if (DISubprogram *sp = f_.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
+  Type *i8 = Type::getInt8Ty(c), *i64 = Type::getInt64Ty(c);
+  MDBuilder md(c);
+  MDNode *unlikely = md.createBranchWeights(1, 2000);
+  auto count = [&](IRBuilder<> &b, unsigned index) {
+    Value *p = b.CreateConstInBoundsGEP2_64(counters->getValueType(), counters, 0, index);
+    b.CreateStore(b.CreateAdd(b.CreateLoad(i64, p, "kpath.start.count"), b.getInt64(1)), p);
+  };
+  auto gate_open = [&](IRBuilder<> &b) {
+    LoadInst *g = b.CreateLoad(i8, api_.gate(), "kpath.gate");
+    g->setVolatile(true);
+    return b.CreateICmpNE(g, b.getInt8(0));
+  };
+  auto call_outlined = [&](IRBuilder<> &b, uint64_t where, Value *live) {
+    std::vector<Value *> args;
+    for (Argument &a : f_.args()) args.push_back(&a);
+    args.push_back(b.getInt64(where));
+    args.push_back(live);
+    CallInst *call = b.CreateCall(outlined_, args);
+    call->setCallingConv(outlined_->getCallingConv());
+    if (f_.getReturnType()->isVoidTy()) b.CreateRetVoid();
+    else b.CreateRet(call);
+    return call;
+  };
+  BasicBlock *entry = &f_.getEntryBlock();
+  BasicBlock *top = BasicBlock::Create(c, "kpath.versions", &f_, entry);
+  std::vector<Instruction *> allocas;
+  for (Instruction &i : *entry)
+    if (static_alloca(i)) allocas.push_back(&i);
+  for (Instruction *a : allocas) a->moveBefore(*top, top->end());
+  IRBuilder<> b(top);
+  b.SetCurrentDebugLocation(loc);
+  DenseMap<BasicBlock *, const Resume *> resume_of;
+  DenseMap<const Resume *, AllocaInst *> buffer_of;
+  for (const Resume &r : resumes_) {
+    resume_of[r.header] = &r;
+    buffer_of[&r] = b.CreateAlloca(r.buffer, nullptr, r.header->getName() + ".kpath.live");
+  }
+  count(b, 0);
+  BasicBlock *instrumented = BasicBlock::Create(c, "kpath.instrumented", &f_);
+  b.CreateCondBr(gate_open(b), instrumented, entry, unlikely);
+  IRBuilder<> ib(instrumented);
+  ib.SetCurrentDebugLocation(loc);
+  call_outlined(ib, 0, Constant::getNullValue(ib.getInt8PtrTy()))->setTailCall();
+
+  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
+  FindFunctionBackedges(f_, back_edges);
+  for (auto &[from_c, to_c] : back_edges) {
+    auto *from = const_cast<BasicBlock *>(from_c);
+    auto *h = const_cast<BasicBlock *>(to_c);
+    auto it = counter_of.find(cast<BasicBlock>(outline_map_[h]));
+    const Resume *r = resume_of.lookup(h);
+    if (it == counter_of.end() || !r) continue;
+    BasicBlock *mid = on_edge(f_, from, h, h->getName() + ".kpath.gate");
+    BasicBlock *join = BasicBlock::Create(c, h->getName() + ".kpath.join", &f_);
+    IRBuilder<> jb(join);
+    jb.SetCurrentDebugLocation(loc);
+    AllocaInst *buffer = buffer_of[r];
+    for (unsigned n = 0; n < r->live.size(); ++n) {
+      Value *v = r->live[n];
+      if (auto *phi = dyn_cast<PHINode>(v); phi && phi->getParent() == h) v = phi->getIncomingValueForBlock(mid);
+      jb.CreateStore(v, jb.CreateStructGEP(r->buffer, buffer, n));
+    }
+    call_outlined(jb, it->second, jb.CreateBitCast(buffer, jb.getInt8PtrTy()));
+    IRBuilder<> mb(mid->getTerminator());
+    mb.SetCurrentDebugLocation(loc);
+    count(mb, it->second);
+    mb.CreateCondBr(gate_open(mb), join, h, unlikely);
+    mid->getTerminator()->eraseFromParent();
+  }
+  // The cut edges into start points, in f's own body (a block of f.kpath that demotion added has
+  // no counterpart in f: such a cut is not counted here).
+  DenseMap<const BasicBlock *, BasicBlock *> original_of;
+  for (BasicBlock &bb : f_)
+    if (Value *v = outline_map_.lookup(&bb)) original_of[cast<BasicBlock>(v)] = &bb;
+  for (auto &[from_g, h_g] : cuts) {
+    BasicBlock *from = original_of.lookup(from_g), *h = original_of.lookup(h_g);
+    auto it = counter_of.find(h_g);
+    if (!from || !h || it == counter_of.end()) continue;
+    BasicBlock *mid = on_edge(f_, from, h, h->getName() + ".kpath.cut");
+    IRBuilder<> b(mid->getTerminator());
+    b.SetCurrentDebugLocation(loc);
+    count(b, it->second);
+  }
 }
 
 }  // namespace hcct::kpath

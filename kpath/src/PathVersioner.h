@@ -7,20 +7,34 @@
 // traversals in per-function counters: the exact totals the estimator scales sampled counts by.
 //
 // Use, per function:
-//   PathVersioner v(f, api);
-//   if (v.prepare()) { ...build the DAG, instrument with run(/*promote=*/false)...; v.finish(dag, inst); }
+//   PathVersioner v(f, api, outline);
+//   if (v.prepare()) { ...build the DAG of v.target(), instrument it with run(/*promote=*/false)...;
+//                      v.finish(dag, inst, id); }
 // prepare() demotes the SSA values that live across blocks to stack slots (so that control can
 // move between the copies at any block boundary) and clones the body into an unreachable copy
 // that the DAG, the metadata and the instrumenter never see; finish() wires the gate tests and
 // counters, then promotes the slots back to registers. VersionApi::emit_table() writes the
 // module's VersionTable and the constructor/destructor that register it with the runtime.
+//
+// Outlined (`outline`): both copies go to a function of their own, `f.kpath` (target()), and `f`
+// keeps its own body, untouched but for the start counters and the gate tests at its entry and
+// back edges: between bursts a call costs what the native code costs plus a counter increment and
+// a gate test per entry and per loop iteration — not the frame, the callee-saved registers and the
+// code size of the instrumented copy, which an in-function copy shares with every call. When the
+// gate is open, `f`'s entry tail-calls `f.kpath(args, 0, null)`; a back edge t→h of `f` stores the
+// values live into h in a buffer and returns `f.kpath(args, index of h, buffer)`, which continues
+// the activation at h in its instrumented copy (a join). Used where no value that lives across a
+// loop is a local variable the optimiser has yet to promote (the late stage, or a function
+// without loops), since passing its address would pin it to memory in `f`.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "FunctionDag.h"
 #include "PathInstrumenter.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
@@ -53,21 +67,49 @@ class VersionApi {
 
 class PathVersioner {
  public:
-  PathVersioner(llvm::Function &f, VersionApi &api) : f_(f), api_(api) {}
+  // Which functions get an outlined copy (above): none, those without loops, or every one.
+  enum class Outline { kNever, kLoopFree, kAlways };
+  PathVersioner(llvm::Function &f, VersionApi &api, Outline outline) : f_(f), api_(api), outline_(outline) {}
   // False (nothing changed) for bodies that cannot be duplicated safely here: indirectbr, callbr,
   // block addresses, token values across blocks. The function is then instrumented unversioned.
+  // An outlined version also needs a fixed argument list, no musttail call and no argument the
+  // ABI places in the caller's frame (inalloca, preallocated, swifterror); else in-function.
   bool prepare();
+  // The function to number and instrument: `f` itself, or its outlined copy.
+  llvm::Function &target() { return outlined_ ? *outlined_ : f_; }
+  bool outlined() const { return outlined_ != nullptr; }
   // After `inst` instrumented the original body (without promoting its registers).
   void finish(const FunctionDag &dag, const PathInstrumenter &inst, uint64_t function_id);
   // When the function is not instrumented after all: drops the copy, promotes the slots.
   void abandon();
 
  private:
+  // A loop header of `f` where an activation may join the outlined copy: the values live into it
+  // (the header's phis first, then the values defined above the loop and used in or after it),
+  // in the order of the join's buffer.
+  struct Resume {
+    llvm::BasicBlock *header = nullptr;          // in f
+    std::vector<llvm::Instruction *> live;       // in f
+    std::vector<llvm::Instruction *> outlined;   // the same values in f.kpath, before demotion (the keys of slot_of_)
+    llvm::StructType *buffer = nullptr;
+  };
   static bool supported(const llvm::Function &f);
-  void demote();
+  static bool outlinable(const llvm::Function &f);
+  static bool has_loops(const llvm::Function &f);
+  void find_resumes();
+  void outline();
+  void demote(llvm::Function &f, const std::vector<llvm::Instruction *> &also);
+  void wire_native(llvm::GlobalVariable *counters, const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of,
+                   const std::vector<std::pair<llvm::BasicBlock *, llvm::BasicBlock *>> &cuts);
 
   llvm::Function &f_;
   VersionApi &api_;
+  Outline outline_;
+  llvm::Function *outlined_ = nullptr;         // f.kpath
+  llvm::ValueToValueMapTy outline_map_;        // f -> f.kpath
+  std::vector<Resume> resumes_;
+  // f.kpath's demoted values: the slot their uses read, and a phi's slot its predecessors store.
+  llvm::DenseMap<llvm::Value *, llvm::AllocaInst *> slot_of_, phi_slot_of_;
   llvm::ValueToValueMapTy map_;                // original block -> its uninstrumented copy
   std::vector<llvm::BasicBlock *> originals_;  // the blocks before cloning
   std::vector<llvm::AllocaInst *> slots_;      // demoted values, promoted again by finish()

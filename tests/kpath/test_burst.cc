@@ -321,3 +321,269 @@ TEST_CASE("bursting: masked convolution gives the same guidance from a bursting 
     hcct::test::check_same_guidance(x, y);
   }
 }
+
+namespace {
+
+// Paths started per start point (function, entry or header block) in the traced runs `r`: the
+// oracle's 1-grams, decoded.
+std::map<std::pair<uint64_t, uint32_t>, uint64_t> traced_starts(const an::PathMetadata &meta,
+                                                                  const std::vector<const an::ThreadPaths *> &threads) {
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> started;
+  for (const an::ThreadPaths *t : threads) {
+    REQUIRE(t->trace);
+    REQUIRE(t->trace_lost == 0);
+    std::vector<std::vector<an::PathLabel>> streams = an::activation_streams(*t->trace);
+    for (const auto &[seq, count] : an::count_ngrams(streams, 1).without_zero_counts().sequences())
+      started[start_of(meta, seq.front())] += count;
+  }
+  return started;
+}
+
+std::vector<const an::ThreadPaths *> all_threads(const Run &r) {
+  std::vector<const an::ThreadPaths *> out;
+  for (const auto &t : r.threads) out.push_back(&t);
+  return out;
+}
+
+}  // namespace
+
+// Irreducible loops (a goto cycle with two entries; FindFunctionBackedges picks its headers by DFS):
+// both copies compute the same as native code, at -O0, -O2 and the late stage, exhaustively and in
+// bursts short enough to switch copies inside the cycle; the start counters of both copies equal
+// the 1-grams of a traced exhaustive run, and a bursting run counts the same starts.
+TEST_CASE("bursting: irreducible loops: both copies compute the same, the start counters are exact") {
+  const std::string source = "tests/kpath/programs/burst_irreducible.c", args = "20000", long_args = "2000000";
+  struct Build {
+    const char *level;
+    bool late;
+  };
+  for (Build b : {Build{"-O0", false}, Build{"-O2", false}, Build{"-O2", true}}) {
+    std::string tag = std::string("irreducible") + b.level + (b.late ? "-late" : "");
+    INFO(tag);
+    fs::path native_exe = build_native(source, b.level, b.level);
+    std::string native = run(native_exe.string() + " " + args);
+    REQUIRE(native.size() > 1);
+    fs::path exe = build(source, b.level, true, "v" + tag, b.late);
+    an::PathMetadata meta = metadata(exe);
+    Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", tag + ".exact");
+    CHECK(exact.output == native);
+    REQUIRE(exact.threads.size() == 1);
+    REQUIRE(exact.threads[0].sampling);
+    auto started = traced_starts(meta, all_threads(exact));
+    size_t headers = 0;
+    for (const auto &[start, count] : started) {
+      INFO("function " << start.first << " block " << start.second);
+      CHECK(exact.threads[0].sampling->starts.at(start) == count);
+      if (start.second != 0 && count > 0) ++headers;
+    }
+    // Bursting (on a longer input, so that the run sees bursts; too long to trace): the same
+    // output as native code, the same counters as an exhaustive run of that input.
+    std::string native_long = run(native_exe.string() + " " + long_args);
+    Run all_long = record(exe, long_args, "k=4", tag + ".all-long");
+    Run bursting = record(exe, long_args, "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
+    CHECK(all_long.output == native_long);
+    CHECK(bursting.output == native_long);
+    REQUIRE(all_long.threads.size() == 1);
+    REQUIRE(bursting.threads.size() == 1);
+    REQUIRE(all_long.threads[0].sampling);
+    REQUIRE(bursting.threads[0].sampling);
+    CHECK(bursting.threads[0].sampling->bursting);
+    CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
+    CHECK(headers >= 2);  // (main's loop and at least one header of the cycle)
+    for (const auto &[start, count] : exact.threads[0].sampling->starts) CHECK((count == 0 || started.count(start)));
+  }
+}
+
+// A versioned library (tests/kpath/programs/dl_counted_lib.c, -kpath-burst=1) loaded with dlopen,
+// run by two threads in bursts, and unloaded with dlclose before either thread's profile is
+// written: no crash, the same output, and in both threads' files the library's start counters
+// (the runtime's copy, taken at dlclose) equal the 1-grams of an exhaustive traced run of both
+// threads, as in a bursting run.
+TEST_CASE("bursting: a versioned library unloaded with dlclose before the dump, run by two threads") {
+  fs::path lib = work() / "libdl_versioned.so";
+  fs::path exe = work() / "dl_versioned_main";
+  std::string rpath = " -Wl,-rpath," + fs::path(HCCT_RUNTIME).parent_path().string();
+  for (bool late : {false, true}) {
+    INFO((late ? "late stage" : "early stage"));
+    run(std::string("HCCT_KPATH_BURST=1 HCCT_KPATH_STAGE=") + (late ? "late " : "early ") + HCCT_CLANG +
+        " -g -O1 -fPIC -shared -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR +
+        "/tests/kpath/programs/dl_counted_lib.c -o " + lib.string() + " " + HCCT_RUNTIME + rpath + " 2>&1");
+    run(std::string(HCCT_CLANG) + " -g -O1 -pthread " + HCCT_SOURCE_DIR + "/tests/kpath/programs/dl_counted_main.c -o " +
+        exe.string() + " -ldl " + HCCT_RUNTIME + rpath + " 2>&1");
+    an::PathMetadata meta = metadata(lib);
+    // Traced, one round of the work; bursting, 5000 rounds (tens of milliseconds per thread: long
+    // enough for the timer's bursts to reach both threads on a loaded machine), so 5000 times the
+    // counts.
+    const uint64_t rounds = 5000;
+    Run exact = record(exe, lib.string(), "k=4:path_epsilon=0:path_trace=1", "dl.exact");
+    Run bursting = record(exe, lib.string() + " " + std::to_string(rounds), "k=4:burst=1:burst_interval=0.05:burst_length=0.02",
+                          "dl.burst");
+    REQUIRE(exact.output.find("steps ") != std::string::npos);
+    uint64_t steps = std::stoull(exact.output.substr(exact.output.find("steps ") + 6));
+    CHECK(bursting.output.find("steps " + std::to_string(rounds * steps) + " " + std::to_string(rounds * steps)) !=
+          std::string::npos);
+    REQUIRE(exact.threads.size() == 2);
+    REQUIRE(bursting.threads.size() == 2);
+    auto started = traced_starts(meta, all_threads(exact));
+    REQUIRE(!started.empty());
+    for (const Run *r : {&exact, &bursting})
+      for (const auto &t : r->threads) {
+        REQUIRE(t.sampling);
+        CHECK(t.sampling->bursting == (r == &bursting));
+        uint64_t times = r == &bursting ? rounds : 1;
+        for (const auto &[start, count] : started) {
+          INFO("function " << start.first << " block " << start.second);
+          CHECK(t.sampling->starts.count(start));
+          if (t.sampling->starts.count(start)) CHECK(t.sampling->starts.at(start) == times * count);
+        }
+      }
+  }
+}
+
+// fork() in the middle of a loop, inside a burst (tests/kpath/programs/burst_fork.c): the child's
+// profile holds what the child did, as its calling-context tree does, and the parent's what the
+// parent did. In an exhaustive traced run, each process's start counters equal its own traced
+// 1-grams (the child's but for the one path of main that was in flight at the fork: started in
+// the parent, ended in the child), and the child's share of main's loop is the share of its
+// iterations that it ran itself; in a run sampled in bursts, both outputs are right, every
+// sampled count is at most the process's exhaustive count, and the counters are the same as
+// exhaustively.
+TEST_CASE("bursting: fork in mid-burst: the child's and the parent's profiles hold their own paths") {
+  const std::string source = "tests/kpath/programs/burst_fork.c", args = "100000 40000";
+  std::string native = run(build_native(source, "-O2", "-O2").string() + " " + args);
+  REQUIRE(native.find("child loop 60000") != std::string::npos);
+  REQUIRE(native.find("parent loop 100000") != std::string::npos);
+  fs::path exe = build(source, "-O2", true, "fork-late", /*late=*/true);
+  an::PathMetadata meta = metadata(exe);
+  uint64_t main_id = 0;
+  for (const auto &[id, f] : meta.functions())
+    if (f.info.name == "main") main_id = id;
+  REQUIRE(main_id != 0);
+  Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", "fork.exact");
+  Run sampled = record(exe, args, "k=4:path_epsilon=0:burst=manual:path_trace=1", "fork.sampled");
+  CHECK(exact.output == native);
+  CHECK(sampled.output == native);
+  auto by_pid = [](const Run &r) {
+    std::map<uint64_t, std::vector<const an::ThreadPaths *>> out;
+    for (const auto &t : r.threads) out[t.profile.meta.pid].push_back(&t);
+    return out;
+  };
+  auto exact_procs = by_pid(exact), sampled_procs = by_pid(sampled);
+  REQUIRE(exact_procs.size() == 2);
+  REQUIRE(sampled_procs.size() == 2);
+  // The parent is the process whose pid is the other's parent pid.
+  auto parent_of = [](const std::map<uint64_t, std::vector<const an::ThreadPaths *>> &procs) {
+    uint64_t first = procs.begin()->first, second = std::next(procs.begin())->first;
+    return procs.begin()->second.front()->profile.meta.ppid == second ? second : first;
+  };
+  uint64_t exact_parent = parent_of(exact_procs);
+  std::map<uint64_t, uint64_t> main_paths;  // per process, main's 1-grams
+  std::map<bool, std::map<std::pair<uint64_t, uint32_t>, uint64_t>> counters_of;  // (is child) -> counters
+  for (const auto &[pid, threads] : exact_procs) {
+    bool child = pid != exact_parent;
+    INFO((child ? "child" : "parent"));
+    REQUIRE(threads.size() == 1);
+    REQUIRE(threads[0]->sampling);
+    auto started = traced_starts(meta, threads);
+    for (const auto &[start, count] : started) {
+      INFO("function " << start.first << " block " << start.second);
+      uint64_t counted = threads[0]->sampling->starts.count(start) ? threads[0]->sampling->starts.at(start) : 0;
+      if (child && start.first == main_id) CHECK((counted == count || counted + 1 == count));
+      else CHECK(counted == count);
+      if (start.first == main_id) main_paths[pid] += count;
+    }
+    counters_of[child] = threads[0]->sampling->starts;
+  }
+  uint64_t exact_child = exact_procs.begin()->first == exact_parent ? std::next(exact_procs.begin())->first
+                                                                     : exact_procs.begin()->first;
+  // Each iteration of main's loop is the same paths in both processes: the child ran 60 % of the
+  // parent's iterations after the fork, and has 60 % of its paths (100 % if it also held the
+  // parent's paths from before the fork).
+  double share = double(main_paths[exact_child]) / double(main_paths[exact_parent]);
+  INFO("child's main paths " << main_paths[exact_child] << ", parent's " << main_paths[exact_parent]);
+  CHECK(std::abs(share - 0.6) < 0.01);
+
+  uint64_t sampled_parent = parent_of(sampled_procs);
+  for (const auto &[pid, threads] : sampled_procs) {
+    bool child = pid != sampled_parent;
+    INFO((child ? "sampled child" : "sampled parent"));
+    REQUIRE(threads.size() == 1);
+    REQUIRE(threads[0]->sampling);
+    CHECK(threads[0]->sampling->bursting);
+    CHECK(threads[0]->sampling->starts == counters_of[child]);
+    // Sampled: at most what the process ran (its exhaustive run's n-grams), and not nothing.
+    auto truth = [&](const std::vector<const an::ThreadPaths *> &ts) {
+      std::vector<std::vector<an::PathLabel>> streams;
+      for (const auto *t : ts)
+        for (auto &s : an::activation_streams(*t->trace)) streams.push_back(std::move(s));
+      return an::count_ngrams(streams, 4).without_zero_counts().sequences();
+    };
+    auto exact_truth = truth(exact_procs[child ? exact_child : exact_parent]);
+    auto seen = truth(threads);
+    REQUIRE(!seen.empty());
+    for (const auto &[seq, count] : seen) {
+      INFO("a sampled sequence of " << seq.size() << " paths");
+      CHECK(count <= exact_truth[seq]);
+    }
+  }
+}
+
+// The stage a -kpath-burst=1 build gets when none is given: the late one (docs/KPATH.md,
+// "Bursting": it costs less between bursts on every real workload measured); without
+// -kpath-burst=1 the default stays early. The metadata says which stage instrumented each function.
+TEST_CASE("bursting: a -kpath-burst=1 build without a stage is instrumented at the late stage") {
+  for (bool versions : {true, false}) {
+    INFO((versions ? "-kpath-burst=1" : "no versions"));
+    fs::path exe = work() / (versions ? "collatz.default-stage-burst" : "collatz.default-stage");
+    run(std::string("env -u HCCT_KPATH_STAGE HCCT_KPATH_BURST=") + (versions ? "1 " : "0 ") + HCCT_CLANG + " -g -O2 -fpass-plugin=" +
+        HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/examples/kpath/collatz.c -o " + exe.string() + " " + HCCT_RUNTIME +
+        " -Wl,-rpath," + fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+    an::PathMetadata meta = metadata(exe);
+    REQUIRE(!meta.functions().empty());
+    for (const auto &[id, f] : meta.functions()) {
+      INFO(f.info.name);
+      CHECK(bool(f.info.flags & hcct::kpath::kFlagLate) == versions);
+    }
+  }
+}
+
+
+// A function whose paths overflow the limit has edges cut into join blocks, loop headers among
+// them; a cut edge restarts the path there through the same dummy edge as the header's back edges,
+// so those paths decode as starting at the header. Every start point counts them: in an exhaustive
+// traced run the counters equal the 1-grams per start, cut targets included (before, a header that
+// was also a cut target counted only its back edges: T < S, even exhaustively), in both copies and,
+// at the late stage, in f's own body.
+TEST_CASE("bursting: edges cut by overflow are counted at their targets") {
+  const std::string source = "tests/kpath/programs/burst_irreducible.c", args = "20000";
+  for (bool late : {false, true}) {
+    std::string tag = std::string("cut") + (late ? "-late" : "");
+    INFO(tag);
+    // (Limits below each stage's path counts, above its distinct exits: tangle() early, main() with
+    // tangle() inlined late.)
+    std::string limit = late ? "20" : "5";
+    fs::path exe = build(source, std::string("-O2 -Xclang -load -Xclang ") + HCCT_KPATH_PLUGIN + " -mllvm -kpath-max-paths=" + limit,
+                         true, tag, late);
+    an::PathMetadata meta = metadata(exe);
+    bool cut = false;
+    for (const auto &[id, f] : meta.functions()) cut |= (f.info.flags & hcct::kpath::kFlagCutEdges) != 0;
+    REQUIRE(cut);
+    Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", tag + ".exact");
+    REQUIRE(exact.threads.size() == 1);
+    REQUIRE(exact.threads[0].sampling);
+    auto started = traced_starts(meta, all_threads(exact));
+    for (const auto &[start, count] : started) {
+      INFO("function " << start.first << " block " << start.second);
+      const auto &counters = exact.threads[0].sampling->starts;
+      REQUIRE(counters.count(start));
+      CHECK(counters.at(start) == count);
+    }
+    // And bursting: the same output as the exhaustive run, the same counters on a longer input.
+    Run all_long = record(exe, "2000000", "k=4", tag + ".all-long");
+    Run bursting = record(exe, "2000000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
+    CHECK(bursting.output == all_long.output);
+    REQUIRE(bursting.threads.size() == 1);
+    REQUIRE(all_long.threads.size() == 1);
+    CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
+  }
+}
