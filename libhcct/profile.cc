@@ -140,6 +140,26 @@ HCCT_NOINST Frame *ThreadProfile::pop_stale(Frame *top, uintptr_t sp) {
   return top;
 }
 
+// An exit (not tail-called) below whose stack pointer frames are left: they are stale, popped,
+// unless the frame at the exit's stack pointer is another function's and a popped one is this
+// function's. Then that one is an inlined callee whose enter probe ran while stack arguments of an
+// earlier call were still pushed (gcc defers their pop; sqlite's sqlite3RefillIndex and its inlined
+// sqlite3ResolvePartIdxLabel): it is the exiting frame, tagged below its caller's stack pointer.
+// Returns the frame the exit's own test then pops (the exiting one, or the one at `sp`).
+HCCT_NOINST Frame *ThreadProfile::exit_below(Frame *top, uintptr_t fn, uintptr_t sp) {
+  Frame *outermost = top;
+  while (outermost[-1].sp < sp) --outermost;  // the root's sp is kForeignStack: the loop stops there
+  if (outermost[-1].node->routine != fn && outermost[-1].node != &sink_) {
+    for (Frame *f = outermost; f <= top; ++f) {
+      if (f->node->routine == fn) {
+        if (mode_ == Mode::kHcct && top->node != f->node) prune(top->node, f->node);
+        return f;
+      }
+    }
+  }
+  return pop_stale(top, sp);
+}
+
 HCCT_NOINST void ThreadProfile::enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   Frame *top = top_;
   // Control reached another known stack without a swapcontext (a coroutine returned through

@@ -345,7 +345,7 @@ class ThreadProfile {
       top = exit_torn_down(top, fn, sp);
     } else {
       if (HCCT_LIKELY(own_stack) && HCCT_UNLIKELY(top->sp < sp)) {
-        top = pop_stale(top, sp);  // prunes what it pops: `left` must not be pruned twice
+        top = exit_below(top, fn, sp);  // prunes what it pops: `left` must not be pruned twice
         left = top->node;
       }
       if (HCCT_LIKELY(top->node->routine == fn && top != frames_)) {
@@ -490,6 +490,7 @@ class ThreadProfile {
  private:
   Frame *pop_stale(Frame *top, uintptr_t sp);
   Frame *exit_torn_down(Frame *top, uintptr_t fn, uintptr_t sp);
+  Frame *exit_below(Frame *top, uintptr_t fn, uintptr_t sp);
   Node *find_or_add_child(Node *parent, uintptr_t fn, uintptr_t site);
   Node *find_or_add_indexed(Node *parent, uintptr_t fn, uintptr_t site);
   void index_children(Node *parent);
