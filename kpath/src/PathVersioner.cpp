@@ -332,10 +332,24 @@ void PathVersioner::abandon() {
   PromoteMemToReg(promote, dt);
 }
 
+// counters[index] + 1, a plain load, add and store (racy between threads, as
+// -fprofile-instr-generate's counters are): a start point's exact count, kept in both copies.
+void PathVersioner::count_start(IRBuilder<> &b, GlobalVariable *counters, unsigned index) {
+  Type *i64 = b.getInt64Ty();
+  Value *p = b.CreateConstInBoundsGEP2_64(counters->getValueType(), counters, 0, index);
+  b.CreateStore(b.CreateAdd(b.CreateLoad(i64, p, "kpath.start.count"), b.getInt64(1)), p);
+}
+
+// The shared gate, read volatile (the burst thread flips it): true while a burst is open.
+Value *PathVersioner::gate_open(IRBuilder<> &b) const {
+  LoadInst *g = b.CreateLoad(b.getInt8Ty(), api_.gate(), "kpath.gate");
+  g->setVolatile(true);
+  return b.CreateICmpNE(g, b.getInt8(0));
+}
+
 void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst, uint64_t function_id) {
   Function &f = target();
   LLVMContext &c = f.getContext();
-  Type *i8 = Type::getInt8Ty(c), *i64 = Type::getInt64Ty(c);
   MDBuilder md(c);
   MDNode *likely = md.createBranchWeights(2000, 1), *unlikely = md.createBranchWeights(1, 2000);
   DebugLoc loc;
@@ -358,15 +372,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
   DenseMap<BasicBlock *, unsigned> counter_of;
   for (unsigned i = 1; i < starts.size(); ++i) counter_of[dag.blocks()[starts[i]]] = i;
 
-  auto count = [&](IRBuilder<> &b, unsigned index) {
-    Value *p = b.CreateConstInBoundsGEP2_64(counters->getValueType(), counters, 0, index);
-    b.CreateStore(b.CreateAdd(b.CreateLoad(i64, p, "kpath.start.count"), b.getInt64(1)), p);
-  };
-  auto gate_open = [&](IRBuilder<> &b) {
-    LoadInst *g = b.CreateLoad(i8, api_.gate(), "kpath.gate");
-    g->setVolatile(true);
-    return b.CreateICmpNE(g, b.getInt8(0));
-  };
+  auto count = [&](IRBuilder<> &b, unsigned index) { count_start(b, counters, index); };
   auto copy_of = [&](BasicBlock *bb) { return cast<BasicBlock>(map_[bb]); };
   std::vector<AllocaInst *> regs = inst.registers();  // r, w, owner
 
@@ -514,18 +520,9 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   LLVMContext &c = f_.getContext();
   DebugLoc loc;  // (f's own subprogram: f.kpath has a copy of it)
   if (DISubprogram *sp = f_.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
-  Type *i8 = Type::getInt8Ty(c), *i64 = Type::getInt64Ty(c);
   MDBuilder md(c);
   MDNode *unlikely = md.createBranchWeights(1, 2000);
-  auto count = [&](IRBuilder<> &b, unsigned index) {
-    Value *p = b.CreateConstInBoundsGEP2_64(counters->getValueType(), counters, 0, index);
-    b.CreateStore(b.CreateAdd(b.CreateLoad(i64, p, "kpath.start.count"), b.getInt64(1)), p);
-  };
-  auto gate_open = [&](IRBuilder<> &b) {
-    LoadInst *g = b.CreateLoad(i8, api_.gate(), "kpath.gate");
-    g->setVolatile(true);
-    return b.CreateICmpNE(g, b.getInt8(0));
-  };
+  auto count = [&](IRBuilder<> &b, unsigned index) { count_start(b, counters, index); };
   auto call_outlined = [&](IRBuilder<> &b, uint64_t where, Value *live) {
     std::vector<Value *> args;
     for (Argument &a : f_.args()) args.push_back(&a);

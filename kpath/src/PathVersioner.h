@@ -36,6 +36,7 @@
 #include "PathInstrumenter.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
@@ -99,6 +100,8 @@ class PathVersioner {
   void find_resumes();
   void outline();
   void demote(llvm::Function &f, const std::vector<llvm::Instruction *> &also);
+  static void count_start(llvm::IRBuilder<> &b, llvm::GlobalVariable *counters, unsigned index);
+  llvm::Value *gate_open(llvm::IRBuilder<> &b) const;
   void wire_native(llvm::GlobalVariable *counters, const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of,
                    const std::vector<std::pair<llvm::BasicBlock *, llvm::BasicBlock *>> &cuts);
 
