@@ -3,13 +3,15 @@
 # Adds to <target>'s C and C++ compile options the instrumentation hcct profiles (docs/INSTALL.md):
 #   (no PLUGIN)     -finstrument-functions; STAGE late: clang's -finstrument-functions-after-inlining
 #                   (gcc has no such option: STAGE late needs PLUGIN gcc with gcc)
-#   PLUGIN gcc      -fplugin=<hcct_plugin.so>, STAGE late: -fplugin-arg-hcct_plugin-stage=late;
-#                   needs the gcc version the plugin was built for (hcct_GCC_PLUGIN_GCC_VERSION)
+#   PLUGIN gcc      -fplugin=<hcct_plugin.so>, with -fplugin-arg-hcct_plugin-stage=STAGE if STAGE is
+#                   given (the plugin's own default is late); needs the gcc version the plugin was
+#                   built for (hcct_GCC_PLUGIN_GCC_VERSION)
 #   PLUGIN kpath    -fpass-plugin=<kpath.so>, STAGE late: -mllvm -kpath-stage=late; needs clang of
 #                   the LLVM major kpath.so was built for (hcct_KPATH_LLVM_VERSION). The probes call
 #                   the runtime, so the target is also linked with hcct::runtime.
-# STAGE early (the default) instruments before inlining, every source function; late after it, the
-# optimised program's functions (docs/INLINING.md). The program runs with the runtime either linked
+# STAGE early instruments before inlining, every source function; late after it, the optimised
+# program's functions (docs/INLINING.md). Without STAGE: early for -finstrument-functions and kpath,
+# late for PLUGIN gcc (docs/GCC-PLUGIN.md, "Which stage by default"). The program runs with the runtime either linked
 # (target_link_libraries(<target> PRIVATE hcct::runtime)) or preloaded by `hcct record`.
 #
 # Set by hcctConfig.cmake before this file is included: hcct_GCC_PLUGIN, hcct_KPATH_PLUGIN (empty
@@ -24,6 +26,7 @@ function(hcct_instrument target)
   if(NOT TARGET ${target})
     message(FATAL_ERROR "hcct_instrument: '${target}' is not a target")
   endif()
+  set(stage_given "${arg_STAGE}")
   if(NOT arg_STAGE)
     set(arg_STAGE early)
   endif()
@@ -67,8 +70,8 @@ function(hcct_instrument target)
       endif()
     endforeach()
     target_compile_options(${target} PRIVATE "$<${lang_genex}:-fplugin=${hcct_GCC_PLUGIN}>")
-    if(arg_STAGE STREQUAL "late")
-      target_compile_options(${target} PRIVATE "$<${lang_genex}:-fplugin-arg-hcct_plugin-stage=late>")
+    if(stage_given)
+      target_compile_options(${target} PRIVATE "$<${lang_genex}:-fplugin-arg-hcct_plugin-stage=${arg_STAGE}>")
     endif()
   elseif(arg_PLUGIN STREQUAL "kpath")
     if(NOT hcct_KPATH_PLUGIN OR NOT EXISTS "${hcct_KPATH_PLUGIN}")

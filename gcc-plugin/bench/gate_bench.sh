@@ -19,7 +19,7 @@ build() {  # name, extra flags
   "$cc" $flags "$here/gate_bench.c" -o "$work/$1" "${@:2}"
 }
 build native -DPROBE=0
-build plugin -DPROBE=0 -fplugin="$plugin"
+build plugin -DPROBE=0 -fplugin="$plugin" -fplugin-arg-hcct_plugin-stage=early
 build hand_addr_test -DPROBE=1
 build hand_pointer -DPROBE=2
 build hand_select -DPROBE=4

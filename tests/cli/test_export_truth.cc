@@ -361,7 +361,7 @@ std::map<std::string, std::set<uint32_t>> callgrind_arcs(const fs::path &file) {
 std::vector<Build> builds() {
   std::vector<Build> out = {{"gcc_finstrument", {"-finstrument-functions"}, true}};
 #ifdef HCCT_PLUGIN
-  out.push_back({"plugin_early", {"-fplugin=" HCCT_PLUGIN}, true});
+  out.push_back({"plugin_early", {"-fplugin=" HCCT_PLUGIN, "-fplugin-arg-hcct_plugin-stage=early"}, true});
   out.push_back({"plugin_late", {"-fplugin=" HCCT_PLUGIN, "-fplugin-arg-hcct_plugin-stage=late"}, false});
 #endif
   return out;

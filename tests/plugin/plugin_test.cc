@@ -162,7 +162,7 @@ namespace {
 void expect_compile_error(const std::vector<std::string> &args, const std::string &message) {
   std::string dir = work_dir("bad_args");
   RunResult r = run(std::string(HCCT_CC) + " -O0 -c " + sh_quote(example("cct_lib.c")) + " -o " +
-                    sh_quote(dir + "/x.o") + " " + plugin_flags(args));
+                    sh_quote(dir + "/x.o") + " " + plugin_flags_as_given(args));
   INFO("args: " << args.front() << "\noutput: " << r.output);
   CHECK(r.status != 0);
   CHECK(r.output.find("error") != std::string::npos);
@@ -203,6 +203,31 @@ TEST_CASE("stage=late rejects -flto", "[plugin][args]") {
   INFO(r.output);
   CHECK(r.status != 0);
   CHECK(r.output.find("does not support '-flto'") != std::string::npos);
+}
+
+TEST_CASE("the default stage is late, and early under -flto", "[plugin][args][late]") {
+  // inner() is inlined into outer() at -O2: the late stage probes outer only, the early stage
+  // both. Under -flto the late stage cannot run, so naming no stage there means early (no error).
+  std::string dir = work_dir("default_stage");
+  std::string src = dir + "/d.c";
+  write_file(src, "extern int g(int);\n"
+                  "static inline int inner(int x) { return g(x) * 2; }\n"
+                  "int outer(int x) { return inner(x) + inner(x + 1); }\n");
+  struct Case {
+    const char *flags;
+    std::set<std::string> expected;
+  };
+  for (const Case &c : {Case{"-O2", {"outer"}}, Case{"-O2 -flto", {"inner", "outer"}}}) {
+    INFO(c.flags);
+    std::string list = dir + "/list.txt";
+    std::filesystem::remove(list);
+    RunResult r = run(std::string(HCCT_CC) + " " + c.flags + " -c -o " + sh_quote(dir + "/d.o") + " " +
+                      sh_quote(src) + " " + plugin_flags_as_given({"list=" + list}));
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK(r.output.empty());
+    CHECK(list_names(read_list(list)) == c.expected);
+  }
 }
 
 TEST_CASE("stage=late: probes in the optimised body only, in every clone, at every level",

@@ -64,11 +64,19 @@ std::vector<std::string> split_lines(const std::string &text) {
   return lines;
 }
 
-std::string plugin_flags(const std::vector<std::string> &args) {
+std::string plugin_flags_as_given(const std::vector<std::string> &args) {
   std::string flags = "-fplugin=" + sh_quote(HCCT_PLUGIN);
   for (const std::string &a : args)
     flags += " " + sh_quote("-fplugin-arg-hcct_plugin-" + a);
   return flags;
+}
+
+std::string plugin_flags(const std::vector<std::string> &args) {
+  for (const std::string &a : args)
+    if (a == "stage" || a.rfind("stage=", 0) == 0) return plugin_flags_as_given(args);
+  std::vector<std::string> early = args;
+  early.push_back("stage=early");
+  return plugin_flags_as_given(early);
 }
 
 std::string example(const std::string &file) { return std::string(HCCT_PLUGIN_EXAMPLES) + "/" + file; }
