@@ -235,9 +235,28 @@ void PathVersioner::find_resumes() {
       }
       return false;
     };
-    for (DomTreeNode *n = dt.getNode(h)->getIDom(); n; n = n->getIDom())
+    std::vector<Instruction *> above;  // outermost block first, so that operands come before users
+    for (DomTreeNode *n = dt.getNode(h)->getIDom(); n; n = n->getIDom()) {
+      std::vector<Instruction *> block;
       for (Instruction &i : *n->getBlock())
-        if (!i.getType()->isVoidTy() && used_from_header(i)) r.live.push_back(&i);
+        if (!i.getType()->isVoidTy() && used_from_header(i)) block.push_back(&i);
+      above.insert(above.begin(), block.begin(), block.end());
+    }
+    DenseSet<const Value *> available;  // passed or recomputed
+    auto recomputable = [&](const Instruction &i) {
+      if (!isa<GetElementPtrInst>(i) && !isa<CastInst>(i)) return false;
+      for (const Value *op : i.operands()) {
+        if (isa<Constant>(op) || available.count(op)) continue;
+        // (f.kpath's own argument is the same value, but for one the ABI copies per call.)
+        const auto *a = dyn_cast<Argument>(op);
+        if (!a || a->hasPassPointeeByValueCopyAttr() || a->hasByRefAttr()) return false;
+      }
+      return true;
+    };
+    for (Instruction *i : above) {
+      (recomputable(*i) ? r.remat : r.live).push_back(i);
+      available.insert(i);
+    }
     std::vector<Type *> types;
     for (Instruction *i : r.live) types.push_back(i->getType());
     r.buffer = StructType::get(f_.getContext(), types);
@@ -285,6 +304,11 @@ bool PathVersioner::prepare() {
       for (Instruction *i : r.live) {
         r.outlined.push_back(cast<Instruction>(outline_map_[i]));
         also.push_back(r.outlined.back());
+      }
+    for (Resume &r : resumes_)
+      for (Instruction *i : r.remat) {
+        r.remat_outlined.push_back(cast<Instruction>(outline_map_[i]));
+        also.push_back(r.remat_outlined.back());
       }
   }
   Function &f = target();
@@ -489,14 +513,25 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
       IRBuilder<> rb(resume);
       rb.SetCurrentDebugLocation(loc);
       Value *buffer = rb.CreateBitCast(live, r.buffer->getPointerTo());
+      ValueToValueMapTy value_of;  // f's value -> the same here
+      for (Argument &a : f_.args()) value_of[&a] = outline_map_[&a];
       for (unsigned n = 0; n < r.live.size(); ++n) {
         // A phi of the header: where its predecessors store (the header copies it to the slot its
         // uses read); any other value: the slot its uses read. None: a cast whose only uses were
         // the lifetime markers demote() dropped (nothing reads it here).
+        Value *v = rb.CreateLoad(r.buffer->getElementType(n), rb.CreateStructGEP(r.buffer, buffer, n));
+        value_of[r.live[n]] = v;
         bool header_phi = isa<PHINode>(r.live[n]) && r.live[n]->getParent() == r.header;
-        AllocaInst *slot = (header_phi ? phi_slot_of_ : slot_of_).lookup(r.outlined[n]);
-        if (!slot) continue;
-        rb.CreateStore(rb.CreateLoad(r.buffer->getElementType(n), rb.CreateStructGEP(r.buffer, buffer, n)), slot);
+        if (AllocaInst *slot = (header_phi ? phi_slot_of_ : slot_of_).lookup(r.outlined[n])) rb.CreateStore(v, slot);
+      }
+      // The values recomputed from f.kpath's arguments and the passed ones, operands first.
+      for (unsigned n = 0; n < r.remat.size(); ++n) {
+        Instruction *v = r.remat[n]->clone();
+        v->setDebugLoc(loc);
+        rb.Insert(v, r.remat[n]->getName());
+        RemapInstruction(v, value_of, RF_NoModuleLevelChanges | RF_IgnoreMissingLocals);
+        value_of[r.remat[n]] = v;
+        if (AllocaInst *slot = slot_of_.lookup(r.remat_outlined[n])) rb.CreateStore(v, slot);
       }
       rb.CreateBr(join[h]);
       dispatch->addCase(b.getInt64(it->second), resume);
@@ -542,11 +577,22 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   for (Instruction *a : allocas) a->moveBefore(*top, top->end());
   IRBuilder<> b(top);
   b.SetCurrentDebugLocation(loc);
+  // One buffer for every join (they never overlap), not one per header: a function with many loops
+  // (SQLite's sqlite3VdbeExec: 79 headers) had a stack frame of their sum (181 KB against native's
+  // 472 bytes), which every call moved its callees' frames down by.
   DenseMap<BasicBlock *, const Resume *> resume_of;
-  DenseMap<const Resume *, AllocaInst *> buffer_of;
+  const DataLayout &layout = f_.getParent()->getDataLayout();
+  uint64_t buffer_bytes = 1;
+  Align buffer_align(8);
   for (const Resume &r : resumes_) {
     resume_of[r.header] = &r;
-    buffer_of[&r] = b.CreateAlloca(r.buffer, nullptr, r.header->getName() + ".kpath.live");
+    buffer_bytes = std::max<uint64_t>(buffer_bytes, layout.getTypeAllocSize(r.buffer));
+    buffer_align = std::max(buffer_align, layout.getABITypeAlign(r.buffer));
+  }
+  AllocaInst *buffer = nullptr;
+  if (!resumes_.empty()) {
+    buffer = b.CreateAlloca(ArrayType::get(b.getInt8Ty(), buffer_bytes), nullptr, "kpath.live");
+    buffer->setAlignment(buffer_align);
   }
   count(b, 0);
   BasicBlock *instrumented = BasicBlock::Create(c, "kpath.instrumented", &f_);
@@ -555,6 +601,13 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   ib.SetCurrentDebugLocation(loc);
   call_outlined(ib, 0, Constant::getNullValue(ib.getInt8PtrTy()))->setTailCall();
 
+  // One join per header, shared by its back edges (the header's phis' values come through phis of
+  // the join): the stores of the live values once per header, not once per back edge.
+  struct Join {
+    BasicBlock *block;
+    std::vector<PHINode *> phis;  // per live value, for the header's phis; else null
+  };
+  DenseMap<BasicBlock *, Join> join_of;
   SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
   FindFunctionBackedges(f_, back_edges);
   for (auto &[from_c, to_c] : back_edges) {
@@ -564,20 +617,28 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     const Resume *r = resume_of.lookup(h);
     if (it == counter_of.end() || !r) continue;
     BasicBlock *mid = on_edge(f_, from, h, h->getName() + ".kpath.gate");
-    BasicBlock *join = BasicBlock::Create(c, h->getName() + ".kpath.join", &f_);
-    IRBuilder<> jb(join);
-    jb.SetCurrentDebugLocation(loc);
-    AllocaInst *buffer = buffer_of[r];
-    for (unsigned n = 0; n < r->live.size(); ++n) {
-      Value *v = r->live[n];
-      if (auto *phi = dyn_cast<PHINode>(v); phi && phi->getParent() == h) v = phi->getIncomingValueForBlock(mid);
-      jb.CreateStore(v, jb.CreateStructGEP(r->buffer, buffer, n));
+    auto [join, created] = join_of.try_emplace(h);
+    if (created) {
+      join->second.block = BasicBlock::Create(c, h->getName() + ".kpath.join", &f_);
+      IRBuilder<> jb(join->second.block);
+      jb.SetCurrentDebugLocation(loc);
+      for (Instruction *v : r->live) {
+        PHINode *in = nullptr;
+        if (auto *phi = dyn_cast<PHINode>(v); phi && phi->getParent() == h) in = jb.CreatePHI(phi->getType(), 2);
+        join->second.phis.push_back(in);
+      }
+      Value *live = jb.CreateBitCast(buffer, r->buffer->getPointerTo());
+      for (unsigned n = 0; n < r->live.size(); ++n)
+        jb.CreateStore(join->second.phis[n] ? join->second.phis[n] : static_cast<Value *>(r->live[n]),
+                       jb.CreateStructGEP(r->buffer, live, n));
+      call_outlined(jb, it->second, jb.CreateBitCast(buffer, jb.getInt8PtrTy()));
     }
-    call_outlined(jb, it->second, jb.CreateBitCast(buffer, jb.getInt8PtrTy()));
+    for (unsigned n = 0; n < r->live.size(); ++n)
+      if (PHINode *in = join->second.phis[n]) in->addIncoming(cast<PHINode>(r->live[n])->getIncomingValueForBlock(mid), mid);
     IRBuilder<> mb(mid->getTerminator());
     mb.SetCurrentDebugLocation(loc);
     count(mb, it->second);
-    mb.CreateCondBr(gate_open(mb), join, h, unlikely);
+    mb.CreateCondBr(gate_open(mb), join->second.block, h, unlikely);
     mid->getTerminator()->eraseFromParent();
   }
   // The cut edges into start points, in f's own body (a block of f.kpath that demotion added has

@@ -88,10 +88,16 @@ class PathVersioner {
   // A loop header of `f` where an activation may join the outlined copy: the values live into it
   // (the header's phis first, then the values defined above the loop and used in or after it),
   // in the order of the join's buffer.
+  // Values f.kpath can recompute from its own arguments and the passed values (address arithmetic
+  // and casts: `&p->field` of an argument p) are not passed: passing one made f keep it in a
+  // register or a stack slot across the whole loop, where the native code folds it into its
+  // addressing modes.
   struct Resume {
     llvm::BasicBlock *header = nullptr;          // in f
-    std::vector<llvm::Instruction *> live;       // in f
+    std::vector<llvm::Instruction *> live;       // in f, passed in the buffer
     std::vector<llvm::Instruction *> outlined;   // the same values in f.kpath, before demotion (the keys of slot_of_)
+    std::vector<llvm::Instruction *> remat;      // in f, recomputed by f.kpath (operands before users)
+    std::vector<llvm::Instruction *> remat_outlined;
     llvm::StructType *buffer = nullptr;
   };
   static bool supported(const llvm::Function &f);

@@ -25,11 +25,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "hcct/analysis/kpath_ipf.h"
 #include "hcct/analysis/kpath_metadata.h"
 #include "hcct/analysis/kpath_profile.h"
 #include "hcct/analysis/kpath_sampling.h"
+#include "hcct/kpath_abi.h"
 
 namespace fs = std::filesystem;
 namespace an = hcct::analysis;
@@ -547,6 +549,40 @@ TEST_CASE("bursting: a -kpath-burst=1 build without a stage is instrumented at t
   }
 }
 
+// A function with 32 loops in sequence (tests/kpath/programs/burst_many_loops.c), versioned at the
+// late stage: its joins share one buffer, so its stack frame stays within a buffer of the native
+// one's (before: a buffer per header, 4232 bytes against native's 48), and both copies compute what
+// native code computes, exhaustively and in bursts that switch copies inside its loops.
+TEST_CASE("bursting: a function's stack frame does not grow with its number of loops") {
+  const std::string source = "tests/kpath/programs/burst_many_loops.c";
+  // many_loops' frame from clang's -fstack-usage, with `flags` (the pass's, or none).
+  auto frame_of = [&](const std::string &flags, const std::string &tag) {
+    fs::path object = work() / ("many_loops." + tag + ".o"), usage = object;
+    usage.replace_extension(".su");
+    fs::remove(usage);
+    run(flags + " -O2 -g -fstack-usage -c " + HCCT_SOURCE_DIR + "/" + source + " -o " + object.string() + " 2>&1");
+    std::ifstream in(usage);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(":many_loops\t") != std::string::npos) return std::stoull(line.substr(line.find('\t') + 1));
+    FAIL("no stack usage line for many_loops in " << usage);
+    return 0ull;
+  };
+  uint64_t native = frame_of(HCCT_CLANG, "native");
+  uint64_t versioned = frame_of(std::string("HCCT_KPATH_BURST=1 HCCT_KPATH_STAGE=late ") + HCCT_CLANG +
+                                    " -fpass-plugin=" + HCCT_KPATH_PLUGIN, "versioned");
+  INFO("many_loops' frame: native " << native << " bytes, versioned " << versioned);
+  // (One buffer: the values live into a header, at most the 8 loaded values, the accumulator and
+  // the loop's own, and a few spills.)
+  CHECK(versioned <= native + 512);
+
+  std::string expected = run(build_native(source, "-O2", "-O2").string() + " 20000");
+  REQUIRE(expected.find("checksum ") != std::string::npos);
+  fs::path exe = build(source, "-O2", true, "many-loops-late", /*late=*/true);
+  Run exhaustive = record(exe, "20000", "k=4", "many-loops.all");
+  Run bursting = record(exe, "20000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02", "many-loops.burst");
+  CHECK(exhaustive.output == expected);
+  CHECK(bursting.output == expected);
+}
 
 // A function whose paths overflow the limit has edges cut into join blocks, loop headers among
 // them; a cut edge restarts the path there through the same dummy edge as the header's back edges,
