@@ -30,6 +30,12 @@ VersionApi::VersionApi(Module &m) : m_(m) {
   gate_ = m.getNamedGlobal(abi::kGateSymbol);
   if (!gate_)
     gate_ = new GlobalVariable(m, i8, false, GlobalValue::ExternalLinkage, nullptr, abi::kGateSymbol);
+  // In an executable (a PIE, or code built without -fPIC), the gate is read at a fixed distance from
+  // the code: the linker copies it into the executable (a copy relocation; libhcct reaches it through
+  // its GOT, so both see the one byte). Otherwise every gate test first loads its address from the
+  // GOT: one instruction more per call and per loop iteration between bursts. A shared library keeps
+  // the GOT (its gate may be another module's).
+  if (m.getPIELevel() != PIELevel::Default || m.getPICLevel() == PICLevel::NotPIC) gate_->setDSOLocal(true);
   switch_ = m.getOrInsertFunction(abi::kSwitchSymbol, Type::getVoidTy(c), Type::getInt64Ty(c));
   if (auto *fn = dyn_cast<Function>(switch_.getCallee())) {
     fn->addFnAttr(Attribute::NoUnwind);

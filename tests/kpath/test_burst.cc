@@ -584,6 +584,42 @@ TEST_CASE("bursting: a function's stack frame does not grow with its number of l
   CHECK(bursting.output == expected);
 }
 
+// Between bursts every call and loop iteration of a versioned function tests the gate. In an
+// executable (clang's default PIE) the gate is copied into the executable by the linker (a copy
+// relocation; libhcct reaches that copy through its GOT) and read at a fixed distance from the
+// code, not through a GOT entry first (one load more per test); a shared library keeps the GOT
+// entry. The bursts still reach the executable's code: a bursting run changes copies, with the
+// native output.
+TEST_CASE("bursting: an executable reads the gate without a GOT load, a shared library through its GOT") {
+  auto relocations_of_gate = [](const fs::path &file) {
+    std::string out;
+    std::istringstream lines(run("readelf -rW " + file.string()));
+    for (std::string line; std::getline(lines, line);)
+      if (line.find(hcct::kpath_abi::kGateSymbol) != std::string::npos) out += line + "\n";
+    return out;
+  };
+  fs::path exe = build("examples/kpath/collatz.c", "-O2", true, "gate-pie", /*late=*/true);
+  std::string relocations = relocations_of_gate(exe);
+  INFO(relocations);
+  CHECK(relocations.find("R_X86_64_COPY") != std::string::npos);
+  CHECK(relocations.find("R_X86_64_GLOB_DAT") == std::string::npos);
+  std::string native = run(build_native("examples/kpath/collatz.c", "-O2", "-O2").string() + " 200000");
+  Run bursting = record(exe, "200000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02", "gate-pie.burst");
+  CHECK(bursting.output == native);
+  REQUIRE(bursting.threads.size() == 1);
+  REQUIRE(bursting.threads[0].sampling);
+  CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 0);
+
+  fs::path lib = work() / "libgate_versioned.so";
+  run(std::string("HCCT_KPATH_BURST=1 HCCT_KPATH_STAGE=late ") + HCCT_CLANG + " -g -O1 -fPIC -shared -fpass-plugin=" +
+      HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/tests/kpath/programs/dl_counted_lib.c -o " + lib.string() + " " +
+      HCCT_RUNTIME + " 2>&1");
+  std::string lib_relocations = relocations_of_gate(lib);
+  INFO(lib_relocations);
+  CHECK(lib_relocations.find("R_X86_64_GLOB_DAT") != std::string::npos);
+}
+
+
 // A function whose paths overflow the limit has edges cut into join blocks, loop headers among
 // them; a cut edge restarts the path there through the same dummy edge as the header's back edges,
 // so those paths decode as starting at the header. Every start point counts them: in an exhaustive
