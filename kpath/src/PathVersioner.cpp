@@ -114,6 +114,11 @@ bool static_alloca(const Instruction &i) {
   return a && isa<ConstantInt>(a->getArraySize());
 }
 
+// Whether an edge out of `from` can get a block of its own: not out of an indirectbr (its targets
+// are named by their addresses). (A cut edge out of one is not counted at its target: that start's
+// T is then low, which the estimator reports as a counter below its sampled paths.)
+bool splittable(const BasicBlock *from) { return !isa<IndirectBrInst>(from->getTerminator()); }
+
 // A new block on the edge from → to (all of from's successor slots that name `to`); the phis of
 // `to` then take from's values from it, once.
 BasicBlock *on_edge(Function &f, BasicBlock *from, BasicBlock *to, const Twine &name) {
@@ -143,14 +148,91 @@ BasicBlock *on_edge(Function &f, BasicBlock *from, BasicBlock *to, const Twine &
 
 bool PathVersioner::supported(const Function &f) {
   for (const BasicBlock &bb : f) {
-    if (bb.hasAddressTaken()) return false;  // blockaddress: the copy's indirect branches would leave it
     for (const Instruction &i : bb) {
-      if (isa<IndirectBrInst>(i) || isa<CallBrInst>(i)) return false;
+      if (isa<CallBrInst>(i)) return false;
       if (i.getType()->isTokenTy() && crosses_blocks(i)) return false;
     }
     if (bb.isEHPad() && !bb.isLandingPad()) return false;  // funclet EH (never on Linux)
   }
+  // A back edge gets a block of its own (the counter and the gate test); an indirectbr's edges
+  // cannot (their targets are named by their addresses).
+  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
+  FindFunctionBackedges(f, back_edges);
+  for (auto &[from, to] : back_edges)
+    if (isa<IndirectBrInst>(from->getTerminator())) return false;
   return true;
+}
+
+// The tables of f's block addresses: a computed goto's dispatch table (`static const void *const
+// disptab[] = {&&L_OP_MOVE, ...}`, a constant of the module that only f reads). Each copy of the
+// body gets a table of its own blocks' addresses (an indirectbr may only reach blocks of its own
+// function, and each copy must stay in itself). False if a block address is used otherwise: by
+// an instruction, another function, or a global that is not f's own constant; or if an address
+// read from a table lives across blocks (clang's unoptimised code: each handler loads the next
+// address and branches to one indirectbr through a phi), where it could cross from one copy into
+// the other and send it to the other copy's blocks. The optimised code (the late stage) loads it
+// in the indirectbr's own block.
+bool PathVersioner::block_address_tables(const Function &f, std::vector<GlobalVariable *> &tables) {
+  // A load of a table entry whose only use is an indirectbr in its own block.
+  auto dispatches_here = [&](const User *u, const BasicBlock *where) {
+    const auto *load = dyn_cast<LoadInst>(u);
+    if (!load || load->getFunction() != &f || (where && load->getParent() != where)) return false;
+    for (const User *v : load->users())
+      if (!isa<IndirectBrInst>(v) || cast<Instruction>(v)->getParent() != load->getParent()) return false;
+    return true;
+  };
+  auto only_f_reads = [&](const GlobalVariable &g) {
+    std::vector<const User *> users(g.user_begin(), g.user_end());
+    for (size_t n = 0; n < users.size(); ++n) {
+      const User *u = users[n];
+      if (const auto *gep = dyn_cast<GetElementPtrInst>(u)) {
+        for (const User *v : gep->users())
+          if (!dispatches_here(v, gep->getParent())) return false;
+      } else if (isa<ConstantExpr>(u)) {
+        users.insert(users.end(), u->user_begin(), u->user_end());
+      } else if (!dispatches_here(u, nullptr)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const BasicBlock &bb : f) {
+    if (!bb.hasAddressTaken()) continue;
+    BlockAddress *address = BlockAddress::lookup(&bb);
+    if (!address) continue;
+    std::vector<const User *> users(address->user_begin(), address->user_end());
+    for (size_t n = 0; n < users.size(); ++n) {
+      const User *u = users[n];
+      if (const auto *g = dyn_cast<GlobalVariable>(u)) {
+        if (!g->isConstant() || !g->hasLocalLinkage() || !only_f_reads(*g)) return false;
+        if (std::find(tables.begin(), tables.end(), g) == tables.end()) tables.push_back(const_cast<GlobalVariable *>(g));
+      } else if (isa<ConstantAggregate>(u) || isa<ConstantExpr>(u)) {
+        users.insert(users.end(), u->user_begin(), u->user_end());
+      } else {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// `table`'s contents with the addresses of `from`'s blocks replaced by those of the blocks of `to`
+// that `blocks` maps them to.
+Constant *PathVersioner::retarget(GlobalVariable &table, Function &from, Function &to, const ValueToValueMapTy &blocks) {
+  ValueToValueMapTy addresses;
+  for (BasicBlock &bb : from)
+    if (bb.hasAddressTaken())
+      if (BlockAddress *address = BlockAddress::lookup(&bb))
+        if (Value *copy = blocks.lookup(&bb)) addresses[address] = BlockAddress::get(&to, cast<BasicBlock>(copy));
+  return MapValue(table.getInitializer(), addresses);
+}
+
+GlobalVariable *PathVersioner::new_table(GlobalVariable &table, Constant *contents, const Twine &suffix) {
+  auto *copy = new GlobalVariable(*table.getParent(), table.getValueType(), true, table.getLinkage(), contents,
+                                  table.getName() + suffix, &table);
+  copy->copyAttributesFrom(&table);
+  made_tables_.push_back(copy);
+  return copy;
 }
 
 void PathVersioner::demote(Function &f, const std::vector<Instruction *> &also) {
@@ -288,8 +370,12 @@ void PathVersioner::outline() {
   }
   arg->setName("kpath.where");
   (++arg)->setName("kpath.live");
+  // f keeps its tables; f.kpath reads copies that name its own blocks (filled once they exist).
+  for (GlobalVariable *t : tables_) outline_map_[t] = new_table(*t, nullptr, ".kpath");
   SmallVector<ReturnInst *, 8> returns;
   CloneFunctionInto(g, &f_, outline_map_, CloneFunctionChangeType::LocalChangesOnly, returns);
+  for (GlobalVariable *t : tables_) cast<GlobalVariable>(outline_map_[t])->setInitializer(retarget(*t, f_, *g, outline_map_));
+  for (GlobalVariable *&t : tables_) t = cast<GlobalVariable>(outline_map_[t]);
   g->setLinkage(GlobalValue::InternalLinkage);
   g->setVisibility(GlobalValue::DefaultVisibility);
   g->setDLLStorageClass(GlobalValue::DefaultStorageClass);
@@ -300,7 +386,7 @@ void PathVersioner::outline() {
 }
 
 bool PathVersioner::prepare() {
-  if (!supported(f_)) return false;
+  if (!supported(f_) || !block_address_tables(f_, tables_)) return false;
   std::vector<Instruction *> also;
   if (outline_ != Outline::kNever && outlinable(f_) && (outline_ == Outline::kAlways || !has_loops(f_))) {
     find_resumes();
@@ -333,6 +419,8 @@ bool PathVersioner::prepare() {
       shared.push_back({a, cast<Instruction>(map_[a])});
       map_[a] = a;
     }
+  // The uninstrumented copy's dispatch tables: its own blocks.
+  for (GlobalVariable *t : tables_) map_[t] = new_table(*t, retarget(*t, f, f, map_), ".nb");
   for (BasicBlock *bb : originals_) {
     auto *copy = cast<BasicBlock>(map_[bb]);
     for (Instruction &i : *copy) RemapInstruction(&i, map_, RF_NoModuleLevelChanges | RF_IgnoreMissingLocals);
@@ -349,17 +437,27 @@ void PathVersioner::abandon() {
   if (outlined_) {  // f is untouched
     outlined_->eraseFromParent();
     outlined_ = nullptr;
+    drop_tables();
     return;
   }
   std::vector<BasicBlock *> copies;
   for (BasicBlock *bb : originals_) copies.push_back(cast<BasicBlock>(map_[bb]));
   for (BasicBlock *bb : copies) bb->dropAllReferences();
   for (BasicBlock *bb : copies) bb->eraseFromParent();
+  drop_tables();
   std::vector<AllocaInst *> promote;
   for (AllocaInst *a : slots_)
     if (isAllocaPromotable(a)) promote.push_back(a);
   DominatorTree dt(f_);
   PromoteMemToReg(promote, dt);
+}
+
+void PathVersioner::drop_tables() {
+  for (GlobalVariable *t : make_range(made_tables_.rbegin(), made_tables_.rend())) {
+    t->removeDeadConstantUsers();
+    if (t->use_empty()) t->eraseFromParent();
+  }
+  made_tables_.clear();
 }
 
 // counters[index] + 1, a plain load, add and store (racy between threads, as
@@ -478,11 +576,13 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     for (BasicBlock *p : predecessors(h))
       if (origin(p) == from && std::find(into.begin(), into.end(), p) == into.end()) into.push_back(p);
     for (BasicBlock *p : into) {
+      if (!splittable(p)) continue;
       BasicBlock *mid = on_edge(f, p, h, h->getName() + ".kpath.cut");
       IRBuilder<> b(mid->getTerminator());
       b.SetCurrentDebugLocation(loc);
       count(b, it->second);
     }
+    if (!splittable(copy_of(from))) continue;
     BasicBlock *mid = on_edge(f, copy_of(from), copy_of(h), h->getName() + ".kpath.cut");
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);
@@ -655,7 +755,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   for (auto &[from_g, h_g] : cuts) {
     BasicBlock *from = original_of.lookup(from_g), *h = original_of.lookup(h_g);
     auto it = counter_of.find(h_g);
-    if (!from || !h || it == counter_of.end()) continue;
+    if (!from || !h || it == counter_of.end() || !splittable(from)) continue;
     BasicBlock *mid = on_edge(f_, from, h, h->getName() + ".kpath.cut");
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);

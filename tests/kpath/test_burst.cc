@@ -549,6 +549,56 @@ TEST_CASE("bursting: a -kpath-burst=1 build without a stage is instrumented at t
   }
 }
 
+// A bytecode interpreter dispatching with computed gotos (tests/kpath/programs/burst_computed_goto.c,
+// the shape of Lua's luaV_execute: indirectbr through a constant table of label addresses). At the
+// late stage it is versioned (before, a function with indirectbr never was: it ran instrumented
+// all the time), each copy jumping through a table of its own blocks: both copies compute what
+// native code computes, exhaustively and in bursts that switch copies thousands of times inside
+// its loop, and its start counters equal the 1-grams of an exhaustive traced run. At the early
+// stage, where each handler's next address reaches the indirectbr through a phi (it could cross
+// from one copy into the other), it stays unversioned, with the same output.
+TEST_CASE("bursting: a computed-goto interpreter (indirectbr) is versioned: same results, exact counters") {
+  const std::string source = "tests/kpath/programs/burst_computed_goto.c", args = "2000", long_args = "300000";
+  fs::path native_exe = build_native(source, "-O2", "-O2");
+  std::string native = run(native_exe.string() + " " + args), native_long = run(native_exe.string() + " " + long_args);
+  REQUIRE(native.find("checksum ") != std::string::npos);
+  for (bool late : {true, false}) {
+    std::string tag = std::string("computed-goto") + (late ? "-late" : "-early");
+    INFO(tag);
+    fs::path exe = build(source, "-O2", true, tag, late);
+    an::PathMetadata meta = metadata(exe);
+    uint64_t interpreter = 0;
+    for (const auto &[id, f] : meta.functions())
+      if (f.info.name == "run") interpreter = id;
+    REQUIRE(interpreter != 0);
+    Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", tag + ".exact");
+    CHECK(exact.output == native);
+    REQUIRE(exact.threads.size() == 1);
+    REQUIRE(exact.threads[0].sampling);
+    const auto &counters = exact.threads[0].sampling->starts;
+    // Versioned: it has start counters (the entry's and its loop's), equal to the traced 1-grams.
+    CHECK(counters.count({interpreter, 0}) == (late ? 1u : 0u));
+    auto started = traced_starts(meta, all_threads(exact));
+    size_t interpreter_starts = 0;
+    for (const auto &[start, count] : started) {
+      if (!late && start.first == interpreter) continue;
+      INFO("function " << start.first << " block " << start.second);
+      REQUIRE(counters.count(start));
+      CHECK(counters.at(start) == count);
+      interpreter_starts += start.first == interpreter;
+    }
+    if (late) CHECK(interpreter_starts >= 2);
+    Run all_long = record(exe, long_args, "k=4", tag + ".all-long");
+    Run bursting = record(exe, long_args, "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
+    CHECK(all_long.output == native_long);
+    CHECK(bursting.output == native_long);
+    REQUIRE(bursting.threads.size() == 1);
+    REQUIRE(all_long.threads.size() == 1);
+    CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
+    if (late) CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 100);
+  }
+}
+
 // A function with 32 loops in sequence (tests/kpath/programs/burst_many_loops.c), versioned at the
 // late stage: its joins share one buffer, so its stack frame stays within a buffer of the native
 // one's (before: a buffer per header, 4232 bytes against native's 48), and both copies compute what
