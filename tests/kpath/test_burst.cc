@@ -550,22 +550,29 @@ TEST_CASE("bursting: a -kpath-burst=1 build without a stage is instrumented at t
 }
 
 // A bytecode interpreter dispatching with computed gotos (tests/kpath/programs/burst_computed_goto.c,
-// the shape of Lua's luaV_execute: indirectbr through a constant table of label addresses). At the
-// late stage it is versioned (before, a function with indirectbr never was: it ran instrumented
-// all the time), each copy jumping through a table of its own blocks: both copies compute what
-// native code computes, exhaustively and in bursts that switch copies thousands of times inside
-// its loop, and its start counters equal the 1-grams of an exhaustive traced run. At the early
-// stage, where each handler's next address reaches the indirectbr through a phi (it could cross
-// from one copy into the other), it stays unversioned, with the same output.
+// the shape of Lua's luaV_execute: indirectbr through a constant table of label addresses). With
+// -kpath-burst-indirectbr=1, at the late stage, it is versioned (before, a function with
+// indirectbr never was: it ran instrumented all the time), each copy jumping through a table of its
+// own blocks: both copies compute what native code computes, exhaustively and in bursts that
+// switch copies thousands of times inside its loop, and its start counters equal the 1-grams of an
+// exhaustive traced run. At the early stage, where each handler's next address reaches the
+// indirectbr through a phi (it could cross from one copy into the other), and without the option
+// (the default), it stays unversioned, with the same output.
 TEST_CASE("bursting: a computed-goto interpreter (indirectbr) is versioned: same results, exact counters") {
   const std::string source = "tests/kpath/programs/burst_computed_goto.c", args = "2000", long_args = "300000";
   fs::path native_exe = build_native(source, "-O2", "-O2");
   std::string native = run(native_exe.string() + " " + args), native_long = run(native_exe.string() + " " + long_args);
   REQUIRE(native.find("checksum ") != std::string::npos);
-  for (bool late : {true, false}) {
-    std::string tag = std::string("computed-goto") + (late ? "-late" : "-early");
+  struct Build {
+    bool late, option;
+  };
+  for (Build b : {Build{true, true}, Build{false, true}, Build{true, false}}) {
+    bool versioned = b.late && b.option;
+    std::string tag = std::string("computed-goto") + (b.late ? "-late" : "-early") + (b.option ? "-indirectbr" : "");
     INFO(tag);
-    fs::path exe = build(source, "-O2", true, tag, late);
+    std::string flags = "-O2";
+    if (b.option) flags += std::string(" -Xclang -load -Xclang ") + HCCT_KPATH_PLUGIN + " -mllvm -kpath-burst-indirectbr=1";
+    fs::path exe = build(source, flags, true, tag, b.late);
     an::PathMetadata meta = metadata(exe);
     uint64_t interpreter = 0;
     for (const auto &[id, f] : meta.functions())
@@ -577,17 +584,17 @@ TEST_CASE("bursting: a computed-goto interpreter (indirectbr) is versioned: same
     REQUIRE(exact.threads[0].sampling);
     const auto &counters = exact.threads[0].sampling->starts;
     // Versioned: it has start counters (the entry's and its loop's), equal to the traced 1-grams.
-    CHECK(counters.count({interpreter, 0}) == (late ? 1u : 0u));
+    CHECK(counters.count({interpreter, 0}) == (versioned ? 1u : 0u));
     auto started = traced_starts(meta, all_threads(exact));
     size_t interpreter_starts = 0;
     for (const auto &[start, count] : started) {
-      if (!late && start.first == interpreter) continue;
+      if (!versioned && start.first == interpreter) continue;
       INFO("function " << start.first << " block " << start.second);
       REQUIRE(counters.count(start));
       CHECK(counters.at(start) == count);
       interpreter_starts += start.first == interpreter;
     }
-    if (late) CHECK(interpreter_starts >= 2);
+    if (versioned) CHECK(interpreter_starts >= 2);
     Run all_long = record(exe, long_args, "k=4", tag + ".all-long");
     Run bursting = record(exe, long_args, "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
     CHECK(all_long.output == native_long);
@@ -595,7 +602,7 @@ TEST_CASE("bursting: a computed-goto interpreter (indirectbr) is versioned: same
     REQUIRE(bursting.threads.size() == 1);
     REQUIRE(all_long.threads.size() == 1);
     CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
-    if (late) CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 100);
+    if (versioned) CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 100);
   }
 }
 
