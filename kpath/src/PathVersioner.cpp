@@ -1,6 +1,7 @@
 #include "PathVersioner.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "hcct/kpath_abi.h"
 #include "llvm/ADT/DenseMap.h"
@@ -14,13 +15,11 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/MDBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/PromoteMemToReg.h"
-
-#include <cstdlib>
 
 namespace hcct::kpath {
 
@@ -38,8 +37,8 @@ cl::opt<int> g_burst_indirectbr(
 // -kpath-burst-indirectbr, else HCCT_KPATH_BURST_INDIRECTBR, else off. Off by default: an
 // interpreter's dispatch loop is one start point for every opcode of every phase of the program,
 // which time-based bursts sample at different rates, so its sequences' estimates err by 20-40 %
-// on Lua (docs/KPATH.md, "Computed gotos") where the exhaustive counts are exact, for 1.21 ->
-// 1.15x native between bursts.
+// on Lua (docs/KPATH.md, "Computed gotos") where the exhaustive counts are exact, for 1.23 ->
+// 1.14x native between bursts.
 bool version_computed_gotos() {
   if (g_burst_indirectbr >= 0) return g_burst_indirectbr != 0;
   if (const char *env = std::getenv("HCCT_KPATH_BURST_INDIRECTBR")) return std::atoi(env) != 0;
