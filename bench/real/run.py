@@ -45,10 +45,11 @@ Profiles go to a temporary directory per run (HCCT_OPTIONS out=...), removed aft
 real programs"), with clang -O2 -g builds: native; instr-gen (-fprofile-instr-generate, clang's
 edge counters, the baseline of the targets); the kpath pass at its early stage (one binary, linked
 with libhcct) under k=1 (BLPP), k=8 and k=16 with each forest (forest=kwf, forest=ksf); the late
-stage at k=8. Columns add the profile's size, the build's compile CPU time (kept with each cached
-build: measured under the load of the session that built it) and, from the runtime's verbose=1
-lines, the items, the share that called the runtime and the forest's nodes. At the end, issue 24's
-targets are checked against instr-gen (CPU) and native (RSS, compile time).
+stage at k=8 (and, `--configs goto-versions`, the late-stage bursting build with computed-goto
+functions versioned too). Columns add the profile's size, the build's compile CPU time (kept with
+each cached build: measured under the load of the session that built it) and, from the runtime's
+verbose=1 lines, the items, the share that called the runtime and the forest's nodes. At the end,
+issue 24's targets are checked against instr-gen (CPU) and native (RSS, compile time).
 
 The kWF rows run the defaults, i.e. a bounded forest (path_epsilon=1e-4; issue 25, docs/KPATH.md,
 "Bounded forests"); "kpath k=16 kwf exact" runs path_epsilon=0. The first timed run of each keeps
@@ -169,6 +170,11 @@ def path_configs(workload):
                     wrapper="setarch", preload=False))
     c.append(Config("kpath late k=8 burst-build exact", "kpath-burst-late-seeded",
                     "k=8:burst=0:path_epsilon=0:verbose=1", wrapper="setarch", preload=False))
+    # Computed-goto functions versioned too (-kpath-burst-indirectbr=1; `--configs goto-versions
+    # --only lua`): the cost with bursts and between them.
+    c.append(Config("kpath goto-versions k=8 burst", "kpath-burst-goto-seeded", "k=8:burst=1:verbose=1", preload=False))
+    c.append(Config("kpath goto-versions k=8 burst closed", "kpath-burst-goto-seeded", "k=8:burst=manual:verbose=1",
+                    preload=False))
     for cfg in c:
         cfg.keep_profile = (cfg.label in ACCURACY_PAIR or cfg.label in BURST_ACCURACY_PAIR or
                             cfg.label in LATE_BURST_ACCURACY_PAIR)

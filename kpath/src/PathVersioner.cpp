@@ -1,6 +1,7 @@
 #include "PathVersioner.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "hcct/kpath_abi.h"
 #include "llvm/ADT/DenseMap.h"
@@ -14,6 +15,7 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/MDBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
@@ -24,12 +26,39 @@ namespace hcct::kpath {
 using namespace llvm;
 namespace abi = hcct::kpath_abi;
 
+namespace {
+
+cl::opt<int> g_burst_indirectbr(
+    "kpath-burst-indirectbr",
+    cl::desc("hcct kpath: with -kpath-burst=1, also version functions with computed gotos (1), or keep them "
+             "instrumented, their paths counted exhaustively (0, default)"),
+    cl::init(-1));
+
+// -kpath-burst-indirectbr, else HCCT_KPATH_BURST_INDIRECTBR, else off. Off by default: an
+// interpreter's dispatch loop is one start point for every opcode of every phase of the program,
+// which time-based bursts sample at different rates, so its sequences' estimates err by 20-40 %
+// on Lua (docs/KPATH.md, "Computed gotos") where the exhaustive counts are exact, for 1.23 ->
+// 1.14x native between bursts.
+bool version_computed_gotos() {
+  if (g_burst_indirectbr >= 0) return g_burst_indirectbr != 0;
+  if (const char *env = std::getenv("HCCT_KPATH_BURST_INDIRECTBR")) return std::atoi(env) != 0;
+  return false;
+}
+
+}  // namespace
+
 VersionApi::VersionApi(Module &m) : m_(m) {
   LLVMContext &c = m.getContext();
   Type *i8 = Type::getInt8Ty(c);
   gate_ = m.getNamedGlobal(abi::kGateSymbol);
   if (!gate_)
     gate_ = new GlobalVariable(m, i8, false, GlobalValue::ExternalLinkage, nullptr, abi::kGateSymbol);
+  // In an executable (a PIE, or code built without -fPIC), the gate is read at a fixed distance from
+  // the code: the linker copies it into the executable (a copy relocation; libhcct reaches it through
+  // its GOT, so both see the one byte). Otherwise every gate test first loads its address from the
+  // GOT: one instruction more per call and per loop iteration between bursts. A shared library keeps
+  // the GOT (its gate may be another module's).
+  if (m.getPIELevel() != PIELevel::Default || m.getPICLevel() == PICLevel::NotPIC) gate_->setDSOLocal(true);
   switch_ = m.getOrInsertFunction(abi::kSwitchSymbol, Type::getVoidTy(c), Type::getInt64Ty(c));
   if (auto *fn = dyn_cast<Function>(switch_.getCallee())) {
     fn->addFnAttr(Attribute::NoUnwind);
@@ -108,6 +137,11 @@ bool static_alloca(const Instruction &i) {
   return a && isa<ConstantInt>(a->getArraySize());
 }
 
+// Whether an edge out of `from` can get a block of its own: not out of an indirectbr (its targets
+// are named by their addresses). (A cut edge out of one is not counted at its target: that start's
+// T is then low, which the estimator reports as a counter below its sampled paths.)
+bool splittable(const BasicBlock *from) { return !isa<IndirectBrInst>(from->getTerminator()); }
+
 // A new block on the edge from → to (all of from's successor slots that name `to`); the phis of
 // `to` then take from's values from it, once.
 BasicBlock *on_edge(Function &f, BasicBlock *from, BasicBlock *to, const Twine &name) {
@@ -136,15 +170,93 @@ BasicBlock *on_edge(Function &f, BasicBlock *from, BasicBlock *to, const Twine &
 }  // namespace
 
 bool PathVersioner::supported(const Function &f) {
+  bool computed_gotos = version_computed_gotos();
   for (const BasicBlock &bb : f) {
-    if (bb.hasAddressTaken()) return false;  // blockaddress: the copy's indirect branches would leave it
     for (const Instruction &i : bb) {
-      if (isa<IndirectBrInst>(i) || isa<CallBrInst>(i)) return false;
+      if (isa<CallBrInst>(i) || (isa<IndirectBrInst>(i) && !computed_gotos)) return false;
       if (i.getType()->isTokenTy() && crosses_blocks(i)) return false;
     }
     if (bb.isEHPad() && !bb.isLandingPad()) return false;  // funclet EH (never on Linux)
   }
+  // A back edge gets a block of its own (the counter and the gate test); an indirectbr's edges
+  // cannot (their targets are named by their addresses).
+  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
+  FindFunctionBackedges(f, back_edges);
+  for (auto &[from, to] : back_edges)
+    if (isa<IndirectBrInst>(from->getTerminator())) return false;
   return true;
+}
+
+// The tables of f's block addresses: a computed goto's dispatch table (`static const void *const
+// disptab[] = {&&L_OP_MOVE, ...}`, a constant of the module that only f reads). Each copy of the
+// body gets a table of its own blocks' addresses (an indirectbr may only reach blocks of its own
+// function, and each copy must stay in itself). False if a block address is used otherwise: by
+// an instruction, another function, or a global that is not f's own constant; or if an address
+// read from a table lives across blocks (clang's unoptimised code: each handler loads the next
+// address and branches to one indirectbr through a phi), where it could cross from one copy into
+// the other and send it to the other copy's blocks. The optimised code (the late stage) loads it
+// in the indirectbr's own block.
+bool PathVersioner::block_address_tables(const Function &f, std::vector<GlobalVariable *> &tables) {
+  // A load of a table entry whose only use is an indirectbr in its own block.
+  auto dispatches_here = [&](const User *u, const BasicBlock *where) {
+    const auto *load = dyn_cast<LoadInst>(u);
+    if (!load || load->getFunction() != &f || (where && load->getParent() != where)) return false;
+    for (const User *v : load->users())
+      if (!isa<IndirectBrInst>(v) || cast<Instruction>(v)->getParent() != load->getParent()) return false;
+    return true;
+  };
+  auto only_f_reads = [&](const GlobalVariable &g) {
+    std::vector<const User *> users(g.user_begin(), g.user_end());
+    for (size_t n = 0; n < users.size(); ++n) {
+      const User *u = users[n];
+      if (const auto *gep = dyn_cast<GetElementPtrInst>(u)) {
+        for (const User *v : gep->users())
+          if (!dispatches_here(v, gep->getParent())) return false;
+      } else if (isa<ConstantExpr>(u)) {
+        users.insert(users.end(), u->user_begin(), u->user_end());
+      } else if (!dispatches_here(u, nullptr)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const BasicBlock &bb : f) {
+    if (!bb.hasAddressTaken()) continue;
+    BlockAddress *address = BlockAddress::lookup(&bb);
+    if (!address) continue;
+    std::vector<const User *> users(address->user_begin(), address->user_end());
+    for (size_t n = 0; n < users.size(); ++n) {
+      const User *u = users[n];
+      if (const auto *g = dyn_cast<GlobalVariable>(u)) {
+        if (!g->isConstant() || !g->hasLocalLinkage() || !only_f_reads(*g)) return false;
+        if (std::find(tables.begin(), tables.end(), g) == tables.end()) tables.push_back(const_cast<GlobalVariable *>(g));
+      } else if (isa<ConstantAggregate>(u) || isa<ConstantExpr>(u)) {
+        users.insert(users.end(), u->user_begin(), u->user_end());
+      } else {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// `table`'s contents with the addresses of `from`'s blocks replaced by those of the blocks of `to`
+// that `blocks` maps them to.
+Constant *PathVersioner::retarget(GlobalVariable &table, Function &from, Function &to, const ValueToValueMapTy &blocks) {
+  ValueToValueMapTy addresses;
+  for (BasicBlock &bb : from)
+    if (bb.hasAddressTaken())
+      if (BlockAddress *address = BlockAddress::lookup(&bb))
+        if (Value *copy = blocks.lookup(&bb)) addresses[address] = BlockAddress::get(&to, cast<BasicBlock>(copy));
+  return MapValue(table.getInitializer(), addresses);
+}
+
+GlobalVariable *PathVersioner::new_table(GlobalVariable &table, Constant *contents, const Twine &suffix) {
+  auto *copy = new GlobalVariable(*table.getParent(), table.getValueType(), true, table.getLinkage(), contents,
+                                  table.getName() + suffix, &table);
+  copy->copyAttributesFrom(&table);
+  made_tables_.push_back(copy);
+  return copy;
 }
 
 void PathVersioner::demote(Function &f, const std::vector<Instruction *> &also) {
@@ -235,9 +347,28 @@ void PathVersioner::find_resumes() {
       }
       return false;
     };
-    for (DomTreeNode *n = dt.getNode(h)->getIDom(); n; n = n->getIDom())
+    std::vector<Instruction *> above;  // outermost block first, so that operands come before users
+    for (DomTreeNode *n = dt.getNode(h)->getIDom(); n; n = n->getIDom()) {
+      std::vector<Instruction *> block;
       for (Instruction &i : *n->getBlock())
-        if (!i.getType()->isVoidTy() && used_from_header(i)) r.live.push_back(&i);
+        if (!i.getType()->isVoidTy() && used_from_header(i)) block.push_back(&i);
+      above.insert(above.begin(), block.begin(), block.end());
+    }
+    DenseSet<const Value *> available;  // passed or recomputed
+    auto recomputable = [&](const Instruction &i) {
+      if (!isa<GetElementPtrInst>(i) && !isa<CastInst>(i)) return false;
+      for (const Value *op : i.operands()) {
+        if (isa<Constant>(op) || available.count(op)) continue;
+        // (f.kpath's own argument is the same value, but for one the ABI copies per call.)
+        const auto *a = dyn_cast<Argument>(op);
+        if (!a || a->hasPassPointeeByValueCopyAttr() || a->hasByRefAttr()) return false;
+      }
+      return true;
+    };
+    for (Instruction *i : above) {
+      (recomputable(*i) ? r.remat : r.live).push_back(i);
+      available.insert(i);
+    }
     std::vector<Type *> types;
     for (Instruction *i : r.live) types.push_back(i->getType());
     r.buffer = StructType::get(f_.getContext(), types);
@@ -263,8 +394,12 @@ void PathVersioner::outline() {
   }
   arg->setName("kpath.where");
   (++arg)->setName("kpath.live");
+  // f keeps its tables; f.kpath reads copies that name its own blocks (filled once they exist).
+  for (GlobalVariable *t : tables_) outline_map_[t] = new_table(*t, nullptr, ".kpath");
   SmallVector<ReturnInst *, 8> returns;
   CloneFunctionInto(g, &f_, outline_map_, CloneFunctionChangeType::LocalChangesOnly, returns);
+  for (GlobalVariable *t : tables_) cast<GlobalVariable>(outline_map_[t])->setInitializer(retarget(*t, f_, *g, outline_map_));
+  for (GlobalVariable *&t : tables_) t = cast<GlobalVariable>(outline_map_[t]);
   g->setLinkage(GlobalValue::InternalLinkage);
   g->setVisibility(GlobalValue::DefaultVisibility);
   g->setDLLStorageClass(GlobalValue::DefaultStorageClass);
@@ -275,7 +410,7 @@ void PathVersioner::outline() {
 }
 
 bool PathVersioner::prepare() {
-  if (!supported(f_)) return false;
+  if (!supported(f_) || !block_address_tables(f_, tables_)) return false;
   std::vector<Instruction *> also;
   if (outline_ != Outline::kNever && outlinable(f_) && (outline_ == Outline::kAlways || !has_loops(f_))) {
     find_resumes();
@@ -285,6 +420,11 @@ bool PathVersioner::prepare() {
       for (Instruction *i : r.live) {
         r.outlined.push_back(cast<Instruction>(outline_map_[i]));
         also.push_back(r.outlined.back());
+      }
+    for (Resume &r : resumes_)
+      for (Instruction *i : r.remat) {
+        r.remat_outlined.push_back(cast<Instruction>(outline_map_[i]));
+        also.push_back(r.remat_outlined.back());
       }
   }
   Function &f = target();
@@ -303,6 +443,8 @@ bool PathVersioner::prepare() {
       shared.push_back({a, cast<Instruction>(map_[a])});
       map_[a] = a;
     }
+  // The uninstrumented copy's dispatch tables: its own blocks.
+  for (GlobalVariable *t : tables_) map_[t] = new_table(*t, retarget(*t, f, f, map_), ".nb");
   for (BasicBlock *bb : originals_) {
     auto *copy = cast<BasicBlock>(map_[bb]);
     for (Instruction &i : *copy) RemapInstruction(&i, map_, RF_NoModuleLevelChanges | RF_IgnoreMissingLocals);
@@ -319,17 +461,27 @@ void PathVersioner::abandon() {
   if (outlined_) {  // f is untouched
     outlined_->eraseFromParent();
     outlined_ = nullptr;
+    drop_tables();
     return;
   }
   std::vector<BasicBlock *> copies;
   for (BasicBlock *bb : originals_) copies.push_back(cast<BasicBlock>(map_[bb]));
   for (BasicBlock *bb : copies) bb->dropAllReferences();
   for (BasicBlock *bb : copies) bb->eraseFromParent();
+  drop_tables();
   std::vector<AllocaInst *> promote;
   for (AllocaInst *a : slots_)
     if (isAllocaPromotable(a)) promote.push_back(a);
   DominatorTree dt(f_);
   PromoteMemToReg(promote, dt);
+}
+
+void PathVersioner::drop_tables() {
+  for (GlobalVariable *t : make_range(made_tables_.rbegin(), made_tables_.rend())) {
+    t->removeDeadConstantUsers();
+    if (t->use_empty()) t->eraseFromParent();
+  }
+  made_tables_.clear();
 }
 
 // counters[index] + 1, a plain load, add and store (racy between threads, as
@@ -448,11 +600,13 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     for (BasicBlock *p : predecessors(h))
       if (origin(p) == from && std::find(into.begin(), into.end(), p) == into.end()) into.push_back(p);
     for (BasicBlock *p : into) {
+      if (!splittable(p)) continue;
       BasicBlock *mid = on_edge(f, p, h, h->getName() + ".kpath.cut");
       IRBuilder<> b(mid->getTerminator());
       b.SetCurrentDebugLocation(loc);
       count(b, it->second);
     }
+    if (!splittable(copy_of(from))) continue;
     BasicBlock *mid = on_edge(f, copy_of(from), copy_of(h), h->getName() + ".kpath.cut");
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);
@@ -489,14 +643,25 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
       IRBuilder<> rb(resume);
       rb.SetCurrentDebugLocation(loc);
       Value *buffer = rb.CreateBitCast(live, r.buffer->getPointerTo());
+      ValueToValueMapTy value_of;  // f's value -> the same here
+      for (Argument &a : f_.args()) value_of[&a] = outline_map_[&a];
       for (unsigned n = 0; n < r.live.size(); ++n) {
         // A phi of the header: where its predecessors store (the header copies it to the slot its
         // uses read); any other value: the slot its uses read. None: a cast whose only uses were
         // the lifetime markers demote() dropped (nothing reads it here).
+        Value *v = rb.CreateLoad(r.buffer->getElementType(n), rb.CreateStructGEP(r.buffer, buffer, n));
+        value_of[r.live[n]] = v;
         bool header_phi = isa<PHINode>(r.live[n]) && r.live[n]->getParent() == r.header;
-        AllocaInst *slot = (header_phi ? phi_slot_of_ : slot_of_).lookup(r.outlined[n]);
-        if (!slot) continue;
-        rb.CreateStore(rb.CreateLoad(r.buffer->getElementType(n), rb.CreateStructGEP(r.buffer, buffer, n)), slot);
+        if (AllocaInst *slot = (header_phi ? phi_slot_of_ : slot_of_).lookup(r.outlined[n])) rb.CreateStore(v, slot);
+      }
+      // The values recomputed from f.kpath's arguments and the passed ones, operands first.
+      for (unsigned n = 0; n < r.remat.size(); ++n) {
+        Instruction *v = r.remat[n]->clone();
+        v->setDebugLoc(loc);
+        rb.Insert(v, r.remat[n]->getName());
+        RemapInstruction(v, value_of, RF_NoModuleLevelChanges | RF_IgnoreMissingLocals);
+        value_of[r.remat[n]] = v;
+        if (AllocaInst *slot = slot_of_.lookup(r.remat_outlined[n])) rb.CreateStore(v, slot);
       }
       rb.CreateBr(join[h]);
       dispatch->addCase(b.getInt64(it->second), resume);
@@ -542,11 +707,22 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   for (Instruction *a : allocas) a->moveBefore(*top, top->end());
   IRBuilder<> b(top);
   b.SetCurrentDebugLocation(loc);
+  // One buffer for every join (they never overlap), not one per header: a function with many loops
+  // (SQLite's sqlite3VdbeExec: 79 headers) had a stack frame of their sum (181 KB against native's
+  // 472 bytes), which every call moved its callees' frames down by.
   DenseMap<BasicBlock *, const Resume *> resume_of;
-  DenseMap<const Resume *, AllocaInst *> buffer_of;
+  const DataLayout &layout = f_.getParent()->getDataLayout();
+  uint64_t buffer_bytes = 1;
+  Align buffer_align(8);
   for (const Resume &r : resumes_) {
     resume_of[r.header] = &r;
-    buffer_of[&r] = b.CreateAlloca(r.buffer, nullptr, r.header->getName() + ".kpath.live");
+    buffer_bytes = std::max<uint64_t>(buffer_bytes, layout.getTypeAllocSize(r.buffer));
+    buffer_align = std::max(buffer_align, layout.getABITypeAlign(r.buffer));
+  }
+  AllocaInst *buffer = nullptr;
+  if (!resumes_.empty()) {
+    buffer = b.CreateAlloca(ArrayType::get(b.getInt8Ty(), buffer_bytes), nullptr, "kpath.live");
+    buffer->setAlignment(buffer_align);
   }
   count(b, 0);
   BasicBlock *instrumented = BasicBlock::Create(c, "kpath.instrumented", &f_);
@@ -555,6 +731,13 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   ib.SetCurrentDebugLocation(loc);
   call_outlined(ib, 0, Constant::getNullValue(ib.getInt8PtrTy()))->setTailCall();
 
+  // One join per header, shared by its back edges (the header's phis' values come through phis of
+  // the join): the stores of the live values once per header, not once per back edge.
+  struct Join {
+    BasicBlock *block;
+    std::vector<PHINode *> phis;  // per live value, for the header's phis; else null
+  };
+  DenseMap<BasicBlock *, Join> join_of;
   SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
   FindFunctionBackedges(f_, back_edges);
   for (auto &[from_c, to_c] : back_edges) {
@@ -564,20 +747,28 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     const Resume *r = resume_of.lookup(h);
     if (it == counter_of.end() || !r) continue;
     BasicBlock *mid = on_edge(f_, from, h, h->getName() + ".kpath.gate");
-    BasicBlock *join = BasicBlock::Create(c, h->getName() + ".kpath.join", &f_);
-    IRBuilder<> jb(join);
-    jb.SetCurrentDebugLocation(loc);
-    AllocaInst *buffer = buffer_of[r];
-    for (unsigned n = 0; n < r->live.size(); ++n) {
-      Value *v = r->live[n];
-      if (auto *phi = dyn_cast<PHINode>(v); phi && phi->getParent() == h) v = phi->getIncomingValueForBlock(mid);
-      jb.CreateStore(v, jb.CreateStructGEP(r->buffer, buffer, n));
+    auto [join, created] = join_of.try_emplace(h);
+    if (created) {
+      join->second.block = BasicBlock::Create(c, h->getName() + ".kpath.join", &f_);
+      IRBuilder<> jb(join->second.block);
+      jb.SetCurrentDebugLocation(loc);
+      for (Instruction *v : r->live) {
+        PHINode *in = nullptr;
+        if (auto *phi = dyn_cast<PHINode>(v); phi && phi->getParent() == h) in = jb.CreatePHI(phi->getType(), 2);
+        join->second.phis.push_back(in);
+      }
+      Value *live = jb.CreateBitCast(buffer, r->buffer->getPointerTo());
+      for (unsigned n = 0; n < r->live.size(); ++n)
+        jb.CreateStore(join->second.phis[n] ? join->second.phis[n] : static_cast<Value *>(r->live[n]),
+                       jb.CreateStructGEP(r->buffer, live, n));
+      call_outlined(jb, it->second, jb.CreateBitCast(buffer, jb.getInt8PtrTy()));
     }
-    call_outlined(jb, it->second, jb.CreateBitCast(buffer, jb.getInt8PtrTy()));
+    for (unsigned n = 0; n < r->live.size(); ++n)
+      if (PHINode *in = join->second.phis[n]) in->addIncoming(cast<PHINode>(r->live[n])->getIncomingValueForBlock(mid), mid);
     IRBuilder<> mb(mid->getTerminator());
     mb.SetCurrentDebugLocation(loc);
     count(mb, it->second);
-    mb.CreateCondBr(gate_open(mb), join, h, unlikely);
+    mb.CreateCondBr(gate_open(mb), join->second.block, h, unlikely);
     mid->getTerminator()->eraseFromParent();
   }
   // The cut edges into start points, in f's own body (a block of f.kpath that demotion added has
@@ -588,7 +779,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   for (auto &[from_g, h_g] : cuts) {
     BasicBlock *from = original_of.lookup(from_g), *h = original_of.lookup(h_g);
     auto it = counter_of.find(h_g);
-    if (!from || !h || it == counter_of.end()) continue;
+    if (!from || !h || it == counter_of.end() || !splittable(from)) continue;
     BasicBlock *mid = on_edge(f_, from, h, h->getName() + ".kpath.cut");
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);

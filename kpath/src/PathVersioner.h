@@ -71,8 +71,9 @@ class PathVersioner {
   // Which functions get an outlined copy (above): none, those without loops, or every one.
   enum class Outline { kNever, kLoopFree, kAlways };
   PathVersioner(llvm::Function &f, VersionApi &api, Outline outline) : f_(f), api_(api), outline_(outline) {}
-  // False (nothing changed) for bodies that cannot be duplicated safely here: indirectbr, callbr,
-  // block addresses, token values across blocks. The function is then instrumented unversioned.
+  // False (nothing changed) for bodies that cannot be duplicated safely here: callbr, an indirectbr
+  // on a back edge, block addresses used other than in f's own constant tables, token values across
+  // blocks. The function is then instrumented unversioned.
   // An outlined version also needs a fixed argument list, no musttail call and no argument the
   // ABI places in the caller's frame (inalloca, preallocated, swifterror); else in-function.
   bool prepare();
@@ -88,13 +89,24 @@ class PathVersioner {
   // A loop header of `f` where an activation may join the outlined copy: the values live into it
   // (the header's phis first, then the values defined above the loop and used in or after it),
   // in the order of the join's buffer.
+  // Values f.kpath can recompute from its own arguments and the passed values (address arithmetic
+  // and casts: `&p->field` of an argument p) are not passed: passing one made f keep it in a
+  // register or a stack slot across the whole loop, where the native code folds it into its
+  // addressing modes.
   struct Resume {
     llvm::BasicBlock *header = nullptr;          // in f
-    std::vector<llvm::Instruction *> live;       // in f
+    std::vector<llvm::Instruction *> live;       // in f, passed in the buffer
     std::vector<llvm::Instruction *> outlined;   // the same values in f.kpath, before demotion (the keys of slot_of_)
+    std::vector<llvm::Instruction *> remat;      // in f, recomputed by f.kpath (operands before users)
+    std::vector<llvm::Instruction *> remat_outlined;
     llvm::StructType *buffer = nullptr;
   };
   static bool supported(const llvm::Function &f);
+  static bool block_address_tables(const llvm::Function &f, std::vector<llvm::GlobalVariable *> &tables);
+  static llvm::Constant *retarget(llvm::GlobalVariable &table, llvm::Function &from, llvm::Function &to,
+                                   const llvm::ValueToValueMapTy &blocks);
+  llvm::GlobalVariable *new_table(llvm::GlobalVariable &table, llvm::Constant *contents, const llvm::Twine &suffix);
+  void drop_tables();
   static bool outlinable(const llvm::Function &f);
   static bool has_loops(const llvm::Function &f);
   void find_resumes();
@@ -116,6 +128,8 @@ class PathVersioner {
   llvm::ValueToValueMapTy map_;                // original block -> its uninstrumented copy
   std::vector<llvm::BasicBlock *> originals_;  // the blocks before cloning
   std::vector<llvm::AllocaInst *> slots_;      // demoted values, promoted again by finish()
+  std::vector<llvm::GlobalVariable *> tables_;       // f's dispatch tables (block_address_tables)
+  std::vector<llvm::GlobalVariable *> made_tables_;  // their copies, for f.kpath and the uninstrumented copy
 };
 
 }  // namespace hcct::kpath

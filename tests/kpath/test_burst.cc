@@ -25,11 +25,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "hcct/analysis/kpath_ipf.h"
 #include "hcct/analysis/kpath_metadata.h"
 #include "hcct/analysis/kpath_profile.h"
 #include "hcct/analysis/kpath_sampling.h"
+#include "hcct/kpath_abi.h"
 
 namespace fs = std::filesystem;
 namespace an = hcct::analysis;
@@ -545,6 +547,133 @@ TEST_CASE("bursting: a -kpath-burst=1 build without a stage is instrumented at t
       CHECK(bool(f.info.flags & hcct::kpath::kFlagLate) == versions);
     }
   }
+}
+
+// A bytecode interpreter dispatching with computed gotos (tests/kpath/programs/burst_computed_goto.c,
+// the shape of Lua's luaV_execute: indirectbr through a constant table of label addresses). With
+// -kpath-burst-indirectbr=1, at the late stage, it is versioned (before, a function with
+// indirectbr never was: it ran instrumented all the time), each copy jumping through a table of its
+// own blocks: both copies compute what native code computes, exhaustively and in bursts that
+// switch copies thousands of times inside its loop, and its start counters equal the 1-grams of an
+// exhaustive traced run. At the early stage, where each handler's next address reaches the
+// indirectbr through a phi (it could cross from one copy into the other), and without the option
+// (the default), it stays unversioned, with the same output.
+TEST_CASE("bursting: a computed-goto interpreter (indirectbr) is versioned: same results, exact counters") {
+  const std::string source = "tests/kpath/programs/burst_computed_goto.c", args = "2000", long_args = "300000";
+  fs::path native_exe = build_native(source, "-O2", "-O2");
+  std::string native = run(native_exe.string() + " " + args), native_long = run(native_exe.string() + " " + long_args);
+  REQUIRE(native.find("checksum ") != std::string::npos);
+  struct Build {
+    bool late, option;
+  };
+  for (Build b : {Build{true, true}, Build{false, true}, Build{true, false}}) {
+    bool versioned = b.late && b.option;
+    std::string tag = std::string("computed-goto") + (b.late ? "-late" : "-early") + (b.option ? "-indirectbr" : "");
+    INFO(tag);
+    std::string flags = "-O2";
+    if (b.option) flags += std::string(" -Xclang -load -Xclang ") + HCCT_KPATH_PLUGIN + " -mllvm -kpath-burst-indirectbr=1";
+    fs::path exe = build(source, flags, true, tag, b.late);
+    an::PathMetadata meta = metadata(exe);
+    uint64_t interpreter = 0;
+    for (const auto &[id, f] : meta.functions())
+      if (f.info.name == "run") interpreter = id;
+    REQUIRE(interpreter != 0);
+    Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", tag + ".exact");
+    CHECK(exact.output == native);
+    REQUIRE(exact.threads.size() == 1);
+    REQUIRE(exact.threads[0].sampling);
+    const auto &counters = exact.threads[0].sampling->starts;
+    // Versioned: it has start counters (the entry's and its loop's), equal to the traced 1-grams.
+    CHECK(counters.count({interpreter, 0}) == (versioned ? 1u : 0u));
+    auto started = traced_starts(meta, all_threads(exact));
+    size_t interpreter_starts = 0;
+    for (const auto &[start, count] : started) {
+      if (!versioned && start.first == interpreter) continue;
+      INFO("function " << start.first << " block " << start.second);
+      REQUIRE(counters.count(start));
+      CHECK(counters.at(start) == count);
+      interpreter_starts += start.first == interpreter;
+    }
+    if (versioned) CHECK(interpreter_starts >= 2);
+    Run all_long = record(exe, long_args, "k=4", tag + ".all-long");
+    Run bursting = record(exe, long_args, "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
+    CHECK(all_long.output == native_long);
+    CHECK(bursting.output == native_long);
+    REQUIRE(bursting.threads.size() == 1);
+    REQUIRE(all_long.threads.size() == 1);
+    CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
+    if (versioned) CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 100);
+  }
+}
+
+// A function with 32 loops in sequence (tests/kpath/programs/burst_many_loops.c), versioned at the
+// late stage: its joins share one buffer, so its stack frame stays within a buffer of the native
+// one's (before: a buffer per header, 4232 bytes against native's 48), and both copies compute what
+// native code computes, exhaustively and in bursts that switch copies inside its loops.
+TEST_CASE("bursting: a function's stack frame does not grow with its number of loops") {
+  const std::string source = "tests/kpath/programs/burst_many_loops.c";
+  // many_loops' frame from clang's -fstack-usage, with `flags` (the pass's, or none).
+  auto frame_of = [&](const std::string &flags, const std::string &tag) {
+    fs::path object = work() / ("many_loops." + tag + ".o"), usage = object;
+    usage.replace_extension(".su");
+    fs::remove(usage);
+    run(flags + " -O2 -g -fstack-usage -c " + HCCT_SOURCE_DIR + "/" + source + " -o " + object.string() + " 2>&1");
+    std::ifstream in(usage);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(":many_loops\t") != std::string::npos) return std::stoull(line.substr(line.find('\t') + 1));
+    FAIL("no stack usage line for many_loops in " << usage);
+    return 0ull;
+  };
+  uint64_t native = frame_of(HCCT_CLANG, "native");
+  uint64_t versioned = frame_of(std::string("HCCT_KPATH_BURST=1 HCCT_KPATH_STAGE=late ") + HCCT_CLANG +
+                                    " -fpass-plugin=" + HCCT_KPATH_PLUGIN, "versioned");
+  INFO("many_loops' frame: native " << native << " bytes, versioned " << versioned);
+  // (One buffer: the values live into a header, at most the 8 loaded values, the accumulator and
+  // the loop's own, and a few spills.)
+  CHECK(versioned <= native + 512);
+
+  std::string expected = run(build_native(source, "-O2", "-O2").string() + " 20000");
+  REQUIRE(expected.find("checksum ") != std::string::npos);
+  fs::path exe = build(source, "-O2", true, "many-loops-late", /*late=*/true);
+  Run exhaustive = record(exe, "20000", "k=4", "many-loops.all");
+  Run bursting = record(exe, "20000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02", "many-loops.burst");
+  CHECK(exhaustive.output == expected);
+  CHECK(bursting.output == expected);
+}
+
+// Between bursts every call and loop iteration of a versioned function tests the gate. In an
+// executable (clang's default PIE) the gate is copied into the executable by the linker (a copy
+// relocation; libhcct reaches that copy through its GOT) and read at a fixed distance from the
+// code, not through a GOT entry first (one load more per test); a shared library keeps the GOT
+// entry. The bursts still reach the executable's code: a bursting run changes copies, with the
+// native output.
+TEST_CASE("bursting: an executable reads the gate without a GOT load, a shared library through its GOT") {
+  auto relocations_of_gate = [](const fs::path &file) {
+    std::string out;
+    std::istringstream lines(run("readelf -rW " + file.string()));
+    for (std::string line; std::getline(lines, line);)
+      if (line.find(hcct::kpath_abi::kGateSymbol) != std::string::npos) out += line + "\n";
+    return out;
+  };
+  fs::path exe = build("examples/kpath/collatz.c", "-O2", true, "gate-pie", /*late=*/true);
+  std::string relocations = relocations_of_gate(exe);
+  INFO(relocations);
+  CHECK(relocations.find("R_X86_64_COPY") != std::string::npos);
+  CHECK(relocations.find("R_X86_64_GLOB_DAT") == std::string::npos);
+  std::string native = run(build_native("examples/kpath/collatz.c", "-O2", "-O2").string() + " 200000");
+  Run bursting = record(exe, "200000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02", "gate-pie.burst");
+  CHECK(bursting.output == native);
+  REQUIRE(bursting.threads.size() == 1);
+  REQUIRE(bursting.threads[0].sampling);
+  CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 0);
+
+  fs::path lib = work() / "libgate_versioned.so";
+  run(std::string("HCCT_KPATH_BURST=1 HCCT_KPATH_STAGE=late ") + HCCT_CLANG + " -g -O1 -fPIC -shared -fpass-plugin=" +
+      HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/tests/kpath/programs/dl_counted_lib.c -o " + lib.string() + " " +
+      HCCT_RUNTIME + " 2>&1");
+  std::string lib_relocations = relocations_of_gate(lib);
+  INFO(lib_relocations);
+  CHECK(lib_relocations.find("R_X86_64_GLOB_DAT") != std::string::npos);
 }
 
 
