@@ -1059,10 +1059,10 @@ __attribute__((always_inline)) inline void lean_end(ThreadState *s) {
 
 // The plugin probes' lean route between bursts (docs/BURSTING.md, "The cost between bursts"): with
 // `busy` set, the thread's between-burst epoch current (it stands for the gate, as fast_epoch does
-// on the hit path: every stop and every dlclose kicks it) and no time sampler, a push or a pop of
+// on the hit path: every stop and every dlclose kicks it) and not time=wall, a push or a pop of
 // the shadow stack and, for an enter, the event clock's count; nothing else of the out-of-line
-// protocol (in_slow, pending samples and prunes concern the sampler and the profile's tree, which
-// this route does not touch). Anything unusual — the gap's end, a stale or foreign frame, a full
+// protocol (in_slow and the deferred prunes concern the samplers and the profile's tree, which this
+// route does not touch; a CPU-time sample kept pending meanwhile is charged by lean_end). Anything unusual — the gap's end, a stale or foreign frame, a full
 // stack, an exit that is not the top's — takes enter_other/exit_other as before.
 __attribute__((always_inline)) inline bool lean_enter(ThreadState *s, uintptr_t fn, uintptr_t site,
                                                       uintptr_t sp) {
@@ -1077,7 +1077,8 @@ __attribute__((always_inline)) inline bool lean_enter(ThreadState *s, uintptr_t 
   return true;
 }
 
-__attribute__((always_inline)) inline bool lean_exit(ThreadState *s, uintptr_t fn, uintptr_t sp, bool torn_down) {
+__attribute__((always_inline)) inline bool lean_exit(ThreadState *s, uintptr_t fn, uintptr_t sp,
+                                                     bool torn_down) {
   if (HCCT_UNLIKELY(read_shared(s->between_epoch) != read_shared(g_burst_epoch) || !g_lean_between ||
                     !s->burst.shadow.exit_fast(fn, sp, torn_down)))
     return false;
