@@ -867,7 +867,9 @@ HCCT_NOINST void clock_enter(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t
     b.burst_left = b.burst_events;
     b.burst_started_ns = burst_now_ns();
   }
-  s->profile.enter(fn, site, sp);
+  // The exhaustive inline hit first (the same tree change as enter(), in a tenth of the
+  // instructions), enter() for everything else.
+  if (!s->profile.enter_fast(fn, site, sp)) s->profile.enter(fn, site, sp);
   if (--b.burst_left == 0) {
     b.sampling = false;
     burst_schedule_next(b);
@@ -877,7 +879,7 @@ HCCT_NOINST void clock_enter(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t
 HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t sp, bool torn_down) {
   BurstThread &b = s->burst;
   if (b.sampling) {
-    s->profile.exit(fn, sp, torn_down);
+    if (!s->profile.exit_fast(fn, sp, torn_down)) s->profile.exit(fn, sp, torn_down);
   } else {
     b.between_exit(s->profile, fn, sp, torn_down);
     if (!g_exact) set_own_epoch(&s->between_epoch, e);
