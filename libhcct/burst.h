@@ -102,7 +102,10 @@ struct BurstThread {
   ShadowStack shadow;
   UnwindMemo unwind_memo;  // initialised at the first walk of the machine stack
   uint64_t epoch = 0;    // the burst (an odd epoch number) the profile's path is synchronised to
-  uint64_t skipped = 0;  // enter events seen between bursts and not profiled
+  // Enter events seen between bursts and not profiled: `skipped` plus the current gap's count so far
+  // (gap_start - gap_left), so that the lean route between bursts (runtime.cc) counts an event with
+  // the gap's one decrement (skipped_enters()).
+  uint64_t skipped = 0;
   uint64_t bursts = 0;   // bursts this thread took part in
   uint32_t generation = 0;  // g_shadow_generation when the shadow stack last matched the machine stack
   // The shadow stack, not the profile's frames, holds the current calling path: there were events
@@ -115,6 +118,7 @@ struct BurstThread {
   // and the gap after it) samples the same fraction of the thread's calls whatever the phase.
   bool sampling = false;               // inside one of the thread's own bursts
   uint64_t gap_left = ~uint64_t(0);    // enters still to skip before the next burst
+  uint64_t gap_start = ~uint64_t(0);   // gap_left when the current gap began (start_gap)
   uint64_t burst_left = 0;             // enters still to sample in the current burst
   uint64_t burst_events = 0;           // enters per burst (0: schedule not started)
   uint64_t burst_started_ns = 0;       // CLOCK_MONOTONIC at the current burst's first event
@@ -137,7 +141,7 @@ struct BurstThread {
   void between_enter(const ThreadProfile &p, uintptr_t fn, uintptr_t site, uintptr_t sp) {
     take_over(p);
     shadow.enter(fn, site, sp);
-    ++skipped;
+    --gap_left;
   }
   void between_exit(const ThreadProfile &p, uintptr_t fn, uintptr_t sp, bool torn_down) {
     take_over(p);
@@ -148,7 +152,19 @@ struct BurstThread {
     shadow.unwind_to(sp);
   }
   // Events between bursts that are only counted (no shadow stack: the machine stack will tell).
-  void between_count() { ++skipped; }
+  void between_count() { --gap_left; }
+
+  // Every enter between bursts decrements gap_left (on the time clock it starts at 2^64 - 1 and
+  // never reaches 0): the skipped enters are those of the finished gaps and of the current one.
+  uint64_t skipped_enters() const { return skipped + (gap_start - gap_left); }
+  void start_gap(uint64_t enters) {
+    skipped += gap_start - gap_left;
+    gap_start = gap_left = enters;
+  }
+  void reset_skipped() {
+    skipped = 0;
+    gap_start = gap_left;
+  }
 
   // First event of burst `e`. If the shadow stack is current, the profile's cursor is moved onto its
   // path (walking down the tree from the root, thesis §5.1.1); else if `machine` is given (the path

@@ -1223,7 +1223,7 @@ HCCT_NOINST void burst_schedule_first(BurstThread &b, uint64_t seed) {
   // The first burst starts at a random point of the first window (systematic sampling with a
   // random start), as on the time clock.
   uint64_t window = kFirstBurstEvents + draw_gap(b, kFirstBurstEvents);
-  b.gap_left = next_random(b) % (window + 1);
+  b.start_gap(next_random(b) % (window + 1));
 }
 
 HCCT_NOINST void burst_schedule_next(BurstThread &b) {
@@ -1231,7 +1231,7 @@ HCCT_NOINST void burst_schedule_next(BurstThread &b) {
   uint64_t took = now - b.burst_started_ns;
   b.burst_ns += took;
   uint64_t events = b.burst_events;
-  b.gap_left = draw_gap(b, events);
+  b.start_gap(draw_gap(b, events));
   // Aim the next burst at burst_length of time: scale its enters by length / took, at most doubling
   // per burst (shrinking at once: a burst that took too long says the calls became slower, and the
   // next gap, counted in this burst's calls, already lasts long). Only the burst's length in calls

@@ -175,6 +175,13 @@ constinit ThreadState g_unattached{ThreadState::Inert{}};
 // Every thread starts with g_unattached (the TLS image holds its address, relocated at load).
 __thread ThreadState *t_state __attribute__((tls_model("initial-exec"))) = &g_unattached;
 
+// The plugin probes' lean route between bursts (on_enter/on_exit below) may run: bursting, and not
+// time=wall, whose sampler thread relies on the shadow stack changing only in the out-of-line
+// paths (wall_enter_slow charges its samples between bursts there, sampler.cc). The CPU-time
+// sampler's handler keeps a sample that finds the thread busy pending, as in the inline fast paths;
+// the lean route charges it at its end. Set once before the gate first opens.
+bool g_lean_between = false;
+
 // Stops of all threads in force (stop_all_threads): the final dump's, for good, and each exec's
 // snapshot until it resumes. While nonzero, a thread's slow path keeps its epochs kicked.
 int g_stops = 0;
@@ -349,7 +356,7 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
     burst.length_ns = burst_length_ns();
     burst.bursts = s->burst.bursts;
     burst.events_known = burst_events_known();
-    burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped;
+    burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped_enters();
     burst.time_fraction = burst_event_clock() ? burst_thread_time_fraction(s->burst) : burst_time_fraction();
     burst.clock = burst_event_clock() ? "events" : "time";
     burst.unwind_frames = s->burst.unwind_memo.frames_walked;
@@ -556,7 +563,7 @@ HCCT_NOINST void on_fork_child() {
     self->samples_lost = self->samples_undelivered = 0;
     __atomic_store_n(&self->samples_pending, 0, __ATOMIC_RELAXED);
     sampler_attach(self);
-    self->burst.skipped = 0;
+    self->burst.reset_skipped();
     self->burst.bursts = 0;
     self->burst.unwind_memo.frames_walked = self->burst.unwind_memo.frames_reused = 0;
     self->burst.unwind_memo.frames_by_rules = 0;
@@ -781,6 +788,7 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
   }
   // Time sampling (docs/RUNTIME.md, "Time"; with static bursting, "Time and bursting").
   if (samples_time(g_options)) sampler_start(g_options);
+  g_lean_between = g_bursting && !(samples_time(g_options) && g_options.time == TimeMetric::kWall);
   __atomic_store_n(&g_profiling, true, __ATOMIC_RELEASE);
   __atomic_store_n(&g_hook_gate, hook_gate, __ATOMIC_RELEASE);
   __atomic_store_n(&__hcct_gate_local, gate, __ATOMIC_RELEASE);
@@ -849,8 +857,7 @@ HCCT_NOINST void clock_enter(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t
   if (HCCT_UNLIKELY(!b.burst_events)) burst_schedule_first(b, uint64_t(s->tid) << 32 | s->seq);
   if (!b.sampling) {
     if (b.gap_left) {
-      b.between_enter(s->profile, fn, site, sp);
-      --b.gap_left;
+      b.between_enter(s->profile, fn, site, sp);  // (counts the enter down gap_left)
       if (!g_exact) set_own_epoch(&s->between_epoch, e);
       return;
     }
@@ -860,7 +867,9 @@ HCCT_NOINST void clock_enter(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t
     b.burst_left = b.burst_events;
     b.burst_started_ns = burst_now_ns();
   }
-  s->profile.enter(fn, site, sp);
+  // The exhaustive inline hit first (the same tree change as enter(), in a tenth of the
+  // instructions), enter() for everything else.
+  if (!s->profile.enter_fast(fn, site, sp)) s->profile.enter(fn, site, sp);
   if (--b.burst_left == 0) {
     b.sampling = false;
     burst_schedule_next(b);
@@ -870,7 +879,7 @@ HCCT_NOINST void clock_enter(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t
 HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t sp, bool torn_down) {
   BurstThread &b = s->burst;
   if (b.sampling) {
-    s->profile.exit(fn, sp, torn_down);
+    if (!s->profile.exit_fast(fn, sp, torn_down)) s->profile.exit(fn, sp, torn_down);
   } else {
     b.between_exit(s->profile, fn, sp, torn_down);
     if (!g_exact) set_own_epoch(&s->between_epoch, e);
@@ -991,7 +1000,6 @@ __attribute__((always_inline)) inline void catch_up_if_needed(ThreadState *s) {
   // gap_left: the event clock's countdown to the thread's next burst (never 0 on the time clock).
   if (read_shared(s->between_epoch) == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
       s->burst.gap_left && s->burst.shadow.enter_fast(fn, site, sp)) {
-    ++s->burst.skipped;
     --s->burst.gap_left;
     return event_end(s);
   }
@@ -1038,6 +1046,48 @@ __attribute__((always_inline)) inline bool epoch_differs(const ThreadState *s) {
   return read_shared(s->fast_epoch) != read_shared(g_burst_epoch);
 }
 
+// A CPU-time sample that came during a lean event (kept pending by the handler: the thread was
+// busy) is charged now, to the path on the shadow stack.
+[[gnu::noinline]] HCCT_NOINST void lean_settle(ThreadState *s) {
+  settle_samples(s);
+  event_end(s);
+}
+
+__attribute__((always_inline)) inline void lean_end(ThreadState *s) {
+  compiler_fence();
+  if (HCCT_UNLIKELY(__atomic_load_n(&s->samples_pending, __ATOMIC_RELAXED))) return lean_settle(s);
+  clear_busy(s);
+}
+
+// The plugin probes' lean route between bursts (docs/BURSTING.md, "The cost between bursts"): with
+// `busy` set, the thread's between-burst epoch current (it stands for the gate, as fast_epoch does
+// on the hit path: every stop and every dlclose kicks it) and not time=wall, a push or a pop of
+// the shadow stack and, for an enter, the event clock's count; nothing else of the out-of-line
+// protocol (in_slow and the deferred prunes concern the samplers and the profile's tree, which this
+// route does not touch; a CPU-time sample kept pending meanwhile is charged by lean_end). Anything unusual — the gap's end, a stale or foreign frame, a full
+// stack, an exit that is not the top's — takes enter_other/exit_other as before.
+__attribute__((always_inline)) inline bool lean_enter(ThreadState *s, uintptr_t fn, uintptr_t site,
+                                                      uintptr_t sp) {
+  BurstThread &b = s->burst;
+  uint64_t gap_left;
+  if (HCCT_UNLIKELY(read_shared(s->between_epoch) != read_shared(g_burst_epoch) || !g_lean_between ||
+                    __builtin_sub_overflow(b.gap_left, uint64_t(1), &gap_left) ||
+                    !b.shadow.enter_fast(fn, site, sp)))
+    return false;
+  b.gap_left = gap_left;
+  lean_end(s);
+  return true;
+}
+
+__attribute__((always_inline)) inline bool lean_exit(ThreadState *s, uintptr_t fn, uintptr_t sp,
+                                                     bool torn_down) {
+  if (HCCT_UNLIKELY(read_shared(s->between_epoch) != read_shared(g_burst_epoch) || !g_lean_between ||
+                    !s->burst.shadow.exit_fast(fn, sp, torn_down)))
+    return false;
+  lean_end(s);
+  return true;
+}
+
 // The hooks' own work on the hit path: the gate (before the thread's state, so that mode=empty
 // costs a compare), the thread's state (never null: g_unattached until the first event), `busy`
 // tested and set in one instruction, then the epoch, which the dump's stop kicks.
@@ -1046,7 +1096,10 @@ __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site
   ThreadState *s = t_state;
   if (HCCT_UNLIKELY(test_and_set_busy(s)))
     return kPlugin ? enter_unusual_plugin(fn, site, sp) : enter_unusual(fn, site, sp);
-  if (HCCT_UNLIKELY(epoch_differs(s) || !s->profile.fast_frame(sp))) return enter_other(fn, site, sp, s);
+  if (HCCT_UNLIKELY(epoch_differs(s) || !s->profile.fast_frame(sp))) {
+    if (kPlugin && lean_enter(s, fn, site, sp)) return;
+    return enter_other(fn, site, sp, s);
+  }
   if (HCCT_UNLIKELY(!s->profile.enter_fast_child(fn, site, sp))) return enter_missed(fn, site, sp, s);
   compiler_fence();
   clear_busy(s);
@@ -1056,8 +1109,10 @@ template <bool kPlugin>
 __attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
   ThreadState *s = t_state;
   if (HCCT_UNLIKELY(test_and_set_busy(s))) return count_dropped(s);
-  if (HCCT_UNLIKELY(epoch_differs(s) || !s->profile.exit_fast(fn, sp, torn_down)))
+  if (HCCT_UNLIKELY(epoch_differs(s) || !s->profile.exit_fast(fn, sp, torn_down))) {
+    if (kPlugin && lean_exit(s, fn, sp, torn_down)) return;
     return exit_other(fn, sp, torn_down, s);
+  }
   compiler_fence();
   clear_busy(s);
 }

@@ -719,3 +719,57 @@ TEST_CASE("machine stack: a burst start unwinds only the frames changed since th
     CHECK(std::stoull(meta(t, "unwind_frames_by_rules")) * 3 > walked);
   }
 }
+
+// Between bursts plugin probes keep the shadow stack through the runtime's lean route (runtime.cc,
+// lean_enter/lean_exit; docs/BURSTING.md "The cost between bursts"): after longjmp, a throw, a
+// signal handler's calls, handlers interrupting the probes themselves and a recursion 100,000 deep,
+// each made between bursts, a burst records its one call in the context the program is in. Both
+// stages, cct mode (no time sampler) and hcct mode (the CPU-time sampler's handler, whose samples
+// taken during a lean event are charged at its end). Nothing with exact=1 here: it keeps every event
+// on the full path, and the lean route would not run.
+TEST_CASE("shadow stack between bursts: plugin probes' lean route through longjmp, throw, signals, "
+          "deep recursion and threads",
+          "[bursting][e2e]") {
+  const int depth = 100000;
+  std::map<std::string, uint64_t> main_want{{"main>jump_test>after_jump>leaf", 1},
+                                            {"main>catch_test>after_catch>leaf", 1},
+                                            {"main>signal_test>after_signal>leaf", 1},
+                                            {"main>storm_test>after_storm>leaf", 1},
+                                            {"main>deep_test>" + frame_run("deep", depth + 1) + ">leaf", 1}};
+  std::map<std::string, uint64_t> thread_want{{"thread_body>after_thread>leaf", 1}};
+  for (const char *stage : {"early", "late"}) {
+    const std::string exe = plugin_program(std::string("lean_between_") + stage);
+    auto plain = run({exe, std::to_string(depth)});
+    REQUIRE(plain.status == 0);
+    for (const char *mode : {"mode=cct", "mode=hcct:epsilon=1e-6"}) {
+      std::string options = std::string(mode) + ":burst=manual";
+      INFO(exe << " " << options);
+      auto p = run_profiled({exe, std::to_string(depth)}, options);
+      REQUIRE(p.result.status == 0);
+      CHECK(p.result.out == plain.out);
+      CHECK(p.result.err.empty());
+      auto set = ha::read_profiles(p.dir);
+      REQUIRE(set.processes.size() == 1);
+      const auto &threads = set.processes[0].threads;
+      REQUIRE(threads.size() == 2);
+      for (const auto &th : threads) {
+        auto got = run_length_counts(th);
+        const auto &want = th.meta.thread_seq == 0 ? main_want : thread_want;
+        INFO("thread " << th.meta.thread_seq << "\n" << diff(got, want));
+        CHECK(got == want);
+        CHECK(meta(th, "burst_sync") == "shadow");
+        CHECK(meta(th, "sampled_fraction_basis") == "events");
+        CHECK(th.meta.unmatched_exits == 0);
+      }
+      // Every enter is counted, in bursts or between them (the event clock's basis): the second
+      // thread's are thread_body, 1,000 leaf, after_thread and its leaf; main's include the signal
+      // handlers' (how many arrive varies), at least the program's own.
+      const auto &second = threads[0].meta.thread_seq == 0 ? threads[1] : threads[0];
+      const auto &first = threads[0].meta.thread_seq == 0 ? threads[0] : threads[1];
+      CHECK(meta(second, "events") == "1003");
+      uint64_t main_enters = 1 + (1 + 51 + 2) + (1 + 51 + 2) + (1 + 1 + 10 * 2 + 2) + (1 + 2000000 + 2) +
+                             (1 + uint64_t(depth) + 1 + 1);
+      CHECK(std::stoull(meta(first, "events")) >= main_enters);
+    }
+  }
+}

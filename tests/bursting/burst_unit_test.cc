@@ -199,7 +199,7 @@ void check_windows(const Stream &s, const std::vector<std::pair<size_t, size_t>>
     }
   }
   CHECK(p.calls() == sampled_enters);
-  CHECK(b.skipped == skipped);
+  CHECK(b.skipped_enters() == skipped);
   CHECK(p.unmatched_exits() == 0);
   machine.destroy();
   b.destroy();

@@ -63,8 +63,9 @@ bool machine_overloaded() {
   return load > 2.0 * double(sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-void check_known_split(const std::string &options, const std::vector<std::string> &extra_args) {
-  std::vector<std::string> argv{kSplit, "0.25"};
+void check_known_split(const std::string &options, const std::vector<std::string> &extra_args,
+                       const std::string &program = kSplit) {
+  std::vector<std::string> argv{program, "0.25"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   e2e::Profiled run = e2e::run_profiled(argv, options);
   REQUIRE(run.result.status == 0);
@@ -226,6 +227,14 @@ TEST_CASE("time: a known CPU time split with bursting in hcct mode", "[time][e2e
 
 TEST_CASE("time: a known CPU time split with bursting in cct mode", "[time][e2e][burst]") {
   check_known_split("mode=cct:time=cpu:burst=1", {});
+}
+
+// GCC-plugin probes between bursts take the runtime's lean route (docs/BURSTING.md, "The cost between
+// bursts"): a CPU-time sample that finds the thread inside it is kept pending and charged at its end.
+TEST_CASE("time: a known CPU time split with bursting, plugin probes", "[time][e2e][burst]") {
+  const std::string program = std::string(E2E_DIR) + "/e2e_time_split_plugin";
+  if (!std::filesystem::exists(program)) hcct::test::skip_test("built without the GCC plugin: no " + program);
+  check_known_split("mode=hcct:burst=1", {}, program);
 }
 
 TEST_CASE("time: a known CPU time split with bursting on the time clock", "[time][e2e][burst]") {
