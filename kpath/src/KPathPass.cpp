@@ -54,6 +54,10 @@ cl::opt<uint64_t> g_counter_paths(
 cl::opt<uint64_t> g_counter_words("kpath-counter-words",
                                   cl::desc("hcct kpath: at most this many counter words per module and thread"),
                                   cl::init(hcct::kpath_abi::kMaxCounterWords));
+cl::opt<int> g_single_path(
+    "kpath-single-path-probes",
+    cl::desc("hcct kpath: 1 = probe functions with one path and no loop too; 0 (default) = leave them without probes"),
+    cl::init(-1));
 cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each function's path count"), cl::init(false));
 
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
@@ -116,6 +120,17 @@ uint64_t counter_paths() {
   return g_counter_paths;
 }
 
+// -kpath-single-path-probes, else HCCT_KPATH_SINGLE_PATH_PROBES, else off: whether a function with
+// one path and no loop gets a probe. Its profile is one count, its number of activations, in
+// every forest at every k; what it costs is a probe at every call of a small helper, inlined into
+// its callers' loops at the early stage (zstd's MEM_read32, ZSTD_VecMask_next, ...: docs/KPATH.md,
+// "Functions without probes").
+bool single_path_probes() {
+  if (g_single_path >= 0) return g_single_path != 0;
+  if (const char *env = std::getenv("HCCT_KPATH_SINGLE_PATH_PROBES")) return std::atoi(env) != 0;
+  return false;
+}
+
 }  // namespace
 
 namespace hcct::kpath {
@@ -160,6 +175,12 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     std::unique_ptr<PathVersioner> versioner;  // static bursting's second copy, or null
   };
   std::vector<Candidate> candidates;
+  struct Unprobed {
+    Function *f;
+    FunctionDag dag;
+  };
+  std::vector<Unprobed> unprobed;
+  const bool probe_single_path = single_path_probes();
   // (Versioning may add functions: the list first.)
   std::vector<Function *> functions;
   for (Function &f : m)
@@ -179,6 +200,15 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     if (!dag) {
       if (versioner) versioner->abandon();
       errs() << "hcct kpath: " << f.getName() << " not instrumented: " << why << "\n";
+      continue;
+    }
+    if (!probe_single_path && dag->graph().num_paths() == 1 && dag->restarts().empty()) {
+      // Nothing can vary: recorded in the metadata as not probed, and left as it is.
+      if (versioner) {
+        versioner->abandon();
+        dag = FunctionDag::build(f, options_.max_paths, &why);
+      }
+      if (dag) unprobed.push_back({&f, std::move(*dag)});
       continue;
     }
     candidates.push_back({&f, &target, std::move(*dag), std::move(versioner)});
@@ -206,6 +236,11 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     instrumenter.run(/*promote=*/!versioner);
     if (versioner) versioner->finish(dag, instrumenter, id);
     changed = true;
+  }
+  for (Unprobed &u : unprobed) {
+    meta.add(*u.f, u.dag, u.f->getGUID(),
+             uint8_t(kFlagNotProbed | (options_.late ? kFlagLate : 0) | opt_level_flags(options_.opt_level)));
+    if (g_verbose) errs() << "hcct kpath: " << u.f->getName() << ": 1 path, no loop: not probed\n";
   }
   meta.emit();
   if (version_api) version_api->emit_table();
