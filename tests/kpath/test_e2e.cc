@@ -229,8 +229,9 @@ TEST_CASE("e2e: fast path under threads, recursion and a profiling timer interru
   }
 }
 
-// Functions with one path and no loop carry no probe (docs/KPATH.md, "Functions without probes"):
-// they are in the metadata, flagged, and in no profile or trace; every other function's k-IPF is
+// Functions with one path and no loop carry no probe (docs/KPATH.md, "Functions without probes"),
+// nor do those whose other paths are ruled out by tests of constant functions: they are in the
+// metadata, flagged, and in no profile or trace; every other function's k-IPF is
 // exact (n-gram counting of a traced run) and the same as from a build that probes them
 // (HCCT_KPATH_SINGLE_PATH_PROBES=1, where `twice`'s one path counts its calls); `hcct paths` says
 // how many functions have no probe.
@@ -246,16 +247,17 @@ TEST_CASE("e2e: functions with one path and no loop carry no probe, and the rest
   an::PathMetadata meta, meta_probed;
   REQUIRE(meta.add_elf(bare));
   REQUIRE(meta_probed.add_elf(probed));
-  std::set<uint64_t> single;  // mix and twice
+  std::set<uint64_t> single;  // mix, twice, little_endian and low_byte (two paths, one ruled out)
   uint64_t twice = 0;
   for (const auto &[id, f] : meta.functions()) {
     INFO(f.info.name);
-    bool one = f.info.num_paths == 1;
+    bool one = f.info.num_paths == 1 || f.info.name == "low_byte";
     CHECK(bool(f.info.flags & hcct::kpath::kFlagNotProbed) == one);
     if (one) single.insert(id);
     if (f.info.name == "twice") twice = id;
+    if (f.info.name == "low_byte") CHECK(f.info.num_paths == 2);
   }
-  CHECK(single.size() == 2);
+  CHECK(single.size() == 4);
   REQUIRE(single.count(twice));
   for (const auto &[id, f] : meta_probed.functions()) CHECK_FALSE(f.info.flags & hcct::kpath::kFlagNotProbed);
 
@@ -283,9 +285,9 @@ TEST_CASE("e2e: functions with one path and no loop carry no probe, and the rest
     CHECK(all[std::vector<an::PathLabel>{{twice, 0}}] == twice_calls);
   }
   std::string text = run(std::string(HCCT_TOOL) + " paths " + bare.string() + ".data 2>&1");
-  CHECK_THAT(text, Catch::Contains("# 2 functions with one path and no loop carry no probe"));
+  CHECK_THAT(text, Catch::Contains("# 4 functions without loops that can run only one path carry no probe"));
   auto j = nlohmann::json::parse(run(std::string(HCCT_TOOL) + " paths --json " + bare.string() + ".data"));
-  CHECK(j["unprobed_functions"] == 2);
+  CHECK(j["unprobed_functions"] == 4);
   record_all(probed, args, "k=2");
   CHECK_THAT(run(std::string(HCCT_TOOL) + " paths " + probed.string() + ".data 2>&1"),
              !Catch::Contains("carry no probe"));

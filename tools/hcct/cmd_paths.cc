@@ -54,7 +54,7 @@ struct Recorded {
   size_t threads = 0;
   uint64_t lost = 0;   // path IDs not counted (memory ran out), summed over threads
   uint64_t paths = 0;  // N: path IDs counted, summed over threads
-  // Functions of the profiled binaries left without probes (one path, no loop: kFlagNotProbed),
+  // Functions of the profiled binaries left without probes (no loop, one feasible path: kFlagNotProbed),
   // so absent from every profile; 0 without metadata.
   size_t unprobed = 0;
   // Bounded forests (docs/KPATH.md, "Bounded forests"): the threads' bounds add up when their
@@ -300,7 +300,8 @@ void print_text(std::ostream &out, const PathsReport &r, uint32_t k, const Recor
   if (rec.unprobed)
     out << "# " << with_commas(rec.unprobed)
         << (rec.unprobed == 1 ? " function" : " functions")
-        << " with one path and no loop carry no probe and are not in this profile (their count would be their calls)\n";
+        << " without loops that can run only one path carry no probe and are not in this profile (their count "
+           "would be their calls)\n";
   for (const FunctionView &f : r.functions()) {
     std::string loc = r.where(f);
     out << "\n" << f.name << (loc.empty() ? "" : " (" + loc + ")") << ": " << with_commas(f.total) << " paths"

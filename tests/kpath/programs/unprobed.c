@@ -1,6 +1,8 @@
 // Functions with one path and no loop carry no probe (docs/KPATH.md, "Functions without probes"):
 // `mix` (inlined into its callers' loop at -O2) and `twice` (kept out of line) have one path each;
-// `pick` and main's loop have several. The program prints its result and how often `twice` ran.
+// `low_byte` has two, but one is ruled out by a test of a function that returns a constant (as
+// zstd's MEM_readLE64 tests MEM_isLittleEndian); `pick` and main's loop have several. The program
+// prints its result and how often `twice` ran.
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,6 +15,14 @@ __attribute__((noinline)) static unsigned twice(unsigned x) {
   return x + x;
 }
 
+static unsigned little_endian(void) { return 1; }
+
+__attribute__((noinline)) static unsigned low_byte(unsigned x) {
+  if (little_endian())
+    return x & 0xff;
+  return x >> 24;
+}
+
 __attribute__((noinline)) static unsigned pick(unsigned x) { return (x & 3) ? mix(x) : twice(x) + 1; }
 
 int main(int argc, char **argv) {
@@ -22,7 +32,7 @@ int main(int argc, char **argv) {
     if (acc & 8)
       acc += pick(acc);
     else
-      acc ^= twice(i);
+      acc ^= twice(i) + low_byte(acc);
   }
   printf("%u %u\n", acc, twice_calls);
   return 0;
