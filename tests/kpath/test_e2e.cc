@@ -288,6 +288,8 @@ TEST_CASE("e2e: functions with one path and no loop carry no probe, and the rest
   CHECK_THAT(text, Catch::Contains("# 4 functions without loops that can run only one path carry no probe"));
   auto j = nlohmann::json::parse(run(std::string(HCCT_TOOL) + " paths --json " + bare.string() + ".data"));
   CHECK(j["unprobed_functions"] == 4);
+  CHECK_THAT(run(std::string(HCCT_TOOL) + " paths --function twice " + bare.string() + ".data 2>&1; echo status=$?"),
+             Catch::Contains("'twice': it carries no probe") && Catch::Contains("status=1"));
   record_all(probed, args, "k=2");
   CHECK_THAT(run(std::string(HCCT_TOOL) + " paths " + probed.string() + ".data 2>&1"),
              !Catch::Contains("carry no probe"));

@@ -507,6 +507,10 @@ int run_paths(const PathsOptions &o) {
     std::string some;
     for (size_t i = 0; i < names.size() && i < 5; ++i) some += (i ? ", " : "") + names[i];
     if (names.size() > 5) some += ", ...";
+    for (const auto &[id, f] : meta.functions())
+      if ((f.info.flags & kpath::kFlagNotProbed) && (f.info.name == o.function || analysis::demangle(f.info.name.c_str()) == o.function))
+        throw UserError("--function '" + o.function + "': it carries no probe (no loop, and only one path can run: its "
+                        "profile would be its call count; docs/KPATH.md, \"Functions without probes\")");
     throw UserError("--function '" + o.function + "': no recorded paths in " + o.in.dir +
                     (names.empty() ? std::string() : " (functions with paths, most first: " + some + ")"));
   }
