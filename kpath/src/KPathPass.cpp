@@ -125,10 +125,10 @@ uint64_t counter_paths() {
 }
 
 // -kpath-single-path-probes, else HCCT_KPATH_SINGLE_PATH_PROBES, else off: whether a function
-// without loops that can run only one path (one_feasible_path) gets a probe. Its profile is one count, its number of activations, in
-// every forest at every k; what it costs is a probe at every call of a small helper, inlined into
-// its callers' loops at the early stage (zstd's MEM_read32, ZSTD_VecMask_next, ...: docs/KPATH.md,
-// "Functions without probes").
+// without loops that can run only one path (one_feasible_path) gets a probe. Its profile is one
+// count, its number of activations, in every forest at every k; what it costs is a probe at every
+// call of a small helper, inlined into its callers' loops at the early stage (zstd's MEM_read32,
+// ZSTD_VecMask_next, ...: docs/KPATH.md, "Functions without probes").
 bool single_path_probes() {
   if (g_single_path >= 0) return g_single_path != 0;
   if (const char *env = std::getenv("HCCT_KPATH_SINGLE_PATH_PROBES")) return std::atoi(env) != 0;
@@ -208,6 +208,7 @@ bool one_feasible_path(const FunctionDag &dag, const DataLayout &dl) {
     auto &[v, next] = stack.back();
     if (next < g.out(v).size()) {
       const DagEdge &e = g.edges()[g.out(v)[next++]];
+      // (push_back may move `v` and `next`: nothing below uses them before the next round)
       if (feasible(e) && state[e.to] == 0) {
         state[e.to] = 1;
         stack.push_back({e.to, 0});
