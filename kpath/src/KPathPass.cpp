@@ -22,6 +22,9 @@
 #include "PathInstrumenter.h"
 #include "PathVersioner.h"
 #include "PluginError.h"
+#include "llvm/Analysis/ConstantFolding.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
@@ -54,6 +57,11 @@ cl::opt<uint64_t> g_counter_paths(
 cl::opt<uint64_t> g_counter_words("kpath-counter-words",
                                   cl::desc("hcct kpath: at most this many counter words per module and thread"),
                                   cl::init(hcct::kpath_abi::kMaxCounterWords));
+cl::opt<int> g_single_path(
+    "kpath-single-path-probes",
+    cl::desc("hcct kpath: 1 = probe functions without loops that can run only one path too; 0 (default) = leave them "
+             "without probes"),
+    cl::init(-1));
 cl::opt<bool> g_verbose("kpath-verbose", cl::desc("hcct kpath: report each function's path count"), cl::init(false));
 
 constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
@@ -116,6 +124,107 @@ uint64_t counter_paths() {
   return g_counter_paths;
 }
 
+// -kpath-single-path-probes, else HCCT_KPATH_SINGLE_PATH_PROBES, else off: whether a function
+// without loops that can run only one path (one_feasible_path) gets a probe. Its profile is one
+// count, its number of activations, in every forest at every k; what it costs is a probe at every
+// call of a small helper, inlined into its callers' loops at the early stage (zstd's MEM_read32,
+// ZSTD_VecMask_next, ...: docs/KPATH.md, "Functions without probes").
+bool single_path_probes() {
+  if (g_single_path >= 0) return g_single_path != 0;
+  if (const char *env = std::getenv("HCCT_KPATH_SINGLE_PATH_PROBES")) return std::atoi(env) != 0;
+  return false;
+}
+
+using hcct::kpath::DagEdge;
+using hcct::kpath::EdgeKind;
+using hcct::kpath::FunctionDag;
+using hcct::kpath::PathGraph;
+
+// What `v` evaluates to when it depends only on constants and on calls of functions whose whole body
+// is `ret C` (zstd's MEM_isLittleEndian and MEM_64bits, tested by its MEM_readLE64, MEM_writeLE32,
+// ZSTD_NbCommonBytes, ...), or null. At the early stage such tests are still calls; the inliner
+// folds them later, with the increments of the paths they rule out.
+Constant *constant_value(Value *v, const DataLayout &dl, unsigned depth = 0) {
+  if (auto *c = dyn_cast<Constant>(v)) return c;
+  if (depth > 8) return nullptr;
+  if (auto *call = dyn_cast<CallInst>(v)) {
+    Function *callee = call->getCalledFunction();
+    if (!callee || callee->isDeclaration() || !callee->isDefinitionExact() || callee->isInterposable() ||
+        callee->size() != 1)
+      return nullptr;
+    auto *ret = dyn_cast<ReturnInst>(callee->getEntryBlock().getTerminator());
+    if (!ret || !ret->getReturnValue()) return nullptr;
+    for (const Instruction &i : callee->getEntryBlock())
+      if (&i != ret && !isa<DbgInfoIntrinsic>(i)) return nullptr;
+    return dyn_cast<Constant>(ret->getReturnValue());
+  }
+  auto operand = [&](unsigned i) { return constant_value(cast<Instruction>(v)->getOperand(i), dl, depth + 1); };
+  if (auto *cmp = dyn_cast<CmpInst>(v)) {
+    Constant *a = operand(0), *b = a ? operand(1) : nullptr;
+    return b ? ConstantFoldCompareInstOperands(cmp->getPredicate(), a, b, dl) : nullptr;
+  }
+  if (auto *cast_inst = dyn_cast<CastInst>(v)) {
+    Constant *a = operand(0);
+    return a ? ConstantFoldCastOperand(cast_inst->getOpcode(), a, cast_inst->getDestTy(), dl) : nullptr;
+  }
+  if (auto *bin = dyn_cast<BinaryOperator>(v)) {
+    Constant *a = operand(0), *b = a ? operand(1) : nullptr;
+    return b ? ConstantFoldBinaryOpOperands(bin->getOpcode(), a, b, dl) : nullptr;
+  }
+  return nullptr;
+}
+
+// The successor a terminator always takes, when its condition is such a constant, or null.
+const BasicBlock *fixed_successor(const Instruction *term, const DataLayout &dl) {
+  if (auto *br = dyn_cast<BranchInst>(term); br && br->isConditional())
+    if (auto *c = dyn_cast_or_null<ConstantInt>(constant_value(br->getCondition(), dl)))
+      return br->getSuccessor(c->isZero() ? 1 : 0);
+  if (auto *sw = dyn_cast<SwitchInst>(term))
+    if (auto *c = dyn_cast_or_null<ConstantInt>(constant_value(sw->getCondition(), dl)))
+      return sw->findCaseValue(c)->getCaseSuccessor();
+  return nullptr;
+}
+
+// Whether a function without loops can run only one of its paths: one path, or every branch where
+// paths part is decided by constants (fixed_successor). Such a function carries no probe ("Functions
+// without probes" in docs/KPATH.md).
+bool one_feasible_path(const FunctionDag &dag, const DataLayout &dl) {
+  const PathGraph &g = dag.graph();
+  if (!dag.restarts().empty()) return false;
+  if (g.num_paths() == 1) return true;
+  // Paths from each node to the exit over the edges that can be taken, saturated at 2, in
+  // reverse topological order (the DAG's nodes, found by a depth-first search from the entry).
+  std::vector<uint8_t> paths(g.blocks() + 1, 0), state(g.blocks() + 1, 0);
+  std::vector<const BasicBlock *> fixed(g.blocks(), nullptr);
+  for (uint32_t v = 0; v < g.blocks(); ++v) fixed[v] = fixed_successor(dag.blocks()[v]->getTerminator(), dl);
+  auto feasible = [&](const DagEdge &e) {
+    return e.kind != EdgeKind::kBranch || !fixed[e.from] || fixed[e.from] == dag.blocks()[e.to];
+  };
+  paths[g.exit()] = 1;
+  state[g.exit()] = 2;
+  std::vector<std::pair<uint32_t, size_t>> stack{{0, 0}};
+  state[0] = 1;
+  while (!stack.empty()) {
+    auto &[v, next] = stack.back();
+    if (next < g.out(v).size()) {
+      const DagEdge &e = g.edges()[g.out(v)[next++]];
+      // (push_back may move `v` and `next`: nothing below uses them before the next round)
+      if (feasible(e) && state[e.to] == 0) {
+        state[e.to] = 1;
+        stack.push_back({e.to, 0});
+      }
+      continue;
+    }
+    unsigned sum = 0;
+    for (uint32_t i : g.out(v))
+      if (feasible(g.edges()[i])) sum += paths[g.edges()[i].to];
+    paths[v] = uint8_t(sum > 2 ? 2 : sum);
+    state[v] = 2;
+    stack.pop_back();
+  }
+  return paths[0] == 1;
+}
+
 }  // namespace
 
 namespace hcct::kpath {
@@ -160,6 +269,12 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     std::unique_ptr<PathVersioner> versioner;  // static bursting's second copy, or null
   };
   std::vector<Candidate> candidates;
+  struct Unprobed {
+    Function *f;
+    FunctionDag dag;
+  };
+  std::vector<Unprobed> unprobed;
+  const bool probe_single_path = single_path_probes();
   // (Versioning may add functions: the list first.)
   std::vector<Function *> functions;
   for (Function &f : m)
@@ -179,6 +294,15 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     if (!dag) {
       if (versioner) versioner->abandon();
       errs() << "hcct kpath: " << f.getName() << " not instrumented: " << why << "\n";
+      continue;
+    }
+    if (!probe_single_path && one_feasible_path(*dag, m.getDataLayout())) {
+      // Nothing can vary: recorded in the metadata as not probed, and left as it is.
+      if (versioner) {
+        versioner->abandon();
+        dag = FunctionDag::build(f, options_.max_paths, &why);
+      }
+      if (dag) unprobed.push_back({&f, std::move(*dag)});
       continue;
     }
     candidates.push_back({&f, &target, std::move(*dag), std::move(versioner)});
@@ -206,6 +330,14 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
     instrumenter.run(/*promote=*/!versioner);
     if (versioner) versioner->finish(dag, instrumenter, id);
     changed = true;
+  }
+  for (Unprobed &u : unprobed) {
+    meta.add(*u.f, u.dag, u.f->getGUID(),
+             uint8_t(kFlagNotProbed | (options_.late ? kFlagLate : 0) | opt_level_flags(options_.opt_level)));
+    if (g_verbose)
+      errs() << "hcct kpath: " << u.f->getName() << ": " << u.dag.graph().num_paths()
+             << (u.dag.graph().num_paths() == 1 ? " path" : " paths, 1 not ruled out by constant tests")
+             << ", no loop: not probed\n";
   }
   meta.emit();
   if (version_api) version_api->emit_table();

@@ -229,6 +229,72 @@ TEST_CASE("e2e: fast path under threads, recursion and a profiling timer interru
   }
 }
 
+// Functions with one path and no loop carry no probe (docs/KPATH.md, "Functions without probes"),
+// nor do those whose other paths are ruled out by tests of constant functions: they are in the
+// metadata, flagged, and in no profile or trace; every other function's k-IPF is
+// exact (n-gram counting of a traced run) and the same as from a build that probes them
+// (HCCT_KPATH_SINGLE_PATH_PROBES=1, where `twice`'s one path counts its calls); `hcct paths` says
+// how many functions have no probe.
+TEST_CASE("e2e: functions with one path and no loop carry no probe, and the rest stay exact") {
+  auto build_with = [](const std::string &tag, const std::string &env) {
+    fs::path exe = work() / ("unprobed." + tag);
+    run(env + " " + HCCT_CLANG + " -g -O2 -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR +
+        "/tests/kpath/programs/unprobed.c -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
+        fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+    return exe;
+  };
+  fs::path bare = build_with("bare", ""), probed = build_with("probed", "HCCT_KPATH_SINGLE_PATH_PROBES=1");
+  an::PathMetadata meta, meta_probed;
+  REQUIRE(meta.add_elf(bare));
+  REQUIRE(meta_probed.add_elf(probed));
+  std::set<uint64_t> single;  // mix, twice, little_endian and low_byte (two paths, one ruled out)
+  uint64_t twice = 0;
+  for (const auto &[id, f] : meta.functions()) {
+    INFO(f.info.name);
+    bool one = f.info.num_paths == 1 || f.info.name == "low_byte";
+    CHECK(bool(f.info.flags & hcct::kpath::kFlagNotProbed) == one);
+    if (one) single.insert(id);
+    if (f.info.name == "twice") twice = id;
+    if (f.info.name == "low_byte") CHECK(f.info.num_paths == 2);
+  }
+  CHECK(single.size() == 4);
+  REQUIRE(single.count(twice));
+  for (const auto &[id, f] : meta_probed.functions()) CHECK_FALSE(f.info.flags & hcct::kpath::kFlagNotProbed);
+
+  const std::string args = "20000";
+  std::string output = run(bare.string() + " " + args);
+  uint64_t twice_calls = std::stoull(output.substr(output.find(' ') + 1));
+  REQUIRE(twice_calls > 1000);
+  Recorded traced = record_all(bare, args, "k=2:path_trace=1");
+  auto streams = traced_streams(traced);
+  for (const auto &s : streams) CHECK_FALSE(single.count(s.front().function));
+  Recorded traced_probed = record_all(probed, args, "k=2:path_trace=1");
+  auto streams_probed = traced_streams(traced_probed, single);
+  for (uint32_t k : {1u, 2u, 8u, 16u}) {
+    INFO("k = " << k);
+    Recorded fast = record_all(bare, args, "k=" + std::to_string(k));
+    auto got = forest_sequences(fast, k), want = an::count_ngrams(streams, k).sequences();
+    INFO(first_differences(got, want));
+    CHECK(got == want);
+    for (const auto &[seq, count] : got) CHECK_FALSE(single.count(seq.front().function));
+    // The same sequences and counts as the build with probes everywhere, without its two functions.
+    Recorded with = record_all(probed, args, "k=" + std::to_string(k));
+    CHECK(forest_sequences(with, k, single) == got);
+    CHECK(an::count_ngrams(streams_probed, k).sequences() == want);
+    auto all = forest_sequences(with, k);
+    CHECK(all[std::vector<an::PathLabel>{{twice, 0}}] == twice_calls);
+  }
+  std::string text = run(std::string(HCCT_TOOL) + " paths " + bare.string() + ".data 2>&1");
+  CHECK_THAT(text, Catch::Contains("# 4 functions without loops that can run only one path carry no probe"));
+  auto j = nlohmann::json::parse(run(std::string(HCCT_TOOL) + " paths --json " + bare.string() + ".data"));
+  CHECK(j["unprobed_functions"] == 4);
+  CHECK_THAT(run(std::string(HCCT_TOOL) + " paths --function twice " + bare.string() + ".data 2>&1; echo status=$?"),
+             Catch::Contains("'twice': it carries no probe") && Catch::Contains("status=1"));
+  record_all(probed, args, "k=2");
+  CHECK_THAT(run(std::string(HCCT_TOOL) + " paths " + probed.string() + ".data 2>&1"),
+             !Catch::Contains("carry no probe"));
+}
+
 // BLPP counter arrays (issue 24; hcct/kpath_abi.h): functions with few paths count each path in a
 // thread-local array, with no runtime call; the runtime folds the arrays into the BLPP roots when it
 // writes the profile. The 1-IPF must equal the traced run's path counts, with every function in
@@ -539,6 +605,12 @@ TEST_CASE("e2e: edge counts of the k=1 profile equal clang's instrumentation pro
       for (const auto &[id, pf] : meta.functions())
         if (pf.info.name == name) f = &pf;
       REQUIRE(f);
+      // A function with one path and no loop carries no probe: its count is its entries, which
+      // this profile does not have (docs/KPATH.md, "Functions without probes").
+      if (f->info.flags & hcct::kpath::kFlagNotProbed) {
+        CHECK(f->info.num_paths == 1);
+        continue;
+      }
       uint64_t entries = 0;
       auto edges = edge_counts(*f, paths[f->info.id], &entries);
       INFO(e.source << ": " << name);

@@ -54,6 +54,9 @@ struct Recorded {
   size_t threads = 0;
   uint64_t lost = 0;   // path IDs not counted (memory ran out), summed over threads
   uint64_t paths = 0;  // N: path IDs counted, summed over threads
+  // Functions of the profiled binaries left without probes (no loop, one feasible path: kFlagNotProbed),
+  // so absent from every profile; 0 without metadata.
+  size_t unprobed = 0;
   // Bounded forests (docs/KPATH.md, "Bounded forests"): the threads' bounds add up when their
   // forests are summed.
   size_t bounded_threads = 0;
@@ -294,6 +297,11 @@ void print_text(std::ostream &out, const PathsReport &r, uint32_t k, const Recor
   out << guarantee_text(rec);
   out << sampling_text(rec);
   if (rec.lost) out << "# " << with_commas(rec.lost) << " path IDs not counted: tree memory ran out (max_mb)\n";
+  if (rec.unprobed)
+    out << "# " << with_commas(rec.unprobed)
+        << (rec.unprobed == 1 ? " function" : " functions")
+        << " without loops that can run only one path carry no probe and are not in this profile (their count "
+           "would be their calls)\n";
   for (const FunctionView &f : r.functions()) {
     std::string loc = r.where(f);
     out << "\n" << f.name << (loc.empty() ? "" : " (" + loc + ")") << ": " << with_commas(f.total) << " paths"
@@ -393,6 +401,7 @@ void print_json_report(std::ostream &out, const PathsReport &r, uint32_t k, cons
               {"bounded", rec.bounded()},
               {"error_bound", {{"delta", rec.delta}, {"cuts", rec.cuts}, {"forced_sweeps", rec.forced_sweeps}}},
               {"paths", rec.paths},
+              {"unprobed_functions", rec.unprobed},
               {"sampled", rec.sampled ? json{{"estimator", "root-ratio"},
                                              {"sampled_paths", rec.sampled_paths},
                                              {"burst_interval_ns", rec.estimate.interval_ns},
@@ -485,6 +494,7 @@ int run_paths(const PathsOptions &o) {
     rec.estimate = estimator.summary(pids);
     rec.paths += rec.estimate.unsampled_paths;  // (counted exactly, in no tree)
   }
+  for (const auto &[id, f] : meta.functions()) rec.unprobed += (f.info.flags & kpath::kFlagNotProbed) != 0;
   PathsReport report(ipf, meta, o, rec);
   size_t unnamed = std::count_if(report.functions().begin(), report.functions().end(), [](const FunctionView &f) { return !f.meta; });
   if (unnamed)
@@ -497,6 +507,10 @@ int run_paths(const PathsOptions &o) {
     std::string some;
     for (size_t i = 0; i < names.size() && i < 5; ++i) some += (i ? ", " : "") + names[i];
     if (names.size() > 5) some += ", ...";
+    for (const auto &[id, f] : meta.functions())
+      if ((f.info.flags & kpath::kFlagNotProbed) && (f.info.name == o.function || analysis::demangle(f.info.name.c_str()) == o.function))
+        throw UserError("--function '" + o.function + "': it carries no probe (no loop, and only one path can run: its "
+                        "profile would be its call count; docs/KPATH.md, \"Functions without probes\")");
     throw UserError("--function '" + o.function + "': no recorded paths in " + o.in.dir +
                     (names.empty() ? std::string() : " (functions with paths, most first: " + some + ")"));
   }

@@ -43,7 +43,12 @@ inline constexpr uint8_t kFlagLate = 1u << 1;      // instrumented after optimis
 inline constexpr uint8_t kFlagOptLevelKnown = 1u << 2;
 inline constexpr unsigned kOptLevelShift = 3;
 inline constexpr uint8_t kOptLevelMask = 3u << kOptLevelShift;
-inline constexpr uint8_t kKnownFlags = kFlagCutEdges | kFlagLate | kFlagOptLevelKnown | kOptLevelMask;
+// No loop and only one path that can run (one path, or the others ruled out by tests of functions
+// that return a constant): the function carries no probe (that path's count would be its number of
+// calls, which the pass leaves to call profilers), so its k-IPF is absent from every profile
+// (docs/KPATH.md, "Functions without probes").
+inline constexpr uint8_t kFlagNotProbed = 1u << 5;
+inline constexpr uint8_t kKnownFlags = kFlagCutEdges | kFlagLate | kFlagOptLevelKnown | kOptLevelMask | kFlagNotProbed;
 
 // The flags' optimisation level, or -1 if not recorded.
 constexpr int opt_level_of(uint8_t flags) {
