@@ -219,34 +219,44 @@ class ThreadProfile {
   bool init(const ProfileConfig &config);
   void destroy();
 
-  // The common case, inlined into the probes: a call into a context already among the first
-  // kFastSiblings children of the current one, whose counter counts directly, with no stale frame
-  // to pop. kFastSiblings covers every narrow list but the rare one of kIndexAfter + 1 (an
-  // interpreter's dispatch loop calls a dozen functions from one context: scanning only 4 sent 31%
-  // of Lua's calls to enter()). The children of a wide node are in no useful order: its calls go to
-  // enter_wide(). The scan does not reorder: a loop that calls a few functions in turn keeps them
-  // where they are (move-to-front on every call would make them swap places on every call). False
-  // means: call enter_wide() at a wide node, then enter().
+  // The common case: a call into a context that is the current one's first child, or its hint,
+  // or (out of line, in the probes' miss path) among its first kFastSiblings children, whose
+  // counter counts directly, with no stale frame to pop. kFastSiblings covers every narrow list but
+  // the rare one of kIndexAfter + 1 (an interpreter's dispatch loop calls a dozen functions from
+  // one context: scanning only 4 sent 31% of Lua's calls to enter()). The children of a wide node
+  // are in no useful order: past the hint, its calls go to enter_wide(). The scan does not
+  // reorder: a loop that calls a few functions in turn keeps them where they are (move-to-front on
+  // every call would make them swap places on every call). False means: call enter_wide() at a
+  // wide node, then enter().
   static constexpr int kFastSiblings = 8;
   [[gnu::always_inline]] HCCT_NOINST bool enter_fast(uintptr_t fn, uintptr_t site, uintptr_t sp) {
     return fast_frame(sp) && (enter_fast_child(fn, site, sp) || enter_scanned_child(fn, site, sp));
   }
-  // enter_fast in two steps, so that the probes leave for the general path when the frame test
-  // fails and for the wide-node path only when the scan does (different jump targets, the same
-  // instructions): the frame test (on the running stack, no stale frame, room to push)...
+  // enter_fast in steps, so that the probes leave for the general path when the frame test fails
+  // and for the miss path (scan, wide node) only when the inline tests do (different jump targets,
+  // the same instructions): the frame test (on the running stack, no stale frame, room to push)...
+  // (`top == frames_end_ - 1`, not `top + 1 == frames_end_`: gcc kept `top + 1` for the push in a
+  // register, and the hint's lookup then needed one more, saved and restored on every call.)
   [[gnu::always_inline]] HCCT_NOINST bool fast_frame(uintptr_t sp) const {
     const Frame *top = top_;
     return !(HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top == frames_end_ - 1));
   }
-  // ... and, once it held, the hint, then the scan.
+  // ... and, once it held, the first child, then the hint (inline in the probes: one dependent
+  // load past the parent for the first child, where most calls go, and for the others a hash and
+  // three compares that go the same way on almost every call, in place of a scan whose compares
+  // go either way from call to call)...
   [[gnu::always_inline]] HCCT_NOINST bool enter_fast_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
     Frame *top = top_;
     site &= site_mask_;
-    Node *node = top->node;
-    Node *hinted = node_at(hints_[hint_slot(node, fn, site)]);
-    return is_counting_child(hinted, node, fn, site) && push_count(top, hinted, sp);
+    Node *parent = top->node;
+    int32_t offset = parent->first_child_offset;
+    Node *first = reinterpret_cast<Node *>(reinterpret_cast<char *>(parent) + offset);
+    if (offset && first->routine == fn && first->call_site == site) return push_counted(top, first, sp);
+    Node *hinted = node_at(hints_[hint_slot(parent, fn, site)]);
+    return is_counting_child(hinted, parent, fn, site) && push_count(top, hinted, sp);
   }
-  // Where the hint missed: the first kFastSiblings children, in the probes' out-of-line miss path.
+  // ... then, where both missed, the other children, in the probes' out-of-line miss path (which
+  // sets the hint on a hit).
   [[gnu::always_inline]] HCCT_NOINST bool enter_scanned_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
     Frame *top = top_;
     site &= site_mask_;
@@ -294,9 +304,7 @@ class ThreadProfile {
   // The hint table (docs/RUNTIME.md, "Hints"): per thread, kHintSlots entries, each the place in
   // the node space (offset from its base) of the child last found for a (parent, routine, call
   // site) whose hash selects the entry; 0 (the root, nobody's child) until one is. The probes try
-  // it before the sibling scan: a hit is a few dependent loads and branches that go the same way
-  // on almost every call, where the scan's "is it this sibling?" goes either way call after call
-  // (json: 48 % of the first child's tests mispredicted under callgrind's branch model). An entry
+  // it after the first child, before the scan of the others (and, at a wide node, the index). An entry
   // is only a guess, checked against the node's own key, parent link and counts-directly flag, so
   // it needs no invalidation: a pruned node never counts directly (prune frees only those), a node
   // reused from the free list is checked by its new key, and only a tree dropped whole (a fork's
