@@ -22,6 +22,11 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
   if (!root_) return false;
   *root_ = Node{};
   index_.set_base(nodes_.base());
+  hints_ = static_cast<uint32_t *>(map_pages(kHintSlots * sizeof(uint32_t)));  // zeroed: the root
+  if (!hints_) {
+    destroy();
+    return false;
+  }
   frames_ = static_cast<Frame *>(map_pages(kInitialFrames * sizeof(Frame)));
   if (!frames_) {
     destroy();
@@ -68,6 +73,7 @@ HCCT_NOINST void ThreadProfile::destroy() {
   stack_by_lo_.release();
   pins_.release();
   if (frames_) unmap_pages(frames_, size_t(frames_end_ - frames_) * sizeof(Frame));
+  if (hints_) unmap_pages(hints_, kHintSlots * sizeof(uint32_t));
   if (slots_) {
     unmap_pages(slots_, capacity_ * sizeof(uint32_t));
     refund_tree_memory(capacity_ * sizeof(uint32_t));
@@ -182,6 +188,7 @@ HCCT_NOINST void ThreadProfile::enter(uintptr_t fn, uintptr_t site, uintptr_t sp
   } else {
     monitor(node);
   }
+  if (node != &sink_) remember(parent, fn, site, node);
   if (++top == frames_end_) {
     top = grow_frames(top);
     if (!top) return;
@@ -560,6 +567,7 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
     return;
   }
   *root_ = Node{};
+  for (size_t i = 0; i < kHintSlots; ++i) hints_[i] = 0;  // offsets into the old tree's space
   index_.release();  // it indexes the old tree
   index_.set_base(nodes_.base());
   pins_.release();   // so does this: suspended stacks are pinned again below

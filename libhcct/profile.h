@@ -219,27 +219,45 @@ class ThreadProfile {
   bool init(const ProfileConfig &config);
   void destroy();
 
-  // The common case, inlined into the probes: a call into a context already among the first
-  // kFastSiblings children of the current one, whose counter counts directly, with no stale frame
-  // to pop. kFastSiblings covers every narrow list but the rare one of kIndexAfter + 1 (an
-  // interpreter's dispatch loop calls a dozen functions from one context: scanning only 4 sent 31%
-  // of Lua's calls to enter()). The children of a wide node are in no useful order: its calls go to
-  // enter_wide(). The scan does not reorder: a loop that calls a few functions in turn keeps them
-  // where they are (move-to-front on every call would make them swap places on every call). False
-  // means: call enter_wide() at a wide node, then enter().
+  // The common case: a call into a context that is the current one's first child, or its hint,
+  // or (out of line, in the probes' miss path) among its first kFastSiblings children, whose
+  // counter counts directly, with no stale frame to pop. kFastSiblings covers every narrow list but
+  // the rare one of kIndexAfter + 1 (an interpreter's dispatch loop calls a dozen functions from
+  // one context: scanning only 4 sent 31% of Lua's calls to enter()). The children of a wide node
+  // are in no useful order: past the hint, its calls go to enter_wide(). The scan does not
+  // reorder: a loop that calls a few functions in turn keeps them where they are (move-to-front on
+  // every call would make them swap places on every call). False means: call enter_wide() at a
+  // wide node, then enter().
   static constexpr int kFastSiblings = 8;
   [[gnu::always_inline]] HCCT_NOINST bool enter_fast(uintptr_t fn, uintptr_t site, uintptr_t sp) {
-    return fast_frame(sp) && enter_fast_child(fn, site, sp);
+    return fast_frame(sp) && (enter_fast_child(fn, site, sp) || enter_scanned_child(fn, site, sp));
   }
-  // enter_fast in two steps, so that the probes leave for the general path when the frame test
-  // fails and for the wide-node path only when the scan does (different jump targets, the same
-  // instructions): the frame test (on the running stack, no stale frame, room to push)...
+  // enter_fast in steps, so that the probes leave for the general path when the frame test fails
+  // and for the miss path (scan, wide node) only when the inline tests do (different jump targets,
+  // the same instructions): the frame test (on the running stack, no stale frame, room to push)...
+  // (`top == frames_end_ - 1`, not `top + 1 == frames_end_`: gcc kept `top + 1` for the push in a
+  // register, and the hint's lookup then needed one more, saved and restored on every call.)
   [[gnu::always_inline]] HCCT_NOINST bool fast_frame(uintptr_t sp) const {
     const Frame *top = top_;
-    return !(HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top + 1 == frames_end_));
+    return !(HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top == frames_end_ - 1));
   }
-  // ... and, once it held, the scan.
+  // ... and, once it held, the first child, then the hint (inline in the probes: one dependent
+  // load past the parent for the first child, where most calls go, and for the others a hash and
+  // three compares that go the same way on almost every call, in place of a scan whose compares
+  // go either way from call to call)...
   [[gnu::always_inline]] HCCT_NOINST bool enter_fast_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+    Frame *top = top_;
+    site &= site_mask_;
+    Node *parent = top->node;
+    int32_t offset = parent->first_child_offset;
+    Node *first = reinterpret_cast<Node *>(reinterpret_cast<char *>(parent) + offset);
+    if (offset && first->routine == fn && first->call_site == site) return push_counted(top, first, sp);
+    Node *hinted = node_at(hints_[hint_slot(parent, fn, site)]);
+    return is_counting_child(hinted, parent, fn, site) && push_count(top, hinted, sp);
+  }
+  // ... then, where both missed, the other children, in the probes' out-of-line miss path (which
+  // sets the hint on a hit).
+  [[gnu::always_inline]] HCCT_NOINST bool enter_scanned_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
     Frame *top = top_;
     site &= site_mask_;
     Node *node = top->node;
@@ -258,6 +276,7 @@ class ThreadProfile {
     }
     return false;
   hit:
+    remember(top->node, fn, site, node);
     return push_counted(top, node, sp);
   }
 
@@ -273,13 +292,46 @@ class ThreadProfile {
   // which keeps the probe's four arguments for the general path, saves no register on the way.
   [[gnu::always_inline]] HCCT_NOINST bool enter_wide_child(uintptr_t fn, uintptr_t site, uintptr_t sp) {
     Node *node = index_.lookup(top_, fn, site, site_mask_);
-    return node && push_counted(top_, node, sp);
+    if (!node) return false;
+    remember(top_->node, fn, site, node);
+    return push_counted(top_, node, sp);
   }
 
   // Every enter event (the fast path's fallback).
   void enter(uintptr_t fn, uintptr_t site, uintptr_t sp);
 
  private:
+  // The hint table (docs/RUNTIME.md, "Hints"): per thread, kHintSlots entries, each the place in
+  // the node space (offset from its base) of the child last found for a (parent, routine, call
+  // site) whose hash selects the entry; 0 (the root, nobody's child) until one is. The probes try
+  // it after the first child, before the scan of the others (and, at a wide node, the index). An entry
+  // is only a guess, checked against the node's own key, parent link and counts-directly flag, so
+  // it needs no invalidation: a pruned node never counts directly (prune frees only those), a node
+  // reused from the free list is checked by its new key, and only a tree dropped whole (a fork's
+  // fresh start) clears the table. Direct-mapped: a collision costs the scan, as without hints.
+  static constexpr unsigned kHintBits = 12;
+  static constexpr size_t kHintSlots = size_t(1) << kHintBits;
+  // A 32-bit multiply of the key words' low halves (what varies between contexts: code addresses
+  // within a program, nodes within one 2 GiB space), the slot the product's top bits: an `imul`
+  // with an immediate and a shift. (A 64-bit multiplier takes a register, which the probe has none
+  // left for: it then saved two on every call.)
+  static constexpr uint32_t kHintMultiplier = 0x9e3779b1;
+  [[gnu::always_inline]] static HCCT_NOINST size_t hint_slot(const Node *parent, uintptr_t fn, uintptr_t site) {
+    return size_t(uint32_t(uint32_t(reinterpret_cast<uintptr_t>(parent) ^ fn ^ site) * kHintMultiplier) >> (32 - kHintBits));
+  }
+  // Whether `n` is parent's child (fn, site) and counts directly. The parent link and the flag are
+  // tested in one compare of the link's word, flags but kCountsDirectly masked off, against the
+  // link that parent's child would have (the root's link is 0, itself: never a parent of its own).
+  [[gnu::always_inline]] static HCCT_NOINST bool is_counting_child(const Node *n, const Node *parent, uintptr_t fn,
+                                                                  uintptr_t site) {
+    uint32_t link = uint32_t(reinterpret_cast<uintptr_t>(parent) - reinterpret_cast<uintptr_t>(n)) | kCountsDirectly;
+    return n->routine == fn && n->call_site == site && (n->parent_bits & ~(kParentFlagBits & ~kCountsDirectly)) == link;
+  }
+  // Points the hint of (parent, fn, site) at `node`, parent's child (fn, site & site_mask_).
+  [[gnu::always_inline]] HCCT_NOINST void remember(const Node *parent, uintptr_t fn, uintptr_t site, const Node *node) {
+    hints_[hint_slot(parent, fn, site & site_mask_)] = offset_of(node);
+  }
+
   // One more call in the node's 32-bit counter; false (the counter unchanged) when it would wrap,
   // which the general path's add_call carries. On x86-64 one `add` and the carry flag's branch: in
   // C++ gcc loads, tests, adds and stores (four instructions more on every call).
@@ -298,6 +350,10 @@ class ThreadProfile {
   }
   [[gnu::always_inline]] HCCT_NOINST bool push_counted(Frame *top, Node *node, uintptr_t sp) {
     if (HCCT_UNLIKELY(!(node->parent_bits & kCountsDirectly))) return false;
+    return push_count(top, node, sp);
+  }
+  // push_counted once the node is known to count directly.
+  [[gnu::always_inline]] HCCT_NOINST bool push_count(Frame *top, Node *node, uintptr_t sp) {
     // The low 32 bits of the counter: their carry (once per 2^32 calls of a context) is the
     // general path's (count_of), which then counts this call.
     if (HCCT_UNLIKELY(!count_call(node))) return false;
@@ -511,8 +567,10 @@ class ThreadProfile {
   void set_count_carried(Node *node, uint64_t count);
   void carry(Node *node, uintptr_t high_add);
   // Space-Saving's arrays hold 32-bit offsets into the node space: half the bytes of pointers.
-  Node *node_at(uint32_t offset) const { return reinterpret_cast<Node *>(nodes_.base() + offset); }
-  uint32_t offset_of(const Node *n) const { return uint32_t(reinterpret_cast<const char *>(n) - nodes_.base()); }
+  HCCT_NOINST Node *node_at(uint32_t offset) const { return reinterpret_cast<Node *>(nodes_.base() + offset); }
+  HCCT_NOINST uint32_t offset_of(const Node *n) const {
+    return uint32_t(reinterpret_cast<const char *>(n) - nodes_.base());
+  }
   void set_samples(Node *node, uint64_t samples);
   void monitor(Node *node);
   uint32_t find_min();
@@ -555,6 +613,7 @@ class ThreadProfile {
 
   NodeSpace nodes_;
   ChildIndex index_;
+  uint32_t *hints_ = nullptr;  // kHintSlots node offsets (the hint table above), mmap'd
   Node *free_nodes_ = nullptr;
   size_t live_nodes_ = 0;
   size_t peak_nodes_ = 0;

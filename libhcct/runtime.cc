@@ -1034,6 +1034,10 @@ __attribute__((always_inline)) inline void catch_up_if_needed(ThreadState *s) {
 // register copy), and frameless (the wide path, which saves registers, is a tail call away).
 [[gnu::noinline]] HCCT_NOINST void enter_missed(uintptr_t fn, uintptr_t site, uintptr_t sp,
                                                 ThreadState *s) {
+  if (s->profile.enter_scanned_child(fn, site, sp)) {
+    compiler_fence();
+    return clear_busy(s);
+  }
   if (s->profile.at_wide_node()) return enter_wide(fn, site, sp, s);
   enter_other(fn, site, sp, s);
 }

@@ -339,3 +339,79 @@ TEST_CASE("node layout: a narrow node's children ordered by calls when one is ad
     p.destroy();
   }
 }
+
+// The probes try a per-thread hint table before the sibling scan (docs/RUNTIME.md, "Hints"): an
+// entry names a node by its place in the thread's node space. After a fork the profile starts over
+// in a fresh node space, where the old places name nothing (past its first chunk, unmapped memory):
+// the hints go with the old tree, and every context is found or made anew and counted once.
+TEST_CASE("hints: a tree started over after fork keeps no hint into the old one", "[mcct][cct][hints]") {
+  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
+    INFO((mode == rt::Mode::kCct ? "cct" : "hcct"));
+    rt::ThreadProfile p;
+    rt::ProfileConfig config;
+    config.mode = mode;
+    REQUIRE(p.init(config));
+    constexpr uintptr_t sp = kStackTop - kFrameSize, A = 0x1000;
+    constexpr int kCallees = 3000;  // 3,000 nodes of 32 bytes: far past the fresh space's first 16 KiB
+    p.enter(A, 1, sp + kFrameSize - 16);
+    for (int round = 0; round < 2; ++round) {
+      for (int i = 0; i < kCallees; ++i) {
+        uintptr_t fn = 0x100000 + 0x40 * uintptr_t(i);
+        if (!p.enter_fast(fn, 2, sp)) p.enter(fn, 2, sp);
+        p.exit(fn, sp);
+      }
+    }
+    REQUIRE(p.calls() == 1 + 2 * kCallees);
+    p.restart_from_current_path();  // the child of a fork, inside A
+    for (int i = 0; i < kCallees; ++i) {
+      uintptr_t fn = 0x100000 + 0x40 * uintptr_t(i);
+      CHECK_FALSE((p.enter_fast(fn, 2, sp) || p.enter_wide(fn, 2, sp)));  // not in the fresh tree yet
+      p.enter(fn, 2, sp);
+      p.exit(fn, sp);
+    }
+    for (int i = 0; i < kCallees; ++i) {
+      uintptr_t fn = 0x100000 + 0x40 * uintptr_t(i);
+      CHECK((p.enter_fast(fn, 2, sp) || p.enter_wide(fn, 2, sp)));  // the hint, the scan or the index
+      p.exit(fn, sp);
+    }
+    CHECK(p.calls() == 2 * kCallees);  // A's path was rebuilt without a call
+    CHECK(p.live_nodes() == 1 + kCallees);  // A and its callees (the root is not counted)
+    p.destroy();
+  }
+}
+
+// A hint is only a guess: checked against the node's key, its parent and its flag, it never
+// counts a call into another context, and the contexts the scan cannot reach (past the eighth
+// child, or evicted) are found by it or by the general path, counted once either way.
+TEST_CASE("hints: a hint counts only its own context", "[mcct][cct][hints]") {
+  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
+    INFO((mode == rt::Mode::kCct ? "cct" : "hcct"));
+    rt::ThreadProfile p;
+    rt::ProfileConfig config;
+    config.mode = mode;
+    config.epsilon = 0.2;  // hcct: 5 counters, so contexts are evicted and pruned all along
+    REQUIRE(p.init(config));
+    constexpr uintptr_t sp = kStackTop - kFrameSize;
+    const uintptr_t parents[] = {0x1000, 0x2000};
+    // The same callees and call sites under two parents: keys that differ only by the parent.
+    std::map<std::pair<uintptr_t, uintptr_t>, uint64_t> exact;
+    std::mt19937_64 rng(11);
+    for (int i = 0; i < 20000; ++i) {
+      uintptr_t parent = parents[rng() % 2], fn = 0x10000 + 0x40 * (rng() % 12), site = 1 + rng() % 2;
+      p.enter(parent, 1, sp + kFrameSize);
+      if (!p.enter_fast(fn, site, sp)) p.enter(fn, site, sp);
+      p.exit(fn, sp);
+      p.exit(parent, sp + kFrameSize);
+      ++exact[{parent, fn * 4 + site}];
+    }
+    CHECK(p.calls() == 2 * 20000);
+    if (mode == rt::Mode::kCct) {
+      for (const rt::Node *a = p.root()->first_child(); a; a = a->next_sibling())
+        for (const rt::Node *c = a->first_child(); c; c = c->next_sibling())
+          CHECK(p.count_of(c) == exact[{a->routine, c->routine * 4 + c->call_site}]);
+    } else {
+      CHECK(p.monitored_count() == 5);
+    }
+    p.destroy();
+  }
+}
