@@ -28,6 +28,32 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
+def run_rounds(rounds, configs, argv, tool):
+    """configs: (label, environment additions, HCCT_OPTIONS or None). One warm-up round, then
+    `rounds` rounds running every configuration once in turn. Returns {label: [CPU seconds]} and
+    {label: the stderr of its last run}. out=<a temporary directory> is appended to the options."""
+    cpu = {label: [] for label, _, _ in configs}
+    stderr = {}
+    stdin_path = os.environ.get("STDIN")
+    for r in range(rounds + 1):
+        for label, extra_env, options in configs:
+            out = tempfile.mkdtemp(prefix="hcct-ab-")
+            env = dict(os.environ, **extra_env)
+            if options is not None:
+                env["HCCT_OPTIONS"] = (options + ":" if options else "") + f"out={out}"
+            with open(stdin_path, "rb") if stdin_path else open(os.devnull, "rb") as stdin:
+                before = children_cpu()
+                run = subprocess.run(argv, env=env, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                seconds = children_cpu() - before
+            shutil.rmtree(out, ignore_errors=True)
+            if run.returncode != 0:
+                sys.exit(f"{tool}: {label}: exit status {run.returncode}: {run.stderr.decode()[-500:]}")
+            if r > 0:
+                cpu[label].append(seconds)
+            stderr[label] = run.stderr.decode()
+    return cpu, stderr
+
+
 def main():
     if "--" not in sys.argv or sys.argv.index("--") < 3:
         sys.exit(__doc__)
@@ -39,25 +65,11 @@ def main():
         lib, _, options = rest.partition(":")
         if not label or not lib:
             sys.exit(f"ab_modes.py: bad configuration {spec!r} (LABEL=LIBDIR[:OPTIONS])")
-        configs.append((label, lib, options))
-    cpu = {label: [] for label, _, _ in configs}
-    stdin_path = os.environ.get("STDIN")
-    for r in range(rounds + 1):
-        for label, lib, options in configs:
-            out = tempfile.mkdtemp(prefix="hcct-ab-")
-            env = dict(os.environ)
-            if lib != "-":
-                env["LD_PRELOAD"] = os.path.join(lib, "libhcct.so")
-                env["HCCT_OPTIONS"] = (options + ":" if options else "") + f"out={out}"
-            with open(stdin_path, "rb") if stdin_path else open(os.devnull, "rb") as stdin:
-                before = children_cpu()
-                run = subprocess.run(argv, env=env, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                seconds = children_cpu() - before
-            shutil.rmtree(out, ignore_errors=True)
-            if run.returncode != 0:
-                sys.exit(f"ab_modes.py: {label}: exit status {run.returncode}: {run.stderr.decode()[-500:]}")
-            if r > 0:
-                cpu[label].append(seconds)
+        if lib == "-":
+            configs.append((label, {}, None))
+        else:
+            configs.append((label, {"LD_PRELOAD": os.path.join(lib, "libhcct.so")}, options))
+    cpu, _ = run_rounds(rounds, configs, argv, "ab_modes.py")
     print(f"load average {os.getloadavg()}")
     first = statistics.median(cpu[configs[0][0]])
     for label, _, _ in configs:

@@ -12,17 +12,10 @@ kpath verbose lines of the last run. HCCT_OPTIONS gets out=<a temporary director
 is discarded; STDIN=FILE in the environment feeds FILE to the program. A run that fails stops it.
 """
 import os
-import resource
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 
-
-def children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+from ab_modes import run_rounds
 
 
 def main():
@@ -30,28 +23,14 @@ def main():
         sys.exit(__doc__)
     sep = sys.argv.index("--")
     rounds, options, libs, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:sep], sys.argv[sep + 1:]
-    cpu = {lib: [] for lib in libs}
-    verbose = {}
-    stdin_path = os.environ.get("STDIN")
-    for r in range(rounds + 1):
-        for lib in libs:
-            out = tempfile.mkdtemp(prefix="hcct-ab-")
-            env = dict(os.environ, LD_LIBRARY_PATH=lib, HCCT_OPTIONS=f"{options}:out={out}")
-            with open(stdin_path, "rb") if stdin_path else open(os.devnull, "rb") as stdin:
-                before = children_cpu()
-                run = subprocess.run(argv, env=env, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                seconds = children_cpu() - before
-            shutil.rmtree(out, ignore_errors=True)
-            if run.returncode != 0:
-                sys.exit(f"ab_runtime.py: {lib}: exit status {run.returncode}: {run.stderr.decode()[-500:]}")
-            if r > 0:
-                cpu[lib].append(seconds)
-            verbose[lib] = [line for line in run.stderr.decode().splitlines() if "hcct kpath:" in line]
+    configs = [(lib, {"LD_LIBRARY_PATH": lib}, options) for lib in libs]
+    cpu, stderr = run_rounds(rounds, configs, argv, "ab_runtime.py")
     print(f"load average {os.getloadavg()}")
     for lib in libs:
         print(f"{lib}: median {statistics.median(cpu[lib]):.3f} s CPU ({' '.join(f'{x:.3f}' for x in cpu[lib])})")
-        for line in verbose[lib]:
-            print("   ", line)
+        for line in stderr[lib].splitlines():
+            if "hcct kpath:" in line:
+                print("   ", line)
     return 0
 
 
