@@ -257,17 +257,30 @@ TEST_CASE("cct: wide nodes (indexed children) exact after every step", "[cct][wi
   CHECK(check.profile().indexed_children() > 0);
 }
 
-// Nodes keep the low 32 bits of their counter (docs/RUNTIME.md, "Node layout"): a counter that
-// passes 2^32 must carry into the profile's high bits on the probes' fast path, the general path and
-// Space-Saving's replacement alike, and read back whole (calls(), min_count, the dump).
-TEST_CASE("node layout: counters carry past 2^32", "[mcct][cct][layout]") {
+// Runs `body(profile, mode)` on a fresh profile in cct mode, then in hcct mode with `epsilon`
+// (the default's where 0).
+template <class Body>
+void in_cct_and_hcct(double epsilon, Body body) {
   for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
     INFO((mode == rt::Mode::kCct ? "cct" : "hcct"));
     rt::ThreadProfile p;
     rt::ProfileConfig config;
     config.mode = mode;
-    config.epsilon = 0.5;  // two counters: the third context evicts
+    if (epsilon > 0) config.epsilon = epsilon;
     REQUIRE(p.init(config));
+    body(p, mode);
+    p.destroy();
+  }
+}
+template <class Body>
+void in_cct_and_hcct(Body body) { in_cct_and_hcct(0, body); }
+
+// Nodes keep the low 32 bits of their counter (docs/RUNTIME.md, "Node layout"): a counter that
+// passes 2^32 must carry into the profile's high bits on the probes' fast path, the general path and
+// Space-Saving's replacement alike, and read back whole (calls(), min_count, the dump).
+TEST_CASE("node layout: counters carry past 2^32", "[mcct][cct][layout]") {
+  // Two counters in hcct mode: the third context evicts.
+  in_cct_and_hcct(0.5, [&](rt::ThreadProfile &p, rt::Mode mode) {
     constexpr uintptr_t A = 0x1000, B = 0x2000, C = 0x3000, sp = kStackTop - kFrameSize;
     p.enter(A, 1, sp);
     p.exit(A, sp);
@@ -299,19 +312,13 @@ TEST_CASE("node layout: counters carry past 2^32", "[mcct][cct][layout]") {
       CHECK(p.min_count() == 2);
       CHECK(p.calls() == (uint64_t(1) << 32) + 1 + 2);
     }
-    p.destroy();
-  }
+  });
 }
 
 // The probes' inline scan finds a child after as many steps as siblings precede it: when a narrow
 // node gets a new child, its children are put in order of calls, the newest last.
 TEST_CASE("node layout: a narrow node's children ordered by calls when one is added", "[mcct][cct][layout]") {
-  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
-    INFO((mode == rt::Mode::kCct ? "cct" : "hcct"));
-    rt::ThreadProfile p;
-    rt::ProfileConfig config;
-    config.mode = mode;
-    REQUIRE(p.init(config));
+  in_cct_and_hcct([&](rt::ThreadProfile &p, rt::Mode) {
     constexpr uintptr_t sp = kStackTop - kFrameSize, A = 0x1000;
     const uintptr_t callees[] = {0x2000, 0x3000, 0x4000, 0x5000};
     const int calls[] = {1, 5, 2, 7};  // per callee, in the order they are first called
@@ -336,8 +343,7 @@ TEST_CASE("node layout: a narrow node's children ordered by calls when one is ad
       p.exit(fn, sp);
       p.exit(A, sp + kFrameSize - 16);
     }
-    p.destroy();
-  }
+  });
 }
 
 // The probes try a per-thread hint table before the sibling scan (docs/RUNTIME.md, "Hints"): an
@@ -345,12 +351,7 @@ TEST_CASE("node layout: a narrow node's children ordered by calls when one is ad
 // in a fresh node space, where the old places name nothing (past its first chunk, unmapped memory):
 // the hints go with the old tree, and every context is found or made anew and counted once.
 TEST_CASE("hints: a tree started over after fork keeps no hint into the old one", "[mcct][cct][hints]") {
-  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
-    INFO((mode == rt::Mode::kCct ? "cct" : "hcct"));
-    rt::ThreadProfile p;
-    rt::ProfileConfig config;
-    config.mode = mode;
-    REQUIRE(p.init(config));
+  in_cct_and_hcct([&](rt::ThreadProfile &p, rt::Mode) {
     constexpr uintptr_t sp = kStackTop - kFrameSize, A = 0x1000;
     constexpr int kCallees = 3000;  // 3,000 nodes of 32 bytes: far past the fresh space's first 16 KiB
     p.enter(A, 1, sp + kFrameSize - 16);
@@ -376,21 +377,15 @@ TEST_CASE("hints: a tree started over after fork keeps no hint into the old one"
     }
     CHECK(p.calls() == 2 * kCallees);  // A's path was rebuilt without a call
     CHECK(p.live_nodes() == 1 + kCallees);  // A and its callees (the root is not counted)
-    p.destroy();
-  }
+  });
 }
 
 // A hint is only a guess: checked against the node's key, its parent and its flag, it never
 // counts a call into another context, and the contexts the scan cannot reach (past the eighth
 // child, or evicted) are found by it or by the general path, counted once either way.
 TEST_CASE("hints: a hint counts only its own context", "[mcct][cct][hints]") {
-  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
-    INFO((mode == rt::Mode::kCct ? "cct" : "hcct"));
-    rt::ThreadProfile p;
-    rt::ProfileConfig config;
-    config.mode = mode;
-    config.epsilon = 0.2;  // hcct: 5 counters, so contexts are evicted and pruned all along
-    REQUIRE(p.init(config));
+  // hcct: 5 counters, so contexts are evicted and pruned all along.
+  in_cct_and_hcct(0.2, [&](rt::ThreadProfile &p, rt::Mode mode) {
     constexpr uintptr_t sp = kStackTop - kFrameSize;
     const uintptr_t parents[] = {0x1000, 0x2000};
     // The same callees and call sites under two parents: keys that differ only by the parent.
@@ -412,6 +407,5 @@ TEST_CASE("hints: a hint counts only its own context", "[mcct][cct][hints]") {
     } else {
       CHECK(p.monitored_count() == 5);
     }
-    p.destroy();
-  }
+  });
 }
