@@ -387,6 +387,7 @@ HCCT_NOINST bool PathProfiler::reserve_scratch(size_t entries) {
   release_scratch();
   scratch_ = static_cast<uint64_t *>(p);
   scratch_capacity_ = capacity;
+  ++scratch_maps_;
   return true;
 }
 
@@ -477,7 +478,10 @@ HCCT_NOINST inline size_t listed_depth(uint64_t w) { return size_t(w >> kDepthSh
 // as they are needed: a node is visited after every deeper node, so when its child list has been
 // cleared of the victims, what is left are the children that stay.
 HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
-  if (epoch_ >= kMaxEpoch || !reserve_scratch(non_roots_) || !reserve_recycled(non_roots_))
+  // The scratch holds the budget's nodes (and more if a failed sweep let them outgrow it), so it is
+  // mapped once, at the first sweep.
+  if (epoch_ >= kMaxEpoch || !reserve_scratch(non_roots_ > budget_ ? non_roots_ : budget_) ||
+      !reserve_recycled(non_roots_))
     return;  // (never in practice; max_mb still caps)
   ++epoch_;
   // The previous sweep's victims become reusable now, not then: instrumented code in a signal
@@ -623,9 +627,9 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
   evicted_ += victims;
   delta_ += largest;
   if (delta_ > allowed) ++forced_;
-  // The scratch (a quarter of the live nodes' memory) is mapped only while a sweep runs, so the
-  // threads of a process hold it at the same time only when they sweep at the same time.
-  release_scratch();
+  // The scratch (a quarter of the live nodes' memory) stays mapped until the thread's profile is
+  // written: mapping it for each sweep and unmapping it after cost Lua at k = 16 6 % of its CPU
+  // time in page faults and their kernel locks (docs/BENCHMARKS.md, "Sixth pass").
 }
 
 // Tree memory ran out: the item is not counted and the activation starts over as after ∗ (without

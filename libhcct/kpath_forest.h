@@ -360,6 +360,9 @@ class PathProfiler {
   // Sweeps that took their threshold from the previous sweep's ranks (one pass over the nodes).
   uint64_t one_pass_sweeps() const { return one_pass_; }
   uint64_t evicted() const { return evicted_; }
+  // Times a sweep's scratch was mapped: once per thread, unless a failed sweep let the nodes
+  // outgrow the budget (a sweep does not map and unmap it each time).
+  uint64_t scratch_maps() const { return scratch_maps_; }
   uint64_t nodes_peak() const { return nodes_peak_; }
   bool bounded() const { return budget_ != 0; }
 
@@ -405,7 +408,8 @@ class PathProfiler {
   // (recycled through the free list) are scattered: a cache miss per node (docs/KPATH.md).
   template <typename Visit>
   void for_each_allocated_node(Visit visit);
-  // A sweep's scratch: two arrays of scratch_capacity_ words (listed nodes, then the same by depth).
+  // A sweep's scratch: two arrays of scratch_capacity_ words (listed nodes, then the same by depth),
+  // mapped at the first sweep and kept.
   static constexpr size_t kScratchWordsPerEntry = 2;
   static constexpr size_t kMaxDepthLevels = 256;  // a kWF's depth is below k <= 256
   static constexpr size_t kHugeChunk = size_t(2) << 20;
@@ -454,6 +458,7 @@ class PathProfiler {
   size_t recycle_next_ = 0, free_end_ = 0, recycled_end_ = 0, recycled_capacity_ = 0;
   uint64_t *scratch_ = nullptr;
   size_t scratch_capacity_ = 0;
+  uint64_t scratch_maps_ = 0;
 };
 
 }  // namespace hcct::rt
