@@ -112,4 +112,48 @@ HCCT_NOINST void ShadowStack::assign(const ThreadProfile &profile) {
   }
 }
 
+namespace {
+
+HCCT_NOINST uint64_t next_random(BurstThread &b) {
+  uint64_t x = b.random;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  b.random = x;
+  return x;
+}
+
+// The enters to skip after a burst of `events`: events * (interval - length) / length, times a
+// jitter in [0.75, 1.25) drawn independently of the program, so that the schedule cannot lock onto a
+// loop of the program whose period divides it (the probability that a given call is sampled stays
+// length / interval in every window).
+HCCT_NOINST uint64_t draw_gap(BurstThread &b, uint64_t events, uint64_t interval_ns, uint64_t length_ns) {
+  double per_event = double(interval_ns - length_ns) / double(length_ns);
+  double jitter = 0.75 + 0.5 * double(next_random(b) >> 11) * 0x1.0p-53;
+  return uint64_t(double(events) * per_event * jitter + 0.5);
+}
+
+}  // namespace
+
+HCCT_NOINST void BurstThread::schedule_first(uint64_t seed, uint64_t interval_ns, uint64_t length_ns) {
+  random = seed * 0x9E3779B97F4A7C15ull | 1;
+  burst_events = kFirstBurstEvents;
+  uint64_t window = kFirstBurstEvents + draw_gap(*this, kFirstBurstEvents, interval_ns, length_ns);
+  start_gap(next_random(*this) % (window + 1));
+}
+
+HCCT_NOINST void BurstThread::schedule_next(uint64_t took_ns, uint64_t interval_ns, uint64_t length_ns) {
+  uint64_t events = burst_events;
+  start_gap(draw_gap(*this, events, interval_ns, length_ns));
+  // Aim the next burst at burst_length of time: scale its enters by length / took, at most doubling
+  // per burst (shrinking at once: a burst that took too long says the calls became slower, and the
+  // next gap, counted in this burst's calls, already lasts long). Only the burst's length in calls
+  // depends on the program; the fraction sampled in each window does not, so the estimate stays
+  // unbiased.
+  uint64_t next = took_ns ? uint64_t(double(events) * double(length_ns) / double(took_ns)) : 2 * events;
+  if (next > 2 * events) next = 2 * events;
+  burst_events = next < kMinBurstEvents ? kMinBurstEvents : next > kMaxBurstEvents ? kMaxBurstEvents : next;
+}
+
 }  // namespace hcct::rt
+

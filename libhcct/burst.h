@@ -126,6 +126,20 @@ struct BurstThread {
   uint64_t burst_ns = 0;               // time spent in the thread's finished bursts
   uint64_t random = 0;                 // xorshift state for the gaps' jitter
 
+  // Bounds of a burst's length in enter events: at least enough to be worth re-synchronising for,
+  // at most what keeps a burst of a thread that blocks inside it from sampling most of the run.
+  static constexpr uint64_t kMinBurstEvents = 64;
+  static constexpr uint64_t kMaxBurstEvents = uint64_t(1) << 26;
+  static constexpr uint64_t kFirstBurstEvents = 4096;
+
+  // The event clock's schedule, pure arithmetic (the runtime passes the clock; unit tests pass
+  // synthetic times). schedule_first: the thread's first gap, a random part of a window
+  // (systematic sampling with a random start). schedule_next, after a burst of `burst_events`
+  // enters that took `took_ns`: the gap to skip (burst_events * (interval - length) / length times
+  // a jitter) and the next burst's length in enters, aimed at `length_ns` of time.
+  void schedule_first(uint64_t seed, uint64_t interval_ns, uint64_t length_ns);
+  void schedule_next(uint64_t took_ns, uint64_t interval_ns, uint64_t length_ns);
+
   bool init(uintptr_t stack_lo, uintptr_t stack_size) {
     unwind_memo.stack_lo = stack_lo;
     unwind_memo.stack_size = stack_size;
