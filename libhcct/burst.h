@@ -125,12 +125,15 @@ struct BurstThread {
   uint64_t clock_started_ns = 0;       // CLOCK_MONOTONIC at the thread's first event
   uint64_t burst_ns = 0;               // time spent in the thread's finished bursts
   uint64_t random = 0;                 // xorshift state for the gaps' jitter
+  double ns_per_event = 0;             // smoothed time per enter in the thread's bursts (0: none yet)
 
   // Bounds of a burst's length in enter events: at least enough to be worth re-synchronising for,
   // at most what keeps a burst of a thread that blocks inside it from sampling most of the run.
   static constexpr uint64_t kMinBurstEvents = 64;
   static constexpr uint64_t kMaxBurstEvents = uint64_t(1) << 26;
   static constexpr uint64_t kFirstBurstEvents = 4096;
+  // A burst's time per enter moves the smoothed one by 1/kRateSmoothing (schedule_next).
+  static constexpr double kRateSmoothing = 8;
 
   // The event clock's schedule, pure arithmetic (the runtime passes the clock; unit tests pass
   // synthetic times). schedule_first: the thread's first gap, a random part of a window
