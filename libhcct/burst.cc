@@ -141,6 +141,8 @@ HCCT_NOINST void BurstThread::schedule_first(uint64_t seed, uint64_t interval_ns
   random = seed * 0x9E3779B97F4A7C15ull | 1;
   burst_events = kFirstBurstEvents;
   ns_per_event = 0;
+  join_frames = 0;
+  join_frames_smoothed = 0;
   uint64_t window = kFirstBurstEvents + draw_gap(*this, kFirstBurstEvents, interval_ns, length_ns);
   start_gap(next_random(*this) % (window + 1));
 }
@@ -160,7 +162,9 @@ HCCT_NOINST void BurstThread::schedule_next(uint64_t took_ns, uint64_t interval_
   start_gap(draw_gap(*this, events, interval_ns, length_ns));
   double per_event = double(took_ns ? took_ns : 1) / double(events);
   ns_per_event = ns_per_event == 0 ? per_event : ns_per_event + (per_event - ns_per_event) / kRateSmoothing;
+  join_frames_smoothed += (double(join_frames) - join_frames_smoothed) / kRateSmoothing;
   double next = double(length_ns) / ns_per_event;
+  if (next < kEnterPerJoinFrame * join_frames_smoothed) next = kEnterPerJoinFrame * join_frames_smoothed;
   if (next > double(2 * events)) next = double(2 * events);
   burst_events = next < double(kMinBurstEvents) ? kMinBurstEvents
                  : next > double(kMaxBurstEvents) ? kMaxBurstEvents

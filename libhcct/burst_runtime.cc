@@ -43,7 +43,8 @@ bool g_gate_flips = false;  // the gate closes between bursts (plugin probes go 
 bool g_keep_shadow = false;  // events between bursts keep a shadow stack
 bool g_all_events = false;  // every event reaches the runtime (gate always open)
 bool g_event_clock = false;  // each thread schedules its own bursts by counting its enter events
-uint64_t g_interval_ns = 0, g_length_ns = 0;
+uint64_t g_interval_ns = 0, g_length_ns = 0;  // the timer's schedule (time clock, path gate)
+uint64_t g_call_interval_ns = 0, g_call_length_ns = 0;  // the event clock's (Options::kEventClock*)
 bool g_open = false;
 bool g_paths = false;  // the path gate follows the bursts (burst_paths_start)
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
@@ -927,6 +928,8 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   g_sync = o.burst_sync;
   g_interval_ns = o.burst_interval_ns;
   g_length_ns = o.burst_length_ns;
+  g_call_interval_ns = o.burst_schedule_given ? o.burst_interval_ns : Options::kEventClockIntervalNs;
+  g_call_length_ns = o.burst_schedule_given ? o.burst_length_ns : Options::kEventClockLengthNs;
   // auto with a unit already registered that cannot be unwound right (static links run the units'
   // constructors first): the shadow stack from the start, as with burst_sync=shadow.
   units_lock();
@@ -1189,13 +1192,13 @@ HCCT_NOINST uint64_t burst_now_ns() { return monotonic_ns(); }
 HCCT_NOINST void burst_schedule_first(BurstThread &b, uint64_t seed) {
   uint64_t now = monotonic_ns();
   b.clock_started_ns = now;
-  b.schedule_first(seed ^ now, g_interval_ns, g_length_ns);
+  b.schedule_first(seed ^ now, g_call_interval_ns, g_call_length_ns);
 }
 
 HCCT_NOINST void burst_schedule_next(BurstThread &b) {
   uint64_t took = monotonic_ns() - b.burst_started_ns;
   b.burst_ns += took;
-  b.schedule_next(took, g_interval_ns, g_length_ns);
+  b.schedule_next(took, g_call_interval_ns, g_call_length_ns);
 }
 
 HCCT_NOINST double burst_thread_time_fraction(const BurstThread &b) {
@@ -1209,6 +1212,8 @@ HCCT_NOINST const char *burst_kind_name() { return g_kind == Burst::kManual ? "m
 HCCT_NOINST const char *burst_sync_option() { return burst_sync_name(g_sync); }
 HCCT_NOINST uint64_t burst_interval_ns() { return g_interval_ns; }
 HCCT_NOINST uint64_t burst_length_ns() { return g_length_ns; }
+HCCT_NOINST uint64_t burst_call_interval_ns() { return g_event_clock ? g_call_interval_ns : g_interval_ns; }
+HCCT_NOINST uint64_t burst_call_length_ns() { return g_event_clock ? g_call_length_ns : g_length_ns; }
 
 HCCT_NOINST void burst_finish() {
   lock();

@@ -448,7 +448,7 @@ struct ScheduleRun {
 };
 
 ScheduleRun run_schedule(uint64_t seed, const std::vector<int> &kinds, const std::vector<uint64_t> &cost_ns,
-                         uint64_t enters, uint64_t interval_ns, uint64_t length_ns) {
+                         uint64_t enters, uint64_t interval_ns, uint64_t length_ns, uint64_t join_frames = 0) {
   rt::BurstThread b;
   b.schedule_first(seed, interval_ns, length_ns);
   std::vector<uint64_t> sampled(cost_ns.size()), total(cost_ns.size());
@@ -465,6 +465,7 @@ ScheduleRun run_schedule(uint64_t seed, const std::vector<int> &kinds, const std
       sampling = true;
       left = b.burst_events;
       took = 0;
+      b.join_frames = join_frames;
     }
     ++sampled[kind];
     ++all_sampled;
@@ -517,4 +518,17 @@ TEST_CASE("event clock: phases of cheap and costly calls are sampled at the same
     CHECK(r.ratio[1] == Approx(1).epsilon(0.1));
     CHECK(r.last_burst_events == Approx(100).epsilon(0.1));
   }
+}
+
+// A thread deep in a recursion pays O(depth) at each burst start (its path rebuilt from the shadow
+// stack): its bursts then sample at least 8 enters per frame rebuilt (here 400 frames deep: 3,200
+// enters, not the 50 that 5 µs of 100 ns enters would give), and still the fraction asked.
+TEST_CASE("event clock: bursts sample at least 8 enters per frame their start rebuilt", "[bursting]") {
+  std::vector<int> kinds(1, 0);
+  ScheduleRun r = run_schedule(7, kinds, {100}, 20'000'000, 50'000, 5'000, 400);
+  INFO("sampled fraction " << r.fraction << ", last burst " << r.last_burst_events << " enters");
+  CHECK(r.fraction == Approx(0.1).epsilon(0.05));
+  CHECK(r.last_burst_events == Approx(3'200).epsilon(0.01));
+  ScheduleRun shallow = run_schedule(7, kinds, {100}, 20'000'000, 50'000, 5'000, 4);
+  CHECK(shallow.last_burst_events == rt::BurstThread::kMinBurstEvents);  // 5 µs: 50 enters, the floor
 }
