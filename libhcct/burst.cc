@@ -127,8 +127,9 @@ HCCT_NOINST uint64_t next_random(BurstThread &b) {
 // jitter in [0.5, 1.5) drawn independently of the program. The jitter spreads the next burst's
 // start over about a window, so that the schedule cannot lock onto a loop of the program whose
 // period is near a window (the probability that a given call is sampled stays length / interval
-// in every window). With [0.75, 1.25), a Lua loop whose garbage-collector steps came about once a
-// window had them sampled at ×0.64 of the rest in a simulation (docs/BURSTING.md, "The estimator").
+// in every window). With [0.75, 1.25) and a burst length that followed each burst, a model of a Lua
+// loop whose garbage-collector steps came about once a window had them sampled at ×0.64 of the rest
+// (docs/BURSTING.md, "The estimator"); either change alone removes that.
 HCCT_NOINST uint64_t draw_gap(BurstThread &b, uint64_t events, uint64_t interval_ns, uint64_t length_ns) {
   double per_event = double(interval_ns - length_ns) / double(length_ns);
   double jitter = 0.5 + double(next_random(b) >> 11) * 0x1.0p-53;
@@ -154,9 +155,10 @@ HCCT_NOINST void BurstThread::schedule_first(uint64_t seed, uint64_t interval_ns
 // the burst before it. In a loop whose expensive part (Lua's garbage-collector steps inside
 // gmatch) came about once a window, a burst that covered it was slow, so the next burst was short
 // and started at about the same place of the loop: that part was sampled ×0.64–0.8 (Lua:
-// gmatch_aux's contexts at 0.72–0.87 of their exact counts, 8 runs of 8). Smoothed, one burst's
+// gmatch_aux's contexts at 0.72–0.87 of their exact counts, 16 runs of 16). Smoothed, one burst's
 // content moves the next length by an eighth of its deviation; phases that last several bursts
-// still get their own length.
+// still get their own length (a change to slower calls takes a few bursts to follow: those bursts
+// last longer than burst_length, and their windows still sample the same fraction).
 HCCT_NOINST void BurstThread::schedule_next(uint64_t took_ns, uint64_t interval_ns, uint64_t length_ns) {
   uint64_t events = burst_events;
   start_gap(draw_gap(*this, events, interval_ns, length_ns));
