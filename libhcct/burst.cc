@@ -112,4 +112,66 @@ HCCT_NOINST void ShadowStack::assign(const ThreadProfile &profile) {
   }
 }
 
+namespace {
+
+HCCT_NOINST uint64_t next_random(BurstThread &b) {
+  uint64_t x = b.random;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  b.random = x;
+  return x;
+}
+
+// The enters to skip after a burst of `events`: events * (interval - length) / length, times a
+// jitter in [0.5, 1.5) drawn independently of the program. The jitter spreads the next burst's
+// start over about a window, so that the schedule cannot lock onto a loop of the program whose
+// period is near a window (the probability that a given call is sampled stays length / interval
+// in every window). With [0.75, 1.25) and a burst length that followed each burst, a model of a Lua
+// loop whose garbage-collector steps came about once a window had them sampled at ×0.64 of the rest
+// (docs/BURSTING.md, "The estimator"); either change alone removes that.
+HCCT_NOINST uint64_t draw_gap(BurstThread &b, uint64_t events, uint64_t interval_ns, uint64_t length_ns) {
+  double per_event = double(interval_ns - length_ns) / double(length_ns);
+  double jitter = 0.5 + double(next_random(b) >> 11) * 0x1.0p-53;
+  return uint64_t(double(events) * per_event * jitter + 0.5);
+}
+
+}  // namespace
+
+HCCT_NOINST void BurstThread::schedule_first(uint64_t seed, uint64_t interval_ns, uint64_t length_ns) {
+  random = seed * 0x9E3779B97F4A7C15ull | 1;
+  burst_events = kFirstBurstEvents;
+  ns_per_event = 0;
+  join_frames = 0;
+  join_frames_smoothed = 0;
+  uint64_t window = kFirstBurstEvents + draw_gap(*this, kFirstBurstEvents, interval_ns, length_ns);
+  start_gap(next_random(*this) % (window + 1));
+}
+
+// Aim the next burst at burst_length of time: its enters are length / (time per enter), the time
+// per enter smoothed over the last bursts (an exponential average, weight 1/kRateSmoothing), at
+// most doubling per burst. Why smoothed: the fraction each window samples does not depend on the
+// burst's length, but *which* calls a burst covers does, when the length follows the content of
+// the burst before it. In a loop whose expensive part (Lua's garbage-collector steps inside
+// gmatch) came about once a window, a burst that covered it was slow, so the next burst was short
+// and started at about the same place of the loop: that part was sampled ×0.64–0.8 (Lua:
+// gmatch_aux's contexts at 0.72–0.87 of their exact counts, 16 runs of 16). Smoothed, one burst's
+// content moves the next length by an eighth of its deviation; phases that last several bursts
+// still get their own length (a change to slower calls takes a few bursts to follow: those bursts
+// last longer than burst_length, and their windows still sample the same fraction).
+HCCT_NOINST void BurstThread::schedule_next(uint64_t took_ns, uint64_t interval_ns, uint64_t length_ns) {
+  uint64_t events = burst_events;
+  start_gap(draw_gap(*this, events, interval_ns, length_ns));
+  double per_event = double(took_ns ? took_ns : 1) / double(events);
+  ns_per_event = ns_per_event == 0 ? per_event : ns_per_event + (per_event - ns_per_event) / kRateSmoothing;
+  join_frames_smoothed += (double(join_frames) - join_frames_smoothed) / kRateSmoothing;
+  double next = double(length_ns) / ns_per_event;
+  if (next < kEnterPerJoinFrame * join_frames_smoothed) next = kEnterPerJoinFrame * join_frames_smoothed;
+  if (next > double(2 * events)) next = double(2 * events);
+  burst_events = next < double(kMinBurstEvents) ? kMinBurstEvents
+                 : next > double(kMaxBurstEvents) ? kMaxBurstEvents
+                                                  : uint64_t(next);
+}
+
 }  // namespace hcct::rt
+

@@ -43,7 +43,8 @@ bool g_gate_flips = false;  // the gate closes between bursts (plugin probes go 
 bool g_keep_shadow = false;  // events between bursts keep a shadow stack
 bool g_all_events = false;  // every event reaches the runtime (gate always open)
 bool g_event_clock = false;  // each thread schedules its own bursts by counting its enter events
-uint64_t g_interval_ns = 0, g_length_ns = 0;
+uint64_t g_interval_ns = 0, g_length_ns = 0;  // the timer's schedule (time clock, path gate)
+uint64_t g_call_interval_ns = 0, g_call_length_ns = 0;  // the event clock's (Options::kEventClock*)
 bool g_open = false;
 bool g_paths = false;  // the path gate follows the bursts (burst_paths_start)
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
@@ -927,6 +928,8 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   g_sync = o.burst_sync;
   g_interval_ns = o.burst_interval_ns;
   g_length_ns = o.burst_length_ns;
+  g_call_interval_ns = o.burst_schedule_given ? o.burst_interval_ns : Options::kEventClockIntervalNs;
+  g_call_length_ns = o.burst_schedule_given ? o.burst_length_ns : Options::kEventClockLengthNs;
   // auto with a unit already registered that cannot be unwound right (static links run the units'
   // constructors first): the shadow stack from the start, as with burst_sync=shadow.
   units_lock();
@@ -1186,60 +1189,16 @@ HCCT_NOINST double burst_time_fraction() {
 HCCT_NOINST bool burst_event_clock() { return g_event_clock; }
 HCCT_NOINST uint64_t burst_now_ns() { return monotonic_ns(); }
 
-namespace {
-
-// Bounds of a burst's length in enter events: at least enough to be worth re-synchronising for, at
-// most what keeps a burst of a thread that blocks inside it from sampling most of the run.
-constexpr uint64_t kMinBurstEvents = 64;
-constexpr uint64_t kMaxBurstEvents = uint64_t(1) << 26;
-constexpr uint64_t kFirstBurstEvents = 4096;
-
-HCCT_NOINST uint64_t next_random(BurstThread &b) {
-  uint64_t x = b.random;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  b.random = x;
-  return x;
-}
-
-// The enters to skip after a burst of `events`: events * (interval - length) / length, times a
-// jitter in [0.75, 1.25) drawn independently of the program, so that the schedule cannot lock onto a
-// loop of the program whose period divides it (the probability that a given call is sampled stays
-// length / interval in every window).
-HCCT_NOINST uint64_t draw_gap(BurstThread &b, uint64_t events) {
-  double per_event = double(g_interval_ns - g_length_ns) / double(g_length_ns);
-  double jitter = 0.75 + 0.5 * double(next_random(b) >> 11) * 0x1.0p-53;
-  return uint64_t(double(events) * per_event * jitter + 0.5);
-}
-
-}  // namespace
-
 HCCT_NOINST void burst_schedule_first(BurstThread &b, uint64_t seed) {
   uint64_t now = monotonic_ns();
-  b.random = (seed ^ now) * 0x9E3779B97F4A7C15ull | 1;
   b.clock_started_ns = now;
-  b.burst_events = kFirstBurstEvents;
-  // The first burst starts at a random point of the first window (systematic sampling with a
-  // random start), as on the time clock.
-  uint64_t window = kFirstBurstEvents + draw_gap(b, kFirstBurstEvents);
-  b.start_gap(next_random(b) % (window + 1));
+  b.schedule_first(seed ^ now, g_call_interval_ns, g_call_length_ns);
 }
 
 HCCT_NOINST void burst_schedule_next(BurstThread &b) {
-  uint64_t now = monotonic_ns();
-  uint64_t took = now - b.burst_started_ns;
+  uint64_t took = monotonic_ns() - b.burst_started_ns;
   b.burst_ns += took;
-  uint64_t events = b.burst_events;
-  b.start_gap(draw_gap(b, events));
-  // Aim the next burst at burst_length of time: scale its enters by length / took, at most doubling
-  // per burst (shrinking at once: a burst that took too long says the calls became slower, and the
-  // next gap, counted in this burst's calls, already lasts long). Only the burst's length in calls
-  // depends on the program; the fraction sampled in each window does not, so the estimate stays
-  // unbiased.
-  uint64_t next = took ? uint64_t(double(events) * double(g_length_ns) / double(took)) : 2 * events;
-  if (next > 2 * events) next = 2 * events;
-  b.burst_events = next < kMinBurstEvents ? kMinBurstEvents : next > kMaxBurstEvents ? kMaxBurstEvents : next;
+  b.schedule_next(took, g_call_interval_ns, g_call_length_ns);
 }
 
 HCCT_NOINST double burst_thread_time_fraction(const BurstThread &b) {
@@ -1253,6 +1212,8 @@ HCCT_NOINST const char *burst_kind_name() { return g_kind == Burst::kManual ? "m
 HCCT_NOINST const char *burst_sync_option() { return burst_sync_name(g_sync); }
 HCCT_NOINST uint64_t burst_interval_ns() { return g_interval_ns; }
 HCCT_NOINST uint64_t burst_length_ns() { return g_length_ns; }
+HCCT_NOINST uint64_t burst_call_interval_ns() { return g_event_clock ? g_call_interval_ns : g_interval_ns; }
+HCCT_NOINST uint64_t burst_call_length_ns() { return g_event_clock ? g_call_length_ns : g_length_ns; }
 
 HCCT_NOINST void burst_finish() {
   lock();

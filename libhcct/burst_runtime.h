@@ -82,8 +82,12 @@ void burst_schedule_next(BurstThread &b);
 double burst_thread_time_fraction(const BurstThread &b);
 const char *burst_kind_name();
 const char *burst_sync_option();
+// The timer's schedule (the time clock's bursts, the path gate), and the schedule of the calls'
+// bursts (the event clock's, or the timer's on the time clock).
 uint64_t burst_interval_ns();
 uint64_t burst_length_ns();
+uint64_t burst_call_interval_ns();
+uint64_t burst_call_length_ns();
 // Path profiles (docs/KPATH.md, "Bursting"): once a module with uninstrumented copies
 // (kpath -kpath-burst=1) registered and bursting is on, __hcct_path_gate follows the bursts of the
 // process-wide schedule (the timer, or burst=manual's hook); on the event clock, which has no

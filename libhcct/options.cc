@@ -196,9 +196,11 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
     } else if (key.is(spec::kBurstInterval.name)) {
       if (!parse_ms(value, &o->burst_interval_ns))
         return fail_value(error, error_size, spec::kBurstInterval, key, value);
+      o->burst_schedule_given = true;
     } else if (key.is(spec::kBurstLength.name)) {
       if (!parse_ms(value, &o->burst_length_ns))
         return fail_value(error, error_size, spec::kBurstLength, key, value);
+      o->burst_schedule_given = true;
     } else if (key.is(spec::kBurstSync.name)) {
       if (value.is("auto")) o->burst_sync = BurstSync::kAuto;
       else if (value.is("shadow")) o->burst_sync = BurstSync::kShadow;

@@ -352,8 +352,8 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
   if (g_bursting) {
     burst.kind = burst_kind_name();
     burst.sync = burst_sync_option();
-    burst.interval_ns = burst_interval_ns();
-    burst.length_ns = burst_length_ns();
+    burst.interval_ns = burst_call_interval_ns();
+    burst.length_ns = burst_call_length_ns();
     burst.bursts = s->burst.bursts;
     burst.events_known = burst_events_known();
     burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped_enters();

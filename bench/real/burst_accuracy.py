@@ -3,7 +3,7 @@
 
   bench/real/burst_accuracy.py [--build DIR] [--only lua,sqlite] [--flavours finstr,plugin-early]
                                [--phi 1e-3,1e-4] [--options EXTRA] [--size short|full]
-                               [--exact-run same|separate]
+                               [--exact-run same|separate] [--runs N]
 
 For each workload (bench/real/workloads.py), build flavour and φ, one run under libhcct with
 HCCT_OPTIONS=mode=hcct:exact=1:epsilon=φ/5:burst=1[:EXTRA]: the sampled (φ,ε)-HCCT and the exact
@@ -16,6 +16,9 @@ under mode=cct (both under setarch -R, so that the workloads make the same calls
 hot-edge coverage for every τ = 2τ̃·2^k ≤ 1, with τ̃ = ⌊φN⌋ / w_max of the exact CCT (thesis
 §5.1.2), and the average counter error |w − w̃/f| / w over the sampled HCCT's hot contexts.
 Rows: the thread with most calls (for zstd: every thread with at least 1 % of the calls, worst shown).
+The spread between runs is large where hot contexts are seen in few bursts (docs/BURSTING.md, "The
+estimator"): --runs N repeats each measurement and adds a line with the mean and range of the
+average error and of the false negatives over the runs.
 """
 import argparse
 import json
@@ -101,6 +104,7 @@ def main():
                     help="exact CCT from the same run (exact=1: the gate stays open between bursts) or from a "
                          "second run (the sampled run as users run it: closed gate with plugin probes and "
                          "burst_sync=unwind|auto)")
+    ap.add_argument("--runs", type=int, default=1, help="measurements per workload, build and phi (the spread)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     tools = {"runtime": os.path.join(build, "libhcct", "libhcct.so"),
@@ -112,15 +116,25 @@ def main():
     for name in [n for n in args.only.split(",") if n]:
         for fl in [f for f in args.flavours.split(",") if f]:
             for phi in [float(p) for p in args.phi.split(",") if p]:
-                try:
-                    rows = measure(workloads.WORKLOADS[name], all_flavours[fl], phi, args, tools)
-                except (workloads.Unavailable, RuntimeError) as e:
-                    print(f"{name:8} {fl:13} {phi:6g} skipped: {e}")
-                    continue
-                for r in rows:
-                    print(f"{name:8} {fl:13} {phi:6g} {r['thread']:>6} {r['calls']:>13,} {r['scale']:7.2f} "
-                          f"{100 * r['coverage']:8.1f}% {r['avg_error']:7.2f}% {r['max_error']:7.1f}% "
-                          f"{r['hot']:>5} {r['exact_hot']:>9} {r['false_negatives']:>4}", flush=True)
+                errors, negatives, coverages = [], [], []
+                for _ in range(args.runs):
+                    try:
+                        rows = measure(workloads.WORKLOADS[name], all_flavours[fl], phi, args, tools)
+                    except (workloads.Unavailable, RuntimeError) as e:
+                        print(f"{name:8} {fl:13} {phi:6g} skipped: {e}")
+                        break
+                    for r in rows:
+                        print(f"{name:8} {fl:13} {phi:6g} {r['thread']:>6} {r['calls']:>13,} {r['scale']:7.2f} "
+                              f"{100 * r['coverage']:8.1f}% {r['avg_error']:7.2f}% {r['max_error']:7.1f}% "
+                              f"{r['hot']:>5} {r['exact_hot']:>9} {r['false_negatives']:>4}", flush=True)
+                    if rows:  # the worst thread of the run
+                        errors.append(max(r["avg_error"] for r in rows))
+                        negatives.append(max(r["false_negatives"] for r in rows))
+                        coverages.append(min(r["coverage"] for r in rows))
+                if len(errors) > 1:
+                    print(f"{name:8} {fl:13} {phi:6g} {len(errors)} runs: avg error mean {sum(errors) / len(errors):.2f}% "
+                          f"(range {min(errors):.2f}–{max(errors):.2f}%), false negatives {min(negatives)}–"
+                          f"{max(negatives)}, coverage ≥ {100 * min(coverages):.1f}%", flush=True)
 
 
 if __name__ == "__main__":

@@ -233,6 +233,10 @@ TEST_CASE("timer bursts on the examples: hot edges covered, counters within 10 %
       CHECK(meta(st[k], "sampled_fraction_basis") == "events");
       uint64_t bursts = std::stoull(meta(st[k], "bursts"));
       CHECK(bursts >= 1);
+      // The event clock's own default schedule, or the one given.
+      bool given = c.options.find("burst_interval") != std::string::npos;
+      CHECK(meta(st[k], "burst_interval_ns") == (given ? "2000000" : "100000"));
+      CHECK(meta(st[k], "burst_length_ns") == (given ? "200000" : "10000"));
       auto a = accuracy(st[k], et[k], phi);
       INFO("thread " << k << ": fraction " << meta(st[k], "sampled_fraction") << ", bursts " << bursts
                      << ", hot " << a.hot << ", avg error " << a.avg_error << ", max error "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <vector>
 #include <fstream>
 #include <sstream>
@@ -85,6 +86,21 @@ TEST_CASE("options: static bursting", "[options][bursting]") {
   CHECK(error_of("burst=1:burst_length=30") ==
         "burst_length (30.000 ms) must not exceed burst_interval (2.000 ms)");
   CHECK(error_of("burst=1:mode=empty") == "burst needs mode=cct or mode=hcct");
+}
+
+// The event clock's default schedule (0.1 / 0.01 ms) applies when neither burst_interval nor
+// burst_length is given (burst_runtime.cc; checked in the dumps by burst_e2e_test's "timer bursts on
+// the examples"); a given option keeps the other's 2 / 0.2 ms default, as on the time clock.
+TEST_CASE("options: whether the burst schedule was given", "[options]") {
+  auto given = [](const char *text) {
+    Options o;
+    char error[256];
+    REQUIRE(parse_options(text, &o, error, sizeof error));
+    return std::tuple<bool, uint64_t, uint64_t>(o.burst_schedule_given, o.burst_interval_ns, o.burst_length_ns);
+  };
+  CHECK(given("burst=1") == std::tuple<bool, uint64_t, uint64_t>(false, 2000000, 200000));
+  CHECK(given("burst=1:burst_length=0.05") == std::tuple<bool, uint64_t, uint64_t>(true, 2000000, 50000));
+  CHECK(given("burst=1:burst_interval=2") == std::tuple<bool, uint64_t, uint64_t>(true, 2000000, 200000));
 }
 
 // The option table (hcct/runtime_options.h) is the one source: the parser's defaults are the
