@@ -235,11 +235,13 @@ class ThreadProfile {
   // enter_fast in steps, so that the probes leave for the general path when the frame test fails
   // and for the miss path (scan, wide node) only when the inline tests do (different jump targets,
   // the same instructions): the frame test (on the running stack, no stale frame, room to push)...
-  // (`top == frames_end_ - 1`, not `top + 1 == frames_end_`: gcc kept `top + 1` for the push in a
-  // register, and the hint's lookup then needed one more, saved and restored on every call.)
+  // (The last frame's address is kept, not the end's: `top == frames_end - 1` cost a load, a
+  // subtraction and a compare where this is one compare with memory; `top + 1 == frames_end` kept
+  // `top + 1` for the push in a register, and the hint's lookup then needed one more, saved and
+  // restored on every call.)
   [[gnu::always_inline]] HCCT_NOINST bool fast_frame(uintptr_t sp) const {
     const Frame *top = top_;
-    return !(HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top == frames_end_ - 1));
+    return !(HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top == frames_last_));
   }
   // ... and, once it held, the first child, then the hint (inline in the probes: one dependent
   // load past the parent for the first child, where most calls go, and for the others a hash and
@@ -581,6 +583,7 @@ class ThreadProfile {
   void prune(Node *node, Node *cursor);
   void unlink(Node *node);
   Frame *grow_frames(Frame *top);
+  Frame *frames_end() const { return frames_last_ + 1; }
   bool follow_unseen_switch(uintptr_t sp);
   bool start_stacks();
   int find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size, uintptr_t from_sp);
@@ -599,7 +602,7 @@ class ThreadProfile {
   Node sink_{0, 0, 0, kCountsDirectly, 0, 0};
   Frame *frames_ = nullptr;
   Frame *top_ = nullptr;
-  Frame *frames_end_ = nullptr;
+  Frame *frames_last_ = nullptr;  // the last frame of frames_'s array (the fast path's room test)
   // The running stack's memory, as (stack_lo_ - 1, stack_lo_ - 1 + stack_size_]: a probe's stack
   // pointer (its CFA) belongs to the stack holding the byte below it, the probe's return address.
   // At the low end it may equal the base of a coroutine stack that is an array in the caller's
@@ -647,7 +650,7 @@ class ThreadProfile {
   uint32_t deferred_count_ = 0;
 
   // Machine stacks (null until the first switch): [current_stack_] is the running one, whose state
-  // lives in frames_/top_/frames_end_/stack_lo_/stack_size_ above; [0] is the thread's own.
+  // lives in frames_/top_/frames_last_/stack_lo_/stack_size_ above; [0] is the thread's own.
   StackState *stacks_ = nullptr;
   uint32_t stack_count_ = 0;
   uint32_t stack_capacity_ = 0;
