@@ -373,12 +373,28 @@ class ThreadProfile {
   // The common exit: the top frame is the function's own, it counts directly (so nothing can need
   // pruning), and nothing stale lies below. False means: call exit().
   HCCT_NOINST bool exit_fast(uintptr_t fn, uintptr_t sp, bool torn_down) {
+    return exit_fast_with(fn, sp, [torn_down] { return torn_down; });
+  }
+  // The same, where `torn_down()` says whether the probe was tail-called (see exit() below). A
+  // frame's enter and exit probes see the same tag, so the common exit is the one whose `sp` is
+  // the top frame's tag, and it needs neither the running stack's bounds nor `torn_down()`: every
+  // frame of the running stack's array was tagged with a stack pointer of that stack, or with
+  // kForeignStack, which no stack pointer equals; and a tail-called exit at its frame's own tag is
+  // a split function's, which exit() pops as well (exit_torn_down). Elsewhere both are asked.
+  // (Asked first, they cost every exit four instructions for the bounds, and in -finstrument-
+  // functions builds a load of the return address, a compare and a branch that goes either way
+  // from function to function.)
+  template <typename TornDown>
+  [[gnu::always_inline]] HCCT_NOINST bool exit_fast_with(uintptr_t fn, uintptr_t sp, TornDown torn_down) {
     Frame *top = top_;
-    if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_)) return false;
-    if (torn_down) {
-      if (HCCT_UNLIKELY(!(top->sp < sp && top[-1].sp >= sp))) return false;
-    } else if (HCCT_UNLIKELY(top->sp < sp)) {
-      return false;
+    uintptr_t tag = top->sp;
+    if (HCCT_UNLIKELY(tag != sp)) {
+      if (sp - stack_lo_ >= stack_size_) return false;
+      if (tag > sp) {
+        if (torn_down()) return false;  // an exit at a frame above its own: exit() tells why
+      } else if (!torn_down() || top[-1].sp < sp) {
+        return false;  // a stale frame below `sp`, or not a tail-called exit's own frame
+      }
     }
     Node *node = top->node;
     if (HCCT_UNLIKELY(node->routine != fn || !(node->parent_bits & kCountsDirectly))) return false;
