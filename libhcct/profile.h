@@ -239,9 +239,13 @@ class ThreadProfile {
   // subtraction and a compare where this is one compare with memory; `top + 1 == frames_end` kept
   // `top + 1` for the push in a register, and the hint's lookup then needed one more, saved and
   // restored on every call.)
+  // An enter at the top frame's own tag (a callee that gcc inlined, whose probes run in its
+  // caller's machine frame) is on the running stack without the bounds test: see exit_fast_with.
   [[gnu::always_inline]] HCCT_NOINST bool fast_frame(uintptr_t sp) const {
     const Frame *top = top_;
-    return !(HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top == frames_last_));
+    uintptr_t tag = top->sp;
+    if (tag != sp && HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || tag < sp)) return false;
+    return !HCCT_UNLIKELY(top == frames_last_);
   }
   // ... and, once it held, the first child, then the hint (inline in the probes: one dependent
   // load past the parent for the first child, where most calls go, and for the others a hash and
