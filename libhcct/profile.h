@@ -386,8 +386,8 @@ class ThreadProfile {
   // kForeignStack, which no stack pointer equals; and a tail-called exit at its frame's own tag is
   // a split function's, which exit() pops as well (exit_torn_down). Elsewhere both are asked.
   // (Asked first, they cost every exit four instructions for the bounds, and in -finstrument-
-  // functions builds a load of the return address, a compare and a branch that goes either way
-  // from function to function.)
+  // functions builds a compare and a branch that goes either way from function to function; gcc
+  // still loads the return address on every exit.)
   template <typename TornDown>
   [[gnu::always_inline]] HCCT_NOINST bool exit_fast_with(uintptr_t fn, uintptr_t sp, TornDown torn_down) {
     Frame *top = top_;
