@@ -32,7 +32,7 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
     destroy();
     return false;
   }
-  frames_end_ = frames_ + kInitialFrames;
+  frames_last_ = frames_ + kInitialFrames - 1;
   top_ = frames_;
   top_->node = root_;
   top_->sp = kForeignStack;  // the root is never popped
@@ -72,7 +72,7 @@ HCCT_NOINST void ThreadProfile::destroy() {
   if (stacks_) unmap_pages(stacks_, stack_capacity_ * sizeof(StackState));
   stack_by_lo_.release();
   pins_.release();
-  if (frames_) unmap_pages(frames_, size_t(frames_end_ - frames_) * sizeof(Frame));
+  if (frames_) unmap_pages(frames_, size_t(frames_end() - frames_) * sizeof(Frame));
   if (hints_) unmap_pages(hints_, kHintSlots * sizeof(uint32_t));
   if (slots_) {
     unmap_pages(slots_, capacity_ * sizeof(uint32_t));
@@ -189,7 +189,7 @@ HCCT_NOINST void ThreadProfile::enter(uintptr_t fn, uintptr_t site, uintptr_t sp
     monitor(node);
   }
   if (node != &sink_) remember(parent, fn, site, node);
-  if (++top == frames_end_) {
+  if (++top == frames_end()) {
     top = grow_frames(top);
     if (!top) return;
   }
@@ -511,7 +511,7 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
 }
 
 HCCT_NOINST Frame *ThreadProfile::grow_frames(Frame *top) {
-  size_t old_count = size_t(frames_end_ - frames_);
+  size_t old_count = size_t(frames_end() - frames_);
   size_t index = size_t(top - frames_);
   Frame *moved = double_pages(frames_, old_count);
   if (!moved) {
@@ -519,7 +519,7 @@ HCCT_NOINST Frame *ThreadProfile::grow_frames(Frame *top) {
     return nullptr;
   }
   frames_ = moved;
-  frames_end_ = moved + 2 * old_count;
+  frames_last_ = moved + 2 * old_count - 1;
   return moved + index;
 }
 
@@ -539,7 +539,7 @@ HCCT_NOINST void ThreadProfile::rebuild_path(const PathEntry *path, size_t n) {
       node = &sink_;
     else if (!node || node->routine != path[i].fn || node->call_site != site)
       node = find_or_add_child(parent, path[i].fn, site);
-    if (++top == frames_end_) {
+    if (++top == frames_end()) {
       top_ = top - 1;
       top = grow_frames(top);
       if (!top) return;
@@ -586,11 +586,11 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   deferred_count_ = 0;
   // Every machine stack's path, the suspended ones too (the child may resume them).
   if (stacks_) {
-    stacks_[current_stack_] = StackState{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+    stacks_[current_stack_] = StackState{frames_, top_, frames_end(), stack_lo_ - 1, stack_size_};
   } else {
     stack_count_ = 1;  // just the current stack: a view of it, for the loop below
   }
-  StackState only{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+  StackState only{frames_, top_, frames_end(), stack_lo_ - 1, stack_size_};
   StackState *stacks = stacks_ ? stacks_ : &only;
   for (uint32_t i = 0; i < stack_count_; ++i) {
     StackState &st = stacks[i];
@@ -649,7 +649,7 @@ HCCT_NOINST bool ThreadProfile::start_stacks() {
   stack_capacity_ = kInitialStacks;
   stack_count_ = 1;
   current_stack_ = 0;
-  stacks_[0] = StackState{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+  stacks_[0] = StackState{frames_, top_, frames_end(), stack_lo_ - 1, stack_size_};
   return true;
 }
 
@@ -722,17 +722,17 @@ HCCT_NOINST void ThreadProfile::move_to_stack(uint32_t index, bool drop_current)
   Node *dropped_base = nullptr;
   if (drop_current) {
     dropped_base = frames_->node;
-    stacks_[current_stack_] = StackState{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+    stacks_[current_stack_] = StackState{frames_, top_, frames_end(), stack_lo_ - 1, stack_size_};
     drop_stack(current_stack_);
     if (index == stack_count_) index = current_stack_;  // the target was moved into the hole
   } else {
-    stacks_[current_stack_] = StackState{frames_, top_, frames_end_, stack_lo_ - 1, stack_size_};
+    stacks_[current_stack_] = StackState{frames_, top_, frames_end(), stack_lo_ - 1, stack_size_};
     if (mode_ == Mode::kHcct) pin(from);
   }
   const StackState &st = stacks_[index];
   frames_ = st.frames;
   top_ = st.top;
-  frames_end_ = st.end;
+  frames_last_ = st.end - 1;
   stack_lo_ = st.lo + 1;
   stack_size_ = st.size;
   current_stack_ = index;

@@ -235,11 +235,17 @@ class ThreadProfile {
   // enter_fast in steps, so that the probes leave for the general path when the frame test fails
   // and for the miss path (scan, wide node) only when the inline tests do (different jump targets,
   // the same instructions): the frame test (on the running stack, no stale frame, room to push)...
-  // (`top == frames_end_ - 1`, not `top + 1 == frames_end_`: gcc kept `top + 1` for the push in a
-  // register, and the hint's lookup then needed one more, saved and restored on every call.)
+  // (The last frame's address is kept, not the end's: `top == frames_end - 1` cost a load, a
+  // subtraction and a compare where this is one compare with memory; `top + 1 == frames_end` kept
+  // `top + 1` for the push in a register, and the hint's lookup then needed one more, saved and
+  // restored on every call.)
+  // An enter at the top frame's own tag (a callee that gcc inlined, whose probes run in its
+  // caller's machine frame) is on the running stack without the bounds test: see exit_fast_with.
   [[gnu::always_inline]] HCCT_NOINST bool fast_frame(uintptr_t sp) const {
     const Frame *top = top_;
-    return !(HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || top->sp < sp || top == frames_end_ - 1));
+    uintptr_t tag = top->sp;
+    if (tag != sp && HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_ || tag < sp)) return false;
+    return !HCCT_UNLIKELY(top == frames_last_);
   }
   // ... and, once it held, the first child, then the hint (inline in the probes: one dependent
   // load past the parent for the first child, where most calls go, and for the others a hash and
@@ -371,12 +377,28 @@ class ThreadProfile {
   // The common exit: the top frame is the function's own, it counts directly (so nothing can need
   // pruning), and nothing stale lies below. False means: call exit().
   HCCT_NOINST bool exit_fast(uintptr_t fn, uintptr_t sp, bool torn_down) {
+    return exit_fast_with(fn, sp, [torn_down] { return torn_down; });
+  }
+  // The same, where `torn_down()` says whether the probe was tail-called (see exit() below). A
+  // frame's enter and exit probes see the same tag, so the common exit is the one whose `sp` is
+  // the top frame's tag, and it needs neither the running stack's bounds nor `torn_down()`: every
+  // frame of the running stack's array was tagged with a stack pointer of that stack, or with
+  // kForeignStack, which no stack pointer equals; and a tail-called exit at its frame's own tag is
+  // a split function's, which exit() pops as well (exit_torn_down). Elsewhere both are asked.
+  // (Asked first, they cost every exit four instructions for the bounds, and in -finstrument-
+  // functions builds a compare and a branch that goes either way from function to function; gcc
+  // still loads the return address on every exit.)
+  template <typename TornDown>
+  [[gnu::always_inline]] HCCT_NOINST bool exit_fast_with(uintptr_t fn, uintptr_t sp, TornDown torn_down) {
     Frame *top = top_;
-    if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_)) return false;
-    if (torn_down) {
-      if (HCCT_UNLIKELY(!(top->sp < sp && top[-1].sp >= sp))) return false;
-    } else if (HCCT_UNLIKELY(top->sp < sp)) {
-      return false;
+    uintptr_t tag = top->sp;
+    if (HCCT_UNLIKELY(tag != sp)) {
+      if (sp - stack_lo_ >= stack_size_) return false;
+      if (tag > sp) {
+        if (torn_down()) return false;  // an exit at a frame above its own: exit() tells why
+      } else if (!torn_down() || top[-1].sp < sp) {
+        return false;  // a stale frame below `sp`, or not a tail-called exit's own frame
+      }
     }
     Node *node = top->node;
     if (HCCT_UNLIKELY(node->routine != fn || !(node->parent_bits & kCountsDirectly))) return false;
@@ -581,6 +603,7 @@ class ThreadProfile {
   void prune(Node *node, Node *cursor);
   void unlink(Node *node);
   Frame *grow_frames(Frame *top);
+  Frame *frames_end() const { return frames_last_ + 1; }
   bool follow_unseen_switch(uintptr_t sp);
   bool start_stacks();
   int find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size, uintptr_t from_sp);
@@ -599,7 +622,7 @@ class ThreadProfile {
   Node sink_{0, 0, 0, kCountsDirectly, 0, 0};
   Frame *frames_ = nullptr;
   Frame *top_ = nullptr;
-  Frame *frames_end_ = nullptr;
+  Frame *frames_last_ = nullptr;  // the last frame of frames_'s array (the fast path's room test)
   // The running stack's memory, as (stack_lo_ - 1, stack_lo_ - 1 + stack_size_]: a probe's stack
   // pointer (its CFA) belongs to the stack holding the byte below it, the probe's return address.
   // At the low end it may equal the base of a coroutine stack that is an array in the caller's
@@ -647,7 +670,7 @@ class ThreadProfile {
   uint32_t deferred_count_ = 0;
 
   // Machine stacks (null until the first switch): [current_stack_] is the running one, whose state
-  // lives in frames_/top_/frames_end_/stack_lo_/stack_size_ above; [0] is the thread's own.
+  // lives in frames_/top_/frames_last_/stack_lo_/stack_size_ above; [0] is the thread's own.
   StackState *stacks_ = nullptr;
   uint32_t stack_count_ = 0;
   uint32_t stack_capacity_ = 0;

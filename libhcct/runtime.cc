@@ -1109,13 +1109,14 @@ __attribute__((always_inline)) inline void on_enter(uintptr_t fn, uintptr_t site
   clear_busy(s);
 }
 
-template <bool kPlugin>
-__attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, bool torn_down) {
+// `torn_down()`: whether the probe was tail-called (exit_fast_with asks only where it matters).
+template <bool kPlugin, typename TornDown>
+__attribute__((always_inline)) inline void on_exit(uintptr_t fn, uintptr_t sp, TornDown torn_down) {
   ThreadState *s = t_state;
   if (HCCT_UNLIKELY(test_and_set_busy(s))) return count_dropped(s);
-  if (HCCT_UNLIKELY(epoch_differs(s) || !s->profile.exit_fast(fn, sp, torn_down))) {
-    if (kPlugin && lean_exit(s, fn, sp, torn_down)) return;
-    return exit_other(fn, sp, torn_down, s);
+  if (HCCT_UNLIKELY(epoch_differs(s) || !s->profile.exit_fast_with(fn, sp, torn_down))) {
+    if (kPlugin && lean_exit(s, fn, sp, torn_down())) return;
+    return exit_other(fn, sp, torn_down(), s);
   }
   compiler_fence();
   clear_busy(s);
@@ -1176,9 +1177,11 @@ HCCT_EXPORT void __cyg_profile_func_enter(void *fn, void *site) {
 }
 
 HCCT_EXPORT void __cyg_profile_func_exit(void *fn, void *site) {
-  if (HCCT_LIKELY(read_shared(g_hook_gate) == kGateProfiling))
+  if (HCCT_LIKELY(read_shared(g_hook_gate) == kGateProfiling)) {
+    void *return_address = __builtin_return_address(0);
     on_exit<false>(reinterpret_cast<uintptr_t>(fn), held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())),
-                   __builtin_return_address(0) == site);
+                   [return_address, site] { return return_address == site; });
+  }
 }
 
 HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
@@ -1190,7 +1193,7 @@ HCCT_EXPORT void __hcct_enter(void *fn, void *site) {
 HCCT_EXPORT void __hcct_exit(void *fn, void *site) {
   if (HCCT_LIKELY(probe_gate_value() == kGateProfiling))
     on_exit<true>(reinterpret_cast<uintptr_t>(fn), held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())),
-                  __builtin_return_address(0) == site);
+                  [return_address = __builtin_return_address(0), site] { return return_address == site; });
 }
 
 // Probe ABI 2 (the plugin since issue 3's speed work; docs/RUNTIME-ABI.md): called only after the
@@ -1207,7 +1210,7 @@ HCCT_EXPORT void __hcct_enter_open(void *fn, void *site) {
 
 HCCT_EXPORT void __hcct_exit_open(void *fn) {
   on_exit<true>(reinterpret_cast<uintptr_t>(fn), held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())),
-                false);
+                [] { return false; });
 }
 
 // A library unloaded before the dump must still be in the module map.

@@ -409,3 +409,50 @@ TEST_CASE("hints: a hint counts only its own context", "[mcct][cct][hints]") {
     }
   });
 }
+
+// The exit probe's fast path asks whether the probe was tail-called only where the top frame's tag
+// is not the exit's stack pointer (docs/RUNTIME.md, "The shadow stack and skipped exits"): wherever
+// it pops, exit() must pop the same frame, and wherever exit() would not pop, it must leave.
+TEST_CASE("exit fast path: decides as exit() does, asking about tail calls only off the frame's tag", "[mcct][cct]") {
+  constexpr uintptr_t A = 0x1000, B = 0x2000, outer = kStackTop - kFrameSize, inner = outer - kFrameSize;
+  struct Enter {
+    uintptr_t fn, sp;
+  };
+  struct Case {
+    const char *what;
+    std::vector<Enter> enters;
+    uintptr_t fn, sp;
+    bool torn_down;
+    bool fast;  // the fast path pops (else it leaves the event to exit())
+  };
+  const Case cases[] = {
+      {"an exit at its frame's tag", {{A, outer}}, A, outer, false, true},
+      {"a tail-called exit at its frame's tag (a split function)", {{A, outer}}, A, outer, true, true},
+      {"a tail-called exit above its frame", {{A, outer}, {B, inner}}, B, outer, true, true},
+      {"an exit below its frame's tag", {{A, outer}}, A, inner, false, true},
+      {"a tail-called exit below its frame's tag", {{A, outer}, {A, inner}}, A, inner - kFrameSize, true, false},
+      {"an exit above a stale frame", {{A, outer}, {B, inner}}, A, outer, false, false},
+      {"a tail-called exit above two frames", {{A, outer}, {B, inner}, {B, inner - kFrameSize}}, B, outer, true, false},
+  };
+  for (const Case &c : cases) {
+    INFO(c.what);
+    in_cct_and_hcct([&](rt::ThreadProfile &fast, rt::Mode mode) {
+      rt::ThreadProfile slow;
+      rt::ProfileConfig config;
+      config.mode = mode;
+      REQUIRE(slow.init(config));
+      for (const Enter &e : c.enters) {
+        fast.enter(e.fn, 1, e.sp);
+        slow.enter(e.fn, 1, e.sp);
+      }
+      bool popped = fast.exit_fast(c.fn, c.sp, c.torn_down);
+      CHECK(popped == c.fast);
+      if (!popped) fast.exit(c.fn, c.sp, c.torn_down);
+      slow.exit(c.fn, c.sp, c.torn_down);
+      CHECK(fast.depth() == slow.depth());
+      CHECK(fast.cursor()->routine == slow.cursor()->routine);
+      CHECK(fast.unmatched_exits() == slow.unmatched_exits());
+      slow.destroy();
+    });
+  }
+}
