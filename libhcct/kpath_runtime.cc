@@ -1,10 +1,12 @@
 // The path profiler's entry points (docs/RUNTIME-ABI.md, "Path profiling probes") and its dump
 // hooks (thread.h). Per-thread state is created on a thread's first path event; the KPTH section
 // (and KTRC with path_trace=1) goes into the thread's file (docs/FORMAT.md).
+#include <errno.h>
 #include <new>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "burst_runtime.h"
@@ -277,6 +279,41 @@ HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
   return table;
 }
 
+// A thread's per-thread counters. The calling thread's are read in place. Another thread's (the
+// final dump writes live threads) are copied with process_vm_readv on this process, which fails
+// (EFAULT) instead of faulting should that thread have exited and its stack, where static TLS
+// lives, been unmapped meanwhile: its counts then come out 0 (the reader reports such starts as
+// counters below their sampled paths). Where the call is not permitted (a seccomp filter), they
+// are read in place.
+class ThreadCounters {
+ public:
+  ThreadCounters() = default;
+  ThreadCounters(const ThreadCounters &) = delete;
+  ThreadCounters &operator=(const ThreadCounters &) = delete;
+  ~ThreadCounters() {
+    if (copy_) unmap_pages(copy_, bytes_);
+  }
+  // The counters at `source` (words of them) of the thread whose pointer is `owner`, or null
+  // (unreadable).
+  const uint64_t *read(const uint64_t *source, uint64_t words, uintptr_t owner) {
+    if (!source || !words || owner == reinterpret_cast<uintptr_t>(__builtin_thread_pointer())) return source;
+    bytes_ = words * sizeof(uint64_t);
+    copy_ = static_cast<uint64_t *>(map_pages(bytes_));
+    if (!copy_) return source;
+    iovec local{copy_, bytes_}, remote{const_cast<uint64_t *>(source), bytes_};
+    int saved_errno = errno;  // (the program's)
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    bool not_permitted = got < 0 && (errno == ENOSYS || errno == EPERM);
+    errno = saved_errno;
+    if (got == ssize_t(bytes_)) return copy_;
+    return not_permitted ? source : nullptr;
+  }
+
+ private:
+  uint64_t *copy_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // KPSC: whether the thread's path stream was sampled in bursts, its cut windows, and every
 // versioned function's start counters: the thread's own (per-thread tables: the reader adds the
 // files of a process), or the process's (each file has the counts at its dump, the reader keeps the
@@ -297,9 +334,9 @@ HCCT_NOINST bool write_sampling(ByteBuffer &out, const KpathThreadState &k) {
   for (size_t i = 0; i < count; ++i) {
     const abi::VersionTable *t = __atomic_load_n(&g_version_tables[i], __ATOMIC_ACQUIRE);
     if (!t) continue;
-    // A per-thread array of a thread whose state has no pointer: zeros (cannot happen: the state is
-    // made in its thread).
-    uint64_t *array = per_thread(*t) ? counters_of(i, *t, 0, k.thread_pointer) : nullptr;
+    const uint64_t *array = nullptr;
+    ThreadCounters copy;
+    if (per_thread(*t)) array = copy.read(counters_of(i, *t, 0, k.thread_pointer), t->thread_words, k.thread_pointer);
     for (uint64_t j = 0; j < t->functions; ++j) {
       const abi::VersionFunction &f = t->function[j];
       const uint64_t *counters = per_thread(*t) ? array : f.counters;
@@ -310,7 +347,7 @@ HCCT_NOINST bool write_sampling(ByteBuffer &out, const KpathThreadState &k) {
         out.append_varint(f.start_blocks[n]);
         out.append_varint(counters ? __atomic_load_n(&counters[n], __ATOMIC_RELAXED) : 0);
       }
-      if (array) array += f.starts;
+      if (array) array += f.starts;  // (null: no copy, every count 0)
     }
   }
   return out.ok();

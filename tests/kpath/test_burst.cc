@@ -431,6 +431,26 @@ TEST_CASE("bursting: per-thread start counters: each thread's counters and estim
     CHECK(workers == 2);
   }
 
+  SECTION("a worker alive at exit: the final dump, in main, writes that worker's own counters") {
+    Run live = record(exe, "30000 1000 0 2", "k=4", "threads.live");
+    CHECK(live.output.find("burst_threads 30000: ") == 0);
+    const an::ThreadPaths *worker_a = nullptr, *worker_b = nullptr;
+    for (const auto &t : live.threads) {
+      REQUIRE(t.sampling);
+      uint64_t headers = 0;
+      for (const auto &[start, count] : t.sampling->starts) headers += start.second != 0 ? count : 0;
+      if (t.profile.meta.status == an::ThreadStatus::live_at_exit && headers > 0) worker_b = &t;
+      if (t.profile.meta.status == an::ThreadStatus::exited && headers >= 30000) worker_a = &t;
+    }
+    REQUIRE(worker_a);
+    REQUIRE(worker_b);
+    // What A counted is in A's file only: B's counters of A's functions are 0.
+    for (const auto &[start, count] : worker_a->sampling->starts) {
+      INFO("function " << start.first << " block " << start.second);
+      if (count > 0 && start.second != 0) CHECK(worker_b->sampling->starts.at(start) == 0);
+    }
+  }
+
   SECTION("workers sampled at different fractions: each thread's estimate is right") {
     const std::string args = "300000 100000";
     Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", "threads.exact");
