@@ -1,10 +1,12 @@
 // The path profiler's entry points (docs/RUNTIME-ABI.md, "Path profiling probes") and its dump
 // hooks (thread.h). Per-thread state is created on a thread's first path event; the KPTH section
 // (and KTRC with path_trace=1) goes into the thread's file (docs/FORMAT.md).
+#include <errno.h>
 #include <new>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "burst_runtime.h"
@@ -53,6 +55,10 @@ struct KpathThreadState {
   uint64_t joins = 0, leaves = 0;
   CounterBlock *counter_blocks = nullptr;  // map_pages'd, doubled when full
   size_t counter_block_count = 0, counter_block_capacity = 0;
+  // The thread's pointer (%fs base), taken in the thread: its per-thread start counters are at a
+  // fixed distance from it (hcct/kpath_abi.h, VersionTable), also when another thread writes its
+  // file (the final dump).
+  uintptr_t thread_pointer = 0;
 };
 }  // namespace hcct::rt
 
@@ -78,6 +84,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
     report_memory_exhausted();
     return nullptr;
   }
+  k->thread_pointer = reinterpret_cast<uintptr_t>(__builtin_thread_pointer());
   s->kpath = k;
   __hcct_path_blpp = k->profiler.k() == 1;
   __hcct_path_token = k->profiler.token();  // from now on this thread's frames may take the inline fast path
@@ -226,8 +233,26 @@ HCCT_NOINST bool write_forest(ByteBuffer &out, const PathProfiler &p) {
 // in the runtime's memory, so that the dump never reads an unmapped module.
 constexpr size_t kMaxVersionTables = 4096;
 const abi::VersionTable *g_version_tables[kMaxVersionTables];
+// A table with per-thread counters (abi::VersionTable::thread_counters): the distance from a
+// thread's pointer to its array, the same in every thread (static TLS of the executable), taken
+// when the module registered. Such a table stays registered as it is: an executable is never
+// unloaded, and its threads' TLS outlives its destructors (the final dump reads it).
+intptr_t g_thread_counter_offsets[kMaxVersionTables];
 size_t g_version_table_count = 0;
 uint64_t g_version_tables_dropped = 0;
+
+bool per_thread(const abi::VersionTable &t) { return t.version >= 2 && t.thread_counters; }
+
+// The counters of table i's function j for the thread whose pointer is `thread_pointer`: its own
+// array's (per-thread tables) or the process's. Null for a per-thread table when the thread is
+// unknown (no path profiler state).
+uint64_t *counters_of(size_t i, const abi::VersionTable &t, uint64_t j, uintptr_t thread_pointer) {
+  if (!per_thread(t)) return t.function[j].counters;
+  if (!thread_pointer) return nullptr;
+  uint64_t at = 0;
+  for (uint64_t f = 0; f < j; ++f) at += t.function[f].starts;
+  return reinterpret_cast<uint64_t *>(thread_pointer + g_thread_counter_offsets[i]) + at;
+}
 
 HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
   size_t starts = 0;
@@ -240,7 +265,7 @@ HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
   auto *functions = reinterpret_cast<abi::VersionFunction *>(table + 1);
   auto *counters = reinterpret_cast<uint64_t *>(functions + t->functions);
   auto *blocks = reinterpret_cast<uint32_t *>(counters + starts);
-  *table = abi::VersionTable{t->version, t->functions, functions};
+  *table = abi::VersionTable{t->version, t->functions, functions, nullptr, 0};  // (only process-wide tables are copied)
   for (uint64_t i = 0; i < t->functions; ++i) {
     const abi::VersionFunction &f = t->function[i];
     functions[i] = abi::VersionFunction{f.function_id, f.starts, counters, blocks};
@@ -254,9 +279,45 @@ HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
   return table;
 }
 
+// A thread's per-thread counters. The calling thread's are read in place. Another thread's (the
+// final dump writes live threads) are copied with process_vm_readv on this process, which fails
+// (EFAULT) instead of faulting should that thread have exited and its stack, where static TLS
+// lives, been unmapped meanwhile: its counts then come out 0 (the reader reports such starts as
+// counters below their sampled paths). Where the call is not permitted (a seccomp filter), they
+// are read in place.
+class ThreadCounters {
+ public:
+  ThreadCounters() = default;
+  ThreadCounters(const ThreadCounters &) = delete;
+  ThreadCounters &operator=(const ThreadCounters &) = delete;
+  ~ThreadCounters() {
+    if (copy_) unmap_pages(copy_, bytes_);
+  }
+  // The counters at `source` (words of them) of the thread whose pointer is `owner`, or null
+  // (unreadable).
+  const uint64_t *read(const uint64_t *source, uint64_t words, uintptr_t owner) {
+    if (!source || !words || owner == reinterpret_cast<uintptr_t>(__builtin_thread_pointer())) return source;
+    bytes_ = words * sizeof(uint64_t);
+    copy_ = static_cast<uint64_t *>(map_pages(bytes_));
+    if (!copy_) return source;
+    iovec local{copy_, bytes_}, remote{const_cast<uint64_t *>(source), bytes_};
+    int saved_errno = errno;  // (the program's)
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    bool not_permitted = got < 0 && (errno == ENOSYS || errno == EPERM);
+    errno = saved_errno;
+    if (got == ssize_t(bytes_)) return copy_;
+    return not_permitted ? source : nullptr;
+  }
+
+ private:
+  uint64_t *copy_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // KPSC: whether the thread's path stream was sampled in bursts, its cut windows, and every
-// versioned function's start counters (process-wide; each file has the counts at its dump, the
-// reader keeps the largest) (docs/FORMAT.md).
+// versioned function's start counters: the thread's own (per-thread tables: the reader adds the
+// files of a process), or the process's (each file has the counts at its dump, the reader keeps the
+// largest) (docs/FORMAT.md).
 HCCT_NOINST bool write_sampling(ByteBuffer &out, const KpathThreadState &k) {
   out.append_varint(fmt::kPathSamplingVersion);
   out.append_varint(burst_paths_active() ? 1 : 0);
@@ -273,14 +334,20 @@ HCCT_NOINST bool write_sampling(ByteBuffer &out, const KpathThreadState &k) {
   for (size_t i = 0; i < count; ++i) {
     const abi::VersionTable *t = __atomic_load_n(&g_version_tables[i], __ATOMIC_ACQUIRE);
     if (!t) continue;
+    const uint64_t *array = nullptr;
+    ThreadCounters copy;
+    if (per_thread(*t)) array = copy.read(counters_of(i, *t, 0, k.thread_pointer), t->thread_words, k.thread_pointer);
     for (uint64_t j = 0; j < t->functions; ++j) {
       const abi::VersionFunction &f = t->function[j];
+      const uint64_t *counters = per_thread(*t) ? array : f.counters;
       out.append_u64(f.function_id);
+      out.append_varint(per_thread(*t) ? fmt::kStartsPerThread : 0);
       out.append_varint(f.starts);
       for (uint64_t n = 0; n < f.starts; ++n) {
         out.append_varint(f.start_blocks[n]);
-        out.append_varint(__atomic_load_n(&f.counters[n], __ATOMIC_RELAXED));
+        out.append_varint(counters ? __atomic_load_n(&counters[n], __ATOMIC_RELAXED) : 0);
       }
+      if (array) array += f.starts;  // (null: no copy, every count 0)
     }
   }
   return out.ok();
@@ -329,13 +396,16 @@ HCCT_EXPORT void __hcct_path_switch(uint64_t kind) {
 
 HCCT_EXPORT void __hcct_path_register_versions(const void *table) {
   const auto *t = static_cast<const abi::VersionTable *>(table);
-  if (!t || t->version != abi::kVersionTableVersion) return;
+  if (!t || t->version < 1 || t->version > abi::kVersionTableVersion) return;
   size_t i = __atomic_fetch_add(&g_version_table_count, 1, __ATOMIC_ACQ_REL);
   if (i >= kMaxVersionTables) {
     __atomic_store_n(&g_version_table_count, kMaxVersionTables, __ATOMIC_RELEASE);
     __atomic_add_fetch(&g_version_tables_dropped, 1, __ATOMIC_RELAXED);
     return;
   }
+  if (per_thread(*t))
+    g_thread_counter_offsets[i] = reinterpret_cast<intptr_t>(t->thread_counters()) -
+                                  reinterpret_cast<intptr_t>(__builtin_thread_pointer());
   __atomic_store_n(&g_version_tables[i], t, __ATOMIC_RELEASE);
   __atomic_store_n(&g_path_versions_registered, true, __ATOMIC_RELEASE);
   burst_paths_start();  // (nothing until the runtime has started bursting; burst_start calls it then)
@@ -345,6 +415,7 @@ HCCT_EXPORT void __hcct_path_unregister_versions(const void *table) {
   size_t count = __atomic_load_n(&g_version_table_count, __ATOMIC_ACQUIRE);
   for (size_t i = 0; i < count && i < kMaxVersionTables; ++i) {
     if (__atomic_load_n(&g_version_tables[i], __ATOMIC_ACQUIRE) != table) continue;
+    if (per_thread(*static_cast<const abi::VersionTable *>(table))) return;  // (an executable's: stays)
     const abi::VersionTable *copy = copy_table(static_cast<const abi::VersionTable *>(table));
     if (!copy) __atomic_add_fetch(&g_version_tables_dropped, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&g_version_tables[i], copy, __ATOMIC_RELEASE);
@@ -457,14 +528,18 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
 // and start again), and every start counter of the versioned modules restarts from zero, so that
 // the child's T and S count the same paths. One path per activation on the stack at the fork
 // started in the parent (counted there) and ends in the child (counted there, from its end).
+// (Per-thread counters: the forking thread's own, the child's only thread.)
 HCCT_NOINST void hcct_kpath_fork_child(ThreadState *thread) {
   if (thread) hcct_kpath_release(*thread);
+  uintptr_t self = reinterpret_cast<uintptr_t>(__builtin_thread_pointer());
   size_t count = __atomic_load_n(&g_version_table_count, __ATOMIC_ACQUIRE);
   for (size_t i = 0; i < count && i < kMaxVersionTables; ++i) {
     const abi::VersionTable *t = __atomic_load_n(&g_version_tables[i], __ATOMIC_ACQUIRE);
     if (!t) continue;
-    for (uint64_t j = 0; j < t->functions; ++j)
-      for (uint64_t n = 0; n < t->function[j].starts; ++n) __atomic_store_n(&t->function[j].counters[n], 0, __ATOMIC_RELAXED);
+    for (uint64_t j = 0; j < t->functions; ++j) {
+      uint64_t *counters = counters_of(i, *t, j, self);
+      for (uint64_t n = 0; n < t->function[j].starts; ++n) __atomic_store_n(&counters[n], 0, __ATOMIC_RELAXED);
+    }
   }
 }
 

@@ -112,7 +112,7 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
         g.joins += t.sampling->joins;
         g.leaves += t.sampling->leaves;
       }
-      ipf.merge(o.estimator->scale(own, pid));
+      ipf.merge(o.estimator->scale(own, t.profile.meta));
     } else {
       ipf.merge(own);
     }

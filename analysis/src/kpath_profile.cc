@@ -130,7 +130,7 @@ std::vector<TraceRecord> parse_trace(std::span<const unsigned char> body, const 
 PathSampling parse_sampling(std::span<const unsigned char> body, const std::string &name) {
   ByteCursor c(body, name, "KPSC");
   uint64_t version = c.varint("version");
-  if (version != format::kPathSamplingVersion) c.fail("unsupported version " + std::to_string(version));
+  if (version < 1 || version > format::kPathSamplingVersion) c.fail("unsupported version " + std::to_string(version));
   PathSampling s;
   uint64_t flags = c.varint("flags");
   if (flags > 1) c.fail("unknown flags " + std::to_string(flags));
@@ -145,6 +145,10 @@ PathSampling parse_sampling(std::span<const unsigned char> body, const std::stri
   if (functions > c.remaining() / 10) c.fail("function count " + std::to_string(functions) + " exceeds the section");
   for (uint64_t i = 0; i < functions; ++i) {
     uint64_t function = c.fixed<uint64_t>("function");
+    uint64_t function_flags = version >= 2 ? c.varint("function flags") : 0;
+    if (function_flags > format::kStartsPerThread)
+      c.fail("function " + std::to_string(i) + ": unknown flags " + std::to_string(function_flags));
+    if (function_flags & format::kStartsPerThread) s.thread_functions.insert(function);
     uint64_t starts = c.varint("start count");
     if (starts == 0 || starts > c.remaining() / 2) c.fail("function " + std::to_string(i) + ": start count " + std::to_string(starts));
     int64_t previous = -1;

@@ -175,6 +175,12 @@ def path_configs(workload):
     c.append(Config("kpath goto-versions k=8 burst", "kpath-burst-goto-seeded", "k=8:burst=1:verbose=1", preload=False))
     c.append(Config("kpath goto-versions k=8 burst closed", "kpath-burst-goto-seeded", "k=8:burst=manual:verbose=1",
                     preload=False))
+    # Process-wide start counters (-kpath-burst-thread-counters=0, the only kind before session 12;
+    # `--configs shared-counters`): what per-thread counters buy, in the same session.
+    c.append(Config("kpath shared-counters k=8 burst", "kpath-burst-shared-seeded", "k=8:burst=1:verbose=1",
+                    preload=False))
+    c.append(Config("kpath shared-counters k=8 burst closed", "kpath-burst-shared-seeded",
+                    "k=8:burst=manual:verbose=1", preload=False))
     for cfg in c:
         cfg.keep_profile = (cfg.label in ACCURACY_PAIR or cfg.label in BURST_ACCURACY_PAIR or
                             cfg.label in LATE_BURST_ACCURACY_PAIR)

@@ -127,6 +127,11 @@ def path_flavours(kpath_plugin, runtime_dir):
         "kpath-burst-late-seeded": Flavour("kpath-burst-late-seeded", "clang",
                                            late + ["-mllvm", "-kpath-burst=1", "-Dluai_makeseed=sizeof"], link,
                                            plugin=kpath_plugin),
+        # The same with process-wide start counters (before session 12; docs/KPATH.md, "Bursting").
+        "kpath-burst-shared-seeded": Flavour("kpath-burst-shared-seeded", "clang",
+                                             late + ["-mllvm", "-kpath-burst=1", "-mllvm",
+                                                     "-kpath-burst-thread-counters=0", "-Dluai_makeseed=sizeof"],
+                                             link, plugin=kpath_plugin),
         # The same with computed-goto functions versioned too (Lua's luaV_execute; docs/KPATH.md,
         # "Computed gotos": not the default).
         "kpath-burst-goto-seeded": Flavour("kpath-burst-goto-seeded", "clang",

@@ -45,9 +45,28 @@ bool version_computed_gotos() {
   return false;
 }
 
+cl::opt<int> g_burst_thread_counters(
+    "kpath-burst-thread-counters",
+    cl::desc("hcct kpath: with -kpath-burst=1, in an executable, count path starts per thread (1, default) or in "
+             "process-wide counters (0)"),
+    cl::init(-1));
+
+// -kpath-burst-thread-counters, else HCCT_KPATH_BURST_THREAD_COUNTERS, else on. Off only to
+// measure what per-thread counters buy (docs/KPATH.md, "Per-thread start counters").
+bool thread_counters_wanted() {
+  if (g_burst_thread_counters >= 0) return g_burst_thread_counters != 0;
+  if (const char *env = std::getenv("HCCT_KPATH_BURST_THREAD_COUNTERS")) return std::atoi(env) != 0;
+  return true;
+}
+
+// Code that goes into an executable (a PIE, or built without -fPIC): its TLS is static, at a fixed
+// offset from the thread pointer, and a module-local thread-local variable is reached in one
+// instruction (`%fs:var@tpoff`).
+bool executable(const Module &m) { return m.getPIELevel() != PIELevel::Default || m.getPICLevel() == PICLevel::NotPIC; }
+
 }  // namespace
 
-VersionApi::VersionApi(Module &m) : m_(m) {
+VersionApi::VersionApi(Module &m) : m_(m), thread_counters_(executable(m) && thread_counters_wanted()) {
   LLVMContext &c = m.getContext();
   Type *i8 = Type::getInt8Ty(c);
   gate_ = m.getNamedGlobal(abi::kGateSymbol);
@@ -58,7 +77,7 @@ VersionApi::VersionApi(Module &m) : m_(m) {
   // its GOT, so both see the one byte). Otherwise every gate test first loads its address from the
   // GOT: one instruction more per call and per loop iteration between bursts. A shared library keeps
   // the GOT (its gate may be another module's).
-  if (m.getPIELevel() != PIELevel::Default || m.getPICLevel() == PICLevel::NotPIC) gate_->setDSOLocal(true);
+  if (executable(m)) gate_->setDSOLocal(true);
   switch_ = m.getOrInsertFunction(abi::kSwitchSymbol, Type::getVoidTy(c), Type::getInt64Ty(c));
   if (auto *fn = dyn_cast<Function>(switch_.getCallee())) {
     fn->addFnAttr(Attribute::NoUnwind);
@@ -75,12 +94,47 @@ GlobalVariable *VersionApi::add_function(uint64_t function_id, const std::vector
   return counters;
 }
 
+// Per-thread counters (an executable): every function's counters move into one module-level
+// thread-local array, in table order, so that the runtime finds a thread's counters at one address
+// (abi::VersionTable::thread_counters) and each increment stays one instruction
+// (`addq $1, %fs:hcct.kpath.thread_starts@tpoff+8i`): the counters are no longer shared by threads
+// (zstd's four workers bounced their cache lines between cores). Returns the function that gives
+// the calling thread's array.
+Function *VersionApi::move_counters_to_tls(uint64_t &words) {
+  LLVMContext &c = m_.getContext();
+  Type *i64 = Type::getInt64Ty(c);
+  words = 0;
+  for (const Entry &e : entries_) words += e.start_blocks.size();
+  auto *type = ArrayType::get(i64, words);
+  auto *array = new GlobalVariable(m_, type, false, GlobalValue::InternalLinkage, Constant::getNullValue(type),
+                                   "hcct.kpath.thread_starts", nullptr, GlobalValue::LocalExecTLSModel);
+  array->setAlignment(Align(64));  // (its own cache lines: a TLS block's neighbours are the thread's)
+  uint64_t offset = 0;
+  for (Entry &e : entries_) {
+    Constant *at = ConstantExpr::getInBoundsGetElementPtr(
+        type, array, ArrayRef<Constant *>{ConstantInt::get(i64, 0), ConstantInt::get(i64, offset)});
+    e.counters->replaceAllUsesWith(ConstantExpr::getBitCast(at, e.counters->getType()));
+    e.counters->eraseFromParent();
+    e.counters = nullptr;
+    offset += e.start_blocks.size();
+  }
+  auto *fty = FunctionType::get(i64->getPointerTo(), false);
+  Function *f = Function::Create(fty, GlobalValue::InternalLinkage, "hcct.kpath.thread_starts_of", m_);
+  f->addFnAttr(Attribute::NoUnwind);
+  f->addFnAttr(Attribute::NoInline);
+  IRBuilder<> b(BasicBlock::Create(c, "entry", f));
+  b.CreateRet(b.CreateConstInBoundsGEP2_64(type, array, 0, 0));
+  return f;
+}
+
 // The table (hcct/kpath_abi.h, VersionTable) and a constructor that registers it, a destructor
 // that unregisters it (the runtime then keeps a copy: the module's memory may go with dlclose).
 void VersionApi::emit_table() {
   if (entries_.empty()) return;
   LLVMContext &c = m_.getContext();
   Type *i64 = Type::getInt64Ty(c), *i32 = Type::getInt32Ty(c);
+  uint64_t thread_words = 0;
+  Function *thread_counters = thread_counters_ ? move_counters_to_tls(thread_words) : nullptr;
   auto *fn_type = StructType::create(c, {i64, i64, i64->getPointerTo(), i32->getPointerTo()}, "hcct.kpath.version_function");
   std::vector<Constant *> functions;
   for (const Entry &e : entries_) {
@@ -92,19 +146,25 @@ void VersionApi::emit_table() {
     Constant *zero = ConstantInt::get(i64, 0);
     functions.push_back(ConstantStruct::get(
         fn_type, {ConstantInt::get(i64, e.function_id), ConstantInt::get(i64, e.start_blocks.size()),
-                  ConstantExpr::getInBoundsGetElementPtr(e.counters->getValueType(), e.counters,
-                                                         ArrayRef<Constant *>{zero, zero}),
+                  e.counters ? ConstantExpr::getInBoundsGetElementPtr(e.counters->getValueType(), e.counters,
+                                                                      ArrayRef<Constant *>{zero, zero})
+                             : ConstantPointerNull::get(i64->getPointerTo()),
                   ConstantExpr::getInBoundsGetElementPtr(blocks_type, blocks_gv, ArrayRef<Constant *>{zero, zero})}));
   }
   auto *array_type = ArrayType::get(fn_type, functions.size());
   auto *array = new GlobalVariable(m_, array_type, true, GlobalValue::PrivateLinkage,
                                    ConstantArray::get(array_type, functions), "hcct.kpath.version_functions");
-  auto *table_type = StructType::create(c, {i64, i64, fn_type->getPointerTo()}, "hcct.kpath.version_table");
+  auto *counters_fn_type = FunctionType::get(i64->getPointerTo(), false)->getPointerTo();
+  auto *table_type =
+      StructType::create(c, {i64, i64, fn_type->getPointerTo(), counters_fn_type, i64}, "hcct.kpath.version_table");
   Constant *zero = ConstantInt::get(i64, 0);
   auto *table = new GlobalVariable(
       m_, table_type, true, GlobalValue::PrivateLinkage,
       ConstantStruct::get(table_type, {ConstantInt::get(i64, abi::kVersionTableVersion), ConstantInt::get(i64, functions.size()),
-                                       ConstantExpr::getInBoundsGetElementPtr(array_type, array, ArrayRef<Constant *>{zero, zero})}),
+                                       ConstantExpr::getInBoundsGetElementPtr(array_type, array, ArrayRef<Constant *>{zero, zero}),
+                                       thread_counters ? static_cast<Constant *>(thread_counters)
+                                                       : ConstantPointerNull::get(counters_fn_type),
+                                       ConstantInt::get(i64, thread_words)}),
       "hcct.kpath.version_table");
   auto make_caller = [&](const char *name, const char *callee) {
     auto *fty = FunctionType::get(Type::getVoidTy(c), false);
@@ -484,8 +544,9 @@ void PathVersioner::drop_tables() {
   made_tables_.clear();
 }
 
-// counters[index] + 1, a plain load, add and store (racy between threads, as
-// -fprofile-instr-generate's counters are): a start point's exact count, kept in both copies.
+// counters[index] + 1, a plain load, add and store: a start point's exact count, kept in both
+// copies. Per thread in an executable (VersionApi::move_counters_to_tls); elsewhere process-wide and
+// racy between threads, as -fprofile-instr-generate's counters are.
 void PathVersioner::count_start(IRBuilder<> &b, GlobalVariable *counters, unsigned index) {
   Type *i64 = b.getInt64Ty();
   Value *p = b.CreateConstInBoundsGEP2_64(counters->getValueType(), counters, 0, index);

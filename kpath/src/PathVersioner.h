@@ -53,14 +53,18 @@ class VersionApi {
   llvm::GlobalVariable *add_function(uint64_t function_id, const std::vector<uint32_t> &start_blocks);
   // The table and its constructor/destructor; nothing if no function was added.
   void emit_table();
+  // Whether the start counters are per thread (an executable; hcct/kpath_abi.h, VersionTable).
+  bool thread_counters() const { return thread_counters_; }
 
  private:
+  llvm::Function *move_counters_to_tls(uint64_t &words);
   struct Entry {
     uint64_t function_id;
     std::vector<uint32_t> start_blocks;
     llvm::GlobalVariable *counters;
   };
   llvm::Module &m_;
+  bool thread_counters_;
   llvm::GlobalVariable *gate_;
   llvm::FunctionCallee switch_;
   std::vector<Entry> entries_;

@@ -86,7 +86,7 @@ std::map<std::vector<an::PathLabel>, uint64_t> sequences(const Run &r, uint32_t 
   an::Ipf all;
   for (const auto &t : r.threads) {
     an::Ipf own = an::make_k_ipf(t.forest, k).without_zero_counts();
-    all.merge(e ? e->scale(own, t.profile.meta.pid) : own);
+    all.merge(e ? e->scale(own, t.profile.meta) : own);
   }
   return all.sequences();
 }
@@ -393,6 +393,115 @@ TEST_CASE("bursting: irreducible loops: both copies compute the same, the start 
     CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
     CHECK(headers >= 2);  // (main's loop and at least one header of the cycle)
     for (const auto &[start, count] : exact.threads[0].sampling->starts) CHECK((count == 0 || started.count(start)));
+  }
+}
+
+// Per-thread start counters (an executable's; docs/KPATH.md, "Bursting"): two workers, each with a
+// loop of its own, both running one shared loop with different branch biases
+// (tests/kpath/programs/burst_threads.c), at the late stage. Run at once and traced exhaustively,
+// each thread's file holds its own counters, equal to its own traced 1-grams (before: every file
+// held the process's counters, both workers' sums, shared and racy). In bursts that sample the two
+// workers at different fractions of their iterations (burst=manual: 20 % and 50 %), each thread's
+// trees are scaled by its own T/S: every hot sequence of each thread is estimated within 10 % on
+// average (before: one T/S for the shared loop over both threads, off by tens of percent).
+TEST_CASE("bursting: per-thread start counters: each thread's counters and estimates are its own") {
+  const std::string source = "tests/kpath/programs/burst_threads.c";
+  const uint32_t k = 4;
+  fs::path exe = build(source, "-O2 -pthread", true, "threads-late", /*late=*/true);
+  an::PathMetadata meta = metadata(exe);
+  std::string native = run(build_native(source, "-O2 -pthread", "-O2").string() + " 300000 100000");
+
+  SECTION("concurrent workers: each file's counters are its thread's traced 1-grams") {
+    Run exact = record(exe, "300000 100000 0 1", "k=4:path_epsilon=0:path_trace=1", "threads.concurrent");
+    CHECK(exact.output == native);
+    size_t workers = 0;
+    for (const auto &t : exact.threads) {
+      INFO("thread " << t.profile.meta.thread_seq);
+      REQUIRE(t.sampling);
+      CHECK_FALSE(t.sampling->thread_functions.empty());  // (an executable: per-thread counters)
+      auto started = traced_starts(meta, {&t});
+      for (const auto &[start, count] : t.sampling->starts) {
+        INFO("function " << start.first << " block " << start.second);
+        CHECK(count == (started.count(start) ? started.at(start) : 0));
+      }
+      uint64_t headers = 0;
+      for (const auto &[start, count] : started) headers += start.second != 0 ? count : 0;
+      workers += headers >= 100000;
+    }
+    CHECK(workers == 2);
+  }
+
+  SECTION("a worker alive at exit: the final dump, in main, writes that worker's own counters") {
+    Run live = record(exe, "30000 1000 0 2", "k=4", "threads.live");
+    CHECK(live.output.find("burst_threads 30000: ") == 0);
+    const an::ThreadPaths *worker_a = nullptr, *worker_b = nullptr;
+    for (const auto &t : live.threads) {
+      REQUIRE(t.sampling);
+      uint64_t headers = 0;
+      for (const auto &[start, count] : t.sampling->starts) headers += start.second != 0 ? count : 0;
+      if (t.profile.meta.status == an::ThreadStatus::live_at_exit && headers > 0) worker_b = &t;
+      if (t.profile.meta.status == an::ThreadStatus::exited && headers >= 30000) worker_a = &t;
+    }
+    REQUIRE(worker_a);
+    REQUIRE(worker_b);
+    // What A counted is in A's file only: B's counters of A's functions are 0.
+    for (const auto &[start, count] : worker_a->sampling->starts) {
+      INFO("function " << start.first << " block " << start.second);
+      if (count > 0 && start.second != 0) CHECK(worker_b->sampling->starts.at(start) == 0);
+    }
+  }
+
+  SECTION("workers sampled at different fractions: each thread's estimate is right") {
+    const std::string args = "300000 100000";
+    Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", "threads.exact");
+    Run sampled = record(exe, args, "k=4:path_epsilon=0:burst=manual", "threads.sampled");
+    CHECK(exact.output == native);
+    CHECK(sampled.output == native);
+    an::PathEstimator estimator(sampled.threads);
+    estimator.resolve(meta);
+    // A worker's file in each run: the one whose forest has the worker's own loop (main, which
+    // runs between bursts only, has none in the sampled run).
+    auto functions_of = [](const an::ThreadPaths &t) {
+      std::set<uint64_t> out;
+      for (const auto &n : t.forest.nodes) out.insert(n.label.function);
+      return out;
+    };
+    size_t checked = 0;
+    for (const an::ThreadPaths &et : exact.threads) {
+      REQUIRE(et.trace);
+      auto truth = an::count_ngrams(an::activation_streams(*et.trace), k).without_zero_counts().sequences();
+      uint64_t n = 0;
+      for (const auto &[seq, count] : truth) n += seq.size() == 1 ? count : 0;
+      if (n < 100000) continue;  // (main)
+      std::set<uint64_t> own = functions_of(et);
+      const an::ThreadPaths *match = nullptr;
+      for (const an::ThreadPaths &t : sampled.threads) {
+        std::set<uint64_t> seen = functions_of(t);
+        if (seen.size() >= 2 && std::includes(own.begin(), own.end(), seen.begin(), seen.end())) match = &t;
+      }
+      size_t i = checked++;
+      INFO("worker " << i);
+      REQUIRE(match);
+      const an::ThreadPaths &st = *match;
+      REQUIRE(st.sampling);
+      CHECK(st.sampling->bursting);
+      auto estimate = estimator.scale(an::make_k_ipf(st.forest, k).without_zero_counts(), st.profile.meta).sequences();
+      const double phi = 1e-3;
+      double error_sum = 0;
+      size_t hot = 0;
+      for (const auto &[seq, count] : truth) {
+        if (double(count) < phi * double(n)) continue;
+        ++hot;
+        auto it = estimate.find(seq);
+        INFO("thread " << i << ": a hot sequence of " << seq.size() << " paths, true count " << count);
+        REQUIRE(it != estimate.end());
+        error_sum += std::abs(double(it->second) - double(count)) / double(count);
+      }
+      INFO("thread " << i << ": " << hot << " hot sequences, average error " << error_sum / double(hot));
+      REQUIRE(hot > 20);
+      CHECK(error_sum / double(hot) <= 0.10);
+    }
+    CHECK(checked == 2);
   }
 }
 

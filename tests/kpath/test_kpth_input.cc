@@ -18,6 +18,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -366,10 +367,11 @@ TEST_CASE("KPTH input: hcct paths and hcct guide name the file and exit 1") {
 namespace {
 
 // A KPSC body (docs/FORMAT.md): flags, schedule, joins, leaves, dropped tables, then per function
-// its start blocks and counts.
+// (version 2: its flags) its start blocks and counts.
 struct Starts {
   uint64_t function;
   std::vector<std::pair<uint64_t, uint64_t>> blocks;  // (block, count)
+  uint64_t flags = 0;                                  // version 2: bit 0 = per-thread counters
 };
 Bytes kpsc(uint64_t version, uint64_t flags, uint64_t interval, uint64_t length, const std::vector<Starts> &functions,
            std::optional<uint64_t> claimed = std::nullopt) {
@@ -384,6 +386,7 @@ Bytes kpsc(uint64_t version, uint64_t flags, uint64_t interval, uint64_t length,
   varint(b, claimed.value_or(functions.size()));
   for (const Starts &f : functions) {
     u64(b, f.function);
+    if (version >= 2) varint(b, f.flags);
     varint(b, f.blocks.size());
     for (auto [block, count] : f.blocks) {
       varint(b, block);
@@ -416,7 +419,18 @@ TEST_CASE("KPSC input: the sampling section is read whole or rejected with the f
     CHECK(v.rfind("dir/77.0.hcct: KPSC: ", 0) == 0);
     CHECK(v.find(problem) != std::string::npos);
   };
-  rejected_kpsc(kpsc(2, 1, 2000000, 200000, kGoodStarts), "unsupported version 2");
+  // Version 2: per-function flags, bit 0 = the thread's own counters.
+  REQUIRE(verdict(with_kpsc(kpsc(2, 1, 2000000, 200000, {{9, {{0, 5}, {2, 40}}, 1}, {7, {{0, 4}}}})), &t) == "");
+  REQUIRE(t->sampling);
+  CHECK(t->sampling->starts.at({9, 2}) == 40);
+  CHECK(t->sampling->thread_functions == std::set<uint64_t>{9});
+  rejected_kpsc(kpsc(2, 1, 2000000, 200000, {{9, {{0, 5}}, 2}}), "unknown flags 2");
+  for (size_t n = 0; n < kpsc(2, 1, 2000000, 200000, kGoodStarts).size(); ++n) {
+    Bytes v2 = kpsc(2, 1, 2000000, 200000, kGoodStarts);
+    INFO("version 2 truncated to " << n << " of " << v2.size() << " bytes");
+    CHECK(verdict(with_kpsc(Bytes(v2.begin(), v2.begin() + long(n)))).rfind("dir/77.0.hcct: KPSC: ", 0) == 0);
+  }
+  rejected_kpsc(kpsc(3, 1, 2000000, 200000, kGoodStarts), "unsupported version 3");
   rejected_kpsc(kpsc(1, 4, 2000000, 200000, kGoodStarts), "unknown flags");
   rejected_kpsc(kpsc(1, 1, 200000, 2000000, kGoodStarts), "burst length above the interval");
   rejected_kpsc(kpsc(1, 1, 2000000, 200000, kGoodStarts, uint64_t(1) << 60), "exceeds the section");

@@ -448,7 +448,7 @@ int run_paths(const PathsOptions &o) {
   if (threads.empty())
     throw UserError(o.in.dir + ": no path profile (KPTH section) in any thread file; compile the program with "
                     "clang -fpass-plugin=kpath.so and link libhcct");
-  analysis::PathEstimator estimator(threads);  // (all threads of a process: its counters are process-wide)
+  analysis::PathEstimator estimator(threads);  // (all threads of a process: a shared library's counters are process-wide)
   std::erase_if(threads, [&](const analysis::ThreadPaths &t) {
     return (o.in.pid && t.profile.meta.pid != *o.in.pid) || (o.in.thread && t.profile.meta.thread_seq != *o.in.thread);
   });
@@ -483,7 +483,7 @@ int run_paths(const PathsOptions &o) {
   Ipf ipf;
   std::vector<uint64_t> pids;
   for (const auto &t : threads) {
-    ipf.merge(estimator.scale(analysis::make_k_ipf(t.forest, k).without_zero_counts(), t.profile.meta.pid));
+    ipf.merge(estimator.scale(analysis::make_k_ipf(t.forest, k).without_zero_counts(), t.profile.meta));
     if (std::find(pids.begin(), pids.end(), t.profile.meta.pid) == pids.end()) pids.push_back(t.profile.meta.pid);
   }
   if (std::any_of(pids.begin(), pids.end(), [&](uint64_t pid) { return estimator.sampled(pid); })) {

@@ -36,7 +36,9 @@ inline constexpr uint32_t kTagPathSampling = tag('K', 'P', 'S', 'C');
 // forest's ε, budget and error accounting after `lost`; KTRC stays at version 1.
 inline constexpr uint64_t kPathsVersion = 3;
 inline constexpr uint64_t kPathTraceVersion = 1;
-inline constexpr uint64_t kPathSamplingVersion = 1;
+// KPSC version 2 adds per function a flags word (kStartsPerThread); readers accept 1 (no flags).
+inline constexpr uint64_t kPathSamplingVersion = 2;
+inline constexpr uint64_t kStartsPerThread = 1;  // the counts are the thread's own, not the process's
 // The path profile's structure, one enum for every side: the KPTH section's forest code (its
 // value), the runtime's option `forest=ksf|kwf` (option_name), the readers and reports (title).
 enum class PathForest : uint8_t {

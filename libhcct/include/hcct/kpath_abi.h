@@ -71,20 +71,31 @@ inline constexpr char kRegisterVersionsSymbol[] = "__hcct_path_register_versions
 inline constexpr char kUnregisterVersionsSymbol[] = "__hcct_path_unregister_versions";
 inline constexpr uint64_t kSwitchJoin = 0;
 inline constexpr uint64_t kSwitchLeave = 1;
-inline constexpr uint64_t kVersionTableVersion = 1;
+// Version 2 adds the per-thread counters (thread_counters, thread_words); the runtime still reads
+// version 1 tables (process-wide counters only).
+inline constexpr uint64_t kVersionTableVersion = 2;
 
 // One versioned function: its counters, one per start point of its Ball-Larus paths: the entry
 // (DAG block 0) and each loop header reached by a back edge (its DAG block index).
 struct VersionFunction {
   uint64_t function_id;
   uint64_t starts;
-  uint64_t *counters;             // [starts]
+  uint64_t *counters;             // [starts]; null when the table's counters are per thread
   const uint32_t *start_blocks;   // [starts], ascending, start_blocks[0] == 0
 };
+// Per-thread counters (version 2, an executable's module: thread_counters non-null): the module's
+// counters are one thread-local array of thread_words words (initial-exec/local-exec TLS, so that
+// an increment stays one instruction, `addq $1, %fs:off`), the functions' counters consecutive in
+// it in table order. thread_counters() returns the calling thread's array; being static TLS, every
+// thread's array is at the same distance from its thread pointer, so the runtime reads another
+// thread's (the final dump) at that thread's pointer plus the distance. No thread shares a cache
+// line of counters with another, and no increment is lost to a race.
 struct VersionTable {
-  uint64_t version;  // kVersionTableVersion
+  uint64_t version;  // kVersionTableVersion (1: the first three fields only)
   uint64_t functions;
   const VersionFunction *function;
+  uint64_t *(*thread_counters)();  // null: process-wide counters (VersionFunction::counters)
+  uint64_t thread_words;
 };
 
 // BLPP counter arrays (issue 24: BLPP as real path profilers do it). A function with at most

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,9 +78,11 @@ struct PathSampling {
   // started empty there) and that left it (their window ended there).
   uint64_t joins = 0, leaves = 0;
   uint64_t dropped_tables = 0;  // versioned modules whose counters the runtime could not keep
-  // (function, DAG start block) -> paths started there in the whole process (block 0: entries;
-  // a loop header: back edges into it), both copies, at the time the file was written.
+  // (function, DAG start block) -> paths started there (block 0: entries; a loop header: back
+  // edges into it), both copies, at the time the file was written: by this thread for the
+  // functions in thread_functions (an executable's per-thread counters), else by the whole process.
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> starts;
+  std::set<uint64_t> thread_functions;
 };
 
 struct ThreadPaths {

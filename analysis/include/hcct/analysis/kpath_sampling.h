@@ -7,10 +7,14 @@
 // by T(s) / S(s): every sequence is estimated from the sampled fraction of its own first path's
 // start point, which is measured in that start point's own executions, not in time — so a phase
 // that bursts slow down more is not under-counted, as long as its loops are its own.
+// Per-thread counters (an executable's functions, KPSC's thread_functions): T and S are the
+// thread's own, so each thread's trees are scaled by its own ratios; process-wide counters (a
+// shared library's): T is the process's, S sums its threads.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -31,15 +35,17 @@ class PathEstimator {
   // Some thread of `pid` (any process if nullopt) recorded with the path gate following bursts.
   bool sampled(uint64_t pid) const;
   bool any_sampled() const;
-  // T(s)/S(s) for the start of `root`, 1 for a process that was not sampled or a function without
-  // counters (not versioned: every item was counted). Paths whose start has no counter (a cut
-  // edge's target, or no metadata to decode the path) take the function's T/S over all its starts.
-  double ratio(uint64_t pid, PathLabel root) const;
-  // `ipf` (threads of `pid`) with every tree's counts times its root's ratio, rounded.
-  Ipf scale(const Ipf &ipf, uint64_t pid) const;
+  // T(s)/S(s) for the start of `root` in the thread `thread` (its own T and S for a function with
+  // per-thread counters, the process's otherwise), 1 for a process that was not sampled or a
+  // function without counters (not versioned: every item was counted). Paths whose start has no
+  // counter (a cut edge's target, or no metadata to decode the path) take the function's T/S over
+  // all its starts.
+  double ratio(const ThreadMeta &thread, PathLabel root) const;
+  // `ipf` (of the thread `thread`) with every tree's counts times its root's ratio, rounded.
+  Ipf scale(const Ipf &ipf, const ThreadMeta &thread) const;
 
-  // T(function, block) of the sampled process `pid`: paths started there in the whole run (0 if
-  // unknown); and the versioned functions of the sampled processes among `pids`.
+  // T(function, block) of the sampled process `pid`: paths started there in the whole run, by all
+  // its threads (0 if unknown); and the versioned functions of the sampled processes among `pids`.
   uint64_t started(uint64_t pid, uint64_t function, uint32_t block) const;
   std::vector<uint64_t> counted_functions(const std::vector<uint64_t> &pids) const;
 
@@ -59,17 +65,25 @@ class PathEstimator {
   Summary summary(std::vector<uint64_t> pids) const;
 
  private:
-  struct Process {
-    bool bursting = false;
-    uint64_t interval_ns = 0, length_ns = 0, dropped_tables = 0;
+  // What one set of counters estimates: a process's process-wide counters and all its threads'
+  // samples of those functions, or one thread's own counters and samples.
+  struct Unit {
     std::map<std::pair<uint64_t, uint32_t>, uint64_t> started;  // T(function, start block)
-    std::map<PathLabel, uint64_t> sampled;                       // 1-gram counts, all threads
+    std::map<PathLabel, uint64_t> sampled;                       // 1-gram counts
     // After resolve():
     std::map<std::pair<uint64_t, uint32_t>, uint64_t> sampled_at;  // S(function, start block)
     std::map<PathLabel, double> ratio;
     size_t fallback_paths = 0, low_counters = 0;
     uint64_t unsampled_paths = 0;
     size_t unsampled_starts = 0;
+    void resolve(const PathMetadata &meta);
+  };
+  struct Process {
+    bool bursting = false;
+    uint64_t interval_ns = 0, length_ns = 0, dropped_tables = 0;
+    Unit shared;                          // process-wide counters
+    std::map<uint64_t, Unit> threads;     // thread_seq -> its per-thread counters
+    std::set<uint64_t> thread_functions;  // the functions counted per thread
   };
   std::map<uint64_t, Process> processes_;
 };
