@@ -504,7 +504,7 @@ class Tcc(Workload):
     full_sources = ("tcc.c", "libtcc.c", "tccpp.c", "tccgen.c", "tccelf.c", "tccasm.c", "tccrun.c",
                     "x86_64-gen.c", "x86_64-link.c", "i386-asm.c") + runtime_sources
     short_sources = runtime_sources
-    full_rounds, short_rounds = 6, 1
+    full_rounds, short_rounds = 4, 1
 
     def compile(self, src, out, flavour, log):
         tree = os.path.join(out, "tree")
