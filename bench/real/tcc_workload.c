@@ -70,6 +70,12 @@ static void run_tcc(const char *phase, char **args, int nargs) {
   }
 }
 
+/* Copies COUNT arguments to ARGS[AT...]; returns the new length. */
+static int append(char **args, int at, char **from, int count) {
+  memcpy(args + at, from, (size_t)count * sizeof *args);
+  return at + count;
+}
+
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
@@ -146,6 +152,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tcc_workload: cannot make a directory %s: %s\n", work_dir, strerror(errno));
     return 1;
   }
+  /* tcc's command line calls exit() itself on a bad option: the directory goes then too. */
+  atexit(remove_work_dir);
   caller_dir = open(".", O_RDONLY | O_DIRECTORY);
   if (caller_dir < 0 || chdir(work_dir) != 0) {
     fprintf(stderr, "tcc_workload: cannot enter %s: %s\n", work_dir, strerror(errno));
@@ -153,7 +161,7 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  /* One argument vector per phase, built once. */
+  /* Room for the longest phase's arguments: the options, -E, the sources, -o all.i. */
   int max_args = noptions + nsources + 4;
   char **args = malloc((size_t)max_args * sizeof *args);
   uint64_t *first = calloc((size_t)nsources + 2, sizeof *first);
@@ -164,22 +172,21 @@ int main(int argc, char **argv) {
 
   int status = 0;
   for (long round = 0; round < rounds && status == 0; ++round) {
-    int n = 0;
-    memcpy(args, options, (size_t)noptions * sizeof *args), n = noptions;
+    int n = append(args, 0, options, noptions);
     args[n++] = "-E";
-    memcpy(args + n, sources, (size_t)nsources * sizeof *args), n += nsources;
+    n = append(args, n, sources, nsources);
     args[n++] = "-o";
     args[n++] = "all.i";
     run_tcc("-E (preprocess)", args, n);
 
-    memcpy(args, options, (size_t)noptions * sizeof *args), n = noptions;
+    n = append(args, 0, options, noptions);
     args[n++] = "-c";
-    memcpy(args + n, sources, (size_t)nsources * sizeof *args), n += nsources;
+    n = append(args, n, sources, nsources);
     run_tcc("-c (compile)", args, n);
 
     n = 0;
     args[n++] = "-r";
-    memcpy(args + n, objects, (size_t)nsources * sizeof *args), n += nsources;
+    n = append(args, n, objects, nsources);
     args[n++] = "-o";
     args[n++] = "all.o";
     run_tcc("-r (link)", args, n);
