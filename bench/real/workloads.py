@@ -10,6 +10,7 @@ builds and inputs are cached in $HCCT_REAL_CACHE (default ~/.cache/hcct/real).
 """
 import hashlib
 import os
+import platform
 import random
 import resource
 import shutil
@@ -499,12 +500,18 @@ class Tcc(Workload):
     # The compiler's translation units (its Makefile's x86_64 list, ONE_SOURCE=no) and the C sources
     # of its runtime library libtcc1.a (lib/Makefile's x86_64 list, less bt-exe.c, which includes
     # tccrun.c again). The short input is the runtime library alone: every tcc.h includer costs
-    # ~5 M calls (tcc.h pulls in elf.h and libc's headers), the four library files 1.7 M together.
+    # ~5 M calls (tcc.h pulls in elf.h and libc's headers), the four library files 1.8 M together.
     runtime_sources = ("lib/libtcc1.c", "lib/va_list.c", "lib/bcheck.c", "lib/bt-log.c")
     full_sources = ("tcc.c", "libtcc.c", "tccpp.c", "tccgen.c", "tccelf.c", "tccasm.c", "tccrun.c",
                     "x86_64-gen.c", "x86_64-link.c", "i386-asm.c") + runtime_sources
     short_sources = runtime_sources
     full_rounds, short_rounds = 4, 1
+
+    def prepare_source(self):
+        # The inputs are tcc's x86_64 back end, compiled for x86_64 (argv's -D options).
+        if platform.machine() != "x86_64":
+            raise Unavailable(f"tcc's inputs are its x86_64 sources; this machine is {platform.machine()}")
+        return fetch_source(self.package)
 
     def compile(self, src, out, flavour, log):
         tree = os.path.join(out, "tree")
