@@ -10,6 +10,8 @@ source or tools cannot be had is skipped with one line saying why):
   sqlite  SQLite 3.40 shell built from its amalgamation, a speedtest-style SQL script in memory
   zstd    zstd 1.5.4 compressing 48 MB of generated text with 4 worker threads
   json    nlohmann::json 3.11 (template-heavy C++), a driver of ours: build, dump, parse, query, patch
+  tcc     Tiny C Compiler 0.9.27 compiling its own sources (preprocess, compile, link -r), 6 rounds,
+          through its command line called by a driver of ours (bench/real/tcc_workload.c)
 
 Each program is built once per flavour (native; gprof -pg; gcc -finstrument-functions; the hcct GCC
 plugin with stage=early and stage=late; clang -finstrument-functions-after-inlining), -O2 -g, and

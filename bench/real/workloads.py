@@ -10,6 +10,7 @@ builds and inputs are cached in $HCCT_REAL_CACHE (default ~/.cache/hcct/real).
 """
 import hashlib
 import os
+import platform
 import random
 import resource
 import shutil
@@ -488,4 +489,79 @@ class Json(Workload):
         return [binary, *(self.full_args if size == "full" else self.short_args)], None
 
 
-WORKLOADS = {w.name: w for w in (Lua(), Sqlite(), Zstd(), Json())}
+# The Tiny C Compiler's configuration when it compiles its own sources (config.h is made by its
+# configure script at build time; the inputs carry a fixed one, so that they do not depend on a build).
+TCC_INPUT_CONFIG_H = '#define TCC_VERSION "0.9.27"\n#define CONFIG_TCCDIR "/usr/local/lib/tcc"\n'
+
+
+class Tcc(Workload):
+    """tcc compiling its own sources: every round preprocesses them (-E), compiles each to an
+    object (-c) and links the objects (-r), through tcc's command line (bench/real/tcc_workload.c)."""
+    name = "tcc"
+    package = "tcc"
+    binary_name = "tcc_workload"
+    build_version = "2"  # 2: -O2 (version 1 built tcc at -O0: --extra-cflags=-g replaced configure's -O2)
+    description = "Tiny C Compiler 0.9.27 compiling its own sources: preprocess, compile, link (-r), repeated"
+    # The compiler's translation units (its Makefile's x86_64 list, ONE_SOURCE=no) and the C sources
+    # of its runtime library libtcc1.a (lib/Makefile's x86_64 list, less bt-exe.c, which includes
+    # tccrun.c again). The short input is the runtime library alone: every tcc.h includer costs
+    # ~5 M calls (tcc.h pulls in elf.h and libc's headers), the four library files 1.8 M together.
+    runtime_sources = ("lib/libtcc1.c", "lib/va_list.c", "lib/bcheck.c", "lib/bt-log.c")
+    full_sources = ("tcc.c", "libtcc.c", "tccpp.c", "tccgen.c", "tccelf.c", "tccasm.c", "tccrun.c",
+                    "x86_64-gen.c", "x86_64-link.c", "i386-asm.c") + runtime_sources
+    short_sources = runtime_sources
+    full_rounds, short_rounds = 6, 1
+
+    def prepare_source(self):
+        # The inputs are tcc's x86_64 back end, compiled for x86_64 (argv's -D options).
+        if platform.machine() != "x86_64":
+            raise Unavailable(f"tcc's inputs are its x86_64 sources; this machine is {platform.machine()}")
+        return fetch_source(self.package)
+
+    def compile(self, src, out, flavour, log):
+        tree = os.path.join(out, "tree")
+        shutil.copytree(src, tree)
+        # configure with the bare compiler (its test programs are linked without libhcct, which
+        # kpath builds need); the flavour's flags go into CC, once, as for zstd. --extra-cflags
+        # replaces configure's default CFLAGS ("-Wall -O2"), so it gives the suite's -O2 -g whole.
+        # tcc.c's main() becomes tcc_main (through tcc's own hook for extra make settings), called
+        # by our driver.
+        run_logged(["./configure", "--cc=" + flavour.cc(), "--extra-cflags=-O2 -g"], log, cwd=tree)
+        with open(os.path.join(tree, "config-extra.mak"), "w") as f:
+            f.write("tcc.o : DEFINES += -Dmain=tcc_main\n")
+        run_logged(["make", "-C", tree, "-j2", "libtcc.a", "tcc.o",
+                    "CC=" + " ".join([flavour.cc(), *flavour.cflags])], log)
+        run_logged([flavour.cc(), "-O2", "-g", *flavour.cflags, os.path.join(HERE, "tcc_workload.c"),
+                    os.path.join(tree, "tcc.o"), os.path.join(tree, "libtcc.a"),
+                    "-o", os.path.join(out, self.binary_name), *flavour.ldflags, "-lm", "-ldl", "-lpthread"], log)
+        shutil.rmtree(tree)
+
+    def key_extra(self):
+        return file_digest(os.path.join(HERE, "tcc_workload.c"))
+
+    def input_identity(self):
+        return os.path.basename(fetch_source(self.package)) + " lib/" + TCC_INPUT_CONFIG_H
+
+    def make_inputs(self, d):
+        """tcc's sources and headers, its runtime library's C sources (lib/), its own include
+        directory (tcc -B), and a fixed config.h."""
+        src = fetch_source(self.package)
+        for sub in ("", "lib"):
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+            for f in sorted(os.listdir(os.path.join(src, sub))):
+                if f.endswith((".c", ".h", ".def")):
+                    shutil.copy(os.path.join(src, sub, f), os.path.join(d, sub, f))
+        shutil.copytree(os.path.join(src, "include"), os.path.join(d, "tcc", "include"))
+        with open(os.path.join(d, "config.h"), "w") as f:
+            f.write(TCC_INPUT_CONFIG_H)
+
+    def argv(self, binary, size):
+        d = self.input_dir()
+        rounds, sources = ((self.full_rounds, self.full_sources) if size == "full"
+                           else (self.short_rounds, self.short_sources))
+        options = ["-B" + os.path.join(d, "tcc"), "-I" + d, "-DONE_SOURCE=0", "-DTCC_TARGET_X86_64",
+                   '-DCONFIG_TRIPLET="x86_64-linux-gnu"']
+        return [binary, str(rounds), *options, "--", *(os.path.join(d, s) for s in sources)], None
+
+
+WORKLOADS = {w.name: w for w in (Lua(), Sqlite(), Zstd(), Json(), Tcc())}
