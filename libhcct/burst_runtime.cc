@@ -928,8 +928,8 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   g_sync = o.burst_sync;
   g_interval_ns = o.burst_interval_ns;
   g_length_ns = o.burst_length_ns;
-  g_call_interval_ns = o.burst_schedule_given ? o.burst_interval_ns : Options::kEventClockIntervalNs;
-  g_call_length_ns = o.burst_schedule_given ? o.burst_length_ns : Options::kEventClockLengthNs;
+  g_call_interval_ns = o.burst_schedule_given() ? o.burst_interval_ns : Options::kEventClockIntervalNs;
+  g_call_length_ns = o.burst_schedule_given() ? o.burst_length_ns : Options::kEventClockLengthNs;
   // auto with a unit already registered that cannot be unwound right (static links run the units'
   // constructors first): the shadow stack from the start, as with burst_sync=shadow.
   units_lock();

@@ -196,11 +196,11 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
     } else if (key.is(spec::kBurstInterval.name)) {
       if (!parse_ms(value, &o->burst_interval_ns))
         return fail_value(error, error_size, spec::kBurstInterval, key, value);
-      o->burst_schedule_given = true;
+      o->burst_interval_given = true;
     } else if (key.is(spec::kBurstLength.name)) {
       if (!parse_ms(value, &o->burst_length_ns))
         return fail_value(error, error_size, spec::kBurstLength, key, value);
-      o->burst_schedule_given = true;
+      o->burst_length_given = true;
     } else if (key.is(spec::kBurstSync.name)) {
       if (value.is("auto")) o->burst_sync = BurstSync::kAuto;
       else if (value.is("shadow")) o->burst_sync = BurstSync::kShadow;
@@ -246,6 +246,17 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
   if (o->burst != Burst::kOff && o->mode != Mode::kCct && o->mode != Mode::kHcct) {
     snprintf(error, error_size, "burst needs mode=cct or mode=hcct");
     return false;
+  }
+  if (o->burst_interval_given != o->burst_length_given) {
+    // One given alone: the other at the defaults' ratio (a length of at least 1 µs, the options' floor).
+    if (o->burst_interval_given) {
+      uint64_t length = o->burst_interval_ns / Options::kBurstRatio;
+      o->burst_length_ns = length < 1000 ? 1000 : length;
+    } else {
+      constexpr uint64_t kLongestNs = uint64_t(86400000) * 1000000;  // parse_ms's bound: a day
+      uint64_t interval = o->burst_length_ns * Options::kBurstRatio;
+      o->burst_interval_ns = interval > kLongestNs ? kLongestNs : interval;
+    }
   }
   if (o->burst_length_ns > o->burst_interval_ns) {
     snprintf(error, error_size, "burst_length (%.3f ms) must not exceed burst_interval (%.3f ms)",

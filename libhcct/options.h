@@ -55,7 +55,12 @@ struct Options {
   // gate of kpath bursting) keep burst_interval_ns / burst_length_ns.
   static constexpr uint64_t kEventClockIntervalNs = 100000;
   static constexpr uint64_t kEventClockLengthNs = 10000;
-  bool burst_schedule_given = false;  // burst_interval or burst_length was given
+  // Which of burst_interval and burst_length were given. One given alone sets the other at the
+  // defaults' ratio (kBurstRatio: a burst every ten burst lengths, the same sampled fraction), so
+  // `burst_interval=0.1` alone is a valid schedule on either clock.
+  static constexpr uint64_t kBurstRatio = 10;
+  bool burst_interval_given = false, burst_length_given = false;
+  bool burst_schedule_given() const { return burst_interval_given || burst_length_given; }
   BurstSync burst_sync = BurstSync::kShadow;  // the one right with inlined probes (issue 16)
   // The default applies in hcct mode; cct mode samples time only when `time=cpu|wall` is given
   // (time_given): its 64-byte nodes cost 12 % more CPU on a 2.7-million-context tree.

@@ -119,7 +119,7 @@ TEST_CASE("manual bursts record exactly the events of each burst window", "[burs
 
 TEST_CASE("bad burst options: one message, the program runs unprofiled", "[bursting][e2e]") {
   auto plain = run({kExamples + "/calls", "10", "100"});
-  for (const char *bad : {"burst=2", "burst=1:burst_interval=0", "burst=1:burst_length=30",
+  for (const char *bad : {"burst=2", "burst=1:burst_interval=0", "burst=1:burst_interval=2:burst_length=30",
                           "mode=empty:burst=1", "burst_sync=fast"}) {
     INFO(bad);
     auto p = run_profiled({kExamples + "/calls", "10", "100"}, bad);

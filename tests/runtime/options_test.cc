@@ -83,24 +83,32 @@ TEST_CASE("options: static bursting", "[options][bursting]") {
   CHECK(error_of("burst_interval=0") == "burst_interval='0' must be milliseconds in [0.001, 86400000]");
   CHECK(error_of("burst_length=-2") == "burst_length='-2' must be milliseconds in [0.001, 86400000]");
   CHECK(error_of("burst_sync=fast") == "burst_sync='fast' is not one of auto, shadow, unwind");
-  CHECK(error_of("burst=1:burst_length=30") ==
+  CHECK(error_of("burst=1:burst_interval=2:burst_length=30") ==
         "burst_length (30.000 ms) must not exceed burst_interval (2.000 ms)");
   CHECK(error_of("burst=1:mode=empty") == "burst needs mode=cct or mode=hcct");
 }
 
 // The event clock's default schedule (0.1 / 0.01 ms) applies when neither burst_interval nor
 // burst_length is given (burst_runtime.cc; checked in the dumps by burst_e2e_test's "timer bursts on
-// the examples"); a given option keeps the other's 2 / 0.2 ms default, as on the time clock.
-TEST_CASE("options: whether the burst schedule was given", "[options]") {
+// the examples"); one given alone sets the other at the defaults' ratio, 10:1, on either clock.
+TEST_CASE("options: whether the burst schedule was given, and one alone sets the other", "[options]") {
+  using Schedule = std::tuple<bool, uint64_t, uint64_t>;
   auto given = [](const char *text) {
     Options o;
     char error[256];
+    INFO(text);
     REQUIRE(parse_options(text, &o, error, sizeof error));
-    return std::tuple<bool, uint64_t, uint64_t>(o.burst_schedule_given, o.burst_interval_ns, o.burst_length_ns);
+    return Schedule(o.burst_schedule_given(), o.burst_interval_ns, o.burst_length_ns);
   };
-  CHECK(given("burst=1") == std::tuple<bool, uint64_t, uint64_t>(false, 2000000, 200000));
-  CHECK(given("burst=1:burst_length=0.05") == std::tuple<bool, uint64_t, uint64_t>(true, 2000000, 50000));
-  CHECK(given("burst=1:burst_interval=2") == std::tuple<bool, uint64_t, uint64_t>(true, 2000000, 200000));
+  CHECK(given("burst=1") == Schedule(false, 2000000, 200000));
+  CHECK(given("burst=1:burst_length=0.05") == Schedule(true, 500000, 50000));
+  CHECK(given("burst=1:burst_interval=3") == Schedule(true, 3000000, 300000));
+  // Shorter than the time clock's default length: valid (it was refused, the length staying 0.2).
+  CHECK(given("burst=1:burst_interval=0.1") == Schedule(true, 100000, 10000));
+  CHECK(given("burst=1:burst_interval=0.005") == Schedule(true, 5000, 1000));  // the 1 µs floor
+  const uint64_t day = uint64_t(86400000) * 1000000;
+  CHECK(given("burst=1:burst_length=86400000") == Schedule(true, day, day));  // the one-day ceiling: always on
+  CHECK(given("burst=1:burst_interval=4:burst_length=1") == Schedule(true, 4000000, 1000000));
 }
 
 // The option table (hcct/runtime_options.h) is the one source: the parser's defaults are the

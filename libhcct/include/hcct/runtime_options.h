@@ -39,8 +39,8 @@ inline constexpr Option kFollow{"follow", true, "0, 1", "0",
 inline constexpr Option kBurst{"burst", true, "0, 1, manual", "0",
                                "static bursting: exhaustive profiling only in short bursts (docs/BURSTING.md)"};
 inline constexpr Option kBurstInterval{"burst_interval", false, "milliseconds in [0.001, 86400000]", "2",
-                                       "a burst starts every `burst_interval`; with `burst=1` and `burst_sync=shadow` (the event clock) "
-                                       "and neither this nor `burst_length` given: 0.1"};
+                                       "a burst starts every `burst_interval`; on the event clock (`burst=1` with the shadow stack) "
+                                       "with neither this nor `burst_length` given: 0.1; one given alone sets the other at 10:1"};
 inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.001, 86400000]", "0.2",
                                      "each burst lasts `burst_length` (at most the interval); on the event clock with neither given: 0.01"};
 inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "shadow",
