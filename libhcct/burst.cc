@@ -145,7 +145,8 @@ HCCT_NOINST void BurstThread::schedule_first(uint64_t seed, uint64_t interval_ns
   join_frames = 0;
   join_frames_smoothed = 0;
   uint64_t window = kFirstBurstEvents + draw_gap(*this, kFirstBurstEvents, interval_ns, length_ns);
-  start_gap(next_random(*this) % (window + 1));
+  // Always on (length = interval): no gap, not even a random start.
+  start_gap(length_ns >= interval_ns ? 0 : next_random(*this) % (window + 1));
 }
 
 // Aim the next burst at burst_length of time: its enters are length / (time per enter), the time
@@ -163,6 +164,10 @@ HCCT_NOINST void BurstThread::schedule_next(uint64_t took_ns, uint64_t interval_
   uint64_t events = burst_events;
   start_gap(draw_gap(*this, events, interval_ns, length_ns));
   double per_event = double(took_ns ? took_ns : 1) / double(events);
+  if (ns_per_event != 0) {
+    if (per_event > ns_per_event * kRateStep) per_event = ns_per_event * kRateStep;
+    if (per_event < ns_per_event / kRateStep) per_event = ns_per_event / kRateStep;
+  }
   ns_per_event = ns_per_event == 0 ? per_event : ns_per_event + (per_event - ns_per_event) / kRateSmoothing;
   join_frames_smoothed += (double(join_frames) - join_frames_smoothed) / kRateSmoothing;
   double next = double(length_ns) / ns_per_event;

@@ -137,8 +137,12 @@ struct BurstThread {
   // the end of its burst are sampled at a fraction rising from 0 to f: with 4,096, until session
   // 12, each thread's first 4,096 enters came out at ×0.64), then doubling towards burst_length.
   static constexpr uint64_t kFirstBurstEvents = kMinBurstEvents;
-  // A burst's time per enter moves the smoothed one by 1/kRateSmoothing (schedule_next).
+  // A burst's time per enter moves the smoothed one by 1/kRateSmoothing (schedule_next), and counts
+  // at most kRateStep times above or below it: one burst preempted for milliseconds (64 enters
+  // that "took" 10 ms) would otherwise hold the thread's bursts at kMinBurstEvents for some 60
+  // bursts (more joins, the same fraction); a real change of phase is followed in a few bursts.
   static constexpr double kRateSmoothing = 8;
+  static constexpr double kRateStep = 4;
   // A burst samples at least this many enters per frame of the path rebuilt at its start (the walk
   // down the tree from the shadow stack, and the shadow stack taking the path back at its end, cost
   // a tree step and a copy per frame), so that a thread deep in a recursion does not spend its

@@ -536,6 +536,31 @@ TEST_CASE("event clock: bursts sample at least 8 enters per frame their start re
   CHECK(shallow.last_burst_events == rt::BurstThread::kMinBurstEvents);  // 5 µs: 50 enters, the floor
 }
 
+// burst_length = burst_interval means always on: every enter sampled from the first (the random
+// start of the first window skipped up to 64 enters before).
+TEST_CASE("event clock: bursts always on sample every enter", "[bursting]") {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    ScheduleRun r = run_schedule(seed, {0}, {10}, 10'000, 5'000, 5'000);
+    INFO("seed " << seed);
+    CHECK(r.sampled[0] == 10'000);
+  }
+}
+
+// A burst preempted for milliseconds (10 ms for a few hundred enters of 10 ns) must not hold the
+// thread's bursts at the floor for long: before its time per enter was bounded to 4× the smoothed
+// one, the bursts stayed at 64 enters for some 60 bursts (one burst of the steady 500 ten bursts on).
+TEST_CASE("event clock: one preempted burst does not shrink the bursts after it for long", "[bursting]") {
+  rt::BurstThread b;
+  b.schedule_first(3, 50'000, 5'000);  // bursts aimed at 5 µs: 500 enters of 10 ns
+  auto burst = [&](uint64_t took_ns) { b.schedule_next(took_ns, 50'000, 5'000); };
+  for (int i = 0; i < 40; ++i) burst(b.burst_events * 10);
+  REQUIRE(b.burst_events == Approx(500).epsilon(0.02));
+  burst(10'000'000);  // descheduled in the middle of a burst
+  for (int i = 0; i < 10; ++i) burst(b.burst_events * 10);
+  INFO("ten bursts after: " << b.burst_events << " enters");
+  CHECK(b.burst_events >= 250);
+}
+
 // A thread's first enters are sampled at the same fraction as its others: its first window starts
 // at a random point, so the enters before its first burst's end are sampled at a fraction rising
 // from 0 to f, and that first burst is as short as any (then doubling towards burst_length). With a
