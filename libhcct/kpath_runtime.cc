@@ -243,15 +243,11 @@ uint64_t g_version_tables_dropped = 0;
 
 bool per_thread(const abi::VersionTable &t) { return t.version >= 2 && t.thread_counters; }
 
-// The counters of table i's function j for the thread whose pointer is `thread_pointer`: its own
-// array's (per-thread tables) or the process's. Null for a per-thread table when the thread is
+// The start counters of per-thread table i for the thread whose pointer is `thread_pointer`: one
+// array, the functions' counters one after the other in table order. Null when the thread is
 // unknown (no path profiler state).
-uint64_t *counters_of(size_t i, const abi::VersionTable &t, uint64_t j, uintptr_t thread_pointer) {
-  if (!per_thread(t)) return t.function[j].counters;
-  if (!thread_pointer) return nullptr;
-  uint64_t at = 0;
-  for (uint64_t f = 0; f < j; ++f) at += t.function[f].starts;
-  return reinterpret_cast<uint64_t *>(thread_pointer + g_thread_counter_offsets[i]) + at;
+uint64_t *thread_array(size_t i, uintptr_t thread_pointer) {
+  return thread_pointer ? reinterpret_cast<uint64_t *>(thread_pointer + g_thread_counter_offsets[i]) : nullptr;
 }
 
 HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
@@ -280,11 +276,13 @@ HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
 }
 
 // A thread's per-thread counters. The calling thread's are read in place. Another thread's (the
-// final dump writes live threads) are copied with process_vm_readv on this process, which fails
-// (EFAULT) instead of faulting should that thread have exited and its stack, where static TLS
-// lives, been unmapped meanwhile: its counts then come out 0 (the reader reports such starts as
-// counters below their sampled paths). Where the call is not permitted (a seccomp filter), they
-// are read in place.
+// final dump writes live threads) are copied with process_vm_readv on this process, so that a
+// thread that exits meanwhile cannot make the dump fault: if its stack, where static TLS lives,
+// was unmapped the call fails (EFAULT) and its counts come out 0 (the reader reports such starts
+// as counters below their sampled paths); if glibc kept the stack in its cache, the copy has the
+// counts the thread had at its exit, or 0s should a new thread have reused that stack. Where the
+// call is not permitted (a seccomp filter returning EPERM or ENOSYS), they are read in place; a
+// filter that kills the process on unknown system calls would end it here.
 class ThreadCounters {
  public:
   ThreadCounters() = default;
@@ -336,7 +334,7 @@ HCCT_NOINST bool write_sampling(ByteBuffer &out, const KpathThreadState &k) {
     if (!t) continue;
     const uint64_t *array = nullptr;
     ThreadCounters copy;
-    if (per_thread(*t)) array = copy.read(counters_of(i, *t, 0, k.thread_pointer), t->thread_words, k.thread_pointer);
+    if (per_thread(*t)) array = copy.read(thread_array(i, k.thread_pointer), t->thread_words, k.thread_pointer);
     for (uint64_t j = 0; j < t->functions; ++j) {
       const abi::VersionFunction &f = t->function[j];
       const uint64_t *counters = per_thread(*t) ? array : f.counters;
@@ -536,8 +534,9 @@ HCCT_NOINST void hcct_kpath_fork_child(ThreadState *thread) {
   for (size_t i = 0; i < count && i < kMaxVersionTables; ++i) {
     const abi::VersionTable *t = __atomic_load_n(&g_version_tables[i], __ATOMIC_ACQUIRE);
     if (!t) continue;
-    for (uint64_t j = 0; j < t->functions; ++j) {
-      uint64_t *counters = counters_of(i, *t, j, self);
+    uint64_t *own = per_thread(*t) ? thread_array(i, self) : nullptr;
+    for (uint64_t j = 0, at = 0; j < t->functions; at += t->function[j].starts, ++j) {
+      uint64_t *counters = own ? own + at : t->function[j].counters;
       for (uint64_t n = 0; n < t->function[j].starts; ++n) __atomic_store_n(&counters[n], 0, __ATOMIC_RELAXED);
     }
   }
