@@ -212,11 +212,26 @@ std::vector<ThreadPaths> read_thread_paths(const std::filesystem::path &where) {
     files.push_back(where);
   }
   std::vector<ThreadPaths> out;
+  // A versioned function's start counters are per thread or process-wide for a whole process (its
+  // module's table says which): files of one process that disagree cannot be scaled right.
+  std::map<std::pair<uint64_t, uint64_t>, std::pair<bool, std::string>> counter_kind;  // (pid, function) -> (per thread, file)
   for (const auto &f : files) {
     std::ifstream in(f, std::ios::binary);
     if (!in) throw IoError(f.string() + ": cannot read");
     std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (auto t = parse_thread_paths(bytes, f.string())) out.push_back(std::move(*t));
+    auto t = parse_thread_paths(bytes, f.string());
+    if (!t) continue;
+    if (t->sampling)
+      for (const auto &[start, count] : t->sampling->starts) {
+        bool own = t->sampling->thread_functions.count(start.first) != 0;
+        auto [it, fresh] = counter_kind.try_emplace({t->profile.meta.pid, start.first}, own, f.string());
+        if (!fresh && it->second.first != own)
+          throw FormatError(f.string() + ": KPSC: function " + std::to_string(start.first) + " has " +
+                            (own ? "per-thread" : "process-wide") + " start counters here and " +
+                            (own ? "process-wide" : "per-thread") + " ones in " + it->second.second +
+                            " (files of one process)");
+      }
+    out.push_back(std::move(*t));
   }
   std::sort(out.begin(), out.end(), [](const ThreadPaths &a, const ThreadPaths &b) {
     return std::pair(a.profile.meta.pid, a.profile.meta.thread_seq) < std::pair(b.profile.meta.pid, b.profile.meta.thread_seq);

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -453,4 +454,27 @@ TEST_CASE("KPSC input: the sampling section is read whole or rejected with the f
                              {hcct::format::kTagPathSampling, 0, body},
                              {hcct::format::kTagPathSampling, 0, body}});
   CHECK(verdict(twice).find("duplicate KPSC section") != std::string::npos);
+}
+
+TEST_CASE("KPSC input: files of one process that disagree on a function's per-thread counters are rejected") {
+  fs::path dir = fs::temp_directory_path() / ("hcct-kpsc-kinds-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write = [&](const std::string &name, const Bytes &file) {
+    std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char *>(file.data()), long(file.size()));
+  };
+  write("77.0.hcct", with_kpsc(kpsc(2, 1, 2000000, 200000, {{9, {{0, 5}}, 1}})));
+  write("77.1.hcct", with_kpsc(kpsc(2, 1, 2000000, 200000, {{9, {{0, 6}}, 1}})));
+  CHECK(an::read_thread_paths(dir).size() == 2);  // agreeing files are read
+  write("77.2.hcct", with_kpsc(kpsc(2, 1, 2000000, 200000, {{9, {{0, 7}}, 0}})));
+  try {
+    an::read_thread_paths(dir);
+    FAIL("the disagreeing file was read");
+  } catch (const an::FormatError &e) {
+    std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("per-thread") != std::string::npos);
+    CHECK(what.find("77.") != std::string::npos);
+  }
+  fs::remove_all(dir);
 }
