@@ -20,6 +20,7 @@
 #include "MetadataBuilder.h"
 #include "OsrPointInserter.h"
 #include "PathInstrumenter.h"
+#include "PassSwitch.h"
 #include "PathVersioner.h"
 #include "PluginError.h"
 #include "llvm/Analysis/ConstantFolding.h"
@@ -68,11 +69,7 @@ constexpr char kDoneFlag[] = "hcct.kpath.instrumented";
 
 // -kpath-burst, else HCCT_KPATH_BURST, else off: the two versions of each body that static bursting
 // of path profiles runs (PathVersioner.h; docs/KPATH.md, "Bursting").
-bool versions() {
-  if (g_burst >= 0) return g_burst != 0;
-  if (const char *env = std::getenv("HCCT_KPATH_BURST")) return std::atoi(env) != 0;
-  return false;
-}
+bool versions() { return hcct::kpath::switch_setting(g_burst, "HCCT_KPATH_BURST", false); }
 
 // -kpath-stage, else HCCT_KPATH_STAGE, else early (late with -kpath-burst=1); an empty optional
 // (with the value in *bad) if it is neither early nor late.
@@ -96,11 +93,7 @@ bool stage_is_late() {
 
 // -kpath-fast-path, else HCCT_KPATH_FAST_PATH, else on. Off exists to measure what the fast path
 // buys (docs/BENCHMARKS.md, "kpath").
-bool fast_path() {
-  if (g_fast_path >= 0) return g_fast_path != 0;
-  if (const char *env = std::getenv("HCCT_KPATH_FAST_PATH")) return std::atoi(env) != 0;
-  return true;
-}
+bool fast_path() { return hcct::kpath::switch_setting(g_fast_path, "HCCT_KPATH_FAST_PATH", true); }
 
 
 // -kpath-burst-outline, else HCCT_KPATH_BURST_OUTLINE, else on: which functions keep their own
@@ -109,10 +102,7 @@ bool fast_path() {
 // optimiser has yet to promote, pinning them to memory in the native body.
 hcct::kpath::PathVersioner::Outline outline_mode(bool late) {
   using Outline = hcct::kpath::PathVersioner::Outline;
-  bool on = true;
-  if (g_burst_outline >= 0) on = g_burst_outline != 0;
-  else if (const char *env = std::getenv("HCCT_KPATH_BURST_OUTLINE")) on = std::atoi(env) != 0;
-  if (!on) return Outline::kNever;
+  if (!hcct::kpath::switch_setting(g_burst_outline, "HCCT_KPATH_BURST_OUTLINE", true)) return Outline::kNever;
   return late ? Outline::kAlways : Outline::kLoopFree;
 }
 
@@ -130,9 +120,7 @@ uint64_t counter_paths() {
 // call of a small helper, inlined into its callers' loops at the early stage (zstd's MEM_read32,
 // ZSTD_VecMask_next, ...: docs/KPATH.md, "Functions without probes").
 bool single_path_probes() {
-  if (g_single_path >= 0) return g_single_path != 0;
-  if (const char *env = std::getenv("HCCT_KPATH_SINGLE_PATH_PROBES")) return std::atoi(env) != 0;
-  return false;
+  return hcct::kpath::switch_setting(g_single_path, "HCCT_KPATH_SINGLE_PATH_PROBES", false);
 }
 
 using hcct::kpath::DagEdge;

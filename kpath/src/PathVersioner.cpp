@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "PassSwitch.h"
 #include "hcct/kpath_abi.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -39,11 +40,7 @@ cl::opt<int> g_burst_indirectbr(
 // which time-based bursts sample at different rates, so its sequences' estimates err by 20-40 %
 // on Lua (docs/KPATH.md, "Computed gotos") where the exhaustive counts are exact, for 1.23 ->
 // 1.14x native between bursts.
-bool version_computed_gotos() {
-  if (g_burst_indirectbr >= 0) return g_burst_indirectbr != 0;
-  if (const char *env = std::getenv("HCCT_KPATH_BURST_INDIRECTBR")) return std::atoi(env) != 0;
-  return false;
-}
+bool version_computed_gotos() { return switch_setting(g_burst_indirectbr, "HCCT_KPATH_BURST_INDIRECTBR", false); }
 
 cl::opt<int> g_burst_thread_counters(
     "kpath-burst-thread-counters",
@@ -54,9 +51,7 @@ cl::opt<int> g_burst_thread_counters(
 // -kpath-burst-thread-counters, else HCCT_KPATH_BURST_THREAD_COUNTERS, else on. Off only to
 // measure what per-thread counters buy (docs/KPATH.md, "Per-thread start counters").
 bool thread_counters_wanted() {
-  if (g_burst_thread_counters >= 0) return g_burst_thread_counters != 0;
-  if (const char *env = std::getenv("HCCT_KPATH_BURST_THREAD_COUNTERS")) return std::atoi(env) != 0;
-  return true;
+  return switch_setting(g_burst_thread_counters, "HCCT_KPATH_BURST_THREAD_COUNTERS", true);
 }
 
 // Code that goes into an executable (a PIE, or built without -fPIC): its TLS is static, at a fixed

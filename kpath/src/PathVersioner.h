@@ -53,8 +53,6 @@ class VersionApi {
   llvm::GlobalVariable *add_function(uint64_t function_id, const std::vector<uint32_t> &start_blocks);
   // The table and its constructor/destructor; nothing if no function was added.
   void emit_table();
-  // Whether the start counters are per thread (an executable; hcct/kpath_abi.h, VersionTable).
-  bool thread_counters() const { return thread_counters_; }
 
  private:
   llvm::Function *move_counters_to_tls(uint64_t &words);
@@ -64,7 +62,7 @@ class VersionApi {
     llvm::GlobalVariable *counters;
   };
   llvm::Module &m_;
-  bool thread_counters_;
+  bool thread_counters_;  // whether the start counters are per thread (an executable; hcct/kpath_abi.h, VersionTable)
   llvm::GlobalVariable *gate_;
   llvm::FunctionCallee switch_;
   std::vector<Entry> entries_;
