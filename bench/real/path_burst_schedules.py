@@ -16,13 +16,13 @@ more, shorter bursts is a bias of the schedule, not the variance of few bursts.
 """
 import argparse
 import collections
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import tempfile
 
+import run
 import workloads
 
 
@@ -34,20 +34,9 @@ def record(argv, options, out):
 
 def sequences(hcct, profile, phi):
     """{(function, path, ...): count} of `hcct paths --json --phi phi`, N, {function: name}."""
-    data = json.loads(subprocess.run([hcct, "paths", "--json", "--phi", repr(phi), profile],
-                                     capture_output=True, text=True, check=True).stdout)
-    seqs, names = {}, {}
-
-    def walk(fid, prefix, node):
-        key = prefix + (node["path"],)
-        seqs[(fid,) + key] = node["count"]
-        for child in node["children"]:
-            walk(fid, key, child)
-    for f in data["functions"]:
-        names[f["function_id"]] = f.get("name") or str(f["function_id"])
-        for root in f["forest"]:
-            walk(f["function_id"], (), root)
-    return seqs, data["paths"], names
+    names = {}
+    seqs, n = run.hot_sequences(hcct, profile, phi, names)
+    return {s: count for s, (count, _) in seqs.items()}, n, names
 
 
 def main():

@@ -199,8 +199,9 @@ LATE_BURST_ACCURACY_PAIR = ("kpath late k=8 burst seeded", "kpath late k=8 burst
 GUIDE_TOP = 5
 
 
-def hot_sequences(hcct_tool, profile, phi):
-    """{(function, path, path, ...): (count, error bound)} of `hcct paths --json --phi phi`, and N."""
+def hot_sequences(hcct_tool, profile, phi, names=None):
+    """{(function, path, path, ...): (count, error bound)} of `hcct paths --json --phi phi`, and N;
+    fills `names` (if given) with {function: its name}."""
     out = subprocess.run([hcct_tool, "paths", "--json", "--phi", repr(phi), profile],
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -214,6 +215,8 @@ def hot_sequences(hcct_tool, profile, phi):
         for child in node["children"]:
             walk(fid, key, child)
     for f in data["functions"]:
+        if names is not None:
+            names[f["function_id"]] = f.get("name") or str(f["function_id"])
         for root in f["forest"]:
             walk(f["function_id"], (), root)
     return seqs, data["paths"]
