@@ -113,6 +113,13 @@ struct Options {
   // that a burst can rebuild a calling path from the machine stack (docs/GCC-PLUGIN.md, "The unit
   // descriptor"). Off: the unit says it has none, and burst_sync=auto keeps a shadow stack.
   bool unwind_table = true;
+  // The entry probe's clock (docs/GCC-PLUGIN.md, "The counting probe"): `gate` tests the gate byte
+  // at both probes; `count` has the entry probe count the thread's calls down in a thread-local
+  // counter of the module and call in when it goes negative, and the exit probe test a
+  // thread-local byte of the module, so that a burst can be opened by the thread's own calls with
+  // nothing called between bursts (docs/BURSTING.md, "The count clock").
+  bool count_clock = false;
+  bool clock_given = false;
 };
 
 Options opts;
@@ -203,6 +210,21 @@ bool parse_options(const plugin_name_args *info) {
               value ? value : "");
         ok = false;
       }
+    } else if (!strcmp(key, "clock")) {
+      if (opts.clock_given) {
+        error("%<-fplugin-arg-%s-clock%> given twice", opts.prefix.c_str());
+        ok = false;
+      } else if (value && !strcmp(value, "gate")) {
+        opts.count_clock = false;
+      } else if (value && !strcmp(value, "count")) {
+        opts.count_clock = true;
+      } else {
+        error("%<-fplugin-arg-%s-clock=%s%>: expected %<gate%> (test the gate at both probes) or "
+              "%<count%> (count calls down at the entry probe)",
+              opts.prefix.c_str(), value ? value : "");
+        ok = false;
+      }
+      opts.clock_given = true;
     } else if (!strcmp(key, "list")) {
       if (!value || !*value) {
         error("%<-fplugin-arg-%s-list%> needs a file name", opts.prefix.c_str());
@@ -227,7 +249,8 @@ bool parse_options(const plugin_name_args *info) {
       // gcc passes unknown keys through silently; a misspelt option must not silently instrument
       // everything.
       error("unknown option %<-fplugin-arg-%s-%s%>; known: include=RE, exclude=RE, include-file=RE, "
-            "exclude-file=RE, min-size=N, list=FILE, stage=early|late, unwind-table=yes|no",
+            "exclude-file=RE, min-size=N, list=FILE, stage=early|late, unwind-table=yes|no, "
+            "clock=gate|count",
             opts.prefix.c_str(), key);
       ok = false;
     }
@@ -458,6 +481,14 @@ tree exit_pending_decl;
 // (emit_unit_descriptor), and the runtime entry the constructor registers it with.
 tree unit_decl;
 tree register_decl;
+// clock=count (hcct/unit_abi.h, "The count clock"): the module's thread-local countdown and exit
+// gate, the unit's stub the entry probe calls when the countdown goes negative, and the runtime's
+// exit entry. The first three are hidden symbols written in assembly at the end of the unit
+// (emit_count_support), in comdat groups, so that a module has one of each.
+tree countdown_decl;
+tree count_exit_gate_decl;
+tree count_miss_decl;
+tree exit_count_decl;
 // The functions named in the unit's site table, in the order of their indices in `chain_pool`.
 vec<tree, va_gc> *chain_fns;
 
@@ -474,6 +505,11 @@ const ggc_root_tab gc_roots[] = {
      gt_pch_nx_lang_tree_node},
     {&unit_decl, 1, sizeof(unit_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     {&register_decl, 1, sizeof(register_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    {&countdown_decl, 1, sizeof(countdown_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    {&count_exit_gate_decl, 1, sizeof(count_exit_gate_decl), gt_ggc_mx_lang_tree_node,
+     gt_pch_nx_lang_tree_node},
+    {&count_miss_decl, 1, sizeof(count_miss_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
+    {&exit_count_decl, 1, sizeof(exit_count_decl), gt_ggc_mx_lang_tree_node, gt_pch_nx_lang_tree_node},
     {&chain_fns, 1, sizeof(chain_fns), gt_ggc_mx_vec_tree_va_gc_, gt_pch_nx_vec_tree_va_gc_},
     LAST_GGC_ROOT_TAB};
 
@@ -520,6 +556,54 @@ tree unit_definition(const char *name, bool function) {
   if (!node || !node->definition)
     return NULL_TREE;
   return (TREE_CODE(node->decl) == FUNCTION_DECL) == function ? node->decl : NULL_TREE;
+}
+
+// A hidden thread-local variable of the module, defined in assembly by emit_count_support. Its TLS
+// model: local-exec in an executable, initial-exec in a shared library (never a call to
+// __tls_get_addr; the runtime finds it at the same distance from every thread's pointer).
+tree count_tls_decl(const char *name, tree type) {
+  tree decl = build_decl(BUILTINS_LOCATION, VAR_DECL, get_identifier(name), type);
+  TREE_PUBLIC(decl) = 1;
+  DECL_EXTERNAL(decl) = 1;
+  DECL_ARTIFICIAL(decl) = 1;
+  DECL_IGNORED_P(decl) = 1;
+  DECL_VISIBILITY(decl) = VISIBILITY_HIDDEN;
+  DECL_VISIBILITY_SPECIFIED(decl) = 1;
+  TREE_USED(decl) = 1;
+  tls_model model = decl_default_tls_model(decl);
+  set_decl_tls_model(decl, model < TLS_MODEL_INITIAL_EXEC ? TLS_MODEL_INITIAL_EXEC : model);
+  return decl;
+}
+
+// Built when the first probe goes in (after the IPA passes, which would drop a thread-local
+// variable's symbol-table node while nothing references it yet, and with it its TLS model).
+void build_count_decls() {
+  if (countdown_decl)
+    return;
+  tree enter_type = build_function_type_list(void_type_node, ptr_type_node, ptr_type_node, NULL_TREE);
+  tree exit_type = build_function_type_list(void_type_node, ptr_type_node, NULL_TREE);
+  // extern __thread long __hcct_countdown __attribute__((visibility("hidden")));  -- starts at 0
+  countdown_decl = count_tls_decl(hcct::unit_abi::kCountdownSymbol, long_integer_type_node);
+  // extern __thread volatile unsigned char __hcct_count_exit_gate (hidden): nonzero while the thread
+  // wants exit events. Volatile: the final dump closes it from another thread.
+  count_exit_gate_decl = count_tls_decl(hcct::unit_abi::kCountExitGateSymbol, gate_type());
+  TREE_THIS_VOLATILE(count_exit_gate_decl) = 1;
+  TREE_SIDE_EFFECTS(count_exit_gate_decl) = 1;
+  // void __hcct_count_miss(void *fn, void *site) (hidden): jumps to the runtime's
+  // __hcct_enter_count, or without a runtime sets the countdown to LONG_MAX (never negative again).
+  count_miss_decl = build_fn_decl(hcct::unit_abi::kCountMissSymbol, enter_type);
+  TREE_PUBLIC(count_miss_decl) = 1;
+  DECL_EXTERNAL(count_miss_decl) = 1;
+  DECL_ARTIFICIAL(count_miss_decl) = 1;
+  DECL_VISIBILITY(count_miss_decl) = VISIBILITY_HIDDEN;
+  DECL_VISIBILITY_SPECIFIED(count_miss_decl) = 1;
+  TREE_NOTHROW(count_miss_decl) = 1;
+  TREE_USED(count_miss_decl) = 1;
+  // void __hcct_exit_count(void *fn) __attribute__((weak)): only called with the exit gate open,
+  // which only the runtime opens.
+  exit_count_decl = unit_definition(hcct::unit_abi::kExitCountSymbol, true);
+  if (!exit_count_decl)
+    exit_count_decl = build_probe_fn(hcct::unit_abi::kExitCountSymbol, exit_type);
 }
 
 void build_runtime_decls() {
@@ -724,6 +808,28 @@ tree append_gate_load(gimple_seq *seq, bool ssa, location_t loc) {
   return v;
 }
 
+// clock=count: appends `c = __hcct_countdown; n = c - 1; __hcct_countdown = n;` and returns n (the
+// probe calls in when it is negative): `subq $1, %fs:__hcct_countdown@tpoff; js` in an executable.
+// Not volatile: only the thread itself changes its countdown, inside the calls into the runtime.
+tree append_countdown(gimple_seq *seq, location_t loc) {
+  tree type = long_integer_type_node;
+  tree c = make_ssa_name(type);
+  append_stmt(seq, gimple_build_assign(c, countdown_decl), loc);
+  tree next = make_ssa_name(type);
+  append_stmt(seq, gimple_build_assign(next, PLUS_EXPR, c, build_int_cst(type, -1)), loc);
+  append_stmt(seq, gimple_build_assign(countdown_decl, next), loc);
+  return next;
+}
+
+// clock=count, at an exit: `v = __hcct_count_exit_gate;` (one thread-local byte load). The exit does
+// not read the countdown: right after the entry's store, that load would wait for the store to be
+// forwarded on every call (docs/BURSTING.md, "The counting probe, session 10").
+tree append_count_exit_gate_load(gimple_seq *seq, location_t loc) {
+  tree v = make_ssa_name(unsigned_char_type_node);
+  append_stmt(seq, gimple_build_assign(v, count_exit_gate_decl), loc);
+  return v;
+}
+
 // &this_fn as a void *. TREE_NO_TRAMPOLINE: the runtime wants the code address, and taking the
 // address of a GNU C nested function must not create a trampoline (gcc does the same for
 // -finstrument-functions).
@@ -763,10 +869,11 @@ void append_probe_call(gimple_seq *seq, Probe probe, tree fn, bool ssa, bool pen
                                     2, fn, site),
                   loc);
     else
-      append_stmt(seq, gimple_build_call(enter_decl, 2, fn, site), loc);
+      append_stmt(seq, gimple_build_call(opts.count_clock ? count_miss_decl : enter_decl, 2, fn, site),
+                  loc);
     return;
   }
-  append_stmt(seq, gimple_build_call(exit_decl, 1, fn), loc);
+  append_stmt(seq, gimple_build_call(opts.count_clock ? exit_count_decl : exit_decl, 1, fn), loc);
   if (barrier) {
     gasm *barrier = gimple_build_asm_vec("", NULL, NULL, NULL, NULL);
     gimple_asm_set_volatile(barrier, true);
@@ -803,11 +910,16 @@ void append_probe(gimple_seq *seq, Probe probe, tree fd, location_t loc) {
 void insert_probe_before(gimple_stmt_iterator *gsi, Probe probe, tree fn, bool barrier,
                          location_t loc) {
   gimple_seq seq = NULL;
-  tree v = append_gate_load(&seq, true, loc);
+  if (opts.count_clock)
+    build_count_decls();
+  bool count = opts.count_clock && probe == Probe::kEnter;
+  tree v = count ? append_countdown(&seq, loc)
+               : opts.count_clock ? append_count_exit_gate_load(&seq, loc) : append_gate_load(&seq, true, loc);
+  gimple *load = gimple_seq_last_stmt(seq);  // (before the sequence joins the block's)
   gsi_insert_seq_before(gsi, seq, GSI_SAME_STMT);
-  gimple *load = SSA_NAME_DEF_STMT(v);
-  gcond *cond = gimple_build_cond(NE_EXPR, v, build_zero_cst(unsigned_char_type_node), NULL_TREE,
-                                  NULL_TREE);
+  gcond *cond = count ? gimple_build_cond(LT_EXPR, v, build_zero_cst(TREE_TYPE(v)), NULL_TREE, NULL_TREE)
+                      : gimple_build_cond(NE_EXPR, v, build_zero_cst(unsigned_char_type_node), NULL_TREE,
+                                          NULL_TREE);
   gimple_set_location(cond, loc);
   basic_block then_bb = insert_cond_bb(gimple_bb(load), load, cond,
                                        profile_probability::guessed_always().apply_scale(1, 10));
@@ -1136,8 +1248,12 @@ bool calls_probe(rtx_insn *insn, const char *probe) {
   return false;
 }
 
-bool calls_enter_probe(rtx_insn *insn) { return calls_probe(insn, "__hcct_enter_open"); }
-bool calls_exit_probe(rtx_insn *insn) { return calls_probe(insn, "__hcct_exit_open"); }
+bool calls_enter_probe(rtx_insn *insn) {
+  return calls_probe(insn, opts.count_clock ? hcct::unit_abi::kCountMissSymbol : "__hcct_enter_open");
+}
+bool calls_exit_probe(rtx_insn *insn) {
+  return calls_probe(insn, opts.count_clock ? hcct::unit_abi::kExitCountSymbol : "__hcct_exit_open");
+}
 
 // The function a probe call passes (`&this_fn`): the function symbol its block loads into one of the
 // call's argument registers (`lea f(%rip), %rdi`), or null. This, not the inlined scope's origin,
@@ -1337,16 +1453,23 @@ void emit_unit_descriptor(void *, void *) {
   const char *name = IDENTIFIER_POINTER(DECL_ASSEMBLER_NAME(unit_decl));
   fprintf(out, "\t.pushsection\t.data.rel.ro.hcct_unit,\"aw\"\n\t.balign\t8\n");
   fprintf(out, "\t.globl\t%s\n\t.hidden\t%s\n\t.type\t%s, @object\n\t.size\t%s, %u\n%s:\n", name, name, name,
-          name, unsigned(hcct::unit_abi::kUnitSize), name);
-  fprintf(out, "\t.long\t%u, %u, %u, 0\n", hcct::unit_abi::kVersion,
+          name, unsigned(opts.count_clock ? hcct::unit_abi::kUnitSize : hcct::unit_abi::kUnitSizeGate), name);
+  bool count = opts.count_clock;
+  fprintf(out, "\t.long\t%u, %u, %u, 0\n", count ? hcct::unit_abi::kVersion : hcct::unit_abi::kVersionGate,
           opts.stage == Options::Stage::kEarly ? hcct::unit_abi::kStageEarly : hcct::unit_abi::kStageLate,
-          table ? hcct::unit_abi::kHasSiteTable : 0u);
-  if (!table || site_records.empty()) {
-    fprintf(out, "\t.quad\t0, 0, 0, 0\n\t.popsection\n");
+          (table ? hcct::unit_abi::kHasSiteTable : 0u) | (count ? hcct::unit_abi::kCountClock : 0u));
+  bool sites = table && !site_records.empty();
+  if (sites)
+    fprintf(out, "\t.quad\t.Lhcct_sites, %zu, .Lhcct_chains, %zu\n", site_records.size(), chain_pool.size());
+  else
+    fprintf(out, "\t.quad\t0, 0, 0, 0\n");
+  if (count)
+    fprintf(out, "\t.quad\t%s\n", hcct::unit_abi::kCountTlsSymbol);
+  if (!sites) {
+    fprintf(out, "\t.popsection\n");
     return;
   }
-  fprintf(out, "\t.quad\t.Lhcct_sites, %zu, .Lhcct_chains, %zu\n.Lhcct_sites:\n", site_records.size(),
-          chain_pool.size());
+  fprintf(out, ".Lhcct_sites:\n");
   for (const SiteRecord &r : site_records) {
     fprintf(out, "\t.quad\t");
     print_label(out, r.label);
@@ -1365,6 +1488,44 @@ void emit_unit_descriptor(void *, void *) {
     fprintf(out, "\n");
   }
   fprintf(out, "\t.popsection\n");
+}
+
+// clock=count: the module's countdown and exit gate (hcct/unit_abi.h), the entry probe's stub and
+// the function the descriptor gives the runtime, each in a comdat group so that every unit of a
+// module writes them and the module keeps one. Initial-exec accesses, which the linker turns into
+// local-exec ones in an executable.
+void emit_count_support(FILE *out) {
+  using namespace hcct::unit_abi;
+  fprintf(out, "\t.pushsection\t.tbss.%s,\"awTG\",@nobits,%s,comdat\n\t.balign\t8\n", kCountdownSymbol,
+          kCountdownSymbol);
+  fprintf(out, "\t.globl\t%s\n\t.hidden\t%s\n\t.type\t%s, @object\n\t.size\t%s, 8\n%s:\n\t.zero\t%zu\n",
+          kCountdownSymbol, kCountdownSymbol, kCountdownSymbol, kCountdownSymbol, kCountdownSymbol, kExitGateOffset);
+  fprintf(out, "\t.globl\t%s\n\t.hidden\t%s\n\t.type\t%s, @object\n\t.size\t%s, 1\n%s:\n\t.zero\t8\n",
+          kCountExitGateSymbol, kCountExitGateSymbol, kCountExitGateSymbol, kCountExitGateSymbol,
+          kCountExitGateSymbol);
+  fprintf(out, "\t.popsection\n");
+  // __hcct_count_miss: a tail jump to the runtime (its CFA is then the probe's, as for a direct
+  // call), or without one the countdown at INT64_MAX for good.
+  fprintf(out, "\t.pushsection\t.text.%s,\"axG\",@progbits,%s,comdat\n", kCountMissSymbol, kCountMissSymbol);
+  fprintf(out, "\t.weak\t%s\n", kEnterCountSymbol);
+  fprintf(out,
+          "\t.globl\t%1$s\n\t.hidden\t%1$s\n\t.type\t%1$s, @function\n%1$s:\n\t.cfi_startproc\n"
+          "\tmovq\t%2$s@GOTPCREL(%%rip), %%rax\n\ttestq\t%%rax, %%rax\n\tje\t1f\n\tjmp\t*%%rax\n"
+          "1:\tmovq\t%3$s@gottpoff(%%rip), %%rax\n\tmovabsq\t$0x7fffffffffffffff, %%rdx\n"
+          "\tmovq\t%%rdx, %%fs:(%%rax)\n\tret\n\t.cfi_endproc\n\t.size\t%1$s, .-%1$s\n",
+          kCountMissSymbol, kEnterCountSymbol, kCountdownSymbol);
+  fprintf(out,
+          "\t.globl\t%1$s\n\t.hidden\t%1$s\n\t.type\t%1$s, @function\n%1$s:\n\t.cfi_startproc\n"
+          "\tmovq\t%2$s@gottpoff(%%rip), %%rax\n\taddq\t%%fs:0, %%rax\n\tret\n\t.cfi_endproc\n"
+          "\t.size\t%1$s, .-%1$s\n\t.popsection\n",
+          kCountTlsSymbol, kCountdownSymbol);
+}
+
+// At the end of the unit: the count clock's support (if a probe referenced it) and the descriptor.
+void finish_unit(void *gcc_data, void *user_data) {
+  if (countdown_decl && asm_out_file && !seen_error())
+    emit_count_support(asm_out_file);
+  emit_unit_descriptor(gcc_data, user_data);
 }
 
 const pass_data late_pass_data = ssa_pass_data("hcct_instrument_late");
@@ -1475,7 +1636,8 @@ int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
 
   static plugin_info help = {kPluginVersion,
                              "include=RE exclude=RE include-file=RE exclude-file=RE min-size=N "
-                             "list=FILE stage=early|late unwind-table=yes|no; see docs/GCC-PLUGIN.md"};
+                             "list=FILE stage=early|late unwind-table=yes|no clock=gate|count; "
+                             "see docs/GCC-PLUGIN.md"};
   register_callback(info->base_name, PLUGIN_INFO, nullptr, &help);
   register_callback(info->base_name, PLUGIN_REGISTER_GGC_ROOTS, nullptr,
                     const_cast<ggc_root_tab *>(gc_roots));
@@ -1487,6 +1649,13 @@ int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
     // The first pass after the IPA passes have applied their decisions (inlining, cloning,
     // splitting) to the body: the stand-ins become gated probes before any later pass sees them.
     insert_pass_before(info->base_name, new GatePass(g), "ehdisp");
+  }
+  if (opts.count_clock && !describes_unit()) {
+    // The runtime finds a module's countdown through the unit descriptor, which -flto units have not.
+    error("%<-fplugin-arg-%s-clock=count%> does not support %<-flto%>: build without LTO or with "
+          "%<clock=gate%>",
+          opts.prefix.c_str());
+    return 1;
   }
   if (opts.stage == Options::Stage::kLate) {
     if (flag_generate_lto || in_lto_p) {
@@ -1504,7 +1673,7 @@ int plugin_init(plugin_name_args *info, plugin_gcc_version *version) {
     // After every pass that moves or adds calls, before branch shortening and final.
     insert_pass_before(info->base_name, new SitesPass(g), "shorten");
   }
-  register_callback(info->base_name, PLUGIN_FINISH_UNIT, emit_unit_descriptor, nullptr);
+  register_callback(info->base_name, PLUGIN_FINISH_UNIT, finish_unit, nullptr);
   register_callback(info->base_name, PLUGIN_FINISH, finish, nullptr);
   return 0;
 }
