@@ -97,6 +97,9 @@ struct UnwindMemo {
   }
 };
 
+// The count clock's modules at most (burst_runtime.h, CountModules).
+inline constexpr uint32_t kMaxCountModules = 64;
+
 // One thread's bursting state.
 struct BurstThread {
   ShadowStack shadow;
@@ -128,6 +131,12 @@ struct BurstThread {
   double ns_per_event = 0;             // smoothed time per enter in the thread's bursts (0: none yet)
   uint64_t join_frames = 0;            // frames of the path rebuilt at the current burst's start
   double join_frames_smoothed = 0;     // the same, smoothed over the thread's bursts
+
+  // The count clock (docs/BURSTING.md, "The count clock"): what the runtime last wrote into each
+  // count module's countdown of this thread (0, the TLS image's value, for a module not armed yet),
+  // so that the enters since then are the sum over modules of count_armed - countdown.
+  int64_t count_armed[kMaxCountModules] = {};
+  uint32_t count_known = 0;            // modules whose exit gate this thread has set
 
   // Bounds of a burst's length in enter events: at least enough to be worth re-synchronising for,
   // at most what keeps a burst of a thread that blocks inside it from sampling most of the run.

@@ -18,6 +18,7 @@
 
 #include "hcct/hcct.h"
 #include "hcct/unit_abi.h"
+#include "static_tls.h"
 #include "thread.h"
 
 extern "C" unsigned char __hcct_path_gate;  // kpath_runtime.cc
@@ -30,6 +31,8 @@ unsigned char g_burst_between = 0;
 unsigned char g_hook_gate = 0;
 unsigned char g_burst_events_seen = 0;
 uint32_t g_shadow_generation = 0;
+bool g_count_clock = false;
+CountModules g_count_modules;
 
 namespace {
 
@@ -56,6 +59,11 @@ unsigned char g_plugin_seen = 0;
 bool g_auto_machine = false;  // the machine stack was chosen (burst_may_unwind)
 bool g_auto_shadow = false;   // the shadow stack was chosen, for good
 bool g_machine_chosen = false;  // g_auto_machine was set at some point (events were missed)
+// The count clock (docs/BURSTING.md, "The count clock"): possible for this run (burst=1 on a timer,
+// not burst_sync=unwind, no exact=1), decided at the first count-probe event.
+bool g_count_possible = false;
+bool g_count_decided = false;
+bool g_gate_units = false;  // a plugin unit with the gate probe registered (its enters are not counted)
 
 }  // namespace
 
@@ -585,9 +593,33 @@ HCCT_NOINST void units_unlock() { __atomic_store_n(&g_units_lock, 0, __ATOMIC_RE
 // Whether the machine stack gives the unit's functions right: with its site table (inlined
 // functions of stage=early, `.cold` pieces of either stage).
 HCCT_NOINST bool unwindable(const unit_abi::Unit *u) {
-  return u->version == unit_abi::kVersion &&
+  return u->version >= unit_abi::kVersionGate && u->version <= unit_abi::kVersion &&
          (u->stage == unit_abi::kStageEarly || u->stage == unit_abi::kStageLate) &&
          (u->flags & unit_abi::kHasSiteTable);
+}
+
+// Whether the unit's entry probes count down (clock=count): its module's countdown is known.
+HCCT_NOINST bool counts(const unit_abi::Unit *u) {
+  return u->version >= 2 && u->version <= unit_abi::kVersion && (u->flags & unit_abi::kCountClock) && u->count_tls;
+}
+
+// A count unit's module, once (its units share the module's countdown). Caller holds the units lock.
+// Static TLS: the distance from the registering thread's pointer holds for every thread (as for
+// kpath's per-thread counters).
+HCCT_NOINST void add_count_module(const unit_abi::Unit *u) {
+  intptr_t offset = static_tls_offset(u->count_tls());
+  uint32_t n = g_count_modules.count;
+  for (uint32_t i = 0; i < n; ++i)
+    if (g_count_modules.offset[i] == offset && g_count_modules.live[i]) return;
+  if (n == CountModules::kMax) {
+    // Its countdown is never armed: each of its enters would call in. Counted modules must be all.
+    g_gate_units = true;
+    return;
+  }
+  g_count_modules.offset[n] = offset;
+  g_count_modules.unit[n] = u;
+  g_count_modules.live[n] = true;
+  __atomic_store_n(&g_count_modules.count, n + 1, __ATOMIC_RELEASE);
 }
 
 // The sorted copy of a unit's sites, made by the first thread that needs it (mmap'd: the event
@@ -951,6 +983,7 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   // schedule its own bursts in them (the event clock), which makes every window's sampled fraction
   // the same whatever the in-burst slowdown of the phase (docs/BURSTING.md, "The estimator").
   g_event_clock = g_kind == Burst::kTimer && shadow;
+  g_count_possible = g_kind == Burst::kTimer && !exact && g_sync != BurstSync::kUnwind;
   g_start_ns = g_opened_ns = monotonic_ns();
   g_active = true;
   // The run starts between bursts (epoch 2: even, and never the 0 of "no bursting").
@@ -1050,6 +1083,8 @@ HCCT_NOINST void choose_machine_locked() {
 }  // namespace
 
 HCCT_NOINST SampleSite burst_sample_site(const BurstThread &b) {
+  // The count clock keeps no path between bursts.
+  if (__atomic_load_n(&g_count_clock, __ATOMIC_RELAXED)) return b.sampling ? SampleSite::kProfile : SampleSite::kUnknown;
   if (b.shadow_current) return SampleSite::kShadow;
   // A shadow stack is kept between bursts but took nothing over: no event since the profile's last
   // one, whose path is still the thread's.
@@ -1081,6 +1116,13 @@ HCCT_NOINST void burst_forget_unloaded_units() {
     const unit_abi::Unit *u = g_units[i].unit;
     Dl_info info;
     if (u && !dladdr(u, &info)) __atomic_store_n(&g_units[i].unit, nullptr, __ATOMIC_RELEASE);
+  }
+  // A count module unloaded: its countdowns are no longer read (another module's TLS may take
+  // their place).
+  for (uint32_t i = 0; i < g_count_modules.count; ++i) {
+    Dl_info info;
+    if (g_count_modules.live[i] && !dladdr(g_count_modules.unit[i], &info))
+      __atomic_store_n(&g_count_modules.live[i], false, __ATOMIC_RELEASE);
   }
   units_unlock();
   new_walk_generation();  // kept walks may name the unloaded code
@@ -1187,6 +1229,40 @@ HCCT_NOINST double burst_time_fraction() {
 }
 
 HCCT_NOINST bool burst_event_clock() { return g_event_clock; }
+
+HCCT_NOINST bool burst_count_decide() {
+  if (__atomic_load_n(&g_count_decided, __ATOMIC_ACQUIRE)) return g_count_clock;
+  units_lock();
+  if (!g_count_decided) {
+    // Every unit registered so far counts, and can be unwound right (its site table); nothing was
+    // processed yet on another clock.
+    bool chosen = g_count_possible && g_active && g_count_modules.count && !g_gate_units && !g_units_fallback &&
+                  !__atomic_load_n(&g_burst_events_seen, __ATOMIC_ACQUIRE);
+    if (chosen && !g_functions) {
+      g_functions = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
+      g_others = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
+      g_rules = static_cast<RuleSlot *>(map_pages(kRuleSlots * sizeof(RuleSlot)));  // (optional)
+      chosen = g_functions && g_others;
+    }
+    if (chosen) {
+      lock();
+      // The event clock's estimator and schedule (the dump's burst_clock=events), each thread's own;
+      // a time-clock timer (auto) stops at its next wake-up, and its burst, if one is open, ends.
+      if (g_open) g_burst_ns += monotonic_ns() - g_opened_ns;
+      g_open = false;
+      g_event_clock = true;
+      g_all_events = true;
+      g_gate_flips = false;
+      __atomic_store_n(&g_auto_shadow, true, __ATOMIC_RELAXED);
+      __atomic_store_n(&g_auto_machine, false, __ATOMIC_RELAXED);
+      unlock();
+      __atomic_store_n(&g_count_clock, true, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&g_count_decided, true, __ATOMIC_RELEASE);
+  }
+  units_unlock();
+  return g_count_clock;
+}
 HCCT_NOINST uint64_t burst_now_ns() { return monotonic_ns(); }
 
 HCCT_NOINST void burst_schedule_first(BurstThread &b, uint64_t seed) {
@@ -1209,7 +1285,9 @@ HCCT_NOINST double burst_thread_time_fraction(const BurstThread &b) {
 }
 
 HCCT_NOINST const char *burst_kind_name() { return g_kind == Burst::kManual ? "manual" : "timer"; }
-HCCT_NOINST const char *burst_sync_option() { return burst_sync_name(g_sync); }
+HCCT_NOINST const char *burst_sync_option() {
+  return __atomic_load_n(&g_count_clock, __ATOMIC_RELAXED) ? "count" : burst_sync_name(g_sync);
+}
 HCCT_NOINST uint64_t burst_interval_ns() { return g_interval_ns; }
 HCCT_NOINST uint64_t burst_length_ns() { return g_length_ns; }
 HCCT_NOINST uint64_t burst_call_interval_ns() { return g_event_clock ? g_call_interval_ns : g_interval_ns; }
@@ -1269,6 +1347,8 @@ HCCT_EXPORT void __hcct_register_unit(const void *descriptor) {
     g_units_fallback = true;
     switch_to_shadow_locked();
   }
+  if (counts(u)) add_count_module(u);
+  else g_gate_units = true;
   units_unlock();
   new_walk_generation();  // a new table may expand frames of kept walks
 }

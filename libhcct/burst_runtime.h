@@ -33,6 +33,24 @@ extern unsigned char g_burst_between __attribute__((visibility("hidden")));
 // to __hcct_gate, except that it stays open between bursts when they keep a shadow stack.
 extern unsigned char g_hook_gate __attribute__((visibility("hidden")));
 
+// The count clock (docs/BURSTING.md, "The count clock"): modules built with the plugin's
+// clock=count, each with a thread-local countdown and exit gate (hcct/unit_abi.h) at `offset` from
+// every thread's pointer. Appended under the units lock, published by `count`; `live` turns false
+// when the module is unloaded.
+struct CountModules {
+  static constexpr uint32_t kMax = kMaxCountModules;
+  intptr_t offset[kMax];
+  const void *unit[kMax];  // its first unit's descriptor (dlclose: still mapped?)
+  bool live[kMax];
+  uint32_t count;
+};
+extern CountModules g_count_modules __attribute__((visibility("hidden")));
+// Set once the count clock is chosen (burst_count_decide): count-probe events take it.
+extern bool g_count_clock __attribute__((visibility("hidden")));
+// At the first count-probe event: whether the count clock serves this run (burst=1 on a timer, not
+// unwind, no exact=1, every plugin unit registered so far counts and has its site table).
+bool burst_count_decide();
+
 // Configures bursting and starts the schedule (the timer thread for burst=1); *gate and *hook_gate
 // receive the values to open with. False if a resource could not be had.
 bool burst_start(const Options &options, bool exact, unsigned char *gate, unsigned char *hook_gate);

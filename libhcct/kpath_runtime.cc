@@ -15,6 +15,7 @@
 #include "kpath_forest.h"
 #include "messages.h"
 #include "options.h"
+#include "static_tls.h"
 #include "thread.h"
 
 using namespace hcct::rt;
@@ -247,7 +248,7 @@ bool per_thread(const abi::VersionTable &t) { return t.version >= 2 && t.thread_
 // array, the functions' counters one after the other in table order. Null when the thread is
 // unknown (no path profiler state).
 uint64_t *thread_array(size_t i, uintptr_t thread_pointer) {
-  return thread_pointer ? reinterpret_cast<uint64_t *>(thread_pointer + g_thread_counter_offsets[i]) : nullptr;
+  return thread_pointer ? static_tls_at<uint64_t>(thread_pointer, g_thread_counter_offsets[i]) : nullptr;
 }
 
 HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
@@ -402,8 +403,7 @@ HCCT_EXPORT void __hcct_path_register_versions(const void *table) {
     return;
   }
   if (per_thread(*t))
-    g_thread_counter_offsets[i] = reinterpret_cast<intptr_t>(t->thread_counters()) -
-                                  reinterpret_cast<intptr_t>(__builtin_thread_pointer());
+    g_thread_counter_offsets[i] = static_tls_offset(t->thread_counters());
   __atomic_store_n(&g_version_tables[i], t, __ATOMIC_RELEASE);
   __atomic_store_n(&g_path_versions_registered, true, __ATOMIC_RELEASE);
   burst_paths_start();  // (nothing until the runtime has started bursting; burst_start calls it then)

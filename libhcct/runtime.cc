@@ -20,6 +20,7 @@
 #include "burst_runtime.h"
 #include "dump.h"
 #include "hcct/hcct.h"
+#include "hcct/unit_abi.h"
 #include "interpose.h"
 #include "lifecycle.h"
 #include "messages.h"
@@ -27,6 +28,7 @@
 #include "sampler.h"
 #include "spin_lock.h"
 #include "stacks.h"
+#include "static_tls.h"
 #include "thread.h"
 
 using namespace hcct::rt;
@@ -1129,6 +1131,161 @@ __attribute__((always_inline)) inline uintptr_t held(uintptr_t value) {
   return value;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The count clock (docs/BURSTING.md, "The count clock"; hcct/unit_abi.h): plugin units built with
+// clock=count count each thread's enters down in a thread-local countdown per module and call
+// __hcct_enter_count when it goes negative; their exit probes call __hcct_exit_count while the
+// module's thread-local exit gate is open. Both start at 0 in every thread (the TLS image), so a
+// thread's first enter in a module always calls in, and the runtime arms the thread there.
+
+// A countdown that stays negative for 2^62 enters (every enter calls in), and one that never goes
+// negative (no enter calls in).
+constexpr int64_t kCountEveryEnter = INT64_MIN / 2;
+constexpr int64_t kCountNoEnter = INT64_MAX;
+
+// Count modules armed for the calling thread outside the count clock (every event delivered, or
+// none), where it may have no ThreadState (mode=empty).
+__thread uint32_t t_count_known __attribute__((tls_model("initial-exec"))) = 0;
+
+// Rare enough to look up the modules each time: every module's countdown and exit gate of the
+// calling thread, from module `from` on. `armed` (the thread's BurstThread::count_armed) records the
+// countdowns written.
+HCCT_NOINST uint32_t count_set(uint32_t from, int64_t countdown, unsigned char exit_gate, int64_t *armed) {
+  uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
+  uintptr_t tp = own_thread_pointer();
+  for (uint32_t i = from; i < n; ++i) {
+    if (!__atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE)) continue;
+    intptr_t offset = g_count_modules.offset[i];
+    *static_tls_at<int64_t>(tp, offset) = countdown;
+    __atomic_store_n(static_tls_at<unsigned char>(tp, offset + intptr_t(hcct::unit_abi::kExitGateOffset)), exit_gate,
+                     __ATOMIC_RELAXED);
+    if (armed) armed[i] = countdown;
+  }
+  return n;
+}
+
+// The enters the thread made in its count modules since the runtime last armed them (the one that
+// called in included), and the countdowns taken as the new base.
+HCCT_NOINST uint64_t count_take(BurstThread &b) {
+  uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
+  uintptr_t tp = own_thread_pointer();
+  uint64_t enters = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!__atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE)) continue;
+    int64_t now = *static_tls_at<int64_t>(tp, g_count_modules.offset[i]);
+    enters += uint64_t(b.count_armed[i] - now);
+    b.count_armed[i] = now;
+  }
+  return enters;
+}
+
+// The rest of a gap: each module's countdown gets an equal share of the enters left, so that the
+// first one to run out calls in before the gap is over by more than the modules' number (the
+// thread's enters may go to any of them); the runtime then shares out what is left again.
+HCCT_NOINST void count_arm_gap(BurstThread &b) {
+  uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
+  uint32_t live = 0;
+  for (uint32_t i = 0; i < n; ++i) live += __atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE);
+  uint64_t share = live > 1 ? b.gap_left / live : b.gap_left;
+  if (share > uint64_t(kCountNoEnter)) share = uint64_t(kCountNoEnter);
+  b.count_known = count_set(0, int64_t(share), 0, b.count_armed);
+}
+
+// The thread stops taking count events (the final dump began, or no state can be had).
+HCCT_NOINST void count_disarm(BurstThread *b) {
+  uint32_t n = count_set(0, kCountNoEnter, 0, b ? b->count_armed : nullptr);
+  if (b) b->count_known = n;
+  t_count_known = n;
+}
+
+// An enter on the count clock (busy set by the caller, cleared here). Between bursts it ends the
+// thread's gap (or a share of it: count_arm_gap); the burst it opens rebuilds the thread's path from
+// the machine stack (the time clock's way, with the units' site tables), samples burst_events
+// enters with every count probe calling in, and closes with the gap after it armed.
+[[gnu::noinline]] HCCT_NOINST void count_enter(ThreadState *s, uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  compiler_fence();
+  enter_slow(s);
+  catch_up_if_needed(s);
+  BurstThread &b = s->burst;
+  if (HCCT_UNLIKELY(!burst_live())) {  // the final dump has begun
+    count_disarm(&b);
+    return event_end(s);
+  }
+  if (HCCT_UNLIKELY(!b.burst_events)) burst_schedule_first(b, uint64_t(s->tid) << 32 | s->seq);
+  if (!b.sampling) {
+    uint64_t enters = count_take(b);  // this one included
+    if (enters <= b.gap_left) {
+      b.gap_left -= enters;
+      count_arm_gap(b);
+      return event_end(s);
+    }
+    // The gap is over at this enter; enters past its end in other modules were skipped too.
+    b.skipped += enters - 1 - b.gap_left;
+    b.gap_left = 0;
+    b.shadow_current = false;
+    bool excluded_own = false;
+    size_t n = burst_unwind(b.shadow, fn, sp, false, &excluded_own, &b.unwind_memo);
+    b.join(s->profile, 0, b.shadow.path(), n, true);
+    b.sampling = true;
+    b.burst_left = b.burst_events;
+    b.burst_started_ns = burst_now_ns();
+    b.count_known = count_set(0, kCountEveryEnter, 1, b.count_armed);
+  } else if (HCCT_UNLIKELY(b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE))) {
+    b.count_known = count_set(b.count_known, kCountEveryEnter, 1, b.count_armed);  // a module loaded meanwhile
+  }
+  burst_learn(fn);
+  if (!s->profile.enter_fast(fn, site, sp)) s->profile.enter(fn, site, sp);
+  if (--b.burst_left == 0) {
+    b.sampling = false;
+    burst_schedule_next(b);
+    count_arm_gap(b);
+  }
+  event_end(s);
+}
+
+[[gnu::noinline]] HCCT_NOINST void count_exit(uintptr_t fn, uintptr_t sp) {
+  ThreadState *s = t_state;
+  if (HCCT_UNLIKELY(test_and_set_busy(s))) return count_dropped(s);
+  compiler_fence();
+  enter_slow(s);
+  if (HCCT_LIKELY(s->burst.sampling && burst_live())) {
+    if (!s->profile.exit_fast(fn, sp, false)) s->profile.exit(fn, sp, false);
+  } else if (!burst_live()) {
+    count_disarm(&s->burst);
+  }
+  event_end(s);
+}
+
+// Set by a constructor that runs right after hcct_start: until then the options are not known, and
+// a count probe that calls in is left negative (it calls again at its next enter).
+bool g_count_ready = false;
+__attribute__((constructor(102))) HCCT_NOINST void count_ready() { __atomic_store_n(&g_count_ready, true, __ATOMIC_RELEASE); }
+
+// A count-probe enter off the count clock's path: before the runtime started; the first of the run
+// (which decides the clock); a thread's first; or every enter where the count clock does not serve
+// the run (every event is then delivered, as the gate probe delivers them with the gate open).
+[[gnu::noinline]] HCCT_NOINST void count_enter_unusual(uintptr_t fn, uintptr_t site, uintptr_t sp) {
+  if (!__atomic_load_n(&g_count_ready, __ATOMIC_ACQUIRE)) return;
+  unsigned char gate = probe_gate_value();
+  bool count_clock = gate == kGateProfiling && g_bursting && burst_count_decide();
+  ThreadState *s = t_state;
+  if (gate == kGateOff || (count_clock && s == &g_unattached && !(s = attach_thread()))) {
+    if (t_count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE)) count_disarm(nullptr);
+    return;
+  }
+  if (count_clock) {
+    if (HCCT_UNLIKELY(test_and_set_busy(s))) {
+      if (is_thread_state(s)) ++s->dropped;
+      return;
+    }
+    return count_enter(s, fn, site, sp);
+  }
+  if (t_count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE))
+    t_count_known = count_set(0, kCountEveryEnter, 1, nullptr);
+  if (s == &g_unattached && gate == kGateEmpty) return;
+  on_enter<true>(fn, site, sp);
+}
+
 }  // namespace
 
 // Called by the longjmp and catch interposers (interpose.cc) with the stack pointer of the frame
@@ -1211,6 +1368,25 @@ HCCT_EXPORT void __hcct_enter_open(void *fn, void *site) {
 HCCT_EXPORT void __hcct_exit_open(void *fn) {
   on_exit<true>(reinterpret_cast<uintptr_t>(fn), held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())),
                 [] { return false; });
+}
+
+// The count probes (hcct/unit_abi.h, "The count clock"): an enter whose module countdown went
+// negative (through the unit's __hcct_count_miss, a tail jump: the CFA is the probe's), an exit
+// while the module's exit gate is open. Off the count clock both serve as the _open entries.
+HCCT_EXPORT void __hcct_enter_count(void *fn, void *site) {
+  uintptr_t sp = held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+  ThreadState *s = t_state;
+  if (HCCT_UNLIKELY(!read_shared(g_count_clock) || s == &g_unattached))
+    return count_enter_unusual(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site), sp);
+  if (HCCT_UNLIKELY(test_and_set_busy(s))) return count_dropped(s);
+  count_enter(s, reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site), sp);
+}
+
+HCCT_EXPORT void __hcct_exit_count(void *fn) {
+  uintptr_t sp = held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+  if (HCCT_LIKELY(read_shared(g_count_clock))) return count_exit(reinterpret_cast<uintptr_t>(fn), sp);
+  if (probe_gate_value() == kGateOff) return;
+  on_exit<true>(reinterpret_cast<uintptr_t>(fn), sp, [] { return false; });
 }
 
 // A library unloaded before the dump must still be in the module map.
