@@ -60,7 +60,7 @@ bool g_auto_machine = false;  // the machine stack was chosen (burst_may_unwind)
 bool g_auto_shadow = false;   // the shadow stack was chosen, for good
 bool g_machine_chosen = false;  // g_auto_machine was set at some point (events were missed)
 // The count clock (docs/BURSTING.md, "The count clock"): possible for this run (burst=1 on a timer,
-// not burst_sync=unwind, no exact=1), decided at the first count-probe event.
+// not burst_sync=unwind), decided at the first count-probe event.
 bool g_count_possible = false;
 bool g_count_decided = false;
 bool g_gate_units = false;  // a plugin unit with the gate probe registered (its enters are not counted)
@@ -983,7 +983,7 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   // schedule its own bursts in them (the event clock), which makes every window's sampled fraction
   // the same whatever the in-burst slowdown of the phase (docs/BURSTING.md, "The estimator").
   g_event_clock = g_kind == Burst::kTimer && shadow;
-  g_count_possible = g_kind == Burst::kTimer && !exact && g_sync != BurstSync::kUnwind;
+  g_count_possible = g_kind == Burst::kTimer && g_sync != BurstSync::kUnwind;
   g_start_ns = g_opened_ns = monotonic_ns();
   g_active = true;
   // The run starts between bursts (epoch 2: even, and never the 0 of "no bursting").

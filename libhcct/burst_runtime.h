@@ -48,7 +48,7 @@ extern CountModules g_count_modules __attribute__((visibility("hidden")));
 // Set once the count clock is chosen (burst_count_decide): count-probe events take it.
 extern bool g_count_clock __attribute__((visibility("hidden")));
 // At the first count-probe event: whether the count clock serves this run (burst=1 on a timer, not
-// unwind, no exact=1, every plugin unit registered so far counts and has its site table).
+// unwind, every plugin unit registered so far counts and has its site table).
 bool burst_count_decide();
 
 // Configures bursting and starts the schedule (the timer thread for burst=1); *gate and *hook_gate

@@ -1184,6 +1184,11 @@ HCCT_NOINST uint64_t count_take(BurstThread &b) {
 // thread's enters may go to any of them); the runtime then shares out what is left again.
 HCCT_NOINST void count_arm_gap(BurstThread &b) {
   uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
+  if (g_exact) {  // the exact side needs every event: every enter calls in, every exit gate stays open
+    count_take(b);  // (the burst's enters: not the gap's)
+    if (b.count_known != n) b.count_known = count_set(b.count_known, kCountEveryEnter, 1, b.count_armed);
+    return;
+  }
   uint32_t live = 0;
   for (uint32_t i = 0; i < n; ++i) live += __atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE);
   uint64_t share = live > 1 ? b.gap_left / live : b.gap_left;
@@ -1212,6 +1217,7 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
     return event_end(s);
   }
   if (HCCT_UNLIKELY(!b.burst_events)) burst_schedule_first(b, uint64_t(s->tid) << 32 | s->seq);
+  if (g_exact) s->exact.enter(fn, site, sp);
   if (!b.sampling) {
     uint64_t enters = count_take(b);  // this one included
     if (enters <= b.gap_left) {
@@ -1229,7 +1235,8 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
     b.sampling = true;
     b.burst_left = b.burst_events;
     b.burst_started_ns = burst_now_ns();
-    b.count_known = count_set(0, kCountEveryEnter, 1, b.count_armed);
+    if (!g_exact || b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE))
+      b.count_known = count_set(0, kCountEveryEnter, 1, b.count_armed);
   } else if (HCCT_UNLIKELY(b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE))) {
     b.count_known = count_set(b.count_known, kCountEveryEnter, 1, b.count_armed);  // a module loaded meanwhile
   }
@@ -1248,9 +1255,10 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
   if (HCCT_UNLIKELY(test_and_set_busy(s))) return count_dropped(s);
   compiler_fence();
   enter_slow(s);
-  if (HCCT_LIKELY(s->burst.sampling && burst_live())) {
-    if (!s->profile.exit_fast(fn, sp, false)) s->profile.exit(fn, sp, false);
-  } else if (!burst_live()) {
+  if (HCCT_LIKELY(burst_live())) {
+    if (g_exact) s->exact.exit(fn, sp, false);
+    if (s->burst.sampling && !s->profile.exit_fast(fn, sp, false)) s->profile.exit(fn, sp, false);
+  } else {
     count_disarm(&s->burst);
   }
   event_end(s);
