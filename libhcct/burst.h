@@ -137,6 +137,7 @@ struct BurstThread {
   // so that the enters since then are the sum over modules of count_armed - countdown.
   int64_t count_armed[kMaxCountModules] = {};
   uint32_t count_known = 0;            // modules whose exit gate this thread has set
+  uintptr_t count_thread_pointer = 0;  // the thread's pointer (its countdowns' base), once it counts
 
   // Bounds of a burst's length in enter events: at least enough to be worth re-synchronising for,
   // at most what keeps a burst of a thread that blocks inside it from sampling most of the run.

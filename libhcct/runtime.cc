@@ -326,6 +326,21 @@ HCCT_NOINST void kick_threads() {
 
 // `interrupted`: the thread's own event was interrupted (exit or _exit from a signal handler): its
 // tree is written as it stands.
+// The count clock: the enters of the thread's current gap that its countdowns hold and the runtime
+// has not taken yet (count_take). Read in the thread's static TLS, where it is still there: the
+// thread itself, or a live thread stopped by the final dump.
+HCCT_NOINST uint64_t count_gap_enters(const BurstThread &b, bool live) {
+  if (!read_shared(g_count_clock) || b.sampling || !b.count_thread_pointer ||
+      !(live || b.count_thread_pointer == own_thread_pointer()))
+    return 0;
+  uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
+  uint64_t enters = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    if (__atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE))
+      enters += uint64_t(b.count_armed[i] - *static_tls_at<int64_t>(b.count_thread_pointer, g_count_modules.offset[i]));
+  return enters;
+}
+
 HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupted) {
   sampler_exclude(s);  // time=wall: the sampler thread leaves the tree alone from now on
   if (!interrupted) sampler_settle_between(s);
@@ -358,7 +373,8 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
     burst.length_ns = burst_call_length_ns();
     burst.bursts = s->burst.bursts;
     burst.events_known = burst_events_known();
-    burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped_enters();
+    burst.events = s->profile.calls() + s->profile.lost_events() + s->burst.skipped_enters() +
+                   count_gap_enters(s->burst, live_at_exit);
     burst.time_fraction = burst_event_clock() ? burst_thread_time_fraction(s->burst) : burst_time_fraction();
     burst.clock = burst_event_clock() ? "events" : "time";
     burst.unwind_frames = s->burst.unwind_memo.frames_walked;
@@ -1216,7 +1232,10 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
     count_disarm(&b);
     return event_end(s);
   }
-  if (HCCT_UNLIKELY(!b.burst_events)) burst_schedule_first(b, uint64_t(s->tid) << 32 | s->seq);
+  if (HCCT_UNLIKELY(!b.burst_events)) {
+    burst_schedule_first(b, uint64_t(s->tid) << 32 | s->seq);
+    b.count_thread_pointer = own_thread_pointer();
+  }
   if (g_exact) s->exact.enter(fn, site, sp);
   if (!b.sampling) {
     uint64_t enters = count_take(b);  // this one included

@@ -777,3 +777,196 @@ TEST_CASE("shadow stack between bursts: plugin probes' lean route through longjm
     }
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The count clock (-fplugin-arg-hcct_plugin-clock=count; docs/BURSTING.md, "The count clock"): the
+// entry probe counts the thread's calls down in a thread-local countdown of its module and calls
+// in when it runs out; the burst it opens rebuilds the path from the machine stack, and the calls
+// between bursts are known exactly from the countdowns (the event clock's estimator, with nothing
+// called between bursts).
+
+namespace {
+
+// The thread of `set` whose calling contexts start at `root`.
+const ha::ThreadProfile *thread_rooted_at(const ha::ProfileSet &set, const std::string &root) {
+  for (const auto &t : set.processes.at(0).threads) {
+    auto counts = named_counts(t);
+    if (!counts.empty() && counts.begin()->first.front() == root) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// The two phases of issue 16 (one that bursts slow down several times, one they barely slow down),
+// each within 10 % with the count clock: every window samples the same fraction of the thread's
+// calls, counted by the countdown. (The gate build with burst_sync=auto, on the time clock: the
+// sparse phase 1.84x.) `events` is every enter of the run: the last gap's, still in the countdown,
+// included.
+TEST_CASE("count clock: phases with different in-burst slowdowns are each counted within 10 %",
+          "[bursting][e2e][accuracy][count]") {
+  const std::string exe = plugin_program("two_phase_count");
+  const uint64_t dense = 32 * 1000000, sparse = 500000;
+  for (const char *mode : {"mode=hcct:epsilon=2e-5", "mode=hcct:epsilon=2e-5:exact=1"}) {
+    for (const char *schedule : {"", ":burst_interval=0.5:burst_length=0.05"}) {
+      std::string options = std::string(mode) + ":burst=1" + schedule;
+      INFO(options);
+      auto p = run_profiled({exe, std::to_string(dense), std::to_string(sparse)}, options);
+      REQUIRE(p.result.status == 0);
+      auto set = ha::read_profiles(p.dir);
+      const auto &t = set.processes.at(0).threads.at(0);
+      CHECK(meta(t, "burst_sync") == "count");
+      CHECK(meta(t, "burst_clock") == "events");
+      CHECK(meta(t, "sampled_fraction_basis") == "events");
+      CHECK(std::stoull(meta(t, "unwind_frames")) + std::stoull(meta(t, "unwind_frames_reused")) > 0);
+      CHECK(std::stoull(meta(t, "events")) == dense + sparse + 3);  // main, dense, sparse
+      double f = std::stod(meta(t, "sampled_fraction"));
+      REQUIRE(f > 0);
+      auto counts = named_counts(t);
+      for (auto &[phase, calls] : std::map<std::string, double>{{"dense", double(dense)}, {"sparse", double(sparse)}}) {
+        double estimate = phase_calls(counts, phase) / f;
+        INFO(phase << ": estimate " << estimate << ", exact " << calls << ", sampled fraction " << f << ", bursts "
+                   << meta(t, "bursts"));
+        CHECK(std::fabs(estimate / calls - 1) <= 0.10);
+      }
+    }
+  }
+}
+
+// Bursts opened by the countdown anywhere in split, cold, inlined and tail-called functions and
+// under frames with stack arguments and alloca (both stages): every sampled context is one of the
+// exact CCT's of the same run (exact=1: every event is delivered, the gap counted in the runtime)
+// and no exit goes unmatched. And with burst=manual, where a count build delivers every event as the
+// gate build does with its gate open, the windows are exactly those of the gate builds' tests.
+TEST_CASE("count clock: true contexts through split, cold, inlined and tail-called functions", "[bursting][e2e][count]") {
+  for (const char *stage : {"early", "late"}) {
+    for (const std::string program : {"split_inline", "machine_frames", "deep_bursts"}) {
+      const std::string exe = plugin_program(program + "_" + stage + "_count");
+      std::vector<std::string> argv{exe};
+      if (program == "split_inline") argv.push_back("20000");
+      if (program == "machine_frames") argv.push_back("5000");
+      INFO(exe);
+      auto p = run_profiled(argv, "mode=hcct:exact=1:key=routine:burst=1");
+      REQUIRE(p.result.status == 0);
+      auto set = ha::read_profiles(p.dir);
+      auto exact_set = ha::read_profiles(p.dir / "exact");
+      const auto &t = set.processes.at(0).threads.at(0);
+      auto sampled = named_counts(t);
+      auto exact = named_counts(exact_set.processes.at(0).threads.at(0));
+      INFO("sampled:\n" << listing(sampled) << "exact:\n" << listing(exact));
+      CHECK(meta(t, "burst_sync") == "count");
+      CHECK(std::stoull(meta(t, "bursts")) >= 10);
+      CHECK(t.meta.unmatched_exits == 0);
+      check_sampled_contexts_exist(sampled, exact);
+    }
+    const std::string exe = plugin_program(std::string("split_inline_") + stage + "_count");
+    for (const char *sync : {"unwind", "auto"}) {
+      INFO(exe << " burst=manual burst_sync=" << sync);
+      auto p = run_profiled({exe, "2000"}, std::string("mode=hcct:exact=1:key=routine:burst=manual:burst_sync=") + sync);
+      REQUIRE(p.result.status == 0);
+      auto sampled = named_counts(ha::read_profiles(p.dir).processes.at(0).threads.at(0));
+      auto exact = named_counts(ha::read_profiles(p.dir / "exact").processes.at(0).threads.at(0));
+      INFO("sampled:\n" << listing(sampled) << "exact:\n" << listing(exact));
+      check_sampled_contexts_exist(sampled, exact);
+      CHECK(sampled[{"main", "check_size", "complain"}] == 8);
+      CHECK(sampled[{"main", "check_big", "complain"}] == 8);
+      if (std::string(stage) == "early") {
+        CHECK(sampled[{"main", "outer", "middle", "leaf"}] == 600);
+        CHECK(sampled[{"main", "twice", "heavy2", "heavy"}] == 200);
+      } else {
+        CHECK(sampled[{"main", "outer", "leaf"}] == 600);
+        CHECK(sampled[{"main", "heavy2", "heavy"}] == 200);
+      }
+    }
+  }
+}
+
+// Each thread's countdowns are its own (static TLS), armed at its first enter in each module
+// (the countdown starts at 0 in a new thread, and in a module loaded later): each thread's bursts,
+// fraction and estimates are its own, and a dlopen'ed count module is counted in the main thread
+// and in a thread started after the load.
+TEST_CASE("count clock: threads and a dlopen'ed module each counted within 10 %", "[bursting][e2e][accuracy][count]") {
+  const std::string exe = plugin_program("count_threads_count");
+  const std::string lib = kPrograms + "/libcount_lib.so";
+  const uint64_t calls = 400000;
+  for (const char *mode : {"mode=hcct", "mode=hcct:exact=1"}) {
+    INFO(mode);
+    auto p = run_profiled({exe, "4", std::to_string(calls), lib}, std::string(mode) + ":burst=1");
+    REQUIRE(p.result.status == 0);
+    auto set = ha::read_profiles(p.dir);
+    REQUIRE(set.processes.at(0).threads.size() == 6);
+    std::map<std::string, int> roots;
+    for (const auto &t : set.processes.at(0).threads) {
+      auto counts = named_counts(t);
+      REQUIRE(!counts.empty());
+      const std::string root = counts.begin()->first.front();
+      ++roots[root];
+      INFO(root << " (tid " << t.meta.tid << "):\n" << listing(counts));
+      CHECK(meta(t, "burst_sync") == "count");
+      CHECK(meta(t, "sampled_fraction_basis") == "events");
+      CHECK(t.meta.unmatched_exits == 0);
+      double f = std::stod(meta(t, "sampled_fraction"));
+      REQUIRE(f > 0);
+      NamePath step = root == "worker" ? NamePath{"worker", "step"} : NamePath{root, "lib_run", "lib_step"};
+      // Every enter of the thread: the last gap's, still in its countdowns at its exit, included.
+      const std::map<std::string, uint64_t> events{{"worker", 2 * calls + calls / 4 + 1},
+                                                   {"main", 3 * calls + 3},
+                                                   {"lib_thread", 3 * calls + 2}};
+      CHECK(std::stoull(meta(t, "events")) == events.at(root));
+      double estimate = double(counts[step]) / f;
+      INFO("estimate " << estimate << ", sampled fraction " << f << ", bursts " << meta(t, "bursts"));
+      CHECK(std::fabs(estimate / double(calls) - 1) <= 0.10);
+      if (std::string(mode).find("exact") != std::string::npos) {
+        auto exact_set = ha::read_profiles(p.dir / "exact");
+        const ha::ThreadProfile *e = nullptr;
+        for (const auto &x : exact_set.processes.at(0).threads)
+          if (x.meta.tid == t.meta.tid) e = &x;
+        REQUIRE(e);
+        auto exact = named_counts(*e);
+        CHECK(exact[step] == calls);
+        check_sampled_contexts_exist(counts, exact);
+      }
+    }
+    CHECK(roots["worker"] == 4);
+    CHECK(roots["main"] == 1);
+    CHECK(roots["lib_thread"] == 1);
+  }
+}
+
+// A program built with clock=count runs unchanged without the runtime (the module's stub finds no
+// __hcct_enter_count and parks the countdown at INT64_MAX), with it and mode=off, and exhaustively
+// (mode=cct: every thread's every event delivered, a dlopen'ed module's too).
+TEST_CASE("count clock: a count build without the runtime, with mode=off, and exhaustive", "[bursting][e2e][count]") {
+  const std::string exe = plugin_program("count_threads_count");
+  const std::string native = kPrograms + "/count_threads";
+  const uint64_t calls = 100000;
+  Result want = run({native, "3", std::to_string(calls), kPrograms + "/libcount_lib_native.so"});
+  REQUIRE(want.status == 0);
+  Result alone = run({exe, "3", std::to_string(calls), kPrograms + "/libcount_lib.so"});
+  CHECK(alone.status == 0);
+  CHECK(alone.out == want.out);
+  Result off = run({exe, "3", std::to_string(calls), kPrograms + "/libcount_lib.so"},
+                   {std::string("LD_PRELOAD=") + HCCT_RUNTIME, "HCCT_OPTIONS=mode=off"});
+  CHECK(off.status == 0);
+  CHECK(off.out == want.out);
+  auto p = run_profiled({exe, "3", std::to_string(calls), kPrograms + "/libcount_lib.so"}, "mode=cct");
+  REQUIRE(p.result.status == 0);
+  CHECK(p.result.out == want.out);
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.at(0).threads.size() == 5);
+  for (const char *root : {"worker", "main", "lib_thread"}) {
+    const ha::ThreadProfile *t = thread_rooted_at(set, root);
+    REQUIRE(t);
+    auto counts = named_counts(*t);
+    INFO(root << ":\n" << listing(counts));
+    CHECK(t->meta.unmatched_exits == 0);
+    if (std::string(root) == "worker") {
+      CHECK(counts[{"worker", "step"}] == calls);
+      CHECK(counts[{"worker", "step", "leaf"}] == calls);
+      CHECK(counts[{"worker", "other"}] == calls / 4);  // step tail-calls other
+    } else {
+      CHECK(counts[{root, "lib_run", "lib_step"}] == calls);
+      CHECK(counts[{root, "lib_run", "lib_step", "lib_leaf"}] == calls);  // the first call; the second is a tail call
+    }
+  }
+}
