@@ -28,6 +28,7 @@ a ratio of 10 or more needs no median, and five runs of each would take hours. C
   finstr empty|cct|hcct|hcct+burst    the same binary, LD_PRELOAD=libhcct.so, HCCT_OPTIONS=mode=...
   plugin early|late off|hcct|hcct+burst    plugin builds under libhcct (off: runtime loaded, mode=off)
   plugin early|late hcct+burst auto|shadow  the same with burst_sync= spelt out (docs/BURSTING.md)
+  plugin late-count off|hcct+burst   the plugin's stage=late with clock=count (the count clock)
   clang-ai hcct        clang -finstrument-functions-after-inlining under libhcct mode=hcct
   uftrace              uftrace record --no-libcall on the -finstrument-functions binary (the peer;
                        skipped with a message when uftrace is not installed)
@@ -118,6 +119,11 @@ def all_configs():
         # path rebuilt from the machine stack and the units' site tables) and shadow.
         c.append(Config(f"plugin {stage} hcct+burst auto", fl, "mode=hcct:" + BURST + ":burst_sync=auto"))
         c.append(Config(f"plugin {stage} hcct+burst shadow", fl, "mode=hcct:" + BURST + ":burst_sync=shadow"))
+    # The count clock (-fplugin-arg-hcct_plugin-clock=count, docs/BURSTING.md "The count clock"):
+    # the entry probe counts calls down, bursts open when a countdown runs out, nothing is called
+    # between bursts; the event clock's estimator.
+    c.append(Config("plugin late-count off", "plugin-late-count", "mode=off"))
+    c.append(Config("plugin late-count hcct+burst", "plugin-late-count", "mode=hcct:" + BURST))
     c.append(Config("clang-ai hcct", "clang-after-inlining", "mode=hcct"))
     c.append(Config("uftrace", "finstr", wrapper="uftrace"))
     # HCCT_BENCH_BASELINE_LIB=/path/to/older/libhcct.so: the same -finstrument-functions binary

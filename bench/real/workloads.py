@@ -95,6 +95,10 @@ def flavours(plugin):
                                 plugin=plugin),
         "plugin-late": Flavour("plugin-late", "gcc", plugin_flags + ["-fplugin-arg-hcct_plugin-stage=late"],
                                plugin=plugin),
+        "plugin-late-count": Flavour("plugin-late-count", "gcc",
+                                     plugin_flags + ["-fplugin-arg-hcct_plugin-stage=late",
+                                                     "-fplugin-arg-hcct_plugin-clock=count"],
+                                     plugin=plugin),
         "clang-after-inlining": Flavour("clang-after-inlining", "clang",
                                         ["-finstrument-functions-after-inlining"]),
     }
