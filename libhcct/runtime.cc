@@ -1259,8 +1259,12 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
   } else if (HCCT_UNLIKELY(b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE))) {
     b.count_known = count_set(b.count_known, kCountEveryEnter, 1, b.count_armed);  // a module loaded meanwhile
   }
-  burst_learn(fn);
-  if (!s->profile.enter_fast(fn, site, sp)) s->profile.enter(fn, site, sp);
+  // A function seen on the fast path was learnt when its node was made (the unwinder keeps frames of
+  // known functions; the others it inspects once): 25 instructions per enter less on Lua.
+  if (!s->profile.enter_fast(fn, site, sp)) {
+    burst_learn(fn);
+    s->profile.enter(fn, site, sp);
+  }
   if (--b.burst_left == 0) {
     b.sampling = false;
     burst_schedule_next(b);
@@ -1269,9 +1273,16 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
   event_end(s);
 }
 
-[[gnu::noinline]] HCCT_NOINST void count_exit(uintptr_t fn, uintptr_t sp) {
-  ThreadState *s = t_state;
-  if (HCCT_UNLIKELY(test_and_set_busy(s))) return count_dropped(s);
+// The hit path of a burst's events, inline in the entries as the exhaustive mode's (on_enter): the
+// thread in its burst, not at its last enter, no exact side, its epoch not kicked (a stop, a
+// dlclose: the slow path catches up).
+__attribute__((always_inline)) inline bool count_burst_hit(const ThreadState *s) {
+  compiler_fence();
+  return s->burst.sampling && !g_exact && read_shared(s->fast_epoch) != kKicked;
+}
+
+// An exit with the thread's exit gate open (busy set by the caller, cleared here).
+[[gnu::noinline]] HCCT_NOINST void count_exit(ThreadState *s, uintptr_t fn, uintptr_t sp) {
   compiler_fence();
   enter_slow(s);
   if (HCCT_LIKELY(burst_live())) {
@@ -1406,12 +1417,28 @@ HCCT_EXPORT void __hcct_enter_count(void *fn, void *site) {
   if (HCCT_UNLIKELY(!read_shared(g_count_clock) || s == &g_unattached))
     return count_enter_unusual(reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site), sp);
   if (HCCT_UNLIKELY(test_and_set_busy(s))) return count_dropped(s);
-  count_enter(s, reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(site), sp);
+  uintptr_t f = reinterpret_cast<uintptr_t>(fn), c = reinterpret_cast<uintptr_t>(site);
+  if (HCCT_LIKELY(count_burst_hit(s) && s->burst.burst_left > 1 && s->profile.fast_frame(sp) &&
+                  s->profile.enter_fast_child(f, c, sp))) {
+    --s->burst.burst_left;
+    compiler_fence();
+    return clear_busy(s);
+  }
+  count_enter(s, f, c, sp);
 }
 
 HCCT_EXPORT void __hcct_exit_count(void *fn) {
   uintptr_t sp = held(reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
-  if (HCCT_LIKELY(read_shared(g_count_clock))) return count_exit(reinterpret_cast<uintptr_t>(fn), sp);
+  if (HCCT_LIKELY(read_shared(g_count_clock))) {
+    ThreadState *s = t_state;
+    if (HCCT_UNLIKELY(test_and_set_busy(s))) return count_dropped(s);
+    uintptr_t f = reinterpret_cast<uintptr_t>(fn);
+    if (HCCT_LIKELY(count_burst_hit(s) && s->profile.exit_fast_with(f, sp, [] { return false; }))) {
+      compiler_fence();
+      return clear_busy(s);
+    }
+    return count_exit(s, f, sp);
+  }
   if (probe_gate_value() == kGateOff) return;
   on_exit<true>(reinterpret_cast<uintptr_t>(fn), sp, [] { return false; });
 }
