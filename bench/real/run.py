@@ -28,7 +28,8 @@ a ratio of 10 or more needs no median, and five runs of each would take hours. C
   finstr empty|cct|hcct|hcct+burst    the same binary, LD_PRELOAD=libhcct.so, HCCT_OPTIONS=mode=...
   plugin early|late off|hcct|hcct+burst    plugin builds under libhcct (off: runtime loaded, mode=off)
   plugin early|late hcct+burst auto|shadow  the same with burst_sync= spelt out (docs/BURSTING.md)
-  plugin late-count off|hcct+burst   the plugin's stage=late with clock=count (the count clock)
+  plugin late-count off|hcct+burst[ f=3%]   the plugin's stage=late with clock=count (the count
+                       clock), on its default schedule and with a burst of 0.01 ms every 0.3 ms
   clang-ai hcct        clang -finstrument-functions-after-inlining under libhcct mode=hcct
   uftrace              uftrace record --no-libcall on the -finstrument-functions binary (the peer;
                        skipped with a message when uftrace is not installed)
@@ -124,6 +125,10 @@ def all_configs():
     # between bursts; the event clock's estimator.
     c.append(Config("plugin late-count off", "plugin-late-count", "mode=off"))
     c.append(Config("plugin late-count hcct+burst", "plugin-late-count", "mode=hcct:" + BURST))
+    # A third of the default's sampled fraction (a burst of 0.01 ms every 0.3 ms, 3.3 % of the calls):
+    # the bursts' cost is f·(s − 1) (docs/BURSTING.md, "What stands between shadow and 1.10×").
+    c.append(Config("plugin late-count hcct+burst f=3%", "plugin-late-count",
+                    "mode=hcct:" + BURST + ":burst_interval=0.3:burst_length=0.01"))
     c.append(Config("clang-ai hcct", "clang-after-inlining", "mode=hcct"))
     c.append(Config("uftrace", "finstr", wrapper="uftrace"))
     # HCCT_BENCH_BASELINE_LIB=/path/to/older/libhcct.so: the same -finstrument-functions binary
