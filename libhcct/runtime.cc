@@ -549,6 +549,8 @@ HCCT_NOINST void on_fork_parent() {
 
 // In the child only the forking thread exists: it keeps profiling from its current context in a
 // fresh tree, so the child's file holds what the child did.
+void count_fork_child(BurstThread &b);
+
 HCCT_NOINST void on_fork_child() {
   g_process = {current_tid(), g_forking_pid};
   t_leaving_after_fork = false;
@@ -582,6 +584,7 @@ HCCT_NOINST void on_fork_child() {
     __atomic_store_n(&self->samples_pending, 0, __ATOMIC_RELAXED);
     sampler_attach(self);
     self->burst.reset_skipped();
+    count_fork_child(self->burst);
     self->burst.bursts = 0;
     self->burst.unwind_memo.frames_walked = self->burst.unwind_memo.frames_reused = 0;
     self->burst.unwind_memo.frames_by_rules = 0;
@@ -1210,6 +1213,15 @@ HCCT_NOINST void count_arm_gap(BurstThread &b) {
   uint64_t share = live > 1 ? b.gap_left / live : b.gap_left;
   if (share > uint64_t(kCountNoEnter)) share = uint64_t(kCountNoEnter);
   b.count_known = count_set(0, int64_t(share), 0, b.count_armed);
+}
+
+// A forked child's events start at the fork: the parent's part of the current gap, still in the
+// countdowns, was the parent's.
+HCCT_NOINST void count_fork_child(BurstThread &b) {
+  if (!read_shared(g_count_clock) || b.sampling || !b.count_thread_pointer) return;
+  uint64_t done = count_take(b);
+  b.gap_left -= done < b.gap_left ? done : b.gap_left;
+  b.reset_skipped();
 }
 
 // The thread stops taking count events (the final dump began, or no state can be had).

@@ -936,6 +936,40 @@ TEST_CASE("count clock: threads and a dlopen'ed module each counted within 10 %"
   }
 }
 
+// A forked child inherits the forking thread's countdowns in the middle of a gap: its events (the
+// basis of its fraction) are its own from the fork on, exactly (before the fix: the parent's part
+// of that gap too, 610,252 instead of 600,000 for 300,000 rounds).
+TEST_CASE("count clock: a forked child counts its own calls", "[bursting][e2e][count]") {
+  const std::string exe = plugin_program("count_fork_count");
+  const uint64_t rounds = 300000;
+  auto p = run_profiled({exe, std::to_string(rounds)}, "mode=hcct:burst=1");
+  REQUIRE(p.result.status == 0);
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 2);
+  for (const auto &process : set.processes) {
+    const auto &t = process.threads.at(0);
+    uint64_t events = std::stoull(meta(t, "events"));
+    INFO("pid " << t.meta.pid << " ppid " << t.meta.ppid << " events " << events);
+    CHECK(meta(t, "burst_sync") == "count");
+    CHECK(t.meta.unmatched_exits == 0);
+    CHECK((events == 4 * rounds + 1 || events == 2 * rounds));
+    double f = std::stod(meta(t, "sampled_fraction"));
+    auto counts = named_counts(t);
+    double steps = 0;
+    for (auto &[path, count] : counts)
+      if (path.back() == "step") steps += double(count);
+    double want = events == 2 * rounds ? double(rounds) : 2.0 * double(rounds);
+    CHECK(std::fabs(steps / f / want - 1) <= 0.10);
+  }
+  uint64_t child_events = 0, parent_events = 0;
+  for (const auto &process : set.processes) {
+    uint64_t e = std::stoull(meta(process.threads.at(0), "events"));
+    (e == 2 * rounds ? child_events : parent_events) = e;
+  }
+  CHECK(child_events == 2 * rounds);
+  CHECK(parent_events == 4 * rounds + 1);
+}
+
 // A program built with clock=count runs unchanged without the runtime (the module's stub finds no
 // __hcct_enter_count and parks the countdown at INT64_MAX), with it and mode=off, and exhaustively
 // (mode=cct: every thread's every event delivered, a dlopen'ed module's too).
