@@ -44,7 +44,9 @@ inline constexpr Option kBurstInterval{"burst_interval", false, "milliseconds in
 inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.001, 86400000]", "0.2",
                                      "each burst lasts `burst_length` (at most the interval); on the event clock with neither given: 0.01"};
 inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "shadow",
-                                   "how a burst recovers the current context (shadow stack or machine stack)"};
+                                   "how a burst recovers the current context (shadow stack or machine stack); plugin builds "
+                                   "with `clock=count` burst on the count clock with `shadow` or `auto` (docs/BURSTING.md, "
+                                   "\"The count clock\")"};
 inline constexpr Option kTime{"time", true, "off, cpu, wall", "cpu",
                               "sample each thread's CPU time, or its wall-clock time (`wall`: blocked time too), and "
                               "charge it to the current context (docs/RUNTIME.md, \"Time\"); the default applies in "
