@@ -124,43 +124,70 @@ HCCT_NOINST void ThreadProfile::set_samples(Node *node, uint64_t samples) {
   }
 }
 
-// The full rescan of find_min: out of line, it runs once per ~1/ε evictions at most. It walks the
-// floors and reads a counter's node only where its floor does not already put it above a bound of
-// the minimum (and brings that floor up to date): first the least floor, then one count at it
-// (the bound), then every counter that may be at or below the bound, in order. The result is the
-// true minimum and its first position, as a walk over every node would find.
+// The full rescan of find_min: out of line, it runs once per ~1/ε evictions at most. The new
+// minimum is above min_ (find_min found no counter at it) and most often min_ + 1, the count of
+// every counter taken since the last rescan: the search tries that bound first, else the count of
+// a counter at the least floor (a bound that always holds).
 HCCT_NOINST uint32_t ThreadProfile::rescan_min() {
   ++upkeep_.rescans;
-  uint32_t lowest = kFloorMax;
-  uint32_t at_lowest = 0;
-  for (uint32_t j = 0; j < size_; ++j) {
-    uint32_t floor = slots_[j] >> kCounterNodeBits;
-    if (floor < lowest) {
-      lowest = floor;
-      at_lowest = j;
+  uint32_t i = search_min(min_ + 1);
+  if (HCCT_UNLIKELY(i == kNoCounter)) {
+    uint32_t lowest = kFloorMax, at_lowest = 0;
+    for (uint32_t j = 0; j < size_; ++j) {
+      uint32_t floor = slots_[j] >> kCounterNodeBits;
+      if (floor < lowest) {
+        lowest = floor;
+        at_lowest = j;
+      }
+    }
+    ++upkeep_.rescan_reads;
+    i = search_min(count_of(counter_node(at_lowest)));
+  }
+  if (min_ - floor_base_ >= kRebaseAfter) rebase_floors();
+  return i;
+}
+
+// The first counter holding the least count, if that count is at most `bound` (then it becomes
+// min_), else kNoCounter. It walks the floors and reads a counter's node only where its floor does
+// not already put it above the least count found so far (or, once one is found at it, at it), and
+// brings that floor up to date: the same minimum and first position as reading every node.
+HCCT_NOINST uint32_t ThreadProfile::search_min(uint64_t bound) {
+  uint32_t *const slots = slots_;
+  const uint32_t size = size_;
+  const uint64_t base = floor_base_;
+  uint64_t reads = 0;
+  // Counter j's count, its floor brought up to date.
+  auto read = [&](uint32_t j) {
+    uint64_t c = count_of(node_at((slots[j] & kCounterNodeMask) << 5));
+    ++reads;
+    slots[j] = floor_bits(c, base) | (slots[j] & kCounterNodeMask);
+    return c;
+  };
+  // Floors and counts are compared above the base (every count is at least the base).
+  uint64_t m = bound - base;
+  uint32_t i = 0;
+  for (; i < size; ++i) {  // the first counter at or below the bound
+    if (slots[i] >> kCounterNodeBits > m) continue;
+    uint64_t c = read(i) - base;
+    if (c <= m) {
+      m = c;
+      break;
     }
   }
-  uint64_t bound = count_of(counter_node(at_lowest));
-  ++upkeep_.floor_reads;
-  uint64_t m = bound;
-  constexpr uint32_t kNone = ~uint32_t(0);
-  uint32_t i = kNone;
-  for (uint32_t j = 0; j < size_; ++j) {
-    uint64_t floor = floor_base_ + (slots_[j] >> kCounterNodeBits);
-    if (floor > m || (floor == m && i != kNone)) continue;  // not below m, or not first at it
-    uint64_t c = bound;
-    if (j != at_lowest) {
-      c = count_of(counter_node(j));
-      ++upkeep_.floor_reads;
-    }
-    set_floor(j, c);
-    if (c < m || (c == m && i == kNone)) {
+  if (i == size) {
+    upkeep_.rescan_reads += reads;
+    return kNoCounter;
+  }
+  for (uint32_t j = i + 1; j < size; ++j) {  // then only counters below the least count so far
+    if (slots[j] >> kCounterNodeBits >= m) continue;
+    uint64_t c = read(j) - base;
+    if (c < m) {
       m = c;
       i = j;
     }
   }
-  min_ = m;
-  if (min_ - floor_base_ >= kRebaseAfter) rebase_floors();
+  upkeep_.rescan_reads += reads;
+  min_ = base + m;
   return i;
 }
 
@@ -379,14 +406,15 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
 [[gnu::always_inline]] inline HCCT_NOINST void ThreadProfile::monitor(Node *node) {
   node->set_monitored(true);
   if (size_ < capacity_) {
-    set_counter(size_++, node, 1);
+    slots_[size_++] = (uint32_t(1) << kCounterNodeBits) | (offset_of(node) >> 5);  // floor 1: the base is 0
     set_count(node, 1);
     return;
   }
   uint32_t i = find_min();
   ++upkeep_.evictions;
   Node *victim = counter_node(i);
-  set_counter(i, node, min_ + 1);
+  // Floor min_ + 1, at most kRebaseAfter above the base: no cap.
+  slots_[i] = (uint32_t(min_ + 1 - floor_base_) << kCounterNodeBits) | (offset_of(node) >> 5);
   set_count(node, min_ + 1);
   victim->set_monitored(false);
   set_count(victim, 0);
@@ -396,19 +424,17 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
 // Thesis Algorithm 2. Counters never decrease, so a counter equal to min_ can only lie at or after
 // min_idx_; when none is left, a full rescan finds the new minimum and its *first* position, so the
 // victim is always a true minimum (the original implementation could evict one a little above it).
-// The scan reads a counter's node only where its floor does not already put it above min_ (a
-// counter above its floor is one the fast path counted since: its floor is brought up to date).
+// The scan reads a counter's node only where its floor does not already put it above min_; it
+// writes no floor (it passes a counter once per rescan at most; the rescan brings them up to date).
 [[gnu::always_inline]] inline HCCT_NOINST uint32_t ThreadProfile::find_min() {
   uint32_t i = min_idx_;
-  uint32_t at_min = uint32_t(min_ - floor_base_);  // below kRebaseAfter: a floor above it is above min_
-  for (; i < size_; ++i) {
-    if ((slots_[i] >> kCounterNodeBits) > at_min) continue;
-    uint64_t c = count_of(counter_node(i));
-    ++upkeep_.floor_reads;
-    if (c == min_) break;
-    set_floor(i, c);
+  if (HCCT_UNLIKELY(!carries_.empty())) {
+    while (i < size_ && (floor_base_ + (slots_[i] >> kCounterNodeBits) > min_ || count_of(counter_node(i)) != min_)) ++i;
+  } else {
+    const uint32_t at_min = uint32_t(min_ - floor_base_);  // below kRebaseAfter: a floor above it is above min_
+    // No carries: every count is its node's low 32 bits, and min_ fits them.
+    while (i < size_ && ((slots_[i] >> kCounterNodeBits) > at_min || counter_node(i)->count_low != min_)) ++i;
   }
-  upkeep_.min_steps += i - min_idx_;
   if (HCCT_UNLIKELY(i == size_)) i = rescan_min();
   min_idx_ = i;
   return i;

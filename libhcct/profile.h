@@ -210,9 +210,8 @@ struct UpkeepCounts {
   uint64_t general_enters = 0;  // enters that took ThreadProfile::enter
   uint64_t general_exits = 0;   // exits that took ThreadProfile::exit
   uint64_t evictions = 0;       // counters taken from the minimum's context
-  uint64_t min_steps = 0;       // counters passed by the lazy minimum's forward scan
-  uint64_t floor_reads = 0;     // nodes read by it and by rescans (the others skipped by their floor)
   uint64_t rescans = 0;         // full rescans of the counters (the lazy scan found none left)
+  uint64_t rescan_reads = 0;    // nodes the rescans read (the others skipped by their floors)
   uint64_t pruned = 0;          // nodes freed
   uint64_t index_erases = 0;    // children of wide nodes taken out of the index
 };
@@ -613,12 +612,13 @@ class ThreadProfile {
   // compares floors up to kFloorMax against a minimum at most this far up.
   static constexpr uint64_t kRebaseAfter = (kFloorMax + 1) / 2;
   Node *counter_node(uint32_t i) const { return node_at((slots_[i] & kCounterNodeMask) << 5); }
-  // Counter i is `node`'s, whose count is at least `count` (count >= floor_base_).
-  void set_counter(uint32_t i, const Node *node, uint64_t count) {
-    uint64_t floor = count - floor_base_;
-    slots_[i] = (uint32_t(floor < kFloorMax ? floor : kFloorMax) << kCounterNodeBits) | (offset_of(node) >> 5);
+  // The floor bits of a count at or above `base`, in place.
+  static uint32_t floor_bits(uint64_t count, uint64_t base) {
+    uint64_t floor = count - base;
+    return uint32_t(floor < kFloorMax ? floor : kFloorMax) << kCounterNodeBits;
   }
-  void set_floor(uint32_t i, uint64_t count) { set_counter(i, counter_node(i), count); }
+  static constexpr uint32_t kNoCounter = ~uint32_t(0);
+  uint32_t search_min(uint64_t bound);
   void rebase_floors();
   void carry(Node *node, uintptr_t high_add);
   // Space-Saving's arrays hold 32-bit offsets into the node space: half the bytes of pointers.

@@ -327,13 +327,14 @@ HCCT_NOINST void say_upkeep(const ThreadState *s) {
   const ThreadProfile &p = s->profile;
   const UpkeepCounts &u = p.upkeep();
   say("hcct: thread %d: %llu calls, %zu nodes (peak %zu), %u counters, minimum %llu; general enters %llu, "
-      "exits %llu; evictions %llu, minimum scan steps %llu, rescans %llu, counters read %llu; pruned %llu, "
-      "index erases %llu; tree %zu KiB (index %zu KiB)\n",
+      "exits %llu; evictions %llu, rescans %llu (nodes read %llu); pruned %llu, "
+      "index erases %llu; tree %zu KiB (index %zu KiB, %zu children)\n",
       s->tid, (unsigned long long)p.calls(), p.live_nodes(), p.peak_nodes(), p.counters(),
       (unsigned long long)p.min_count(), (unsigned long long)u.general_enters,
-      (unsigned long long)u.general_exits, (unsigned long long)u.evictions, (unsigned long long)u.min_steps,
-      (unsigned long long)u.rescans, (unsigned long long)u.floor_reads, (unsigned long long)u.pruned,
-      (unsigned long long)u.index_erases, p.tree_bytes() >> 10, p.index_bytes() >> 10);
+      (unsigned long long)u.general_exits, (unsigned long long)u.evictions, (unsigned long long)u.rescans,
+      (unsigned long long)u.rescan_reads, (unsigned long long)u.pruned,
+      (unsigned long long)u.index_erases, p.tree_bytes() >> 10, p.index_bytes() >> 10,
+      p.indexed_children());
 }
 
 // `interrupted`: the thread's own event was interrupted (exit or _exit from a signal handler): its

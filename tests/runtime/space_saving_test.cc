@@ -196,6 +196,6 @@ TEST_CASE("space-saving: the minimum's search reads no node whose floor is above
   // Reading every counter's node at every rescan would be ten reads per eviction here. With the
   // floors: the victim's (which the eviction prunes anyway), and the hot nodes' now and then (their
   // floors are capped: the rising minimum passes them every kRebaseAfter rises).
-  CHECK(after.floor_reads - before.floor_reads <= 2 * (after.evictions - before.evictions));
+  CHECK(after.rescan_reads - before.rescan_reads <= 2 * (after.evictions - before.evictions));
   run.check_guarantees(0.1);
 }
