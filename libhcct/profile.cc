@@ -429,7 +429,8 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
 [[gnu::always_inline]] inline HCCT_NOINST uint32_t ThreadProfile::find_min() {
   uint32_t i = min_idx_;
   if (HCCT_UNLIKELY(!carries_.empty())) {
-    while (i < size_ && (floor_base_ + (slots_[i] >> kCounterNodeBits) > min_ || count_of(counter_node(i)) != min_)) ++i;
+    while (i < size_ && (floor_base_ + (slots_[i] >> kCounterNodeBits) > min_ || count_of(counter_node(i)) != min_))
+      ++i;
   } else {
     const uint32_t at_min = uint32_t(min_ - floor_base_);  // below kRebaseAfter: a floor above it is above min_
     // No carries: every count is its node's low 32 bits, and min_ fits them.
