@@ -40,13 +40,13 @@ HCCT_NOINST bool ThreadProfile::init(const ProfileConfig &config) {
     double want = ceil(1.0 / epsilon_);
     capacity_ = want > 1e9 ? 1000000000u : uint32_t(want);
     if (capacity_ < 1) capacity_ = 1;
-    if (!charge_tree_memory(capacity_ * sizeof(uint32_t))) {
+    if (!charge_tree_memory(summary_bytes())) {
       destroy();
       return false;
     }
-    slots_ = static_cast<uint32_t *>(map_pages(capacity_ * sizeof(uint32_t)));
+    slots_ = static_cast<uint32_t *>(map_pages(summary_bytes()));
     if (!slots_) {
-      refund_tree_memory(capacity_ * sizeof(uint32_t));
+      refund_tree_memory(summary_bytes());
       destroy();
       return false;
     }
@@ -75,8 +75,8 @@ HCCT_NOINST void ThreadProfile::destroy() {
   if (frames_) unmap_pages(frames_, size_t(frames_end() - frames_) * sizeof(Frame));
   if (hints_) unmap_pages(hints_, kHintSlots * sizeof(uint32_t));
   if (slots_) {
-    unmap_pages(slots_, capacity_ * sizeof(uint32_t));
-    refund_tree_memory(capacity_ * sizeof(uint32_t));
+    unmap_pages(slots_, summary_bytes());
+    refund_tree_memory(summary_bytes());
   }
   if (time_slots_) {
     unmap_pages(time_slots_, capacity_ * sizeof(uint32_t));
@@ -124,19 +124,84 @@ HCCT_NOINST void ThreadProfile::set_samples(Node *node, uint64_t samples) {
   }
 }
 
-// The full rescan of find_min: out of line, it runs once per ~1/ε evictions at most.
+// The full rescan of find_min: out of line, it runs once per ~1/ε evictions at most. The new
+// minimum is above min_ (find_min found no counter at it) and most often min_ + 1, the count of
+// every counter taken since the last rescan: the search tries that bound first, else the count of
+// a counter at the least floor (a bound that always holds).
 HCCT_NOINST uint32_t ThreadProfile::rescan_min() {
-  uint64_t m = count_of(node_at(slots_[0]));
+  ++upkeep_.rescans;
+  uint32_t i = search_min(min_ + 1);
+  if (HCCT_UNLIKELY(i == kNoCounter)) {
+    uint32_t lowest = kFloorMax, at_lowest = 0;
+    for (uint32_t j = 0; j < size_; ++j) {
+      uint32_t floor = slots_[j] >> kCounterNodeBits;
+      if (floor < lowest) {
+        lowest = floor;
+        at_lowest = j;
+      }
+    }
+    ++upkeep_.rescan_reads;
+    i = search_min(count_of(counter_node(at_lowest)));
+  }
+  if (min_ - floor_base_ >= kRebaseAfter) rebase_floors();
+  return i;
+}
+
+// The first counter holding the least count, if that count is at most `bound` (then it becomes
+// min_), else kNoCounter. It walks the floors and reads a counter's node only where its floor does
+// not already put it above the least count found so far (or, once one is found at it, at it), and
+// brings that floor up to date: the same minimum and first position as reading every node.
+HCCT_NOINST uint32_t ThreadProfile::search_min(uint64_t bound) {
+  uint32_t *const slots = slots_;
+  const uint32_t size = size_;
+  const uint64_t base = floor_base_;
+  uint64_t reads = 0;
+  // Counter j's count, its floor brought up to date.
+  auto read = [&](uint32_t j) {
+    uint64_t c = count_of(node_at((slots[j] & kCounterNodeMask) << 5));
+    ++reads;
+    slots[j] = floor_bits(c, base) | (slots[j] & kCounterNodeMask);
+    return c;
+  };
+  // Floors and counts are compared above the base (every count is at least the base).
+  uint64_t m = bound - base;
   uint32_t i = 0;
-  for (uint32_t j = 1; j < size_; ++j) {
-    uint64_t c = count_of(node_at(slots_[j]));
+  for (; i < size; ++i) {  // the first counter at or below the bound
+    if (slots[i] >> kCounterNodeBits > m) continue;
+    uint64_t c = read(i) - base;
+    if (c <= m) {
+      m = c;
+      break;
+    }
+  }
+  if (i == size) {
+    upkeep_.rescan_reads += reads;
+    return kNoCounter;
+  }
+  for (uint32_t j = i + 1; j < size; ++j) {  // then only counters below the least count so far
+    if (slots[j] >> kCounterNodeBits >= m) continue;
+    uint64_t c = read(j) - base;
     if (c < m) {
       m = c;
       i = j;
     }
   }
-  min_ = m;
+  upkeep_.rescan_reads += reads;
+  min_ = base + m;
   return i;
+}
+
+// Moves the floors' base up to the minimum: a floor below it becomes the minimum itself (every
+// count is at least that), the others keep their value. Once per kRebaseAfter rises of the
+// minimum at most, so that find_min's test (a floor above min_ - floor_base_) keeps its range.
+HCCT_NOINST void ThreadProfile::rebase_floors() {
+  uint64_t rise = min_ - floor_base_;
+  for (uint32_t j = 0; j < size_; ++j) {
+    uint32_t floor = slots_[j] >> kCounterNodeBits;
+    floor = floor > rise ? floor - uint32_t(rise) : 0;
+    slots_[j] = (floor << kCounterNodeBits) | (slots_[j] & kCounterNodeMask);
+  }
+  floor_base_ = min_;
 }
 
 HCCT_NOINST Frame *ThreadProfile::pop_stale(Frame *top, uintptr_t sp) {
@@ -168,6 +233,7 @@ HCCT_NOINST Frame *ThreadProfile::exit_below(Frame *top, uintptr_t fn, uintptr_t
 
 HCCT_NOINST void ThreadProfile::enter(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   Frame *top = top_;
+  ++upkeep_.general_enters;
   // Control reached another known stack without a swapcontext (a coroutine returned through
   // uc_link, a longjmp across stacks): that stack's calling path becomes current.
   if (HCCT_UNLIKELY(sp - stack_lo_ >= stack_size_) && stacks_ && follow_unseen_switch(sp)) top = top_;
@@ -340,13 +406,15 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
 [[gnu::always_inline]] inline HCCT_NOINST void ThreadProfile::monitor(Node *node) {
   node->set_monitored(true);
   if (size_ < capacity_) {
-    slots_[size_++] = offset_of(node);
+    slots_[size_++] = (uint32_t(1) << kCounterNodeBits) | (offset_of(node) >> 5);  // floor 1: the base is 0
     set_count(node, 1);
     return;
   }
   uint32_t i = find_min();
-  Node *victim = node_at(slots_[i]);
-  slots_[i] = offset_of(node);
+  ++upkeep_.evictions;
+  Node *victim = counter_node(i);
+  // Floor min_ + 1, at most kRebaseAfter above the base: no cap.
+  slots_[i] = (uint32_t(min_ + 1 - floor_base_) << kCounterNodeBits) | (offset_of(node) >> 5);
   set_count(node, min_ + 1);
   victim->set_monitored(false);
   set_count(victim, 0);
@@ -356,9 +424,18 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
 // Thesis Algorithm 2. Counters never decrease, so a counter equal to min_ can only lie at or after
 // min_idx_; when none is left, a full rescan finds the new minimum and its *first* position, so the
 // victim is always a true minimum (the original implementation could evict one a little above it).
+// The scan reads a counter's node only where its floor does not already put it above min_; it
+// writes no floor (it passes a counter once per rescan at most; the rescan brings them up to date).
 [[gnu::always_inline]] inline HCCT_NOINST uint32_t ThreadProfile::find_min() {
   uint32_t i = min_idx_;
-  while (i < size_ && count_of(node_at(slots_[i])) != min_) ++i;
+  if (HCCT_UNLIKELY(!carries_.empty())) {
+    while (i < size_ && (floor_base_ + (slots_[i] >> kCounterNodeBits) > min_ || count_of(counter_node(i)) != min_))
+      ++i;
+  } else {
+    const uint32_t at_min = uint32_t(min_ - floor_base_);  // below kRebaseAfter: a floor above it is above min_
+    // No carries: every count is its node's low 32 bits, and min_ fits them.
+    while (i < size_ && ((slots_[i] >> kCounterNodeBits) > at_min || counter_node(i)->count_low != min_)) ++i;
+  }
   if (HCCT_UNLIKELY(i == size_)) i = rescan_min();
   min_idx_ = i;
   return i;
@@ -367,7 +444,7 @@ HCCT_NOINST void ThreadProfile::index_children(Node *parent) {
 HCCT_NOINST uint64_t ThreadProfile::calls() const {
   uint64_t n = 0;
   if (mode_ == Mode::kHcct) {
-    for (uint32_t j = 0; j < size_; ++j) n += count_of(node_at(slots_[j]));
+    for (uint32_t j = 0; j < size_; ++j) n += count_of(counter_node(j));
     return n;
   }
   // Every node counts directly: sum the tree, depth-first without a stack (parent links).
@@ -389,8 +466,8 @@ HCCT_NOINST uint64_t ThreadProfile::calls() const {
 
 HCCT_NOINST uint64_t ThreadProfile::min_count() const {
   if (size_ < capacity_ || size_ == 0) return 0;
-  uint64_t m = count_of(node_at(slots_[0]));
-  for (uint32_t j = 1; j < size_; ++j) m = count_of(node_at(slots_[j])) < m ? count_of(node_at(slots_[j])) : m;
+  uint64_t m = count_of(counter_node(0));
+  for (uint32_t j = 1; j < size_; ++j) m = count_of(counter_node(j)) < m ? count_of(counter_node(j)) : m;
   return m;
 }
 
@@ -479,6 +556,7 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
          !(node->parent_bits & kPinned)) {
     Node *parent = node->parent();
     unlink(node);
+    ++upkeep_.pruned;
     if (HCCT_UNLIKELY(deferred_count_)) forget_deferred(node);
     node->set_next_sibling(free_nodes_);
     free_nodes_ = node;
@@ -493,6 +571,7 @@ HCCT_NOINST void ThreadProfile::prune(Node *node, Node *cursor) {
     size_t slot = index_.find(node, sibling_steps_);
     Node *prev = index_.prev(slot), *next = node->next_sibling();
     index_.erase(slot);
+    ++upkeep_.index_erases;
     if (prev) prev->set_next_sibling(next);
     else parent->set_first_child(next);
     if (next) index_.set_prev(index_.find(next, sibling_steps_), prev);
@@ -576,6 +655,7 @@ HCCT_NOINST void ThreadProfile::restart_from_current_path() {
   size_ = 0;
   min_ = 0;
   min_idx_ = 0;
+  floor_base_ = 0;
   unmatched_exits_ = 0;
   sink_.count_low = 0;
   // Time: the fresh tree has no samples (new nodes start at 0; so does the root).

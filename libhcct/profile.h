@@ -203,6 +203,19 @@ struct StackState {
   uintptr_t lo, size;  // the stack's memory: frames with sp in (lo, lo + size] are this stack's
 };
 
+// What the MCCT's upkeep did (hcct mode, off the fast path only: none of these is counted on a hit),
+// said per thread with verbose=1 (docs/RUNTIME.md, "Space-Saving's upkeep"): what makes a program
+// with more contexts than counters cost more than the exact tree.
+struct UpkeepCounts {
+  uint64_t general_enters = 0;  // enters that took ThreadProfile::enter
+  uint64_t general_exits = 0;   // exits that took ThreadProfile::exit
+  uint64_t evictions = 0;       // counters taken from the minimum's context
+  uint64_t rescans = 0;         // full rescans of the counters (the lazy scan found none left)
+  uint64_t rescan_reads = 0;    // nodes the rescans read (the others skipped by their floors)
+  uint64_t pruned = 0;          // nodes freed
+  uint64_t index_erases = 0;    // children of wide nodes taken out of the index
+};
+
 struct ProfileConfig {
   Mode mode = Mode::kCct;
   KeyBy key = KeyBy::kSite;
@@ -411,6 +424,7 @@ class ThreadProfile {
   // functions). The exiting frame is then the last one below `sp`, not one at or above it.
   // Every exit event (the fast path's fallback).
   HCCT_NOINST void exit(uintptr_t fn, uintptr_t sp, bool torn_down = false) {
+    ++upkeep_.general_exits;
     Frame *top = top_;
     Node *left = top->node;
     bool own_stack = sp - stack_lo_ < stack_size_;
@@ -543,9 +557,11 @@ class ThreadProfile {
   // Siblings and index slots examined by child lookups and unlinks off the fast path: the work
   // that must not grow with a node's fan-out (tests).
   uint64_t sibling_steps() const { return sibling_steps_; }
+  const UpkeepCounts &upkeep() const { return upkeep_; }
   size_t live_nodes() const { return live_nodes_; }
   size_t peak_nodes() const { return peak_nodes_; }
   size_t tree_bytes() const { return nodes_.bytes_mapped() + index_.bytes() + sample_map_.bytes(); }
+  size_t index_bytes() const { return index_.bytes(); }
   Mode mode() const { return mode_; }
   KeyBy key() const { return key_; }
   double epsilon() const { return epsilon_; }
@@ -555,7 +571,7 @@ class ThreadProfile {
   uint64_t min_count() const;
   bool out_of_memory() const { return lost_events() != 0; }
   // Space-Saving's counters, for tests: the context of counter i < monitored_count().
-  Node *slot(uint32_t i) const { return node_at(slots_[i]); }
+  Node *slot(uint32_t i) const { return counter_node(i); }
   // Children of wide nodes in the index, and a full check of it against the tree (tests): every
   // child of an indexed node is found with its true previous sibling, and nothing else is there.
   size_t indexed_children() const { return index_.size(); }
@@ -587,6 +603,23 @@ class ThreadProfile {
     set_count_carried(node, count);
   }
   void set_count_carried(Node *node, uint64_t count);
+  size_t summary_bytes() const { return size_t(capacity_) * sizeof(uint32_t); }
+  // M's entries (see slots_ below).
+  static constexpr uint32_t kCounterNodeBits = 26;
+  static constexpr uint32_t kCounterNodeMask = (uint32_t(1) << kCounterNodeBits) - 1;
+  static constexpr uint32_t kFloorMax = (uint32_t(1) << (32 - kCounterNodeBits)) - 1;
+  // The floors' base follows the minimum once it is this far above it: find_min's test then
+  // compares floors up to kFloorMax against a minimum at most this far up.
+  static constexpr uint64_t kRebaseAfter = (kFloorMax + 1) / 2;
+  Node *counter_node(uint32_t i) const { return node_at((slots_[i] & kCounterNodeMask) << 5); }
+  // The floor bits of a count at or above `base`, in place.
+  static uint32_t floor_bits(uint64_t count, uint64_t base) {
+    uint64_t floor = count - base;
+    return uint32_t(floor < kFloorMax ? floor : kFloorMax) << kCounterNodeBits;
+  }
+  static constexpr uint32_t kNoCounter = ~uint32_t(0);
+  uint32_t search_min(uint64_t bound);
+  void rebase_floors();
   void carry(Node *node, uintptr_t high_add);
   // Space-Saving's arrays hold 32-bit offsets into the node space: half the bytes of pointers.
   HCCT_NOINST Node *node_at(uint32_t offset) const { return reinterpret_cast<Node *>(nodes_.base() + offset); }
@@ -643,8 +676,16 @@ class ThreadProfile {
 
   // Lazy Space-Saving (thesis Algorithm 2): counters live in the nodes; slots_ is the unordered
   // array M (offsets of the nodes); min_/min_idx_ are the lazily maintained minimum and its first
-  // position.
+  // position. Each entry of M is 32 bits: the node's place (its offset / 32, 26 bits, as in the
+  // child index) under a 6-bit floor, floor_base_ + the bits being a lower bound of the node's
+  // count (its count when the upkeep last set or read it, capped): counters only grow, and the
+  // fast path counts in the node alone, so a floor is never above its count. find_min and its
+  // rescans skip every counter whose floor puts it above the minimum without touching its node:
+  // on a program with more contexts than counters (tcc: an eviction every 47 calls) reading every
+  // counter's node missed the caches (docs/BENCHMARKS.md, "Space-Saving's upkeep on tcc"). The
+  // floors live in bits the offsets leave free, so they cost no memory.
   uint32_t *slots_ = nullptr;
+  uint64_t floor_base_ = 0;
   uint32_t capacity_ = 0;
   uint32_t size_ = 0;
   uint64_t min_ = 0;
@@ -652,6 +693,7 @@ class ThreadProfile {
 
   uint64_t unmatched_exits_ = 0;
   uint64_t sibling_steps_ = 0;
+  UpkeepCounts upkeep_;
 
   // Time (option time=cpu). Samples per node in sample_map_ (nodes flagged kHasSamples). In hcct
   // mode a second lazy Space-Saving summary over samples, ⌈1/ε⌉ counters, as for calls.

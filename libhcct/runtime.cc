@@ -324,6 +324,21 @@ HCCT_NOINST void kick_threads() {
   unlock_registry();
 }
 
+// verbose=1: what Space-Saving's upkeep cost the thread (docs/RUNTIME.md, "Space-Saving's upkeep").
+HCCT_NOINST void say_upkeep(const ThreadState *s) {
+  const ThreadProfile &p = s->profile;
+  const UpkeepCounts &u = p.upkeep();
+  say("hcct: thread %d: %llu calls, %zu nodes (peak %zu), %u counters, minimum %llu; general enters %llu, "
+      "exits %llu; evictions %llu, rescans %llu (nodes read %llu); pruned %llu, "
+      "index erases %llu; tree %zu KiB (index %zu KiB, %zu children)\n",
+      s->tid, (unsigned long long)p.calls(), p.live_nodes(), p.peak_nodes(), p.counters(),
+      (unsigned long long)p.min_count(), (unsigned long long)u.general_enters,
+      (unsigned long long)u.general_exits, (unsigned long long)u.evictions, (unsigned long long)u.rescans,
+      (unsigned long long)u.rescan_reads, (unsigned long long)u.pruned,
+      (unsigned long long)u.index_erases, p.tree_bytes() >> 10, p.index_bytes() >> 10,
+      p.indexed_children());
+}
+
 // `interrupted`: the thread's own event was interrupted (exit or _exit from a signal handler): its
 // tree is written as it stands.
 // The count clock: the enters of the thread's current gap that its countdowns hold and the runtime
@@ -403,6 +418,7 @@ HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupte
     if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
       say("hcct: cannot write the profile to '%s': %s\n", g_out_dir, error_text(err));
   }
+  if (g_options.verbose && s->profile.mode() == Mode::kHcct) say_upkeep(s);
 }
 
 HCCT_NOINST void unregister_thread(ThreadState *s) {

@@ -317,6 +317,55 @@ TEST_CASE("node layout: counters carry past 2^32", "[mcct][cct][layout]") {
 
 // The probes' inline scan finds a child after as many steps as siblings precede it: when a narrow
 // node gets a new child, its children are put in order of calls, the newest last.
+// Space-Saving when the minimum itself is past 2^32: the floors kept in M (a few bits above a base
+// that follows the minimum) must still lead find_min to a true minimum, its first position, with
+// counts read through their carries.
+TEST_CASE("space-saving: evictions at a minimum past 2^32", "[mcct][space-saving][layout]") {
+  rt::ThreadProfile p;
+  rt::ProfileConfig config;
+  config.mode = rt::Mode::kHcct;
+  config.epsilon = 0.5;  // two counters
+  REQUIRE(p.init(config));
+  constexpr uintptr_t sp = kStackTop - kFrameSize;
+  constexpr uint64_t k2to32 = uint64_t(1) << 32;
+  auto call = [&](uintptr_t fn) {
+    if (!p.enter_fast(fn, 1, sp)) p.enter(fn, 1, sp);
+    if (!p.exit_fast(fn, sp, false)) p.exit(fn, sp);
+  };
+  auto child = [&](uintptr_t fn) -> rt::Node * {
+    for (const rt::Node *c = p.root()->first_child(); c; c = c->next_sibling())
+      if (c->routine == fn) return const_cast<rt::Node *>(c);
+    return nullptr;
+  };
+  // A and B to 2^32 calls each: 2^32 - 2 set, then two calls, the second of which carries.
+  for (uintptr_t fn : {uintptr_t(0x1000), uintptr_t(0x2000)}) {
+    call(fn);
+    child(fn)->count_low = ~uint32_t(0) - 1;
+    call(fn);
+    call(fn);
+    REQUIRE(p.count_of(child(fn)) == k2to32);
+  }
+  call(0x1000);  // A: 2^32 + 1; B stays the minimum
+  REQUIRE(p.min_count() == k2to32);
+  call(0x3000);  // evicts B, the only counter at 2^32; C gets 2^32 + 1
+  CHECK(child(0x2000) == nullptr);
+  REQUIRE(child(0x3000) != nullptr);
+  CHECK(p.count_of(child(0x3000)) == k2to32 + 1);
+  CHECK(p.count_of(child(0x1000)) == k2to32 + 1);
+  call(0x4000);  // A and C tie at 2^32 + 1: the first position (A's counter) goes; D gets 2^32 + 2
+  CHECK(child(0x1000) == nullptr);
+  REQUIRE(child(0x3000) != nullptr);
+  REQUIRE(child(0x4000) != nullptr);
+  CHECK(p.count_of(child(0x4000)) == k2to32 + 2);
+  call(0x3000);  // C: 2^32 + 2, a tie again
+  call(0x5000);  // evicts D (first position: it took A's counter), E gets 2^32 + 3
+  CHECK(child(0x4000) == nullptr);
+  CHECK(p.count_of(child(0x5000)) == k2to32 + 3);
+  CHECK(p.min_count() == k2to32 + 2);
+  CHECK(p.calls() == 2 * k2to32 + 5);
+  p.destroy();
+}
+
 TEST_CASE("node layout: a narrow node's children ordered by calls when one is added", "[mcct][cct][layout]") {
   in_cct_and_hcct([&](rt::ThreadProfile &p, rt::Mode) {
     constexpr uintptr_t sp = kStackTop - kFrameSize, A = 0x1000;

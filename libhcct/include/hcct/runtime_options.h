@@ -30,7 +30,8 @@ inline constexpr Option kMaxMb{"max_mb", false, "a whole number of MiB, at least
 inline constexpr Option kExact{"exact", true, "0, 1", "0",
                                "hcct: also keep the exact CCT of the same run, written to `<out>/exact/` (for accuracy "
                                "checks)"};
-inline constexpr Option kVerbose{"verbose", true, "0, 1", "0", "say at exit where the profile went"};
+inline constexpr Option kVerbose{"verbose", true, "0, 1", "0",
+                                 "say at exit where the profile went (hcct mode: and each thread's Space-Saving upkeep)"};
 inline constexpr Option kLog{"log", false, "a file path", "",
                              "write the runtime's messages to this file instead of stderr (docs/RUNTIME.md, \"Messages\")"};
 inline constexpr Option kFollow{"follow", true, "0, 1", "0",
