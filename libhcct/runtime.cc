@@ -855,25 +855,21 @@ __attribute__((always_inline)) inline bool burst_live() {
 HCCT_NOINST void clock_enter(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t site, uintptr_t sp) {
   BurstThread &b = s->burst;
   if (HCCT_UNLIKELY(!b.burst_events)) burst_schedule_first(b, uint64_t(s->tid) << 32 | s->seq);
-  if (!b.sampling) {
-    if (b.gap_left) {
-      b.between_enter(s->profile, fn, site, sp);  // (counts the enter down gap_left)
-      if (!g_exact) set_own_epoch(&s->between_epoch, e);
-      return;
-    }
-    b.join(s->profile, 0, nullptr, 0, false);  // from the shadow stack; fast_epoch stays off
-    set_own_epoch(&s->between_epoch, 0);         // the inline shadow-stack paths stop
-    b.sampling = true;
-    b.burst_left = b.burst_events;
-    b.burst_started_ns = burst_now_ns();
-  }
-  // The exhaustive inline hit first (the same tree change as enter(), in a tenth of the
-  // instructions), enter() for everything else.
-  if (!s->profile.enter_fast(fn, site, sp)) s->profile.enter(fn, site, sp);
-  if (--b.burst_left == 0) {
-    b.sampling = false;
-    burst_schedule_next(b);
-  }
+  b.clock_enter(
+      [&] {
+        b.between_enter(s->profile, fn, site, sp);  // (counts the enter down gap_left)
+        if (!g_exact) set_own_epoch(&s->between_epoch, e);
+      },
+      [&] {
+        b.join(s->profile, 0, nullptr, 0, false);  // from the shadow stack; fast_epoch stays off
+        set_own_epoch(&s->between_epoch, 0);         // the inline shadow-stack paths stop
+      },
+      // The exhaustive inline hit first (the same tree change as enter(), in a tenth of the
+      // instructions), enter() for everything else.
+      [&] {
+        if (!s->profile.enter_fast(fn, site, sp)) s->profile.enter(fn, site, sp);
+      },
+      burst_now_ns);
 }
 
 HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t sp, bool torn_down) {
