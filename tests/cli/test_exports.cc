@@ -502,18 +502,28 @@ TEST_CASE("compare: runs of a rebuilt binary line up by symbol", "[cli][compare]
 
 #endif
 
+namespace {
+
+// small_profile (cct) with time=cpu at 1000 Hz, written to `dir`: self samples 10, 5, 80 and 5 in
+// contexts 1, 3, 4 and 5, `root_samples` at the root; S adds them up.
+void write_timed_small_profile(const TempDir &dir, uint64_t root_samples) {
+  ThreadProfile p = hcct::test::small_profile(Mode::cct);
+  p.meta.time = "cpu";
+  p.meta.sample_period_ns = 1000000;
+  p.samples = {root_samples, 10, 0, 5, 80, 5};
+  p.meta.samples = 100 + root_samples;
+  write_profile(dir / profile_file_name(p.meta.pid, 0), p);
+}
+
+}  // namespace
+
 // Samples charged to the thread's root (outside every instrumented function: before main's first
 // enter, after its exit) are a "(thread start)" line of the folded stacks by time, as callgrind and
 // pprof name them: the lines add up to S. (They were dropped; the time exports' end-to-end test
 // then failed under load, where a sample lands outside main now and then.)
 TEST_CASE("time: folded --metric time states the samples charged to the root", "[cli][time]") {
   TempDir dir;
-  ThreadProfile p = hcct::test::small_profile(Mode::cct);
-  p.meta.time = "cpu";
-  p.meta.sample_period_ns = 1000000;
-  p.samples = {3, 10, 0, 5, 80, 5};
-  p.meta.samples = 103;
-  write_profile(dir / profile_file_name(p.meta.pid, 0), p);
+  write_timed_small_profile(dir, 3);
   Result folded = hcct_cmd({"export", dir.path().string(), "-f", "folded", "--metric", "time", "--min-share", "0",
                             "--no-symbols"});
   INFO(folded.err);
@@ -530,12 +540,7 @@ TEST_CASE("time: folded --metric time states the samples charged to the root", "
 // contexts 1 (10 samples), 3 (5), 4 (80), 5 (5) of small_profile; 100 in all.
 TEST_CASE("time: report --sort time and folded --metric time and info", "[cli][time]") {
   TempDir dir;
-  ThreadProfile p = hcct::test::small_profile(Mode::cct);
-  p.meta.time = "cpu";
-  p.meta.sample_period_ns = 1000000;
-  p.samples = {0, 10, 0, 5, 80, 5};
-  p.meta.samples = 100;
-  write_profile(dir / profile_file_name(p.meta.pid, 0), p);
+  write_timed_small_profile(dir, 0);
   const std::string d = dir.path().string();
 
   // By time, phi 0.5: only context 4 (80 samples), with its ancestor 1; by calls: only context 3.
