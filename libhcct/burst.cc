@@ -139,6 +139,8 @@ HCCT_NOINST uint64_t draw_gap(BurstThread &b, uint64_t events, uint64_t interval
 }  // namespace
 
 HCCT_NOINST void BurstThread::schedule_first(uint64_t seed, uint64_t interval_ns, uint64_t length_ns) {
+  clock_interval_ns = interval_ns;
+  clock_length_ns = length_ns;
   random = seed * 0x9E3779B97F4A7C15ull | 1;
   burst_events = kFirstBurstEvents;
   ns_per_event = 0;

@@ -168,6 +168,31 @@ struct BurstThread {
   // kEnterPerJoinFrame enters per frame rebuilt at a burst start (join_frames, smoothed).
   void schedule_first(uint64_t seed, uint64_t interval_ns, uint64_t length_ns);
   void schedule_next(uint64_t took_ns, uint64_t interval_ns, uint64_t length_ns);
+  uint64_t clock_interval_ns = 0, clock_length_ns = 0;  // the schedule schedule_first was given
+
+  // One enter on the event clock: runtime.cc's clock_enter is this with the thread's profile,
+  // shadow stack and CLOCK_MONOTONIC; unit tests drive it with a synthetic program and clock. In a
+  // gap, `skip()` takes the enter and counts it down gap_left (between_enter, between_count); the
+  // enter after a gap starts a burst, once `join()` re-synchronised the profile; a burst's enters go
+  // to `sample()`; after its last, the time it took (`now()`, nanoseconds, read at its first enter
+  // and after its last) schedules the next gap and burst (schedule_next).
+  template <typename Skip, typename Join, typename Sample, typename Now>
+  [[gnu::always_inline]] void clock_enter(const Skip &skip, const Join &join, const Sample &sample, const Now &now) {
+    if (!sampling) {
+      if (gap_left) return skip();
+      join();
+      sampling = true;
+      burst_left = burst_events;
+      burst_started_ns = now();
+    }
+    sample();
+    if (--burst_left == 0) {
+      sampling = false;
+      uint64_t took = now() - burst_started_ns;
+      burst_ns += took;
+      schedule_next(took, clock_interval_ns, clock_length_ns);
+    }
+  }
 
   bool init(uintptr_t stack_lo, uintptr_t stack_size) {
     unwind_memo.stack_lo = stack_lo;

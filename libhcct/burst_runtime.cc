@@ -1271,12 +1271,6 @@ HCCT_NOINST void burst_schedule_first(BurstThread &b, uint64_t seed) {
   b.schedule_first(seed ^ now, g_call_interval_ns, g_call_length_ns);
 }
 
-HCCT_NOINST void burst_schedule_next(BurstThread &b) {
-  uint64_t took = monotonic_ns() - b.burst_started_ns;
-  b.burst_ns += took;
-  b.schedule_next(took, g_call_interval_ns, g_call_length_ns);
-}
-
 HCCT_NOINST double burst_thread_time_fraction(const BurstThread &b) {
   uint64_t now = monotonic_ns();
   uint64_t in_bursts = b.burst_ns + (b.sampling ? now - b.burst_started_ns : 0);

@@ -93,9 +93,6 @@ uint64_t burst_now_ns();
 // Starts a thread's schedule on the event clock at its first event (`seed`: something of the
 // thread's own, mixed with the clock).
 void burst_schedule_first(BurstThread &b, uint64_t seed);
-// At the end of a thread's burst on the event clock: the gap to skip, and the next burst's length
-// in enters (adapted so that a burst lasts about burst_length).
-void burst_schedule_next(BurstThread &b);
 // The fraction of the thread's time (since its first event) spent in its own bursts.
 double burst_thread_time_fraction(const BurstThread &b);
 const char *burst_kind_name();

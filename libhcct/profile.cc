@@ -736,18 +736,27 @@ HCCT_NOINST bool ThreadProfile::start_stacks() {
 // The stack `sp` lies on. With a hint (the target context's uc_stack, set for makecontext) that
 // holds `sp`, a lookup by its address; else the thread's own stack, or, when other stacks lie
 // inside it, the smallest known stack holding `sp`. -1 if none does (or memory is refused).
+// `*remade`: the hint names a known stack that makecontext made again (see made_by_makecontext):
+// its bounds become the hint's, and the frames still on it are an abandoned coroutine's.
 HCCT_NOINST int ThreadProfile::find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size,
-                                          uintptr_t from_sp) {
+                                          uintptr_t from_sp, bool *remade) {
   if (hint_size && hint_lo && sp - 1 - hint_lo < hint_size) {
+    bool switcher_outside = from_sp == 0 || from_sp - 1 - hint_lo >= hint_size;
     if (uintptr_t *index = stack_by_lo_.find(hint_lo)) {
-      StackState &st = stacks_[*index - 1];
-      st.size = hint_size;  // the memory may be reused with another size
-      if (*index - 1 == current_stack_) stack_size_ = hint_size;
-      return int(*index - 1);
+      auto i = uint32_t(*index - 1);
+      if (switcher_outside && made_by_makecontext(sp, hint_lo + hint_size)) {
+        stacks_[i].size = hint_size;  // the memory may be reused with another size
+        if (i == current_stack_) stack_size_ = hint_size;
+        *remade = true;
+        return int(i);
+      }
+      // Resumed: the bounds it was made with hold (a saved context's uc_stack is only the
+      // program's bookkeeping; it does not move frames).
+      uintptr_t size = i == current_stack_ ? stack_size_ : stacks_[i].size;
+      if (sp - 1 - hint_lo < size) return int(i);
+    } else if (switcher_outside && hint_lo + hint_size - sp <= kFreshContextDepth) {
+      return add_stack(hint_lo, hint_size);
     }
-    bool fresh = hint_lo + hint_size - sp <= kFreshContextDepth &&
-                 (from_sp == 0 || from_sp - 1 - hint_lo >= hint_size);
-    if (fresh) return add_stack(hint_lo, hint_size);
   }
   const StackState &own = stacks_[0];
   if (nested_stacks_ == 0 && sp - 1 - own.lo < own.size) return 0;
@@ -796,8 +805,9 @@ HCCT_NOINST void ThreadProfile::drop_stack(uint32_t index) {
 }
 
 // O(1) but for pins (one map update each in hcct mode): saves the running stack's state (or drops
-// it), loads the target's. A target that holds no frame is rooted at the switcher's context.
-HCCT_NOINST void ThreadProfile::move_to_stack(uint32_t index, bool drop_current) {
+// it), loads the target's. A target that holds no frame is rooted at the switcher's context; so is
+// a `remade` one, whose frames, an abandoned coroutine's, are dropped first.
+HCCT_NOINST void ThreadProfile::move_to_stack(uint32_t index, bool drop_current, bool remade) {
   Node *from = path_leaf();
   Node *dropped_base = nullptr;
   if (drop_current) {
@@ -818,10 +828,12 @@ HCCT_NOINST void ThreadProfile::move_to_stack(uint32_t index, bool drop_current)
   current_stack_ = index;
   // Pinned when it was suspended (a stack never run has no base yet).
   if (mode_ == Mode::kHcct && frames_->node) unpin(path_leaf());
+  Node *old_leaf = path_leaf();  // the base when the stack holds no frame (null if never run)
+  if (remade) top_ = frames_;
   if (index != 0 && top_ == frames_) {
-    Node *old_base = frames_->node;
     frames_->node = from;  // (re)rooted where it is switched into
-    if (mode_ == Mode::kHcct && old_base && old_base != from) prune(old_base, from);
+    // One walk frees the dropped frames' contexts and the old base, as far as nothing keeps them.
+    if (mode_ == Mode::kHcct && old_leaf && old_leaf != from) prune(old_leaf, from);
   }
   if (mode_ == Mode::kHcct && dropped_base) prune(dropped_base, path_leaf());
 }
@@ -829,14 +841,27 @@ HCCT_NOINST void ThreadProfile::move_to_stack(uint32_t index, bool drop_current)
 HCCT_NOINST bool ThreadProfile::switch_stack(uintptr_t target_sp, uintptr_t hint_lo, uintptr_t hint_size,
                                              uintptr_t from_sp) {
   if (!stacks_ && !start_stacks()) return false;
-  int index = find_stack(target_sp, hint_lo, hint_size, from_sp);
+  // The switcher's own frame is on the stack control is on: the runtime may not have seen it get
+  // there (a return through uc_link or a longjmp, and no event since).
+  if (from_sp && from_sp - stack_lo_ >= stack_size_) follow_unseen_switch(from_sp);
+  bool remade = false;
+  int index = find_stack(target_sp, hint_lo, hint_size, from_sp, &remade);
   if (index < 0) return false;
-  if (uint32_t(index) != current_stack_) move_to_stack(uint32_t(index), false);
+  if (uint32_t(index) != current_stack_) {
+    move_to_stack(uint32_t(index), false, remade);
+  } else if (remade) {
+    // Still taken for the running stack (the switcher's is one never announced): its abandoned
+    // frames go, its base stays.
+    Node *left = path_leaf();
+    top_ = frames_;
+    if (mode_ == Mode::kHcct && left != frames_->node) prune(left, frames_->node);
+  }
   return true;
 }
 
 HCCT_NOINST bool ThreadProfile::follow_unseen_switch(uintptr_t sp) {
-  int index = find_stack(sp, 0, 0, 0);
+  bool remade = false;  // no hint: never set
+  int index = find_stack(sp, 0, 0, 0, &remade);
   if (index < 0 || uint32_t(index) == current_stack_) return false;
   move_to_stack(uint32_t(index), /*drop_current=*/current_stack_ != 0 && top_ == frames_);
   return true;

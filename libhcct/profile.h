@@ -471,6 +471,16 @@ class ThreadProfile {
   bool switch_stack(uintptr_t target_sp, uintptr_t hint_lo, uintptr_t hint_size, uintptr_t from_sp = 0);
   // How far below the top of its uc_stack a context fresh from makecontext starts.
   static constexpr uintptr_t kFreshContextDepth = 4096;
+  // A known stack switched into at a context that makecontext made on it was made again (a
+  // coroutine pool reusing an abandoned coroutine's stack): the frames left on it are stale. Such a
+  // context starts as a function entered by a call, its stack pointer 8 bytes past a 16-byte
+  // boundary (x86-64 psABI), just below the top (glibc leaves room for the trampoline's return
+  // address and arguments beyond the sixth); a context saved by getcontext or swapcontext, as when
+  // a suspended coroutine is resumed, holds its caller's stack pointer, 16-byte aligned at a call.
+  static constexpr uintptr_t kMadeContextDepth = 128;
+  static constexpr bool made_by_makecontext(uintptr_t sp, uintptr_t stack_top) {
+    return sp % 16 == 8 && stack_top - sp <= kMadeContextDepth;
+  }
   // Machine stacks known besides the thread's own (tests).
   size_t other_stacks() const { return stack_count_ ? stack_count_ - 1 : 0; }
   // The deepest tree node of the current calling path (the cursor unless memory ran out).
@@ -639,10 +649,10 @@ class ThreadProfile {
   Frame *frames_end() const { return frames_last_ + 1; }
   bool follow_unseen_switch(uintptr_t sp);
   bool start_stacks();
-  int find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size, uintptr_t from_sp);
+  int find_stack(uintptr_t sp, uintptr_t hint_lo, uintptr_t hint_size, uintptr_t from_sp, bool *remade);
   int add_stack(uintptr_t lo, uintptr_t size);
   void drop_stack(uint32_t index);
-  void move_to_stack(uint32_t index, bool drop_current);
+  void move_to_stack(uint32_t index, bool drop_current, bool remade = false);
   void pin(Node *node);
   void unpin(Node *node);
   Node *rebuild_node_path(const Node *old_leaf, const Node *old_root);

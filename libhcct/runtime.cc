@@ -892,25 +892,21 @@ __attribute__((always_inline)) inline bool burst_live() {
 HCCT_NOINST void clock_enter(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t site, uintptr_t sp) {
   BurstThread &b = s->burst;
   if (HCCT_UNLIKELY(!b.burst_events)) burst_schedule_first(b, uint64_t(s->tid) << 32 | s->seq);
-  if (!b.sampling) {
-    if (b.gap_left) {
-      b.between_enter(s->profile, fn, site, sp);  // (counts the enter down gap_left)
-      if (!g_exact) set_own_epoch(&s->between_epoch, e);
-      return;
-    }
-    b.join(s->profile, 0, nullptr, 0, false);  // from the shadow stack; fast_epoch stays off
-    set_own_epoch(&s->between_epoch, 0);         // the inline shadow-stack paths stop
-    b.sampling = true;
-    b.burst_left = b.burst_events;
-    b.burst_started_ns = burst_now_ns();
-  }
-  // The exhaustive inline hit first (the same tree change as enter(), in a tenth of the
-  // instructions), enter() for everything else.
-  if (!s->profile.enter_fast(fn, site, sp)) s->profile.enter(fn, site, sp);
-  if (--b.burst_left == 0) {
-    b.sampling = false;
-    burst_schedule_next(b);
-  }
+  b.clock_enter(
+      [&] {
+        b.between_enter(s->profile, fn, site, sp);  // (counts the enter down gap_left)
+        if (!g_exact) set_own_epoch(&s->between_epoch, e);
+      },
+      [&] {
+        b.join(s->profile, 0, nullptr, 0, false);  // from the shadow stack; fast_epoch stays off
+        set_own_epoch(&s->between_epoch, 0);         // the inline shadow-stack paths stop
+      },
+      // The exhaustive inline hit first (the same tree change as enter(), in a tenth of the
+      // instructions), enter() for everything else.
+      [&] {
+        if (!s->profile.enter_fast(fn, site, sp)) s->profile.enter(fn, site, sp);
+      },
+      burst_now_ns);
 }
 
 HCCT_NOINST void clock_exit(ThreadState *s, uint64_t e, uintptr_t fn, uintptr_t sp, bool torn_down) {
@@ -1026,6 +1022,31 @@ __attribute__((always_inline)) inline void catch_up_if_needed(ThreadState *s) {
   if (is_thread_state(s)) ++s->dropped;
 }
 
+// Between bursts, the common event on the thread's shadow stack, shared by the plugin probes' lean
+// route (lean_enter/lean_exit) and the out-of-line paths (enter_other/exit_other): with the
+// thread's between-burst epoch current and `may()` (the route's own condition), a push with nothing
+// stale to pop, counted down gap_left (the event clock's countdown to the thread's next burst;
+// never 0 on the time clock), or a pop of the function's own top entry. False: nothing was changed.
+template <typename May>
+__attribute__((always_inline)) inline bool between_enter_fast(ThreadState *s, uintptr_t fn, uintptr_t site,
+                                                              uintptr_t sp, May may) {
+  BurstThread &b = s->burst;
+  uint64_t gap_left;
+  if (HCCT_UNLIKELY(read_shared(s->between_epoch) != read_shared(g_burst_epoch) || !may() ||
+                    __builtin_sub_overflow(b.gap_left, uint64_t(1), &gap_left) ||
+                    !b.shadow.enter_fast(fn, site, sp)))
+    return false;
+  b.gap_left = gap_left;
+  return true;
+}
+
+template <typename May>
+__attribute__((always_inline)) inline bool between_exit_fast(ThreadState *s, uintptr_t fn, uintptr_t sp,
+                                                             bool torn_down, May may) {
+  return !HCCT_UNLIKELY(read_shared(s->between_epoch) != read_shared(g_burst_epoch) || !may() ||
+                        !s->burst.shadow.exit_fast(fn, sp, torn_down));
+}
+
 // Off the fast path (busy set by the caller, cleared here): between bursts with a shadow stack, a
 // push or a pop; else the full path. Out of line so that the probes stay frameless. The enter
 // and exit paths the probes tail-call take the thread's state last, so that the routine stays in
@@ -1034,21 +1055,14 @@ __attribute__((always_inline)) inline void catch_up_if_needed(ThreadState *s) {
 [[gnu::noinline]] HCCT_NOINST void enter_other(uintptr_t fn, uintptr_t site, uintptr_t sp,
                                                ThreadState *s) {
   enter_slow(s);
-  // gap_left: the event clock's countdown to the thread's next burst (never 0 on the time clock).
-  if (read_shared(s->between_epoch) == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
-      s->burst.gap_left && s->burst.shadow.enter_fast(fn, site, sp)) {
-    --s->burst.gap_left;
-    return event_end(s);
-  }
+  if (between_enter_fast(s, fn, site, sp, [] { return burst_live(); })) return event_end(s);
   enter_full(s, fn, site, sp);
 }
 
 [[gnu::noinline]] HCCT_NOINST void exit_other(uintptr_t fn, uintptr_t sp, bool torn_down,
                                               ThreadState *s) {
   enter_slow(s);
-  if (read_shared(s->between_epoch) == __atomic_load_n(&g_burst_epoch, __ATOMIC_RELAXED) && burst_live() &&
-      s->burst.shadow.exit_fast(fn, sp, torn_down))
-    return event_end(s);
+  if (between_exit_fast(s, fn, sp, torn_down, [] { return burst_live(); })) return event_end(s);
   exit_full(s, fn, sp, torn_down);
 }
 
@@ -1103,28 +1117,21 @@ __attribute__((always_inline)) inline void lean_end(ThreadState *s) {
 // The plugin probes' lean route between bursts (docs/BURSTING.md, "The cost between bursts"): with
 // `busy` set, the thread's between-burst epoch current (it stands for the gate, as fast_epoch does
 // on the hit path: every stop and every dlclose kicks it) and not time=wall, a push or a pop of
-// the shadow stack and, for an enter, the event clock's count; nothing else of the out-of-line
-// protocol (in_slow and the deferred prunes concern the samplers and the profile's tree, which this
-// route does not touch; a CPU-time sample kept pending meanwhile is charged by lean_end). Anything unusual — the gap's end, a stale or foreign frame, a full
-// stack, an exit that is not the top's — takes enter_other/exit_other as before.
+// the shadow stack and, for an enter, the event clock's count (between_enter_fast/exit_fast);
+// nothing else of the out-of-line protocol (in_slow and the deferred prunes concern the samplers
+// and the profile's tree, which this route does not touch; a CPU-time sample kept pending
+// meanwhile is charged by lean_end). Anything unusual — the gap's end, a stale or foreign frame, a
+// full stack, an exit that is not the top's — takes enter_other/exit_other as before.
 __attribute__((always_inline)) inline bool lean_enter(ThreadState *s, uintptr_t fn, uintptr_t site,
                                                       uintptr_t sp) {
-  BurstThread &b = s->burst;
-  uint64_t gap_left;
-  if (HCCT_UNLIKELY(read_shared(s->between_epoch) != read_shared(g_burst_epoch) || !g_lean_between ||
-                    __builtin_sub_overflow(b.gap_left, uint64_t(1), &gap_left) ||
-                    !b.shadow.enter_fast(fn, site, sp)))
-    return false;
-  b.gap_left = gap_left;
+  if (!between_enter_fast(s, fn, site, sp, [] { return g_lean_between; })) return false;
   lean_end(s);
   return true;
 }
 
 __attribute__((always_inline)) inline bool lean_exit(ThreadState *s, uintptr_t fn, uintptr_t sp,
                                                      bool torn_down) {
-  if (HCCT_UNLIKELY(read_shared(s->between_epoch) != read_shared(g_burst_epoch) || !g_lean_between ||
-                    !s->burst.shadow.exit_fast(fn, sp, torn_down)))
-    return false;
+  if (!between_exit_fast(s, fn, sp, torn_down, [] { return g_lean_between; })) return false;
   lean_end(s);
   return true;
 }

@@ -40,7 +40,9 @@ void check_same_sampling(const ThreadMeta &m, const std::string &clock, uint64_t
 // ---------------------------------------------------------------------------------------- folded
 
 // One line per kept node with a nonzero count: "root-most;...;leaf COUNT". flamegraph.pl, inferno
-// and speedscope add up equal stacks; the counts add up to the exported total.
+// and speedscope add up equal stacks; the counts add up to the exported total. The root's count
+// (--metric time: samples charged outside every instrumented function) is "(thread start)", as
+// callgrind and pprof name it.
 class Folded : public Exporter {
  public:
   explicit Folded(std::ostream &out) : out_(out) {}
@@ -49,15 +51,17 @@ class Folded : public Exporter {
     names_.clear();
   }
   void node(const WalkNode &w, std::span<const WalkNode> path) override {
-    if (w.count == 0 || path.empty()) return;
+    // (The root is never selected: by time, its count is its own samples.)
+    const uint64_t count = path.empty() ? (info_.metric == Metric::time ? w.samples : 0) : w.count;
+    if (count == 0) return;
     line_.clear();
     for (size_t k = 1; k < path.size(); ++k) {
       line_ += name(path[k].node.routine);
       line_ += ';';
     }
-    line_ += name(w.node.routine);
+    line_ += path.empty() ? std::string("(thread start)") : name(w.node.routine);
     line_ += ' ';
-    line_ += std::to_string(w.count);
+    line_ += std::to_string(count);
     line_ += '\n';
     out_ << line_;
   }

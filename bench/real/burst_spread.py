@@ -6,15 +6,16 @@ programs").
   bench/real/burst_spread.py EXACT SAMPLED... [--phi 1e-4] [--hcct build/tools/hcct/hcct] [--show N]
 
 EXACT is a profile directory of an exhaustive run (mode=cct, or a run's exact/ side), each SAMPLED
-one of a bursting run of the same command (setarch -R, so that contexts have the same addresses:
-they are matched by their chain of (routine, call site) addresses, `hcct dump --no-symbols`). The
-thread with most calls of each is used. For every context of EXACT with w ≥ ⌊φN⌋ (the exact hot
-set) each run's estimate is its sampled count / sampled_fraction (0 where the run has no such
-context), and:
+one of a bursting run of the same command. Each run's figures against EXACT are `hcct compare
+SAMPLED EXACT --phi PHI --json`'s (the thread pair with most calls): its scale 1/sampled_fraction,
+the exact hot set's threshold ⌊φN⌋ and size, false negatives and average counter error (over the
+run's own hot set). Context by context (setarch -R, so that contexts have the same addresses: they
+are matched by their chain of (routine, call site) addresses, `hcct dump --no-symbols`; the thread
+with most calls of each), for every context of EXACT with w ≥ ⌊φN⌋ (the exact hot set) each run's
+estimate is its sampled count × compare's count_scale (0 where the run has no such context), and:
 
 - per run: the average |estimate − w| / w over the exact hot set (a context missing counts 100 %),
-  the mean signed error, the false negatives (estimate below the run's ⌊φN⌋) and how many of them
-  the sampled tree lacks altogether;
+  the mean signed error, and how many of those contexts the sampled tree lacks altogether;
 - over the runs: the average error, the average |mean estimate − w| / w (the bias left after
   averaging the runs) against what sampling noise alone leaves after averaging (sd / √runs): a bias
   shows as the first well above the second;
@@ -30,10 +31,13 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def run_json(*argv):
+    return json.loads(subprocess.run(list(argv), capture_output=True, text=True, check=True).stdout)
+
+
 def load(hcct, directory):
-    """(thread meta, {context: count}, {context: function name}) of the thread with most calls."""
-    out = subprocess.run([hcct, "dump", directory, "--json"], capture_output=True, text=True, check=True).stdout
-    thread = max(json.loads(out)["threads"], key=lambda t: t["calls"])
+    """({context: count}, {context: function name}) of the thread with most calls."""
+    thread = max(run_json(hcct, "dump", directory, "--json")["threads"], key=lambda t: t["calls"])
     key, counts, names = {}, collections.Counter(), {}
     for n in thread["nodes"]:
         if n["parent"] is None:
@@ -44,10 +48,20 @@ def load(hcct, directory):
         counts[k] += n["count"]
         function = n.get("function")
         names[k] = function.get("name") if isinstance(function, dict) else None
-    info = json.loads(subprocess.run([hcct, "info", directory, "--json"], capture_output=True, text=True,
-                                     check=True).stdout)
-    meta = max((t for p in info["processes"] for t in p["threads"]), key=lambda t: t["calls"])
-    return meta, counts, names
+    return counts, names
+
+
+def bursts(hcct, directory):
+    """The bursts of the thread with most calls (hcct info)."""
+    info = run_json(hcct, "info", directory, "--json")
+    thread = max((t for p in info["processes"] for t in p["threads"]), key=lambda t: t["calls"])
+    return thread.get("extra", {}).get("bursts", "?")
+
+
+def compare(hcct, sampled, exact, phi):
+    """hcct compare's metrics of the sampled run against the exact one (the pair with most calls)."""
+    pairs = run_json(hcct, "compare", sampled, exact, "--phi", repr(phi), "--json")["comparisons"]
+    return max(pairs, key=lambda m: m["reference"]["calls"])
 
 
 def summary(label, rows):
@@ -67,28 +81,29 @@ def main():
     ap.add_argument("--show", type=int, default=8, help="contexts furthest off on each side")
     args = ap.parse_args()
 
-    exact_meta, exact, names = load(args.hcct, args.exact)
-    threshold = math.floor(args.phi * (exact_meta["calls"] + exact_meta["lost"]))
-    hot = {k: w for k, w in exact.items() if w >= threshold}
-    print(f"exact: N = {exact_meta['calls']:,}, floor(phi N) = {threshold:,}, {len(hot)} hot contexts")
+    exact, names = load(args.hcct, args.exact)
+    hot, threshold = None, None
     estimates = collections.defaultdict(list)
     for directory in args.sampled:
-        meta, counts, _ = load(args.hcct, directory)
-        extra = meta.get("extra", {})
-        f = float(extra.get("sampled_fraction", 1))
-        run_threshold = math.floor(args.phi * meta["calls"] / f)
-        errors, signed, negatives, absent = 0.0, 0.0, 0, 0
+        m = compare(args.hcct, directory, args.exact, args.phi)
+        if hot is None:
+            threshold = m["reference_threshold"]
+            hot = {k: w for k, w in exact.items() if w >= threshold}
+            print(f"exact: N = {m['reference']['calls']:,}, floor(phi N) = {threshold:,}, "
+                  f"{m['exact_hot']} hot contexts")
+        counts, _ = load(args.hcct, directory)
+        scale = m["test"]["count_scale"]
+        errors, signed, absent = 0.0, 0.0, 0
         for k, w in hot.items():
-            e = counts.get(k, 0) / f
+            e = counts.get(k, 0) * scale
             estimates[k].append(e)
             errors += abs(e - w) / w
             signed += (e - w) / w
-            if e < run_threshold:
-                negatives += 1
-                absent += k not in counts
-        print(f"{directory}: fraction {f:.4f}, {extra.get('bursts', '?')} bursts, min_count {meta.get('min_count')}: "
-              f"error {100 * errors / len(hot):.2f}%, signed {100 * signed / len(hot):+.2f}%, "
-              f"false negatives {negatives} ({absent} not in the sampled tree)")
+            absent += k not in counts
+        print(f"{directory}: fraction {1 / scale:.4f}, {bursts(args.hcct, directory)} bursts, "
+              f"min_count (scaled) {m['error_bound']}: error {100 * errors / len(hot):.2f}%, "
+              f"signed {100 * signed / len(hot):+.2f}%, {absent} not in the sampled tree; hcct compare: "
+              f"false negatives {m['false_negatives']}, error {m['avg_error_percent']:.2f}% over its hot set")
     runs = len(args.sampled)
     if runs < 2:
         return

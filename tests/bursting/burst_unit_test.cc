@@ -437,10 +437,11 @@ TEST_CASE("bursting: an exit that pops stale unmonitored frames prunes each node
 
 namespace {
 
-// The event clock's schedule (BurstThread::schedule_first/next) driven as clock_enter drives it,
-// over a synthetic program: `kinds[i % kinds.size()]` is the kind of the i-th enter and `cost_ns`
-// the time a sampled enter of that kind takes in a burst. Returns, per kind, the fraction of its
-// enters sampled divided by the overall fraction (1: unbiased), and the overall fraction.
+// The event clock (BurstThread::schedule_first, then clock_enter per enter, the runtime's own
+// bookkeeping) over a synthetic program: `kinds[i % kinds.size()]` is the kind of the i-th enter
+// and `cost_ns` the time a sampled enter of that kind takes in a burst (the synthetic clock).
+// Returns, per kind, the fraction of its enters sampled divided by the overall fraction (1:
+// unbiased), and the overall fraction.
 struct ScheduleRun {
   std::vector<uint64_t> sampled, total;  // per kind
   std::vector<double> ratio;
@@ -453,28 +454,18 @@ ScheduleRun run_schedule(uint64_t seed, const std::vector<int> &kinds, const std
   rt::BurstThread b;
   b.schedule_first(seed, interval_ns, length_ns);
   std::vector<uint64_t> sampled(cost_ns.size()), total(cost_ns.size());
-  bool sampling = false;
-  uint64_t left = 0, took = 0, all_sampled = 0;
+  uint64_t all_sampled = 0, clock_ns = 0;
   for (uint64_t i = 0; i < enters; ++i) {
     int kind = kinds[i % kinds.size()];
     ++total[kind];
-    if (!sampling) {
-      if (b.gap_left) {
-        --b.gap_left;
-        continue;
-      }
-      sampling = true;
-      left = b.burst_events;
-      took = 0;
-      b.join_frames = join_frames;
-    }
-    ++sampled[kind];
-    ++all_sampled;
-    took += cost_ns[kind];
-    if (--left == 0) {
-      sampling = false;
-      b.schedule_next(took, interval_ns, length_ns);
-    }
+    b.clock_enter([&] { b.between_count(); },
+                  [&] { b.join_frames = join_frames; },  // as join() sets it from the path it rebuilt
+                  [&] {
+                    ++sampled[kind];
+                    ++all_sampled;
+                    clock_ns += cost_ns[kind];
+                  },
+                  [&] { return clock_ns; });
   }
   ScheduleRun r;
   r.fraction = double(all_sampled) / double(enters);

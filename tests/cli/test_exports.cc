@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "cli_util.h"
+#include "hcct/analysis/hot.h"
 #include "support/skip.h"
 
 using namespace clitest;
@@ -501,16 +502,45 @@ TEST_CASE("compare: runs of a rebuilt binary line up by symbol", "[cli][compare]
 
 #endif
 
+namespace {
+
+// small_profile (cct) with time=cpu at 1000 Hz, written to `dir`: self samples 10, 5, 80 and 5 in
+// contexts 1, 3, 4 and 5, `root_samples` at the root; S adds them up.
+void write_timed_small_profile(const TempDir &dir, uint64_t root_samples) {
+  ThreadProfile p = hcct::test::small_profile(Mode::cct);
+  p.meta.time = "cpu";
+  p.meta.sample_period_ns = 1000000;
+  p.samples = {root_samples, 10, 0, 5, 80, 5};
+  p.meta.samples = 100 + root_samples;
+  write_profile(dir / profile_file_name(p.meta.pid, 0), p);
+}
+
+}  // namespace
+
+// Samples charged to the thread's root (outside every instrumented function: before main's first
+// enter, after its exit) are a "(thread start)" line of the folded stacks by time, as callgrind and
+// pprof name them: the lines add up to S. (They were dropped; the time exports' end-to-end test
+// then failed under load, where a sample lands outside main now and then.)
+TEST_CASE("time: folded --metric time states the samples charged to the root", "[cli][time]") {
+  TempDir dir;
+  write_timed_small_profile(dir, 3);
+  Result folded = hcct_cmd({"export", dir.path().string(), "-f", "folded", "--metric", "time", "--min-share", "0",
+                            "--no-symbols"});
+  INFO(folded.err);
+  REQUIRE(folded.status == 0);
+  CHECK(folded_total(folded.out) == 103);
+  CHECK_THAT(folded.out, Catch::Contains("\n(thread start) 3\n") || Catch::StartsWith("(thread start) 3\n"));
+  // By calls the root has no count: no such line.
+  Result calls = hcct_cmd({"export", dir.path().string(), "-f", "folded", "--min-share", "0", "--no-symbols"});
+  REQUIRE(calls.status == 0);
+  CHECK_THAT(calls.out, !Catch::Contains("(thread start)"));
+}
+
 // Time per calling context (issue 17) in the CLI, on a profile whose self samples are known:
 // contexts 1 (10 samples), 3 (5), 4 (80), 5 (5) of small_profile; 100 in all.
 TEST_CASE("time: report --sort time and folded --metric time and info", "[cli][time]") {
   TempDir dir;
-  ThreadProfile p = hcct::test::small_profile(Mode::cct);
-  p.meta.time = "cpu";
-  p.meta.sample_period_ns = 1000000;
-  p.samples = {0, 10, 0, 5, 80, 5};
-  p.meta.samples = 100;
-  write_profile(dir / profile_file_name(p.meta.pid, 0), p);
+  write_timed_small_profile(dir, 0);
   const std::string d = dir.path().string();
 
   // By time, phi 0.5: only context 4 (80 samples), with its ancestor 1; by calls: only context 3.
@@ -644,8 +674,13 @@ std::vector<std::string> pprof_sample_types(const std::string &decoded) {
   return types;
 }
 
+// A run's figures as its JSON export states them. Samples whose delivery the kernel delayed beyond
+// 50 ms (a loaded machine: 10-60 % of tests/cli/e2e/timed.c's at load 15 on two CPUs) are lost,
+// not charged (docs/RUNTIME.md, "Time"): a share checked below counts them as possibly anyone's,
+// so that it tests where the runtime charged what it charged, not the machine's load.
 struct TimedRun {
-  uint64_t calls = 0, samples = 0, period_ns = 0;
+  uint64_t calls = 0, samples = 0, period_ns = 0, lost = 0;
+  std::map<std::string, uint64_t> self_by_path;  // "main>hot>spin" -> self samples
 };
 
 // The one tree of `data` exported as JSON with nothing filtered: valid against the schema, its
@@ -666,16 +701,23 @@ TimedRun check_time_json(const fs::path &dir, const std::string &data) {
   REQUIRE(j["trees"].size() == 1);
   const json &t = j["trees"][0];
   CHECK(t["time"] == "cpu");
-  TimedRun out{t["total"].get<uint64_t>(), t["samples"].get<uint64_t>(), t["sample_period_ns"].get<uint64_t>()};
+  TimedRun out{t["total"].get<uint64_t>(), t["samples"].get<uint64_t>(), t["sample_period_ns"].get<uint64_t>(),
+               t["samples_lost"].get<uint64_t>(), {}};
   uint64_t self = 0;
   bool hot_found = false;
+  std::map<int64_t, const json *> by_id;
+  for (const json &n : t["nodes"]) by_id[n["id"].get<int64_t>()] = &n;
   for (const json &n : t["nodes"]) {
     self += n["samples"].get<uint64_t>();
+    std::string path;
+    for (const json *f = &n; f->contains("function"); f = by_id.at((*f)["parent"].get<int64_t>()))
+      path = (*f)["function"]["name"].get<std::string>() + (path.empty() ? "" : ">") + path;
+    if (!path.empty()) out.self_by_path[path] += n["samples"].get<uint64_t>();
     // hot() is called once and holds about 3/4 of the time: hot by time, cold by calls.
     if (n.contains("function") && n["function"]["name"] == "hot") {
       hot_found = true;
       CHECK(n["raw_count"].get<uint64_t>() * 1000 < out.calls);
-      CHECK(n["total_samples"].get<uint64_t>() * 2 > out.samples);
+      CHECK((n["total_samples"].get<uint64_t>() + out.lost) * 2 > out.samples + out.lost);
     }
   }
   CHECK(hot_found);
@@ -767,8 +809,18 @@ TEST_CASE("time exports: JSON (schema hcct-tree/2), folded, DOT and view by time
   const json summary = json::parse(html.substr(open, html.find("</script>", open) - open))["profiles"][0]["summary"];
   CHECK(summary["metric"] == "time");
   CHECK(summary["unit"] == "cpu time samples");
-  CHECK_THAT(summary["hottest"]["path"].get<std::string>(), Catch::EndsWith("hot > spin"));
-  CHECK(summary["hottest"]["self"].get<uint64_t>() * 2 > summary["whole"].get<uint64_t>());
+  // The hottest is the context with most self samples in the export: hot() -> spin, unless lost
+  // samples cost it more than warm() -> spin holds (seen once in 12 runs at load 15).
+  const TimedRun hcct_run = check_time_json(dir.path(), "hcct.data");
+  uint64_t most = 0;
+  for (const auto &[path, self] : hcct_run.self_by_path) most = std::max(most, self);
+  const std::string hottest = std::regex_replace(summary["hottest"]["path"].get<std::string>(), std::regex(" > "), ">");
+  REQUIRE(hcct_run.self_by_path.count(hottest));
+  CHECK(hcct_run.self_by_path.at(hottest) == most);
+  CHECK(summary["hottest"]["self"] == most);
+  CHECK(summary["lost"] == hcct_run.lost);
+  CHECK(summary["whole"] == hcct_run.samples + hcct_run.lost);
+  CHECK((hcct_run.self_by_path.at("main>hot>spin") + hcct_run.lost) * 2 > summary["whole"].get<uint64_t>());
 
 
   for (const std::string data : {"cct.data", "hcct.data"}) {
@@ -808,8 +860,20 @@ TEST_CASE("time exports: JSON (schema hcct-tree/2), folded, DOT and view by time
   REQUIRE(c.status == 0);
   const json m = json::parse(c.out)["comparisons"][0];
   CHECK(m["metric"] == "time");
-  CHECK(m["wmax"].get<uint64_t>() > 50);  // hot() -> spin: ~150 samples of 200 ms at 1000 Hz, not one call
-  CHECK(m["exact_hot"].get<uint64_t>() >= 2);                  // spin under hot() and under warm()
+  // The reference's figures by time, from its own export: w_max is the most self samples of a
+  // context (hot() -> spin's, ~150 of 200 ms at 1000 Hz; by calls it would be tick's 20,000), and
+  // the exact hot set is spin under hot() and under warm(), unless lost samples took one under φ.
+  const TimedRun exact = check_time_json(dir.path(), "hcct.data/exact");
+  uint64_t max_self = 0, hot_by_time = 0;
+  const uint64_t threshold = hcct::analysis::hot_threshold(0.1, exact.samples + exact.lost);
+  for (const auto &[path, self] : exact.self_by_path) {
+    max_self = std::max(max_self, self);
+    hot_by_time += self >= threshold && self > 0;
+  }
+  CHECK(m["wmax"] == max_self);
+  CHECK((exact.self_by_path.at("main>hot>spin") + exact.lost) * 2 > exact.samples + exact.lost);
+  CHECK(m["exact_hot"] == hot_by_time);
+  CHECK((hot_by_time >= 1 || exact.lost * 2 > exact.samples + exact.lost));  // one, unless most were lost
   CHECK(m["true_hot"] == m["exact_hot"]);
   CHECK(m["false_positives"] == 0);
   CHECK(m["false_negatives"] == 0);

@@ -520,3 +520,29 @@ TEST_CASE("robustness: coroutines on local-array, heap, static and mmap'd stacks
     }
   }
 }
+
+TEST_CASE("robustness: a coroutine pool reusing an abandoned coroutine's stack", "[e2e][robustness][stacks]") {
+  // makecontext on the stack of a coroutine abandoned mid-way: the new coroutine is rooted where it
+  // is switched into, not under the frames the old one left there (tagged like the new ones).
+  const uint64_t rounds = 50;
+  const std::map<NamePath, uint64_t> want{
+      {{"main"}, 1},
+      {{"main", "abandon"}, rounds},
+      {{"main", "abandon", "start"}, rounds},
+      {{"main", "abandon", "start", "generator"}, rounds},
+      {{"main", "abandon", "start", "generator", "produce"}, rounds},
+      {{"main", "reuse"}, rounds},
+      {{"main", "reuse", "start"}, rounds},
+      {{"main", "reuse", "start", "worker"}, rounds},
+      {{"main", "reuse", "start", "worker", "work"}, rounds}};
+  for (const char *mode : {"cct", "hcct"}) {
+    INFO(mode);
+    auto p = run_profiled({kE2e + "/e2e_coroutine_pool", std::to_string(rounds)}, std::string("mode=") + mode);
+    REQUIRE(p.result.status == 0);
+    CHECK(p.result.out == std::to_string(3 * rounds) + "\n");
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = only_thread(set);
+    CHECK(named_counts(t) == want);
+    CHECK(t.meta.unmatched_exits == 0);
+  }
+}

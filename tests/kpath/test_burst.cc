@@ -347,6 +347,23 @@ std::vector<const an::ThreadPaths *> all_threads(const Run &r) {
   return out;
 }
 
+// An exhaustive and a bursting run of `exe` on `args` (k=4; bursts short enough to switch copies
+// inside loops): both print what native code printed, `native_output`, and count the same path
+// starts. Returns the bursting run.
+Run record_exhaustive_and_bursting(const fs::path &exe, const std::string &args, const std::string &native_output,
+                                   const std::string &tag) {
+  Run all = record(exe, args, "k=4", tag + ".all-long");
+  Run bursting = record(exe, args, "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
+  CHECK(all.output == native_output);
+  CHECK(bursting.output == native_output);
+  REQUIRE(all.threads.size() == 1);
+  REQUIRE(bursting.threads.size() == 1);
+  REQUIRE(all.threads[0].sampling);
+  REQUIRE(bursting.threads[0].sampling);
+  CHECK(bursting.threads[0].sampling->starts == all.threads[0].sampling->starts);
+  return bursting;
+}
+
 }  // namespace
 
 // Irreducible loops (a goto cycle with two entries; FindFunctionBackedges picks its headers by DFS):
@@ -380,17 +397,8 @@ TEST_CASE("bursting: irreducible loops: both copies compute the same, the start 
     }
     // Bursting (on a longer input, so that the run sees bursts; too long to trace): the same
     // output as native code, the same counters as an exhaustive run of that input.
-    std::string native_long = run(native_exe.string() + " " + long_args);
-    Run all_long = record(exe, long_args, "k=4", tag + ".all-long");
-    Run bursting = record(exe, long_args, "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
-    CHECK(all_long.output == native_long);
-    CHECK(bursting.output == native_long);
-    REQUIRE(all_long.threads.size() == 1);
-    REQUIRE(bursting.threads.size() == 1);
-    REQUIRE(all_long.threads[0].sampling);
-    REQUIRE(bursting.threads[0].sampling);
+    Run bursting = record_exhaustive_and_bursting(exe, long_args, run(native_exe.string() + " " + long_args), tag);
     CHECK(bursting.threads[0].sampling->bursting);
-    CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
     CHECK(headers >= 2);  // (main's loop and at least one header of the cycle)
     for (const auto &[start, count] : exact.threads[0].sampling->starts) CHECK((count == 0 || started.count(start)));
   }
@@ -704,13 +712,7 @@ TEST_CASE("bursting: a computed-goto interpreter (indirectbr) is versioned: same
       interpreter_starts += start.first == interpreter;
     }
     if (versioned) CHECK(interpreter_starts >= 2);
-    Run all_long = record(exe, long_args, "k=4", tag + ".all-long");
-    Run bursting = record(exe, long_args, "k=4:burst=1:burst_interval=0.05:burst_length=0.02", tag + ".burst");
-    CHECK(all_long.output == native_long);
-    CHECK(bursting.output == native_long);
-    REQUIRE(bursting.threads.size() == 1);
-    REQUIRE(all_long.threads.size() == 1);
-    CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
+    Run bursting = record_exhaustive_and_bursting(exe, long_args, native_long, tag);
     if (versioned) CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 100);
   }
 }

@@ -205,3 +205,93 @@ TEST_CASE("stacks: a uc_stack that does not look like makecontext's is not taken
   CHECK(f.p.switch_stack(kCoLo + kCoSize - 64, kCoLo, kCoSize, kOwnLo + 0xfe000));
   CHECK(f.p.other_stacks() == 1);
 }
+
+TEST_CASE("stacks: a stack made again by makecontext drops the abandoned coroutine's frames", "[stacks]") {
+  // A coroutine pool: a generator is abandoned while suspended inside produce, and its stack is
+  // handed to a new coroutine (makecontext on the same memory, with the same size or another).
+  // The new coroutine's context is rooted where it is first switched into; the old frames, tagged
+  // with stack pointers of the old layout, must not be taken for its callers. A context fresh from
+  // makecontext starts as a function entered by a call: 8 bytes past a 16-byte boundary, just
+  // below the top of its uc_stack (glibc x86-64); the new entry function's frame has the tag the
+  // old one had.
+  auto fresh_sp = [](uintptr_t size) { return ((kCoLo + size - 8) & ~uintptr_t(15)) - 8; };
+  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) {
+    for (uintptr_t new_size : {kCoSize, 2 * kCoSize, kCoSize / 2}) {
+      INFO((mode == rt::Mode::kCct ? "cct" : "hcct") << " new size " << new_size);
+      Fixture f(mode, 0.01);
+      f.p.enter(MAIN, 1, kOwnLo + 0xff000);
+      f.p.enter(FOO, 2, kOwnLo + 0xfe000);
+      REQUIRE(f.p.switch_stack(fresh_sp(kCoSize), kCoLo, kCoSize, kOwnLo + 0xfdf00));
+      f.p.enter(GEN, 0, fresh_sp(kCoSize) + 8);
+      REQUIRE(f.p.switch_stack(kOwnLo + 0xfdf00, 0, 0, fresh_sp(kCoSize) - 0x20));  // the generator yields
+      // Resumed: a context saved by swapcontext just below the top is not a remade stack (the
+      // saved stack pointer is its caller's, 16-byte aligned at the call).
+      REQUIRE(f.p.switch_stack(fresh_sp(kCoSize) - 8, kCoLo, kCoSize, kOwnLo + 0xfdf00));
+      CHECK(f.cursor() == Key{{MAIN, 1}, {FOO, 2}, {GEN, 0}});
+      f.p.enter(PRODUCE, 2, fresh_sp(kCoSize) - 0x40);
+      REQUIRE(f.p.switch_stack(kOwnLo + 0xfdf00, 0, 0, fresh_sp(kCoSize) - 0x80));  // yields, never resumed
+      f.p.exit(FOO, kOwnLo + 0xfe000);
+      f.p.enter(BAR, 3, kOwnLo + 0xfe000);
+      REQUIRE(f.p.switch_stack(fresh_sp(new_size), kCoLo, new_size, kOwnLo + 0xfdf00));
+      CHECK(f.p.other_stacks() == 1);
+      f.p.enter(GEN, 0, fresh_sp(new_size) + 8);
+      CHECK(f.cursor() == Key{{MAIN, 1}, {BAR, 3}, {GEN, 0}});
+      f.p.enter(CONSUME, 4, fresh_sp(new_size) - 0x40);
+      CHECK(f.cursor() == Key{{MAIN, 1}, {BAR, 3}, {GEN, 0}, {CONSUME, 4}});
+      f.p.exit(CONSUME, fresh_sp(new_size) - 0x40);
+      f.p.exit(GEN, fresh_sp(new_size) + 8);
+      // GEN returned through uc_link: unseen, followed at bar's exit.
+      f.p.exit(BAR, kOwnLo + 0xfe000);
+      CHECK(f.cursor() == Key{{MAIN, 1}});
+      CHECK(f.p.other_stacks() == 0);
+      CHECK(f.p.unmatched_exits() == 0);
+      CHECK(f.count_of({{MAIN, 1}, {FOO, 2}, {GEN, 0}, {PRODUCE, 2}}) == 1);
+      CHECK(f.count_of({{MAIN, 1}, {BAR, 3}, {GEN, 0}, {CONSUME, 4}}) == 1);
+      CHECK(f.count_of({{MAIN, 1}, {FOO, 2}, {GEN, 0}, {GEN, 0}}) == 0);
+    }
+  }
+}
+
+TEST_CASE("stacks: a running stack made again from another stack drops its frames", "[stacks]") {
+  // The runtime still takes the coroutine's stack for the running one (control left it without a
+  // swapcontext and no event ran since) when its memory is made into a new context and switched
+  // into: the switcher's frame lies outside it. Its old frames are stale for the new coroutine.
+  // The switcher's frame tells where control is when it is known; when it is not (a stack never
+  // announced, here 0), the running stack's frames go and its base stays.
+  auto fresh_sp = ((kCoLo + kCoSize - 8) & ~uintptr_t(15)) - 8;
+  for (rt::Mode mode : {rt::Mode::kCct, rt::Mode::kHcct}) for (uintptr_t from_sp : {kOwnLo + 0xfdf00, uintptr_t(0)}) {
+    INFO((mode == rt::Mode::kCct ? "cct" : "hcct") << " switcher " << from_sp);
+    Fixture f(mode, 0.01);
+    f.p.enter(MAIN, 1, kOwnLo + 0xff000);
+    f.p.enter(FOO, 2, kOwnLo + 0xfe000);
+    REQUIRE(f.p.switch_stack(fresh_sp, kCoLo, kCoSize, kOwnLo + 0xfdf00));
+    f.p.enter(GEN, 0, fresh_sp + 8);
+    f.p.enter(PRODUCE, 2, fresh_sp - 0x40);
+    // produce longjmps back to foo on the thread's stack (unseen); foo makes a new coroutine there.
+    REQUIRE(f.p.switch_stack(fresh_sp, kCoLo, kCoSize, from_sp));
+    f.p.enter(BAZ, 0, fresh_sp + 8);
+    CHECK(f.cursor() == Key{{MAIN, 1}, {FOO, 2}, {BAZ, 0}});
+    f.p.exit(BAZ, fresh_sp + 8);
+    f.p.exit(FOO, kOwnLo + 0xfe000);
+    CHECK(f.cursor() == Key{{MAIN, 1}});
+    CHECK(f.p.unmatched_exits() == 0);
+  }
+}
+
+TEST_CASE("stacks: memory stays flat while a pool remakes abandoned coroutines' stacks", "[stacks]") {
+  // hcct with 2 counters: every round abandons a coroutine with its own cold entry function on the
+  // pool's stack. An abandoned path is unpinned and pruned when its stack is made again.
+  auto fresh_sp = ((kCoLo + kCoSize - 8) & ~uintptr_t(15)) - 8;
+  Fixture f(rt::Mode::kHcct, 0.5);
+  f.p.enter(MAIN, 1, kOwnLo + 0xff000);
+  for (uintptr_t i = 0; i < 1000; ++i) {
+    REQUIRE(f.p.switch_stack(fresh_sp, kCoLo, kCoSize, kOwnLo + 0xfdf00));
+    f.p.enter(0x10000 + i, 0, fresh_sp + 8);
+    CHECK(f.p.depth() == 1);  // on the coroutine's stack, above its base
+    f.p.enter(PRODUCE, 2, fresh_sp - 0x40);
+    REQUIRE(f.p.switch_stack(kOwnLo + 0xfdf00, 0, 0, fresh_sp - 0x80));
+  }
+  CHECK(f.p.other_stacks() == 1);
+  CHECK(f.p.live_nodes() <= 6);  // two counters, main's path and the suspended coroutine's
+  CHECK(f.p.unmatched_exits() == 0);
+}
