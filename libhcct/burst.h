@@ -186,12 +186,16 @@ struct BurstThread {
       burst_started_ns = now();
     }
     sample();
-    if (--burst_left == 0) {
-      sampling = false;
-      uint64_t took = now() - burst_started_ns;
-      burst_ns += took;
-      schedule_next(took, clock_interval_ns, clock_length_ns);
-    }
+    if (--burst_left == 0) end_burst(now());
+  }
+
+  // After a burst's last enter (either clock: the event clock's clock_enter, the count clock's
+  // count_enter): the time it took, read at `now_ns`, schedules the next gap and burst.
+  void end_burst(uint64_t now_ns) {
+    sampling = false;
+    uint64_t took = now_ns - burst_started_ns;
+    burst_ns += took;
+    schedule_next(took, clock_interval_ns, clock_length_ns);
   }
 
   bool init(uintptr_t stack_lo, uintptr_t stack_size) {

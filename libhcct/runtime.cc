@@ -1301,8 +1301,7 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
     s->profile.enter(fn, site, sp);
   }
   if (--b.burst_left == 0) {
-    b.sampling = false;
-    burst_schedule_next(b);
+    b.end_burst(burst_now_ns());
     count_arm_gap(b);
   }
   event_end(s);

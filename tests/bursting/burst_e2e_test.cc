@@ -332,7 +332,7 @@ TEST_CASE("timer bursts: phases with different in-burst slowdowns are each count
   const uint64_t dense = 32 * 1000000, sparse = 500000;
   for (const std::string &exe : builds_of("two_phase")) {
     for (const char *mode : {"mode=hcct:epsilon=2e-5", "mode=hcct:epsilon=2e-5:exact=1"}) {
-      std::string options = std::string(mode) + ":burst=1:burst_interval=0.5:burst_length=0.05";
+      std::string options = std::string(mode) + ":burst=1:burst_interval=0.1:burst_length=0.01";
       INFO(exe << " " << options);
       auto p = run_profiled({exe, std::to_string(dense), std::to_string(sparse)}, options);
       REQUIRE(p.result.status == 0);
