@@ -151,6 +151,7 @@ const char *name(Forest f) { return f == Forest::kSlab ? "k-SF" : "kWF"; }
 struct Result {
   uint64_t fast = 0;   // items the fast path took
   uint64_t nodes = 0;  // nodes of the forest
+  uint64_t scans = 0;  // siblings the runtime read in its child lookups
 };
 
 Result check(uint32_t k, const std::function<void(StreamDriver &)> &script, bool fast_path = true,
@@ -163,7 +164,7 @@ Result check(uint32_t k, const std::function<void(StreamDriver &)> &script, bool
   script(d);
   KsfForest f = snapshot(p);
   uint64_t slow = p.slow_paths();
-  Result result{d.fast(), p.nodes()};
+  Result result{d.fast(), p.nodes(), p.scans()};
   p.destroy();
   REQUIRE(f.nodes.size() == result.nodes);
   REQUIRE(f.paths == d.length());
@@ -347,6 +348,37 @@ TEST_CASE("BLPP: an item neither guess holds is taken from the root cache once t
     }
   });
   CHECK(mixed.fast > 0);
+}
+
+TEST_CASE("k-SF and kWF: a child found behind others moves to the front of its list") {
+  // A window followed by many different items, and then again and again by the oldest of them
+  // (a lexer's state after a delimiter, then the one frequent next token): each lookup scanned
+  // the whole list in insertion order (tcc at k = 8: 5.2 siblings per lookup); now the child found
+  // goes to the front, so the repeated lookups read one or two siblings. Counts stay exact
+  // (check() compares every n-gram); the fast path is off so that every item is a lookup.
+  constexpr int kDistinct = 20, kRepeats = 200;
+  for (Forest forest : {Forest::kSlab, Forest::kWindow}) {
+    auto distinct = [&](StreamDriver &d) {
+      for (int x = 1; x <= kDistinct; ++x) {
+        d.emit(0);
+        d.emit(uint64_t(x));
+      }
+    };
+    Result before = check(2, [&](StreamDriver &d) {
+      d.call(5);
+      distinct(d);
+    }, /*fast_path=*/false, forest);
+    Result after = check(2, [&](StreamDriver &d) {
+      d.call(5);
+      distinct(d);
+      for (int i = 0; i < kRepeats; ++i) {
+        d.emit(0);
+        d.emit(1);  // the first of the distinct items: last in insertion order
+      }
+    }, /*fast_path=*/false, forest);
+    INFO(name(forest) << ": scans " << before.scans << " then " << after.scans);
+    CHECK(after.scans - before.scans <= uint64_t(2 * 2 * kRepeats + kDistinct));
+  }
 }
 
 TEST_CASE("k-SF and kWF: nodes on a random binary stream (kWF = distinct n-grams, k-SF = Definition 3.7)") {
