@@ -385,6 +385,7 @@ class PathProfiler {
   KsfNode *make_slab_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned = false);
   KsfNode *new_root(uint64_t *slot, uint64_t function, uint64_t id);
   KsfNode *new_node(uint64_t id);
+  KsfNode *fresh_node();
   void *allocate_huge_node();
   void release_huge_nodes();
   void lose(PathFrame *frame);

@@ -230,6 +230,32 @@ TEST_CASE("k-SF and kWF: adversarial single-activation streams, k = 1..20") {
   }
 }
 
+TEST_CASE("kWF: k = 256, each new item makes a chain of 256 links at once") {
+  // All distinct: every window the stream reaches is new, and so is each of its suffixes, so one
+  // item creates its window and all its links — up to k nodes — in one make_child (a loop over the
+  // link chain since session 13, with room for the largest k). The kWF then has one node per
+  // distinct n-gram (n <= k): sum over items i of min(i + 1, k), each counted once per item that
+  // ended it as a window (the deepest) — so the counts sum to the stream and the depth reaches k.
+  constexpr uint32_t kK = 256, kItems = 300;
+  for (bool fast_path : {true, false}) {
+    rt::PathProfiler p;
+    std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
+    REQUIRE(p.init(kK, /*trace=*/false, 2, roots.data(), Forest::kWindow));
+    StreamDriver d(p, fast_path, roots.data());
+    d.call(9);
+    for (uint32_t i = 0; i < kItems; ++i) d.emit(i);
+    KsfForest f = snapshot(p);
+    uint64_t distinct = 0;
+    for (uint32_t i = 0; i < kItems; ++i) distinct += std::min(i + 1, kK);
+    CHECK(p.nodes() == distinct);
+    CHECK(f.nodes.size() == distinct);
+    CHECK(f.paths == kItems);
+    CHECK(max_depth(f) == kK);
+    CHECK(p.lost() == 0);
+    p.destroy();
+  }
+}
+
 TEST_CASE("k-SF and kWF: random streams with nested and recursive activations, k = 1..20") {
   for (uint32_t k = 1; k <= 20; ++k)
     for (uint64_t seed = 0; seed < 24; ++seed) {
