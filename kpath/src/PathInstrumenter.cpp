@@ -42,7 +42,7 @@ Value *guess_slot(IRBuilder<> &b, Value *body) {
 // and, with loops, on the first item: if (p = tls[k = 1]) { ++p[offset + id]; return } (arming
 // the module once through __hcct_path_counters). Otherwise:
 //   if (!w) {                                             (the activation's first item)
-//     r = __hcct_path_roots_v3[root_slot(F, id)];  (hcct/kpath_abi.h: (root_base(F) + id) & 255)
+//     r = __hcct_path_roots_v4[root_slot(F, id)];  (hcct/kpath_abi.h: (root_base(F) + id) & 1023)
 //     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
 //   }
 //   if (owner != __hcct_path_token) goto slow;

@@ -30,7 +30,7 @@ namespace abi = hcct::kpath_abi;
 struct RuntimeApi {
   llvm::FunctionCallee slow;      // void __hcct_path_slow(void *frame, uint64_t function_id, uint64_t path_id, uint64_t slot)
   llvm::GlobalVariable *token;    // __thread uint64_t __hcct_path_token (initial-exec)
-  llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v3[kRootCacheSize] (initial-exec)
+  llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v4[kRootCacheSize] (initial-exec)
   llvm::GlobalVariable *blpp;     // __thread uint64_t __hcct_path_blpp (initial-exec): k = 1, try the roots on a miss
   llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
   // internal: the slow call alone (the frame's two words, the call, their reloads), inlined at the

@@ -528,23 +528,25 @@ TEST_CASE("k-IPF: a forest not in preorder is refused and never converted wrongl
 }
 
 TEST_CASE("root cache: a function's path IDs take consecutive entries and never evict each other") {
-  // ABI v3 (hcct/kpath_abi.h): root_slot(F, id) = (root_base(F) + id) mod 256, so one-item
-  // activations of up to 256 paths of one function all stay on the inline fast path.
+  // ABI v4 (hcct/kpath_abi.h): root_slot(F, id) = (root_base(F) + id) mod 1024, so one-item
+  // activations of up to 1024 paths of one function all stay on the inline fast path (v3's 256
+  // entries took every fourth of them: paths 256 apart shared an entry).
   for (uint64_t function : {uint64_t(1), uint64_t(0x9e3779b97f4a7c15ull), uint64_t(0xdeadbeefcafef00dull)}) {
     std::set<size_t> slots;
     for (uint64_t id = 0; id < rt::kRootCacheSize; ++id) slots.insert(rt::root_slot(function, id));
     CHECK(slots.size() == rt::kRootCacheSize);
   }
-  // And through the fast path's twin: 256 one-item activations of one function cycling over 256
+  // And through the fast path's twin: one-item activations of one function cycling over 1024
   // paths, after the first round, never call the runtime.
+  CHECK(rt::kRootCacheSize == 1024);
   Result r = check(2, [](StreamDriver &d) {
-    for (int i = 0; i < 4 * 256; ++i) {
+    for (int i = 0; i < 4 * 1024; ++i) {
       d.call(77);
-      d.emit(uint64_t(i % 256));
+      d.emit(uint64_t(i % 1024));
       d.ret();
     }
   });
-  CHECK(r.fast == 3 * 256);
+  CHECK(r.fast == 3 * 1024);
 }
 
 // ---- The bounded kWF (path_epsilon > 0; docs/KPATH.md, "Bounded forests") against the n-gram
