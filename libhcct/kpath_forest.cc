@@ -176,14 +176,10 @@ HCCT_NOINST void PathProfiler::release_huge_nodes() {
   huge_bytes_ = 0;
 }
 
-HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
+// A node that was never used: from the arena's first MiB, then from huge chunks.
+HCCT_NOINST KsfNode *PathProfiler::fresh_node() {
   void *p = nullptr;
-  if (recycle_next_ < free_end_) {  // bounded kWF: a node a sweep evicted (its count was zeroed then)
-    constexpr size_t kAhead = 8;    // creations come in bursts: a window's chain of links
-    p = recycled_[recycle_next_++];
-    if (recycle_next_ + kAhead < free_end_) __builtin_prefetch(recycled_[recycle_next_ + kAhead], 1);
-    lost_ += static_cast<KsfNode *>(p)->count;
-  } else if (arena_.bytes_mapped() >= kHugeAfter || arena_run_count_ == kMaxArenaRuns) {
+  if (arena_.bytes_mapped() >= kHugeAfter || arena_run_count_ == kMaxArenaRuns) {
     p = allocate_huge_node();
   } else {
     // Cache-line aligned where possible: the arena hands out 16-byte aligned pieces, so the first
@@ -199,8 +195,21 @@ HCCT_NOINST KsfNode *PathProfiler::new_node(uint64_t id) {
       else arena_runs_[arena_run_count_++] = {node, node + 1};
     }
   }
-  auto *n = static_cast<KsfNode *>(p);
-  if (!n) return nullptr;
+  return static_cast<KsfNode *>(p);
+}
+
+// Inline in its callers: under a bounded kWF's churn nearly every node is a recycled one, made in
+// chains (make_child), and a call per node cost as much as the rest of its making (tcc at k = 16).
+[[gnu::always_inline]] HCCT_NOINST inline KsfNode *PathProfiler::new_node(uint64_t id) {
+  KsfNode *n;
+  if (recycle_next_ < free_end_) {  // bounded kWF: a node a sweep evicted (its count was zeroed then)
+    constexpr size_t kAhead = 8;    // creations come in bursts: a window's chain of links
+    n = recycled_[recycle_next_++];
+    if (recycle_next_ + kAhead < free_end_) __builtin_prefetch(recycled_[recycle_next_ + kAhead], 1);
+    lost_ += n->count;
+  } else if (HCCT_UNLIKELY(!(n = fresh_node()))) {
+    return nullptr;
+  }
   *n = KsfNode{id, 0, {kEnd, kEnd}, kEnd, {kEnd}, {nullptr}, 0, 0, 0, epoch_};
   if (++nodes_ > nodes_peak_) nodes_peak_ = nodes_;
   return n;
@@ -226,19 +235,32 @@ HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uin
   });
 }
 
+// The child `id` of `parent`, or null; `scans` counts the siblings read. A child found behind
+// others moves to the front of the list: a scan happens only when both of a window's guesses are
+// wrong, and on a stream whose windows have many next items (a lexer's, a compiler's: tcc at k = 8
+// scanned 5.2 siblings per lookup in insertion order) the ones that come back are then found
+// first (docs/BENCHMARKS.md, "Seventh pass"). Only the runtime reads the lists (the inline fast
+// path reads guesses), and it is never re-entered, so the order may change at any time.
+HCCT_NOINST static KsfNode *find_child(KsfNode *parent, uint64_t id, uint64_t &scans) {
+  KsfNode **at = &parent->first_child;
+  for (KsfNode *n = *at; n != kEnd; at = &n->next_sibling, n = *at) {
+    ++scans;
+    if (n->path != id) continue;
+    if (at != &parent->first_child) {
+      *at = n->next_sibling;
+      n->next_sibling = parent->first_child;
+      parent->first_child = n;
+    }
+    return n;
+  }
+  return nullptr;
+}
+
 // The scan both forests share: the child `id` of `parent`, else the one `make` creates (in front);
-// (path() then makes it one of the window's guesses). Lists keep insertion order: a scan happens
-// only when both guesses are wrong, and a guess then holds the child found.
+// (path() then makes it one of the window's guesses).
 template <typename Make>
 HCCT_NOINST KsfNode *PathProfiler::step_to_child(KsfNode *parent, uint64_t id, Make make) {
-  KsfNode *found = nullptr;
-  for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling) {
-    ++scans_;
-    if (n->path == id) {
-      found = n;
-      break;
-    }
-  }
+  KsfNode *found = find_child(parent, id, scans_);
   if (!found) found = make();
   return found;
 }
@@ -255,23 +277,36 @@ HCCT_NOINST void PathProfiler::set_guess(KsfNode *window, KsfNode *found, unsign
 
 // Finds or creates the child `id` of `parent` (null = the roots; `scanned`: the caller just looked
 // for it in the list). A new node gets its link first (the child `id` of link(parent), found or
-// created the same way), so every node's link exists.
+// created the same way), so every node's link exists. One loop rather than a recursion: the
+// parents down the link chain that lack the child, then their new children shortest first, each
+// linking to the one before (a window re-created after a sweep brings ~5 of its suffixes back
+// with it: tcc at k = 16, docs/BENCHMARKS.md, "Seventh pass"). The same nodes in the same order.
 HCCT_NOINST KsfNode *PathProfiler::make_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned) {
-  if (!parent) return root(function, id);
-  if (!scanned)
-    for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
-      if (n->path == id) return n;
-  KsfNode *link = make_child(parent->link, function, id);
-  if (!link) return nullptr;
-  KsfNode *n = new_node(id);
-  if (!n) return nullptr;
-  n->link = link;
-  n->depth = uint16_t(parent->depth + 1);
-  n->next_sibling = parent->first_child;
-  compiler_fence();  // complete before anything can reach it
-  parent->first_child = n;
-  ++non_roots_;
-  return n;
+  KsfNode *lacking[kMaxDepthLevels + 1];  // depth falls by one per link: at most k of them
+  size_t count = 0;
+  uint64_t link_scans = 0;
+  KsfNode *found = nullptr;
+  for (KsfNode *p = parent;; p = p->link) {
+    if (!p) {
+      found = root(function, id);
+      break;
+    }
+    if ((count > 0 || !scanned) && (found = find_child(p, id, link_scans))) break;
+    lacking[count++] = p;
+  }
+  while (found && count > 0) {
+    KsfNode *p = lacking[--count];
+    KsfNode *n = new_node(id);
+    if (!n) return nullptr;
+    n->link = found;
+    n->depth = uint16_t(p->depth + 1);
+    n->next_sibling = p->first_child;
+    compiler_fence();  // complete before anything can reach it
+    p->first_child = n;
+    ++non_roots_;
+    found = n;
+  }
+  return found;
 }
 
 // ---- k-SF (thesis Algorithm 4)
@@ -292,9 +327,9 @@ HCCT_NOINST KsfNode *PathProfiler::slab_child(KsfNode *window, uint64_t function
 // lower slab gets its τ first: the root `id` at depth k − 1 (Algorithm 4, lines 8–11), else the
 // child `id` of top(parent) (lines 13–17), found or created the same way.
 HCCT_NOINST KsfNode *PathProfiler::make_slab_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned) {
+  uint64_t link_scans = 0;
   if (!scanned)
-    for (KsfNode *n = parent->first_child; n != kEnd; n = n->next_sibling)
-      if (n->path == id) return n;
+    if (KsfNode *n = find_child(parent, id, link_scans)) return n;
   uint64_t depth = parent->depth + 1;
   KsfNode *top = nullptr;
   if (depth == k_ - 1) top = root(function, id);

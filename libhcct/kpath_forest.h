@@ -95,7 +95,7 @@ extern KsfNode g_path_end;
 
 // struct hcct_path_frame of the ABI: one activation's window, as handed to the runtime. The
 // instrumented code keeps both words in registers and stores them only around a slow call.
-// The per-thread root cache (__hcct_path_roots_v3 in the ABI): a direct-mapped table of roots, so that
+// The per-thread root cache (__hcct_path_roots_v4 in the ABI): a direct-mapped table of roots, so that
 // an activation's first item needs no call either. A root r sits at root_slot(F, r->path); an
 // entry is used only if both its path and root_function match.
 using abi::kRootCacheSize;
@@ -116,7 +116,7 @@ static_assert(offsetof(PathFrame, owner) == abi::kFrameOwnerWord * 8);
 // reordering, no allocation; the first check is the well-predicted branch, the second is out of
 // line. False if the runtime must be called: no fast path (`fast` false, the pass's
 // -kpath-fast-path=0), another owner, no such root cached, or neither guess is `id`. `token` and
-// `roots` are the calling thread's __hcct_path_token and __hcct_path_roots_v3.
+// `roots` are the calling thread's __hcct_path_token and __hcct_path_roots_v4.
 HCCT_NOINST inline bool path_fast_step(PathFrame *frame, uint64_t token, KsfNode *const *roots, uint64_t function,
                                        uint64_t id, unsigned slot, bool fast = true, bool blpp = false) {
   if (!fast) return false;
@@ -385,6 +385,7 @@ class PathProfiler {
   KsfNode *make_slab_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned = false);
   KsfNode *new_root(uint64_t *slot, uint64_t function, uint64_t id);
   KsfNode *new_node(uint64_t id);
+  KsfNode *fresh_node();
   void *allocate_huge_node();
   void release_huge_nodes();
   void lose(PathFrame *frame);

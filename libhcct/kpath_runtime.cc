@@ -25,8 +25,8 @@ using namespace hcct::rt;
 extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread uint64_t __hcct_path_token;
 __thread uint64_t __hcct_path_token = 0;
 // The thread's root cache (kpath_forest.h): all null until its profiler exists, cleared with it.
-extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread KsfNode *__hcct_path_roots_v3[kRootCacheSize];
-__thread KsfNode *__hcct_path_roots_v3[kRootCacheSize];
+extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread KsfNode *__hcct_path_roots_v4[kRootCacheSize];
+__thread KsfNode *__hcct_path_roots_v4[kRootCacheSize];
 // 1 while the thread's live profiler is BLPP (k = 1): the fast path's misses try the root cache.
 extern "C" __attribute__((visibility("default"), tls_model("initial-exec"))) __thread uint64_t __hcct_path_blpp;
 __thread uint64_t __hcct_path_blpp = 0;
@@ -78,7 +78,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   uint64_t token = __atomic_add_fetch(&g_last_thread_index, 1, __ATOMIC_RELAXED) << 32;
   const Options &o = runtime_options();
   PathForest forest = o.path_forest;
-  if (!k->profiler.init(o.path_k, o.path_trace, token, __hcct_path_roots_v3, forest, o.path_epsilon,
+  if (!k->profiler.init(o.path_k, o.path_trace, token, __hcct_path_roots_v4, forest, o.path_epsilon,
                         &__hcct_path_token)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
@@ -502,7 +502,7 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
   if (__hcct_path_token == k->profiler.token()) {
     __hcct_path_token = 0;
     __hcct_path_blpp = 0;
-    for (KsfNode *&r : __hcct_path_roots_v3) r = nullptr;
+    for (KsfNode *&r : __hcct_path_roots_v4) r = nullptr;
     // Its modules go back to unset (a later item asks the runtime again) and their arrays are
     // unmapped. Another thread's arrays stay mapped: it may be counting in them (at process exit).
     // The words of a module unloaded since (dlclose) are gone with it: not written.

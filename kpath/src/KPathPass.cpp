@@ -330,6 +330,7 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   meta.emit();
   if (version_api) version_api->emit_table();
   if (api.step->use_empty()) api.step->eraseFromParent();
+  if (api.cold_step->use_empty()) api.cold_step->eraseFromParent();
   api.finish_counters(m);
   changed |= osr.insert();
   return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();

@@ -42,7 +42,7 @@ Value *guess_slot(IRBuilder<> &b, Value *body) {
 // and, with loops, on the first item: if (p = tls[k = 1]) { ++p[offset + id]; return } (arming
 // the module once through __hcct_path_counters). Otherwise:
 //   if (!w) {                                             (the activation's first item)
-//     r = __hcct_path_roots_v3[root_slot(F, id)];  (hcct/kpath_abi.h: (root_base(F) + id) & 255)
+//     r = __hcct_path_roots_v4[root_slot(F, id)];  (hcct/kpath_abi.h: (root_base(F) + id) & 1023)
 //     if (r && r->path == id && r->root_function == F) { owner = __hcct_path_token; hit(r) } goto slow;
 //   }
 //   if (owner != __hcct_path_token) goto slow;
@@ -60,7 +60,7 @@ Value *guess_slot(IRBuilder<> &b, Value *body) {
 // tests. Each load is of one aligned word; the increment is one instruction (x86-64: `incq mem`, no
 // lock), so a signal handler on the same thread never sees it half done. Nodes are i64[8] (KsfNode).
 Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, GlobalVariable *roots, GlobalVariable *blpp,
-                     bool fast_path, const RuntimeApi &api) {
+                     bool fast_path, const RuntimeApi &api, const char *name = "hcct.kpath.step") {
   LLVMContext &c = m.getContext();
   Type *i64 = Type::getInt64Ty(c);
   Type *ptr = Type::getInt8PtrTy(c);
@@ -68,7 +68,7 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
   // (frame, &w, &owner, function ID, path ID, the ID's loop-body part (emit_path), counter offset
   // (0: none), counter use (CounterUse))
   auto *fty = FunctionType::get(Type::getVoidTy(c), {ptr, i64p->getPointerTo(), i64p, i64, i64, i64, i64, i64}, false);
-  Function *f = Function::Create(fty, GlobalValue::InternalLinkage, "hcct.kpath.step", m);
+  Function *f = Function::Create(fty, GlobalValue::InternalLinkage, name, m);
   f->addFnAttr(Attribute::NoUnwind);
   f->addFnAttr(Attribute::AlwaysInline);
   Argument *frame_arg = f->getArg(0), *w_slot = f->getArg(1), *owner_slot = f->getArg(2), *fn = f->getArg(3),
@@ -309,6 +309,7 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path, uint64_t max_counter_p
                                            ConstantAggregateZero::get(ArrayType::get(i64, 1)), "hcct.kpath.counter_table.tmp");
   }
   api.step = build_step(m, api.slow, api.token, api.roots, api.blpp, fast_path, api);
+  api.cold_step = build_step(m, api.slow, api.token, api.roots, api.blpp, /*fast_path=*/false, api, "hcct.kpath.step.cold");
   return api;
 }
 
@@ -439,7 +440,7 @@ PathInstrumenter::Placement PathInstrumenter::place(const EdgeProbe &p) const {
 // (docs/KPATH.md, "Guesses"). The offset is a constant of the site and a path ID always ends at the
 // same site, so the slot is a function of the ID, as the runtime needs, whatever edges carry the
 // increments.
-void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add, uint64_t body_offset) {
+void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add, uint64_t body_offset, bool cold) {
   Type *i64 = b.getInt64Ty();
   Value *r = b.CreateLoad(i64, reg_, "kpath.r");
   Value *id = add ? b.CreateAdd(r, b.getInt64(add), "kpath.id") : r;
@@ -447,7 +448,7 @@ void PathInstrumenter::emit_path(IRBuilder<> &b, uint64_t add, uint64_t body_off
   CounterUse use = counter_offset_ == 0 ? CounterUse::kNone
                    : dag_.restarts().empty() ? CounterUse::kEveryK
                                              : CounterUse::kBlpp;
-  steps_.push_back(b.CreateCall(api_.step, {frame_ptr_, w_, owner_, b.getInt64(function_id_), id, body,
+  steps_.push_back(b.CreateCall(cold ? api_.cold_step : api_.step, {frame_ptr_, w_, owner_, b.getInt64(function_id_), id, body,
                                             b.getInt64(counter_offset_), b.getInt64(uint64_t(use))}));
 }
 
@@ -492,7 +493,12 @@ void PathInstrumenter::insert_exit(uint32_t block) {
   IRBuilder<> b(before);
   b.SetCurrentDebugLocation(before->getDebugLoc());
   uint32_t exit_edge = dag_.exit_edge(block);
-  emit_path(b, inc_[exit_edge], dag_.graph().edges()[exit_edge].val);
+  // A path that ends before a noreturn call (tcc_error, abort, a longjmp or a throw) ends the
+  // activation: it runs at most once per activation, and on error paths mostly never. There the
+  // item goes to the runtime with no inline fast path (its counts are the same: an activation's
+  // first item, or the next window, found by the runtime instead of by the guesses). tcc's
+  // tccgen.c had 111 such exits, each with a whole fast path (docs/BENCHMARKS.md, "Seventh pass").
+  emit_path(b, inc_[exit_edge], dag_.graph().edges()[exit_edge].val, kind == ExitKind::kNoReturnCall);
 }
 
 void PathInstrumenter::split_and_insert(const EdgeProbe &p) {

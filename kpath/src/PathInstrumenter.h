@@ -30,9 +30,14 @@ namespace abi = hcct::kpath_abi;
 struct RuntimeApi {
   llvm::FunctionCallee slow;      // void __hcct_path_slow(void *frame, uint64_t function_id, uint64_t path_id, uint64_t slot)
   llvm::GlobalVariable *token;    // __thread uint64_t __hcct_path_token (initial-exec)
-  llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v3[kRootCacheSize] (initial-exec)
+  llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v4[kRootCacheSize] (initial-exec)
   llvm::GlobalVariable *blpp;     // __thread uint64_t __hcct_path_blpp (initial-exec): k = 1, try the roots on a miss
   llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
+  // internal: the slow call alone (the frame's two words, the call, their reloads), inlined at the
+  // exits before noreturn calls: a path that ends there ends its activation at most once, and
+  // mostly never (error paths), so the fast path's code there would only cost compile time and
+  // code size (docs/KPATH.md, "Exits before noreturn calls").
+  llvm::Function *cold_step = nullptr;
   // BLPP counter arrays (hcct/kpath_abi.h): the module's thread-local words and its constant table
   // (sized by finish_counters()); null without the fast path.
   llvm::FunctionCallee arm_counters;           // void __hcct_path_counters(const uint64_t *table, uint64_t *tls)
@@ -98,7 +103,8 @@ class PathInstrumenter {
   void insert_prologue();
   void insert_probe(llvm::Instruction *before, const EdgeProbe &p);
   void insert_exit(uint32_t block);
-  void emit_path(llvm::IRBuilder<> &b, uint64_t add, uint64_t body_offset);
+  // `cold`: through api_.cold_step (a runtime call) instead of the inline fast path.
+  void emit_path(llvm::IRBuilder<> &b, uint64_t add, uint64_t body_offset, bool cold = false);
   void split_and_insert(const EdgeProbe &p);
   void dispatch_at(llvm::BasicBlock *to, const std::vector<EdgeProbe> &probes);
   void promote_register();

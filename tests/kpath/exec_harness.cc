@@ -36,7 +36,7 @@ void maybe_throw(int32_t v) {
 void die() { throw 2; }
 // struct hcct_path_frame: {node, owner}.
 __thread uint64_t __hcct_path_token = 0;
-__thread void *__hcct_path_roots_v3[256];  // never filled: every first item calls too
+__thread void *__hcct_path_roots_v4[1024];  // never filled: every first item calls too
 __thread uint64_t __hcct_path_blpp = 0;       // not BLPP: misses call
 // BLPP counter arrays are never armed (their pointers stay null): those items call too.
 void __hcct_path_counters(const uint64_t *, uint64_t *) {}

@@ -177,3 +177,47 @@ TEST_CASE("instrumentation: the hot side of a loop's branch carries no increment
     CHECK(cold_size == 3);  // the store, the branch and the increment of the path register
   }
 }
+
+TEST_CASE("instrumentation: a path that ends before a noreturn call goes to the runtime with no inline fast path") {
+  // The exit before `abort` runs at most once per activation (on error paths mostly never): its
+  // item is a plain runtime call in the abort's own block, where the ordinary exit keeps the
+  // inline fast path (its window test, guesses and root cache: blocks of their own). That the
+  // IDs stay right is the replay test's (cfg_gen.h makes noreturn calls too).
+  fs::path dir = work_dir();
+  std::string ir =
+      "declare void @abort() noreturn nounwind\n"
+      "define void @f(i32 %n, i32* %p) {\n"
+      "entry:\n  br label %header\n"
+      "header:\n  %i = phi i32 [ 0, %entry ], [ %i1, %latch ]\n  %v = load volatile i32, i32* %p\n"
+      "  %c = icmp eq i32 %v, 7\n  br i1 %c, label %fail, label %latch\n"
+      "fail:\n  call void @abort()\n  unreachable\n"
+      "latch:\n  %i1 = add i32 %i, 1\n  %d = icmp slt i32 %i1, %n\n  br i1 %d, label %header, label %exit\n"
+      "exit:\n  ret void\n}\n";
+  fs::path src = dir / "noreturn_exit.ll", out = dir / "noreturn_exit.kpath.ll";
+  std::ofstream(src) << ir;
+  run(std::string(HCCT_OPT) + " -S -load-pass-plugin " + HCCT_KPATH_PLUGIN + " -passes=kpath " + src.string() + " -o " +
+      out.string() + " 2>&1");
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic err;
+  auto m = llvm::parseIRFile(out.string(), err, ctx);
+  REQUIRE(m);
+  llvm::Function *f = m->getFunction("f");
+  REQUIRE(f);
+  auto calls_to = [](const llvm::BasicBlock &bb, llvm::StringRef name) {
+    int n = 0;
+    for (const llvm::Instruction &i : bb)
+      if (auto *c = llvm::dyn_cast<llvm::CallInst>(&i))
+        if (c->getCalledFunction() && c->getCalledFunction()->getName() == name) ++n;
+    return n;
+  };
+  int abort_blocks = 0, slow_calls = 0;
+  for (llvm::BasicBlock &bb : *f) {
+    slow_calls += calls_to(bb, "__hcct_path_slow");
+    if (calls_to(bb, "abort") == 0) continue;
+    ++abort_blocks;
+    CHECK(calls_to(bb, "__hcct_path_slow") == 1);  // the item, in the abort's own block
+  }
+  CHECK(abort_blocks == 1);
+  // The back edge and the return: one inline fast path each, with its slow call; and the abort's.
+  CHECK(slow_calls == 3);
+}

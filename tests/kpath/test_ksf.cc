@@ -151,6 +151,7 @@ const char *name(Forest f) { return f == Forest::kSlab ? "k-SF" : "kWF"; }
 struct Result {
   uint64_t fast = 0;   // items the fast path took
   uint64_t nodes = 0;  // nodes of the forest
+  uint64_t scans = 0;  // siblings the runtime read in its child lookups
 };
 
 Result check(uint32_t k, const std::function<void(StreamDriver &)> &script, bool fast_path = true,
@@ -163,7 +164,7 @@ Result check(uint32_t k, const std::function<void(StreamDriver &)> &script, bool
   script(d);
   KsfForest f = snapshot(p);
   uint64_t slow = p.slow_paths();
-  Result result{d.fast(), p.nodes()};
+  Result result{d.fast(), p.nodes(), p.scans()};
   p.destroy();
   REQUIRE(f.nodes.size() == result.nodes);
   REQUIRE(f.paths == d.length());
@@ -226,6 +227,32 @@ TEST_CASE("k-SF and kWF: adversarial single-activation streams, k = 1..20") {
         d.ret();
       }
     });
+  }
+}
+
+TEST_CASE("kWF: k = 256, each new item makes a chain of 256 links at once") {
+  // All distinct: every window the stream reaches is new, and so is each of its suffixes, so one
+  // item creates its window and all its links — up to k nodes — in one make_child (a loop over the
+  // link chain since session 13, with room for the largest k). The kWF then has one node per
+  // distinct n-gram (n <= k): sum over items i of min(i + 1, k), each counted once per item that
+  // ended it as a window (the deepest) — so the counts sum to the stream and the depth reaches k.
+  constexpr uint32_t kK = 256, kItems = 300;
+  for (bool fast_path : {true, false}) {
+    rt::PathProfiler p;
+    std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
+    REQUIRE(p.init(kK, /*trace=*/false, 2, roots.data(), Forest::kWindow));
+    StreamDriver d(p, fast_path, roots.data());
+    d.call(9);
+    for (uint32_t i = 0; i < kItems; ++i) d.emit(i);
+    KsfForest f = snapshot(p);
+    uint64_t distinct = 0;
+    for (uint32_t i = 0; i < kItems; ++i) distinct += std::min(i + 1, kK);
+    CHECK(p.nodes() == distinct);
+    CHECK(f.nodes.size() == distinct);
+    CHECK(f.paths == kItems);
+    CHECK(max_depth(f) == kK);
+    CHECK(p.lost() == 0);
+    p.destroy();
   }
 }
 
@@ -349,6 +376,37 @@ TEST_CASE("BLPP: an item neither guess holds is taken from the root cache once t
   CHECK(mixed.fast > 0);
 }
 
+TEST_CASE("k-SF and kWF: a child found behind others moves to the front of its list") {
+  // A window followed by many different items, and then again and again by the oldest of them
+  // (a lexer's state after a delimiter, then the one frequent next token): each lookup scanned
+  // the whole list in insertion order (tcc at k = 8: 5.2 siblings per lookup); now the child found
+  // goes to the front, so the repeated lookups read one or two siblings. Counts stay exact
+  // (check() compares every n-gram); the fast path is off so that every item is a lookup.
+  constexpr int kDistinct = 20, kRepeats = 200;
+  for (Forest forest : {Forest::kSlab, Forest::kWindow}) {
+    auto distinct = [&](StreamDriver &d) {
+      for (int x = 1; x <= kDistinct; ++x) {
+        d.emit(0);
+        d.emit(uint64_t(x));
+      }
+    };
+    Result before = check(2, [&](StreamDriver &d) {
+      d.call(5);
+      distinct(d);
+    }, /*fast_path=*/false, forest);
+    Result after = check(2, [&](StreamDriver &d) {
+      d.call(5);
+      distinct(d);
+      for (int i = 0; i < kRepeats; ++i) {
+        d.emit(0);
+        d.emit(1);  // the first of the distinct items: last in insertion order
+      }
+    }, /*fast_path=*/false, forest);
+    INFO(name(forest) << ": scans " << before.scans << " then " << after.scans);
+    CHECK(after.scans - before.scans <= uint64_t(2 * 2 * kRepeats + kDistinct));
+  }
+}
+
 TEST_CASE("k-SF and kWF: nodes on a random binary stream (kWF = distinct n-grams, k-SF = Definition 3.7)") {
   for (Forest forest : {Forest::kSlab, Forest::kWindow}) {
     rt::PathProfiler p;
@@ -470,23 +528,25 @@ TEST_CASE("k-IPF: a forest not in preorder is refused and never converted wrongl
 }
 
 TEST_CASE("root cache: a function's path IDs take consecutive entries and never evict each other") {
-  // ABI v3 (hcct/kpath_abi.h): root_slot(F, id) = (root_base(F) + id) mod 256, so one-item
-  // activations of up to 256 paths of one function all stay on the inline fast path.
+  // ABI v4 (hcct/kpath_abi.h): root_slot(F, id) = (root_base(F) + id) mod 1024, so one-item
+  // activations of up to 1024 paths of one function all stay on the inline fast path (v3's 256
+  // entries took every fourth of them: paths 256 apart shared an entry).
   for (uint64_t function : {uint64_t(1), uint64_t(0x9e3779b97f4a7c15ull), uint64_t(0xdeadbeefcafef00dull)}) {
     std::set<size_t> slots;
     for (uint64_t id = 0; id < rt::kRootCacheSize; ++id) slots.insert(rt::root_slot(function, id));
     CHECK(slots.size() == rt::kRootCacheSize);
   }
-  // And through the fast path's twin: 256 one-item activations of one function cycling over 256
+  // And through the fast path's twin: one-item activations of one function cycling over 1024
   // paths, after the first round, never call the runtime.
+  CHECK(rt::kRootCacheSize == 1024);
   Result r = check(2, [](StreamDriver &d) {
-    for (int i = 0; i < 4 * 256; ++i) {
+    for (int i = 0; i < 4 * 1024; ++i) {
       d.call(77);
-      d.emit(uint64_t(i % 256));
+      d.emit(uint64_t(i % 1024));
       d.ret();
     }
   });
-  CHECK(r.fast == 3 * 256);
+  CHECK(r.fast == 3 * 1024);
 }
 
 // ---- The bounded kWF (path_epsilon > 0; docs/KPATH.md, "Bounded forests") against the n-gram

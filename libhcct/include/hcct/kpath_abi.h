@@ -28,8 +28,11 @@ inline constexpr unsigned kFrameOwnerWord = 1;
 // function that the pass computes at compile time, so an activation's first item pays an add and a
 // mask, not a hash of the ID (the two multiplies of version 2: docs/BENCHMARKS.md, "Path profiling
 // on real programs"); a function's paths take consecutive entries, so up to kRootCacheSize of
-// them never collide with each other.
-inline constexpr unsigned kRootCacheBits = 8;
+// them never collide with each other. Version 4: 1024 entries (8 KB of static TLS per thread), where
+// version 3 had 256: tcc's first items missed the smaller table 3.56 M times at k = 8, of which a
+// table of 1024 would have held 3.47 M, and Lua's 0.67 M of 0.67 M (docs/BENCHMARKS.md, "Seventh
+// pass").
+inline constexpr unsigned kRootCacheBits = 10;
 inline constexpr size_t kRootCacheSize = size_t(1) << kRootCacheBits;
 inline constexpr uint64_t kRootHashMultiplier = 0xd6e8feb86659fd93ull;
 constexpr uint64_t root_base(uint64_t function) { return (function * kRootHashMultiplier) >> (64 - kRootCacheBits); }
@@ -43,7 +46,7 @@ constexpr size_t root_slot(uint64_t function, uint64_t id) {
 // leave the fast path (docs/KPATH.md, "Bounded forests"). Nothing the pass emits depends on it.
 inline constexpr char kSlowSymbol[] = "__hcct_path_slow";       // void (PathFrame *, fn, id, slot)
 inline constexpr char kTokenSymbol[] = "__hcct_path_token";     // __thread uint64_t
-inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v3";  // __thread KsfNode *[kRootCacheSize]
+inline constexpr char kRootsSymbol[] = "__hcct_path_roots_v4";  // __thread KsfNode *[kRootCacheSize]
 // Nonzero while the thread's profiler counts Ball-Larus paths (k = 1), where every item is a root:
 // the fast path then tries the root cache when neither guess is the item, instead of calling the
 // runtime (issue 24). Read only on that miss; an object built before it existed still links and
