@@ -184,6 +184,10 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       // Below 1e-6 the budget (k/ε nodes of 64 bytes) would exceed 16 GB per thread at k = 256.
       if (!parse_double(value, &o->path_epsilon) || !(o->path_epsilon == 0 || (o->path_epsilon >= 1e-6 && o->path_epsilon <= 0.5)))
         return fail_value(error, error_size, spec::kPathEpsilon, key, value);
+    } else if (key.is(spec::kPathBurstStarts.name)) {
+      if (!parse_u64(value, &o->path_burst_starts) || o->path_burst_starts == 0 ||
+          o->path_burst_starts > (uint64_t(1) << 40))
+        return fail_value(error, error_size, spec::kPathBurstStarts, key, value);
     } else if (key.is(spec::kForest.name)) {
       if (value.is(format::option_name(PathForest::kSlab))) o->path_forest = PathForest::kSlab;
       else if (value.is(format::option_name(PathForest::kWindow))) o->path_forest = PathForest::kWindow;

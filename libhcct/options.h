@@ -41,6 +41,9 @@ struct Options {
   PathForest path_forest = PathForest::kWindow;  // kpath: forest=ksf|kwf
   // kpath: the bounded kWF's ε (docs/KPATH.md, "Bounded forests"); 0 = the exact forest.
   double path_epsilon = 1e-4;
+  // kpath, the event clock of path bursts (docs/KPATH.md, "The event clock"): a burst is this many
+  // path starts of the thread; the starts between bursts keep burst_interval:burst_length's ratio.
+  uint64_t path_burst_starts = 10000;
   bool follow = false;             // put the runtime back into children given their own environment
   bool exact = false;              // hcct mode: also keep the exact CCT, written to <out>/exact
   Burst burst = Burst::kOff;        // static bursting

@@ -44,10 +44,11 @@ fs::path work() { return hcct::test::work_directory("tests/kpath/work/burst"); }
 
 // `source` (relative to the source tree) built with the pass; `versions`: -kpath-burst=1; `late`:
 // the pass at its late stage (the optimised CFG, full of phis used across blocks).
+// `env`: more of the pass's switches, as environment variables ("HCCT_KPATH_...=0 ").
 fs::path build(const std::string &source, const std::string &flags, bool versions, const std::string &tag,
-               bool late = false) {
+               bool late = false, const std::string &env = "") {
   fs::path exe = work() / (fs::path(source).stem().string() + "." + tag);
-  run(std::string(versions ? "HCCT_KPATH_BURST=1 " : "HCCT_KPATH_BURST=0 ") +
+  run(env + (versions ? "HCCT_KPATH_BURST=1 " : "HCCT_KPATH_BURST=0 ") +
       (late ? "HCCT_KPATH_STAGE=late " : "HCCT_KPATH_STAGE=early ") + HCCT_CLANG + " -g " + flags +
       " -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/" + source + " -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
       fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
@@ -751,10 +752,12 @@ TEST_CASE("bursting: a function's stack frame does not grow with its number of l
 }
 
 // Between bursts every call and loop iteration of a versioned function tests the gate. In an
-// executable (clang's default PIE) the gate is copied into the executable by the linker (a copy
-// relocation; libhcct reaches that copy through its GOT) and read at a fixed distance from the
-// code, not through a GOT entry first (one load more per test); a shared library keeps the GOT
-// entry. The bursts still reach the executable's code: a bursting run changes copies, with the
+// executable (clang's default PIE) on the time gate (-kpath-burst-event-clock=0) the gate is copied
+// into the executable by the linker (a copy relocation; libhcct reaches that copy through its GOT)
+// and read at a fixed distance from the code, not through a GOT entry first (one load more per
+// test); a shared library keeps the GOT entry. On the event clock (an executable's default since
+// session 13) the executable reads no gate at all: its own thread-local countdown instead. The
+// bursts still reach the executable's code either way: a bursting run changes copies, with the
 // native output.
 TEST_CASE("bursting: an executable reads the gate without a GOT load, a shared library through its GOT") {
   auto relocations_of_gate = [](const fs::path &file) {
@@ -764,17 +767,28 @@ TEST_CASE("bursting: an executable reads the gate without a GOT load, a shared l
       if (line.find(hcct::kpath_abi::kGateSymbol) != std::string::npos) out += line + "\n";
     return out;
   };
-  fs::path exe = build("examples/kpath/collatz.c", "-O2", true, "gate-pie", /*late=*/true);
-  std::string relocations = relocations_of_gate(exe);
-  INFO(relocations);
-  CHECK(relocations.find("R_X86_64_COPY") != std::string::npos);
-  CHECK(relocations.find("R_X86_64_GLOB_DAT") == std::string::npos);
   std::string native = run(build_native("examples/kpath/collatz.c", "-O2", "-O2").string() + " 200000");
-  Run bursting = record(exe, "200000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02", "gate-pie.burst");
-  CHECK(bursting.output == native);
-  REQUIRE(bursting.threads.size() == 1);
-  REQUIRE(bursting.threads[0].sampling);
-  CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 0);
+  for (bool event_clock : {false, true}) {
+    INFO((event_clock ? "event clock" : "time gate"));
+    fs::path exe = build("examples/kpath/collatz.c", "-O2", true, event_clock ? "gate-pie-events" : "gate-pie",
+                         /*late=*/true, event_clock ? "" : "HCCT_KPATH_BURST_EVENT_CLOCK=0 ");
+    std::string relocations = relocations_of_gate(exe);
+    INFO(relocations);
+    if (event_clock) {
+      CHECK(relocations.empty());
+      CHECK(run("readelf -sW " + exe.string()).find("hcct.kpath.countdown") != std::string::npos);
+    } else {
+      CHECK(relocations.find("R_X86_64_COPY") != std::string::npos);
+      CHECK(relocations.find("R_X86_64_GLOB_DAT") == std::string::npos);
+    }
+    Run bursting = record(exe, "200000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02:path_burst_starts=1000",
+                          event_clock ? "gate-pie-events.burst" : "gate-pie.burst");
+    CHECK(bursting.output == native);
+    REQUIRE(bursting.threads.size() == 1);
+    REQUIRE(bursting.threads[0].sampling);
+    CHECK(bursting.threads[0].sampling->event_clock == event_clock);
+    CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 0);
+  }
 
   fs::path lib = work() / "libgate_versioned.so";
   run(std::string("HCCT_KPATH_BURST=1 HCCT_KPATH_STAGE=late ") + HCCT_CLANG + " -g -O1 -fPIC -shared -fpass-plugin=" +
