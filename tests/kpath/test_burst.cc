@@ -839,3 +839,53 @@ TEST_CASE("bursting: edges cut by overflow are counted at their targets") {
     CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
   }
 }
+
+// A thread that lives wholly between bursts (tests/kpath/programs/burst_short_thread.c: a worker
+// runs and exits before main opens its one burst, burst=manual). Its start counters are its own
+// (per-thread, an executable's), so only its own file can carry them: on the event clock its first
+// path start asks the runtime (the countdown starts at 0), which takes the thread on, and its exit
+// writes its counters; `hcct paths` and `hcct guide` name it as run but not sampled, with its paths
+// (in N). Failed before: on the time gate the worker never reached the runtime, wrote no file, and
+// its paths were in no count and no statement.
+TEST_CASE("bursting: a thread that no burst sampled is counted and named (event clock)") {
+  auto commas = [](uint64_t v) {
+    std::string digits = std::to_string(v), out;
+    for (size_t i = 0; i < digits.size(); ++i) out += (i && (digits.size() - i) % 3 == 0 ? "," : "") + std::string(1, digits[i]);
+    return out;
+  };
+  const std::string source = "tests/kpath/programs/burst_short_thread.c";
+  fs::path exe = build(source, "-O2 -pthread", true, "short-thread-late", /*late=*/true);
+  an::PathMetadata meta = metadata(exe);
+  const std::string args = "100000 5000";
+  std::string native = run(build_native(source, "-O2 -pthread", "-O2").string() + " " + args);
+  Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", "short-thread.exact");
+  Run sampled = record(exe, args, "k=4:path_epsilon=0:burst=manual", "short-thread.sampled");
+  CHECK(exact.output == native);
+  CHECK(sampled.output == native);
+  // The worker's paths, from the exhaustive run's trace: the thread whose 1-grams are fewest.
+  uint64_t worker_paths = UINT64_MAX;
+  for (const auto &t : exact.threads) {
+    uint64_t n = 0;
+    for (const auto &[start, count] : traced_starts(meta, {&t})) n += count;
+    worker_paths = std::min(worker_paths, n);
+  }
+  REQUIRE(worker_paths >= 5000);
+  REQUIRE(sampled.threads.size() == 2);  // (before: main's only)
+  an::PathEstimator estimator(sampled.threads);
+  estimator.resolve(meta);
+  std::vector<uint64_t> pids{sampled.threads[0].profile.meta.pid};
+  an::PathEstimator::Summary summary = estimator.summary(pids);
+  REQUIRE(summary.unsampled_threads.size() == 1);
+  CHECK(summary.unsampled_threads[0].paths == worker_paths);
+  CHECK_FALSE(summary.threads_may_be_missing);
+  std::string text = run(std::string(HCCT_TOOL) + " paths " + sampled.data.string() + " 2>&1");
+  INFO(text);
+  std::string line = "(pid " + std::to_string(pids[0]) + "): no burst sampled it; its " +
+                     commas(worker_paths) + " paths (in N)";
+  CHECK(text.find(line) != std::string::npos);
+  auto js = nlohmann::json::parse(run(std::string(HCCT_TOOL) + " paths --json " + sampled.data.string()));
+  REQUIRE(js["sampled"]["unsampled_threads"].size() == 1);
+  CHECK(js["sampled"]["unsampled_threads"][0]["paths"].get<uint64_t>() == worker_paths);
+  std::string guide = run(std::string(HCCT_TOOL) + " guide " + sampled.data.string() + " 2>&1");
+  CHECK(guide.find(line) != std::string::npos);
+}
