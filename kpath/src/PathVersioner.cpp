@@ -594,7 +594,8 @@ void copy_incoming(BasicBlock *dest, BasicBlock *like, BasicBlock *pred) {
 // byte load and a branch. The event clock: the thread's countdown minus one, and a sign test
 // (closed) or a range test (open); only when the period is over, the runtime's tick, which sets the
 // next period and says which it is.
-void PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock *closed, bool open_likely) const {
+void PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock *closed, bool open_likely,
+                                   bool ask_runtime) const {
   MDBuilder md(b.getContext());
   MDNode *likely = md.createBranchWeights(2000, 1), *unlikely = md.createBranchWeights(1, 2000);
   BasicBlock *here = b.GetInsertBlock();
@@ -608,6 +609,11 @@ void PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock 
   GlobalVariable *countdown = api_.countdown();
   Value *n = b.CreateSub(b.CreateLoad(i64, countdown, "kpath.countdown"), b.getInt64(1));
   b.CreateStore(n, countdown);
+  if (!ask_runtime) {  // f's own body: below zero, f.kpath decides (decide_in_outlined)
+    b.CreateCondBr(b.CreateICmpSGE(n, b.getInt64(0)), closed, open, likely);
+    if (old) old->eraseFromParent();
+    return;
+  }
   auto in_burst = [&](IRBuilder<> &at, Value *v) {  // v in (kCountdownOpenEnd, -1): unsigned v - low <= high - low
     constexpr int64_t low = abi::kCountdownOpenEnd + 1, high = -2;
     return at.CreateICmpULE(at.CreateSub(v, at.getInt64(uint64_t(low))), at.getInt64(uint64_t(high - low)));
@@ -632,6 +638,28 @@ void PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock 
   copy_incoming(open, here, tick);
   copy_incoming(closed, here, tick);
   for (PHINode &phi : other->phis()) phi.removeIncomingValue(here, /*DeletePHIIfEmpty=*/false);  // (no longer its predecessor)
+}
+
+// The event clock in f.kpath, entered from f's body because f's countdown went below zero (f
+// decremented it): still in a burst, or else the runtime's tick decides. So f's own body never
+// calls the tick: a call there that returns into f's body made f keep its arguments in
+// callee-saved registers, with a stack frame, on every call (Lua's lua_pushvalue: 3 pushes, 3
+// pops and 2 moves more than on the time gate).
+BasicBlock *PathVersioner::decide_in_outlined(BasicBlock *open, BasicBlock *closed, const DebugLoc &loc) const {
+  Function &f = *open->getParent();
+  LLVMContext &c = f.getContext();
+  BasicBlock *decide = BasicBlock::Create(c, open->getName() + ".clock", &f);
+  BasicBlock *tick = BasicBlock::Create(c, open->getName() + ".tick", &f);
+  IRBuilder<> b(decide);
+  b.SetCurrentDebugLocation(loc);
+  constexpr int64_t low = abi::kCountdownOpenEnd + 1, high = -2;
+  Value *v = b.CreateLoad(b.getInt64Ty(), api_.countdown(), "kpath.countdown");
+  b.CreateCondBr(b.CreateICmpULE(b.CreateSub(v, b.getInt64(uint64_t(low))), b.getInt64(uint64_t(high - low))), open, tick);
+  IRBuilder<> tb(tick);
+  tb.SetCurrentDebugLocation(loc);
+  Value *now_open = tb.CreateCall(api_.tick_fn(), {api_.countdown()});
+  tb.CreateCondBr(tb.CreateICmpNE(now_open, tb.getInt8(0)), open, closed);
+  return decide;
 }
 
 void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst, uint64_t function_id) {
@@ -765,7 +793,10 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     // Called by f with the gate open (f counted the start): the entry, or a join at a header whose
     // live values the buffer holds, stored where this copy keeps them.
     Argument *where = f.getArg(f.arg_size() - 2), *live = f.getArg(f.arg_size() - 1);
-    SwitchInst *dispatch = b.CreateSwitch(where, entry, unsigned(resumes_.size()));
+    // (On the event clock f came here because its countdown went below zero: decide first.)
+    bool clock = api_.countdown() != nullptr;
+    SwitchInst *dispatch =
+        b.CreateSwitch(where, clock ? decide_in_outlined(entry, copy_of(entry), loc) : entry, unsigned(resumes_.size()));
     for (const Resume &r : resumes_) {
       auto *h = cast<BasicBlock>(outline_map_[r.header]);
       auto it = counter_of.find(h);
@@ -794,7 +825,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
         value_of[r.remat[n]] = v;
         if (AllocaInst *slot = slot_of_.lookup(r.remat_outlined[n])) rb.CreateStore(v, slot);
       }
-      rb.CreateBr(join[h]);
+      rb.CreateBr(clock ? decide_in_outlined(join[h], copy_of(h), loc) : join[h]);
       dispatch->addCase(b.getInt64(it->second), resume);
     }
     wire_native(counters, counter_of, cuts);
@@ -855,7 +886,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   }
   count(b, 0);
   BasicBlock *instrumented = BasicBlock::Create(c, "kpath.instrumented", &f_);
-  branch_on_gate(b, instrumented, entry, /*open_likely=*/false);
+  branch_on_gate(b, instrumented, entry, /*open_likely=*/false, /*ask_runtime=*/false);
   IRBuilder<> ib(instrumented);
   ib.SetCurrentDebugLocation(loc);
   call_outlined(ib, 0, Constant::getNullValue(ib.getInt8PtrTy()))->setTailCall();
@@ -897,7 +928,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     IRBuilder<> mb(mid->getTerminator());
     mb.SetCurrentDebugLocation(loc);
     count(mb, it->second);
-    branch_on_gate(mb, join->second.block, h, /*open_likely=*/false);
+    branch_on_gate(mb, join->second.block, h, /*open_likely=*/false, /*ask_runtime=*/false);
   }
   // The cut edges into start points, in f's own body (a block of f.kpath that demotion added has
   // no counterpart in f: such a cut is not counted here).

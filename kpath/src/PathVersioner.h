@@ -121,7 +121,9 @@ class PathVersioner {
   void demote(llvm::Function &f, const std::vector<llvm::Instruction *> &also);
   static void count_start(llvm::IRBuilder<> &b, llvm::GlobalVariable *counters, unsigned index);
   llvm::Value *gate_open(llvm::IRBuilder<> &b) const;
-  void branch_on_gate(llvm::IRBuilder<> &b, llvm::BasicBlock *open, llvm::BasicBlock *closed, bool open_likely) const;
+  void branch_on_gate(llvm::IRBuilder<> &b, llvm::BasicBlock *open, llvm::BasicBlock *closed, bool open_likely,
+                      bool ask_runtime = true) const;
+  llvm::BasicBlock *decide_in_outlined(llvm::BasicBlock *open, llvm::BasicBlock *closed, const llvm::DebugLoc &loc) const;
   void wire_native(llvm::GlobalVariable *counters, const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of,
                    const std::vector<std::pair<llvm::BasicBlock *, llvm::BasicBlock *>> &cuts);
 
