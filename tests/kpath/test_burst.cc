@@ -889,3 +889,30 @@ TEST_CASE("bursting: a thread that no burst sampled is counted and named (event 
   std::string guide = run(std::string(HCCT_TOOL) + " guide " + sampled.data.string() + " 2>&1");
   CHECK(guide.find(line) != std::string::npos);
 }
+
+// On the event clock f's own body decrements the countdown and, below zero, enters f.kpath, which
+// asks the runtime: f never calls the tick itself. A call there that returns into f's body made f
+// save its arguments in callee-saved registers, with pushes and pops on every call (Lua's
+// lua_pushvalue: 3 pushes more than on the time gate, 5 % more instructions for all of Lua between
+// bursts). A function without loops keeps the time gate's prologue: no more pushes.
+TEST_CASE("bursting: f's own body keeps the time gate's frame on the event clock") {
+  const std::string source = "tests/kpath/programs/burst_leaf.c";
+  auto pushes_of_leaf = [](const fs::path &exe) {
+    std::istringstream lines(run("objdump -d --no-show-raw-insn " + exe.string()));
+    size_t pushes = 0;
+    bool in = false;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("<leaf>:") != std::string::npos) in = true;
+      else if (in && line.empty()) break;
+      else if (in && line.find("push") != std::string::npos) ++pushes;
+    }
+    return pushes;
+  };
+  fs::path events = build(source, "-O2", true, "leaf-events", /*late=*/true);
+  fs::path gate = build(source, "-O2", true, "leaf-gate", /*late=*/true, "HCCT_KPATH_BURST_EVENT_CLOCK=0 ");
+  REQUIRE(run("readelf -sW " + events.string()).find("hcct.kpath.countdown") != std::string::npos);
+  CHECK(pushes_of_leaf(events) == pushes_of_leaf(gate));
+  std::string native = run(build_native(source, "-O2", "-O2").string() + " 100000");
+  Run bursting = record(events, "100000", "k=4:burst=1:path_burst_starts=100", "leaf-events.burst");
+  CHECK(bursting.output == native);
+}
