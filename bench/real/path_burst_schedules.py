@@ -29,10 +29,11 @@ import run
 import workloads
 
 
-def record(argv, options, out):
+def record(argv, options, out, stdin=None):
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, HCCT_OPTIONS=f"{options}:out={out}")
-    subprocess.run(["setarch", "-R", *argv], env=env, stdout=subprocess.DEVNULL, check=True)
+    with open(stdin or os.devnull, "rb") as given:
+        subprocess.run(["setarch", "-R", *argv], env=env, stdin=given, stdout=subprocess.DEVNULL, check=True)
 
 
 def sequences(hcct, profile, phi):
@@ -57,14 +58,12 @@ def main():
     flavours = workloads.path_flavours(os.path.join(build, "kpath", "kpath.so"), os.path.join(build, "libhcct"))
     workload = workloads.WORKLOADS[args.workload]
     argv, stdin = workload.argv(workload.build(flavours[args.flavour]), args.size)
-    if stdin:
-        raise SystemExit("path_burst_schedules.py: workloads fed on stdin are not supported")
     phi = 1e-3
     with tempfile.TemporaryDirectory(prefix="hcct-schedules-") as tmp:
         exact = os.path.join(tmp, "exact")
         # (every run's options have the same length: 8.000 / 0.200 ms, 12 digits of starts)
         record(argv, "k=8:burst=0:path_epsilon=0:burst_interval=2.000:burst_length=0.200:path_burst_starts=000000010000",
-               exact)
+               exact, stdin)
         want, n, names = sequences(hcct, exact, phi)
         hot = {s: c for s, c in want.items() if c >= phi * n}
         runs = [(schedule, starts, r) for schedule in args.schedules.split(",") for starts in args.starts.split(",")
@@ -73,7 +72,7 @@ def main():
             interval, length = (float(x) for x in schedule.split(":"))
             sampled = os.path.join(tmp, "sampled")
             record(argv, f"k=8:burst=1:path_epsilon=0:burst_interval={interval:.3f}:burst_length={length:.3f}"
-                         f":path_burst_starts={int(starts):012d}", sampled)
+                         f":path_burst_starts={int(starts):012d}", sampled, stdin)
             got, _, _ = sequences(hcct, sampled, phi / 10)
             errors, signed_1grams = collections.defaultdict(list), collections.defaultdict(list)
             for s, c in hot.items():
