@@ -31,16 +31,10 @@ namespace {
 
 cl::opt<int> g_burst_indirectbr(
     "kpath-burst-indirectbr",
-    cl::desc("hcct kpath: with -kpath-burst=1, also version functions with computed gotos (1), or keep them "
-             "instrumented, their paths counted exhaustively (0, default)"),
+    cl::desc("hcct kpath: with -kpath-burst=1, also version functions with computed gotos (1; the default on the "
+             "event clock), or keep them instrumented, their paths counted exhaustively (0; the default on the "
+             "time gate)"),
     cl::init(-1));
-
-// -kpath-burst-indirectbr, else HCCT_KPATH_BURST_INDIRECTBR, else off. Off by default: an
-// interpreter's dispatch loop is one start point for every opcode of every phase of the program,
-// which time-based bursts sample at different rates, so its sequences' estimates err by 20-40 %
-// on Lua (docs/KPATH.md, "Computed gotos") where the exhaustive counts are exact, for 1.23 ->
-// 1.14x native between bursts.
-bool version_computed_gotos() { return switch_setting(g_burst_indirectbr, "HCCT_KPATH_BURST_INDIRECTBR", false); }
 
 cl::opt<int> g_burst_thread_counters(
     "kpath-burst-thread-counters",
@@ -70,6 +64,16 @@ bool event_clock_wanted() { return switch_setting(g_burst_event_clock, "HCCT_KPA
 // offset from the thread pointer, and a module-local thread-local variable is reached in one
 // instruction (`%fs:var@tpoff`).
 bool executable(const Module &m) { return m.getPIELevel() != PIELevel::Default || m.getPICLevel() == PICLevel::NotPIC; }
+
+// -kpath-burst-indirectbr, else HCCT_KPATH_BURST_INDIRECTBR, else on where the module has the event
+// clock. An interpreter's dispatch loop is one start point for every opcode of every phase of the
+// program, which time-based bursts sample at different rates: its sequences' estimates erred by
+// 20-40 % on Lua on the time gate, where the exhaustive counts are exact; on the event clock
+// 1.3-5.2 %, for 1.34 -> 1.19x native's instructions between bursts (docs/KPATH.md, "Computed
+// gotos").
+bool version_computed_gotos(const Module &m) {
+  return switch_setting(g_burst_indirectbr, "HCCT_KPATH_BURST_INDIRECTBR", executable(m) && event_clock_wanted());
+}
 
 }  // namespace
 
@@ -251,7 +255,7 @@ BasicBlock *on_edge(Function &f, BasicBlock *from, BasicBlock *to, const Twine &
 }  // namespace
 
 bool PathVersioner::supported(const Function &f) {
-  bool computed_gotos = version_computed_gotos();
+  bool computed_gotos = version_computed_gotos(*f.getParent());
   for (const BasicBlock &bb : f) {
     for (const Instruction &i : bb) {
       if (isa<CallBrInst>(i) || (isa<IndirectBrInst>(i) && !computed_gotos)) return false;
