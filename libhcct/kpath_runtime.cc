@@ -333,8 +333,7 @@ HCCT_NOINST bool write_sampling(ByteBuffer &out, const KpathThreadState &k) {
                     (__atomic_load_n(&g_path_event_clock, __ATOMIC_RELAXED) ? fmt::kPathSamplingEventClock : 0));
   if (__atomic_load_n(&g_path_event_clock, __ATOMIC_RELAXED)) {  // (counted in path starts)
     const Options &o = runtime_options();
-    double ratio = o.burst_length_ns ? double(o.burst_interval_ns) / double(o.burst_length_ns) : 10.0;
-    out.append_varint(uint64_t(double(o.path_burst_starts) * (ratio > 1 ? ratio : 1)));
+    out.append_varint(o.path_burst_interval);
     out.append_varint(o.path_burst_starts);
   } else {
     out.append_varint(burst_interval_ns());
@@ -416,8 +415,8 @@ namespace {
 // The event clock's periods (hcct/kpath_abi.h). Not bursting (burst=0, or before the runtime
 // started bursting): open, asking again after a million starts. burst=manual: every start asks, and
 // the thread follows the gate that hcct_burst() opens and closes (deterministic tests). burst=1: a
-// burst of path_burst_starts starts, then a gap of (interval/length - 1) times as many on average,
-// uniform within ±50 %, so that no periodic program keeps its bursts in step with one of its own
+// burst of path_burst_starts starts, then a gap of path_burst_interval - path_burst_starts starts
+// on average, uniform within ±50 %, so that no periodic program keeps its bursts in step with one of its own
 // phases; a thread's first period starts at a random phase of that cycle. Every start of the thread
 // is then in a burst with the one probability length/interval, whatever its phase and speed.
 HCCT_NOINST bool next_period(int64_t *countdown, KpathThreadState *k) {
@@ -434,8 +433,7 @@ HCCT_NOINST bool next_period(int64_t *countdown, KpathThreadState *k) {
     return true;
   }
   uint64_t length = o.path_burst_starts;
-  double ratio = o.burst_length_ns ? double(o.burst_interval_ns) / double(o.burst_length_ns) : 10.0;
-  uint64_t gap = uint64_t(double(length) * (ratio > 1 ? ratio - 1 : 0));
+  uint64_t gap = o.path_burst_interval - length;  // (options: length <= interval)
   uint64_t fallback_random = reinterpret_cast<uintptr_t>(countdown) ^ uintptr_t(__builtin_thread_pointer());
   uint64_t &x = k ? k->clock_random : fallback_random;
   // Seeded by the time as well: runs of a deterministic program without address randomisation

@@ -77,10 +77,11 @@ import workloads  # noqa: E402
 
 BURST = "burst=1"  # the runtime's defaults: a 2 ms burst every 20 ms (docs/BURSTING.md)
 # The cost of a versioned build between bursts: burst=1 with a schedule whose first burst never
-# comes (one every day, on either clock: the time gate's timer, or the event clock's path starts,
-# whose gap is then 8.6e10 starts). (Was burst=manual with no burst opened: on the event clock
-# burst=manual asks the runtime at every path start, to follow hcct_burst() at once.)
-CLOSED = "k=8:burst=1:burst_interval=86400000:burst_length=0.001:path_burst_starts=1:verbose=1"
+# comes (one a day on the time gate's timer; one every 2^40 path starts on the event clock). (Was
+# burst=manual with no burst opened: on the event clock burst=manual asks the runtime at every path
+# start, to follow hcct_burst() at once.)
+CLOSED = ("k=8:burst=1:burst_interval=86400000:burst_length=0.001:path_burst_starts=1"
+          ":path_burst_interval=1099511627776:verbose=1")
 
 
 class Config:
