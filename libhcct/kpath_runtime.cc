@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "burst_runtime.h"
@@ -60,12 +61,22 @@ struct KpathThreadState {
   // fixed distance from it (hcct/kpath_abi.h, VersionTable), also when another thread writes its
   // file (the final dump).
   uintptr_t thread_pointer = 0;
+  // The event clock (hcct/kpath_abi.h, kTickSymbol): whether the thread's clock has started (its
+  // first period starts at a random phase), and the generator of its jittered gaps.
+  bool clock_started = false;
+  uint64_t clock_random = 0;
 };
 }  // namespace hcct::rt
 
 namespace {
 
 namespace fmt = hcct::format;
+
+// Whether a module on the event clock has ticked: KPSC then says the bursts were counted in path
+// starts (path_burst_starts), not in time, and that every thread that ran versioned code reached
+// the runtime (its first start ticks).
+bool g_path_event_clock = false;
+
 
 // Tokens are even, unique per thread state, never reused: a thread state's first token is its
 // index times 2^32, and each sweep of a bounded forest adds 2 (the epoch, PathProfiler::token).
@@ -319,9 +330,16 @@ class ThreadCounters {
 // largest) (docs/FORMAT.md).
 HCCT_NOINST bool write_sampling(ByteBuffer &out, const KpathThreadState &k) {
   out.append_varint(fmt::kPathSamplingVersion);
-  out.append_varint(burst_paths_active() ? 1 : 0);
-  out.append_varint(burst_interval_ns());
-  out.append_varint(burst_length_ns());
+  out.append_varint((burst_paths_active() ? fmt::kPathSamplingBursting : 0) |
+                    (__atomic_load_n(&g_path_event_clock, __ATOMIC_RELAXED) ? fmt::kPathSamplingEventClock : 0));
+  if (__atomic_load_n(&g_path_event_clock, __ATOMIC_RELAXED)) {  // (counted in path starts)
+    const Options &o = runtime_options();
+    out.append_varint(o.path_burst_interval);
+    out.append_varint(o.path_burst_starts);
+  } else {
+    out.append_varint(burst_interval_ns());
+    out.append_varint(burst_length_ns());
+  }
   out.append_varint(k.joins);
   out.append_varint(k.leaves);
   out.append_varint(__atomic_load_n(&g_version_tables_dropped, __ATOMIC_RELAXED));
@@ -391,6 +409,74 @@ HCCT_EXPORT void __hcct_path_switch(uint64_t kind) {
   if (HCCT_UNLIKELY(!s)) return;
   if (KpathThreadState *k = state_of(s)) ++(kind == hcct::kpath_abi::kSwitchJoin ? k->joins : k->leaves);
   event_end(s);
+}
+
+namespace {
+
+// The event clock's periods (hcct/kpath_abi.h). Not bursting (burst=0, or before the runtime
+// started bursting): open, asking again after a million starts. burst=manual: every start asks, and
+// the thread follows the gate that hcct_burst() opens and closes (deterministic tests). burst=1: a
+// burst of path_burst_starts starts, then a gap of path_burst_interval - path_burst_starts starts
+// on average, uniform within ±50 %, so that no periodic program keeps its bursts in step with one of its own
+// phases; a thread's first period starts at a random phase of that cycle. Every start of the thread
+// is then in a burst with the one probability length/interval, whatever its phase and speed.
+HCCT_NOINST bool next_period(int64_t *countdown, KpathThreadState *k) {
+  constexpr int64_t kOpenEnd = hcct::kpath_abi::kCountdownOpenEnd;
+  const Options &o = runtime_options();
+  __atomic_store_n(&g_path_event_clock, true, __ATOMIC_RELAXED);
+  if (o.burst == Burst::kManual && burst_paths_active()) {
+    bool open = __atomic_load_n(&__hcct_path_gate, __ATOMIC_ACQUIRE) != 0;
+    *countdown = open ? kOpenEnd + 1 : 0;
+    return open;
+  }
+  if (o.burst != Burst::kTimer || !burst_paths_active()) {
+    *countdown = kOpenEnd + (int64_t(1) << 20);
+    return true;
+  }
+  uint64_t length = o.path_burst_starts;
+  uint64_t gap = o.path_burst_interval - length;  // (options: length <= interval)
+  uint64_t fallback_random = reinterpret_cast<uintptr_t>(countdown) ^ uintptr_t(__builtin_thread_pointer());
+  uint64_t &x = k ? k->clock_random : fallback_random;
+  // Seeded by the time as well: runs of a deterministic program without address randomisation
+  // (setarch -R) draw other gaps, so that they are independent samples.
+  if (!x) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    x = ((reinterpret_cast<uintptr_t>(k) ^ uintptr_t(__builtin_thread_pointer()) ^ uint64_t(now.tv_nsec) ^
+          uint64_t(now.tv_sec) << 32) * 0x9E3779B97F4A7C15ull) | 1;
+  }
+  auto next_random = [&x] {  // xorshift64*
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    return x * 0x2545F4914F6CDD1Dull;
+  };
+  bool open = *countdown > kOpenEnd;  // -1: the gap is over; else the burst is
+  uint64_t remaining = 0;
+  if (k && !k->clock_started) {
+    k->clock_started = true;
+    uint64_t at = next_random() % (length + gap);
+    open = at < length;
+    remaining = open ? length - at : at - length + 1;
+  } else {
+    remaining = open ? length : (gap ? gap / 2 + next_random() % (gap + 1) : 0);
+  }
+  if (open) *countdown = kOpenEnd + int64_t(remaining);
+  else *countdown = int64_t(remaining) - 1;  // (0: the next start opens the next burst)
+  return open;
+}
+
+}  // namespace
+
+// A thread's path starts reached the end of a period of the event clock (hcct/kpath_abi.h), or its
+// first start: the runtime takes the thread on (its exit writes its file, with its start counters,
+// even if no burst sampled it) and sets the next period. Once per burst and per gap: a call.
+HCCT_EXPORT uint8_t __hcct_path_tick(int64_t *countdown) {
+  ThreadState *s = event_begin(/*attach=*/true);
+  KpathThreadState *k = s ? state_of(s) : nullptr;
+  bool open = next_period(countdown, k);
+  if (s) event_end(s);
+  return open;
 }
 
 HCCT_EXPORT void __hcct_path_register_versions(const void *table) {

@@ -184,6 +184,16 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       // Below 1e-6 the budget (k/ε nodes of 64 bytes) would exceed 16 GB per thread at k = 256.
       if (!parse_double(value, &o->path_epsilon) || !(o->path_epsilon == 0 || (o->path_epsilon >= 1e-6 && o->path_epsilon <= 0.5)))
         return fail_value(error, error_size, spec::kPathEpsilon, key, value);
+    } else if (key.is(spec::kPathBurstStarts.name)) {
+      if (!parse_u64(value, &o->path_burst_starts) || o->path_burst_starts == 0 ||
+          o->path_burst_starts > (uint64_t(1) << 40))
+        return fail_value(error, error_size, spec::kPathBurstStarts, key, value);
+      o->path_burst_starts_given = true;
+    } else if (key.is(spec::kPathBurstInterval.name)) {
+      if (!parse_u64(value, &o->path_burst_interval) || o->path_burst_interval == 0 ||
+          o->path_burst_interval > (uint64_t(1) << 40))
+        return fail_value(error, error_size, spec::kPathBurstInterval, key, value);
+      o->path_burst_interval_given = true;
     } else if (key.is(spec::kForest.name)) {
       if (value.is(format::option_name(PathForest::kSlab))) o->path_forest = PathForest::kSlab;
       else if (value.is(format::option_name(PathForest::kWindow))) o->path_forest = PathForest::kWindow;
@@ -257,6 +267,15 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       uint64_t interval = o->burst_length_ns * Options::kBurstRatio;
       o->burst_interval_ns = interval > kLongestNs ? kLongestNs : interval;
     }
+  }
+  if (o->path_burst_starts_given && !o->path_burst_interval_given)
+    o->path_burst_interval = o->path_burst_starts * Options::kPathBurstRatio;  // (both at most 2^40: no overflow)
+  else if (o->path_burst_interval_given && !o->path_burst_starts_given)
+    o->path_burst_starts = o->path_burst_interval < Options::kPathBurstRatio ? 1 : o->path_burst_interval / Options::kPathBurstRatio;
+  if (o->path_burst_starts > o->path_burst_interval) {
+    snprintf(error, error_size, "path_burst_starts (%llu) must not exceed path_burst_interval (%llu)",
+             (unsigned long long)o->path_burst_starts, (unsigned long long)o->path_burst_interval);
+    return false;
   }
   if (o->burst_length_ns > o->burst_interval_ns) {
     snprintf(error, error_size, "burst_length (%.3f ms) must not exceed burst_interval (%.3f ms)",

@@ -132,7 +132,8 @@ Guide make_guide(const std::vector<ThreadPaths> &threads, const PathMetadata &me
     for (uint32_t r : ipf.roots()) g.paths += ipf.nodes()[r].count;
     std::vector<uint64_t> pids;
     for (const auto &t : threads) pids.push_back(t.profile.meta.pid);
-    g.paths += o.estimator->summary(pids).unsampled_paths;  // (each pid once: summary sums per process)
+    g.estimate = o.estimator->summary(pids);
+    g.paths += g.estimate.unsampled_paths;  // (each pid once: summary sums per process)
   }
 
   // Roots by function: the 1-IPF.

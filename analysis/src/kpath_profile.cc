@@ -133,8 +133,10 @@ PathSampling parse_sampling(std::span<const unsigned char> body, const std::stri
   if (version < 1 || version > format::kPathSamplingVersion) c.fail("unsupported version " + std::to_string(version));
   PathSampling s;
   uint64_t flags = c.varint("flags");
-  if (flags > 1) c.fail("unknown flags " + std::to_string(flags));
-  s.bursting = flags & 1;
+  if (flags > (format::kPathSamplingBursting | format::kPathSamplingEventClock))
+    c.fail("unknown flags " + std::to_string(flags));
+  s.bursting = flags & format::kPathSamplingBursting;
+  s.event_clock = flags & format::kPathSamplingEventClock;
   s.interval_ns = c.varint("burst interval");
   s.length_ns = c.varint("burst length");
   if (s.length_ns > s.interval_ns) c.fail("burst length above the interval");

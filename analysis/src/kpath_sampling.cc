@@ -11,11 +11,13 @@ PathEstimator::PathEstimator(const std::vector<ThreadPaths> &all) {
     Process &p = processes_[t.profile.meta.pid];
     const PathSampling &s = *t.sampling;
     p.bursting |= s.bursting;
+    p.event_clock |= s.event_clock;
     p.interval_ns = s.interval_ns;
     p.length_ns = s.length_ns;
     p.dropped_tables = std::max(p.dropped_tables, s.dropped_tables);
     p.thread_functions.insert(s.thread_functions.begin(), s.thread_functions.end());
     Unit &own = p.threads[t.profile.meta.thread_seq];
+    own.tid = t.profile.meta.tid;
     for (const auto &[start, count] : s.starts) {
       if (s.thread_functions.count(start.first)) {
         own.started[start] = std::max(own.started[start], count);  // (a thread written twice: the later)
@@ -163,11 +165,38 @@ PathEstimator::Summary PathEstimator::summary(std::vector<uint64_t> pids) const 
     const Process &p = it->second;
     s.interval_ns = p.interval_ns;
     s.length_ns = p.length_ns;
+    s.event_clock |= p.event_clock;
+    s.threads_may_be_missing |= !p.event_clock && !p.thread_functions.empty();
     add(p.shared);
-    for (const auto &[seq, unit] : p.threads) add(unit);
+    for (const auto &[seq, unit] : p.threads) {
+      add(unit);
+      if (unit.sampled_at.empty() && unit.unsampled_paths)
+        s.unsampled_threads.push_back({pid, unit.tid, unit.unsampled_paths, unit.unsampled_starts});
+    }
     s.dropped_tables += p.dropped_tables;
   }
   return s;
+}
+
+std::string unsampled_threads_text(const PathEstimator::Summary &s, const std::string &prefix) {
+  std::string text;
+  auto commas = [](uint64_t v) {
+    std::string digits = std::to_string(v), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+      if (i && (digits.size() - i) % 3 == 0) out += ',';
+      out += digits[i];
+    }
+    return out;
+  };
+  for (const PathEstimator::UnsampledThread &t : s.unsampled_threads)
+    text += prefix + "thread " + std::to_string(t.tid) + " (pid " + std::to_string(t.pid) + "): no burst sampled it; its " +
+            commas(t.paths) + " paths (in N) started at " + std::to_string(t.starts) +
+            " function entries or loop headers, each start's count exact (its calls and loop iterations), its "
+            "sequences unknown\n";
+  if (s.threads_may_be_missing)
+    text += prefix + "time clock (-kpath-burst-event-clock=0): a thread whose whole life fell between bursts wrote no "
+                     "file; its paths are not in N\n";
+  return text;
 }
 
 }  // namespace hcct::analysis

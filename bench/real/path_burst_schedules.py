@@ -2,10 +2,13 @@
 """Where a bursting path profile's estimate errs: per function, under several burst schedules.
 
   bench/real/path_burst_schedules.py [--build BUILD] [--workload lua] [--flavour kpath-burst-goto-seeded]
-                                     [--schedules 2:0.2,0.2:0.02,20:2] [--size full|short]
+                                     [--schedules 2:0.2,0.2:0.02,20:2] [--starts 1000:30000] [--runs 1]
+                                     [--size full|short]
 
 One exhaustive run (burst=0) and one bursting run per schedule (burst_interval:burst_length, ms)
-of the workload's bench binary (bench/real/workloads.py, built on first use with BUILD's kpath.so
+(`--starts`: and path_burst_starts:path_burst_interval, the burst length and period in path starts
+of a build on the event clock, the default since session 13; a build on the time gate, e.g. the
+kpath-burst-goto-time-seeded flavour, ignores them; `--runs`: bursting runs per schedule) of the workload's bench binary (bench/real/workloads.py, built on first use with BUILD's kpath.so
 and libhcct), all at k = 8, path_epsilon=0, options of one length, under setarch -R, so that every
 run sees the same path stream (the seeded flavours fix Lua's string-hash seed). Against the
 exhaustive run, at φ = 10⁻³ (docs/KPATH.md, "Bursting"): the hot sequences' average relative error,
@@ -26,10 +29,11 @@ import run
 import workloads
 
 
-def record(argv, options, out):
+def record(argv, options, out, stdin=None):
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, HCCT_OPTIONS=f"{options}:out={out}")
-    subprocess.run(["setarch", "-R", *argv], env=env, stdout=subprocess.DEVNULL, check=True)
+    with open(stdin or os.devnull, "rb") as given:
+        subprocess.run(["setarch", "-R", *argv], env=env, stdin=given, stdout=subprocess.DEVNULL, check=True)
 
 
 def sequences(hcct, profile, phi):
@@ -45,6 +49,9 @@ def main():
     ap.add_argument("--workload", default="lua", choices=sorted(workloads.WORKLOADS))
     ap.add_argument("--flavour", default="kpath-burst-goto-seeded")
     ap.add_argument("--schedules", default="2:0.2,0.2:0.02,20:2")
+    ap.add_argument("--starts", default="1000:30000",
+                    help="path_burst_starts:path_burst_interval pairs, comma-separated")
+    ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--size", default="full", choices=("full", "short"))
     args = ap.parse_args()
     build = os.path.abspath(args.build)
@@ -52,19 +59,22 @@ def main():
     flavours = workloads.path_flavours(os.path.join(build, "kpath", "kpath.so"), os.path.join(build, "libhcct"))
     workload = workloads.WORKLOADS[args.workload]
     argv, stdin = workload.argv(workload.build(flavours[args.flavour]), args.size)
-    if stdin:
-        raise SystemExit("path_burst_schedules.py: workloads fed on stdin are not supported")
     phi = 1e-3
     with tempfile.TemporaryDirectory(prefix="hcct-schedules-") as tmp:
         exact = os.path.join(tmp, "exact")
-        # (every run's options have the same length: 8.000 / 0.200 ms)
-        record(argv, "k=8:burst=0:path_epsilon=0:burst_interval=2.000:burst_length=0.200", exact)
+        # (every run's options have the same length: 8.000 / 0.200 ms, 12 digits of starts)
+        record(argv, "k=8:burst=0:path_epsilon=0:burst_interval=2.000:burst_length=0.200"
+                     ":path_burst_starts=000000001000:path_burst_interval=000000030000", exact, stdin)
         want, n, names = sequences(hcct, exact, phi)
         hot = {s: c for s, c in want.items() if c >= phi * n}
-        for schedule in args.schedules.split(","):
+        runs = [(schedule, starts, r) for schedule in args.schedules.split(",") for starts in args.starts.split(",")
+                for r in range(args.runs)]
+        for schedule, starts, r in runs:
             interval, length = (float(x) for x in schedule.split(":"))
+            burst_starts, burst_every = (int(x) for x in starts.split(":"))
             sampled = os.path.join(tmp, "sampled")
-            record(argv, f"k=8:burst=1:path_epsilon=0:burst_interval={interval:.3f}:burst_length={length:.3f}", sampled)
+            record(argv, f"k=8:burst=1:path_epsilon=0:burst_interval={interval:.3f}:burst_length={length:.3f}"
+                         f":path_burst_starts={burst_starts:012d}:path_burst_interval={burst_every:012d}", sampled, stdin)
             got, _, _ = sequences(hcct, sampled, phi / 10)
             errors, signed_1grams = collections.defaultdict(list), collections.defaultdict(list)
             for s, c in hot.items():
@@ -73,7 +83,8 @@ def main():
                 if len(s) == 2:
                     signed_1grams[names[s[0]]].append(e)
             every = [e for v in errors.values() for e in v]
-            print(f"{interval} ms / {length} ms: {len(hot)} hot sequences, average error {100 * statistics.mean(every):.1f} %")
+            print(f"{interval} ms / {length} ms, path_burst_starts:interval={starts}, run {r + 1}: {len(hot)} hot sequences, "
+                  f"average error {100 * statistics.mean(every):.1f} %", flush=True)
             for name, v in sorted(errors.items(), key=lambda x: -len(x[1]))[:4]:
                 ones = signed_1grams.get(name) or [0.0]
                 print(f"  {name}: {len(v)} hot, average {100 * statistics.mean(v):.1f} %; hot 1-grams signed "

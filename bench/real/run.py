@@ -78,6 +78,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
 
 BURST = "burst=1"  # the runtime's defaults: a 2 ms burst every 20 ms (docs/BURSTING.md)
+# The cost of a versioned build between bursts: burst=1 with a schedule whose first burst never
+# comes (one a day on the time gate's timer; one every 2^40 path starts on the event clock). (Was
+# burst=manual with no burst opened: on the event clock burst=manual asks the runtime at every path
+# start, to follow hcct_burst() at once.)
+CLOSED = ("k=8:burst=1:burst_interval=86400000:burst_length=0.001:path_burst_starts=1"
+          ":path_burst_interval=1099511627776:verbose=1")
 
 
 class Config:
@@ -167,9 +173,9 @@ def path_configs(workload):
     # of one input (no address randomisation, options of one length) for the estimator's accuracy
     # and whether `hcct guide` ranks the same top loops.
     c.append(Config("kpath k=8 burst", "kpath-burst-seeded", "k=8:burst=1:verbose=1", preload=False))
-    # The cost between bursts: burst=manual with no burst ever opened (only the uninstrumented
+    # The cost between bursts: CLOSED, a schedule whose first burst never comes (only the uninstrumented
     # code runs: f's own body and its start counters and gate tests).
-    c.append(Config("kpath k=8 burst closed", "kpath-burst-seeded", "k=8:burst=manual:verbose=1", preload=False))
+    c.append(Config("kpath k=8 burst closed", "kpath-burst-seeded", CLOSED, preload=False))
     c.append(Config("kpath k=8 burst seeded", "kpath-burst-seeded", "k=8:burst=1:path_epsilon=0:verbose=1",
                     wrapper="setarch", preload=False))
     c.append(Config("kpath k=8 burst-build exact", "kpath-burst-seeded", "k=8:burst=0:path_epsilon=0:verbose=1",
@@ -177,7 +183,7 @@ def path_configs(workload):
     # The same at the late stage (the optimised CFG is versioned: the early stage's duplicate bodies
     # change what the inliner does; docs/KPATH.md, "Bursting", has the figures).
     c.append(Config("kpath late k=8 burst", "kpath-burst-late-seeded", "k=8:burst=1:verbose=1", preload=False))
-    c.append(Config("kpath late k=8 burst closed", "kpath-burst-late-seeded", "k=8:burst=manual:verbose=1",
+    c.append(Config("kpath late k=8 burst closed", "kpath-burst-late-seeded", CLOSED,
                     preload=False))
     c.append(Config("kpath late k=8 burst seeded", "kpath-burst-late-seeded", "k=8:burst=1:path_epsilon=0:verbose=1",
                     wrapper="setarch", preload=False))
@@ -186,14 +192,21 @@ def path_configs(workload):
     # Computed-goto functions versioned too (-kpath-burst-indirectbr=1; `--configs goto-versions
     # --only lua`): the cost with bursts and between them.
     c.append(Config("kpath goto-versions k=8 burst", "kpath-burst-goto-seeded", "k=8:burst=1:verbose=1", preload=False))
-    c.append(Config("kpath goto-versions k=8 burst closed", "kpath-burst-goto-seeded", "k=8:burst=manual:verbose=1",
+    c.append(Config("kpath goto-versions k=8 burst closed", "kpath-burst-goto-seeded", CLOSED,
                     preload=False))
+    # The time gate (-kpath-burst-event-clock=0, the only clock before session 13; `--configs
+    # time-clock`): the same binaries' bursts counted in time, in the same session.
+    c.append(Config("kpath time-clock k=8 burst", "kpath-burst-time-seeded", "k=8:burst=1:verbose=1", preload=False))
+    c.append(Config("kpath time-clock k=8 burst closed", "kpath-burst-time-seeded", CLOSED, preload=False))
+    c.append(Config("kpath goto-time-clock k=8 burst", "kpath-burst-goto-time-seeded", "k=8:burst=1:verbose=1",
+                    preload=False))
+    c.append(Config("kpath goto-time-clock k=8 burst closed", "kpath-burst-goto-time-seeded", CLOSED, preload=False))
     # Process-wide start counters (-kpath-burst-thread-counters=0, the only kind before session 12;
     # `--configs shared-counters`): what per-thread counters buy, in the same session.
     c.append(Config("kpath shared-counters k=8 burst", "kpath-burst-shared-seeded", "k=8:burst=1:verbose=1",
                     preload=False))
     c.append(Config("kpath shared-counters k=8 burst closed", "kpath-burst-shared-seeded",
-                    "k=8:burst=manual:verbose=1", preload=False))
+                    CLOSED, preload=False))
     for cfg in c:
         cfg.keep_profile = (cfg.label in ACCURACY_PAIR or cfg.label in BURST_ACCURACY_PAIR or
                             cfg.label in LATE_BURST_ACCURACY_PAIR)

@@ -137,8 +137,18 @@ def path_flavours(kpath_plugin, runtime_dir):
                                              late + ["-mllvm", "-kpath-burst=1", "-mllvm",
                                                      "-kpath-burst-thread-counters=0", "-Dluai_makeseed=sizeof"],
                                              link, plugin=kpath_plugin),
+        # The same on the time gate (-kpath-burst-event-clock=0, the only clock before session 13:
+        # bursts of the process-wide timer, not of path starts; docs/KPATH.md, "The event clock").
+        "kpath-burst-time-seeded": Flavour("kpath-burst-time-seeded", "clang",
+                                           late + ["-mllvm", "-kpath-burst=1", "-mllvm", "-kpath-burst-event-clock=0",
+                                                   "-Dluai_makeseed=sizeof"], link, plugin=kpath_plugin),
+        "kpath-burst-goto-time-seeded": Flavour("kpath-burst-goto-time-seeded", "clang",
+                                                late + ["-mllvm", "-kpath-burst=1", "-mllvm", "-kpath-burst-indirectbr=1",
+                                                        "-mllvm", "-kpath-burst-event-clock=0", "-Dluai_makeseed=sizeof"],
+                                                link, plugin=kpath_plugin),
         # The same with computed-goto functions versioned too (Lua's luaV_execute; docs/KPATH.md,
-        # "Computed gotos": not the default).
+        # "Computed gotos": the default on the event clock since session 13, so now the same code as
+        # kpath-burst-late-seeded).
         "kpath-burst-goto-seeded": Flavour("kpath-burst-goto-seeded", "clang",
                                            late + ["-mllvm", "-kpath-burst=1", "-mllvm", "-kpath-burst-indirectbr=1",
                                                    "-Dluai_makeseed=sizeof"], link, plugin=kpath_plugin),

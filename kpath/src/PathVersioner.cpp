@@ -31,16 +31,10 @@ namespace {
 
 cl::opt<int> g_burst_indirectbr(
     "kpath-burst-indirectbr",
-    cl::desc("hcct kpath: with -kpath-burst=1, also version functions with computed gotos (1), or keep them "
-             "instrumented, their paths counted exhaustively (0, default)"),
+    cl::desc("hcct kpath: with -kpath-burst=1, also version functions with computed gotos (1; the default on the "
+             "event clock), or keep them instrumented, their paths counted exhaustively (0; the default on the "
+             "time gate)"),
     cl::init(-1));
-
-// -kpath-burst-indirectbr, else HCCT_KPATH_BURST_INDIRECTBR, else off. Off by default: an
-// interpreter's dispatch loop is one start point for every opcode of every phase of the program,
-// which time-based bursts sample at different rates, so its sequences' estimates err by 20-40 %
-// on Lua (docs/KPATH.md, "Computed gotos") where the exhaustive counts are exact, for 1.23 ->
-// 1.14x native between bursts.
-bool version_computed_gotos() { return switch_setting(g_burst_indirectbr, "HCCT_KPATH_BURST_INDIRECTBR", false); }
 
 cl::opt<int> g_burst_thread_counters(
     "kpath-burst-thread-counters",
@@ -54,10 +48,32 @@ bool thread_counters_wanted() {
   return switch_setting(g_burst_thread_counters, "HCCT_KPATH_BURST_THREAD_COUNTERS", true);
 }
 
+cl::opt<int> g_burst_event_clock(
+    "kpath-burst-event-clock",
+    cl::desc("hcct kpath: with -kpath-burst=1, in an executable, count bursts in path starts per thread (1, "
+             "default: a thread-local countdown at every start point) or follow the process-wide time gate (0)"),
+    cl::init(-1));
+
+// -kpath-burst-event-clock, else HCCT_KPATH_BURST_EVENT_CLOCK, else on. The time gate samples the
+// start points of phases that profiling slows down less at a higher rate, and the iteration after
+// a long one more often (docs/KPATH.md, "The event clock"); off to measure that, and for programs
+// that cannot give every thread the TLS word.
+bool event_clock_wanted() { return switch_setting(g_burst_event_clock, "HCCT_KPATH_BURST_EVENT_CLOCK", true); }
+
 // Code that goes into an executable (a PIE, or built without -fPIC): its TLS is static, at a fixed
 // offset from the thread pointer, and a module-local thread-local variable is reached in one
 // instruction (`%fs:var@tpoff`).
 bool executable(const Module &m) { return m.getPIELevel() != PIELevel::Default || m.getPICLevel() == PICLevel::NotPIC; }
+
+// -kpath-burst-indirectbr, else HCCT_KPATH_BURST_INDIRECTBR, else on where the module has the event
+// clock. An interpreter's dispatch loop is one start point for every opcode of every phase of the
+// program, which time-based bursts sample at different rates: its sequences' estimates erred by
+// 20-40 % on Lua on the time gate, where the exhaustive counts are exact; on the event clock
+// 1.3-5.2 %, for 1.34 -> 1.19x native's instructions between bursts (docs/KPATH.md, "Computed
+// gotos").
+bool version_computed_gotos(const Module &m) {
+  return switch_setting(g_burst_indirectbr, "HCCT_KPATH_BURST_INDIRECTBR", executable(m) && event_clock_wanted());
+}
 
 }  // namespace
 
@@ -73,6 +89,20 @@ VersionApi::VersionApi(Module &m) : m_(m), thread_counters_(executable(m) && thr
   // GOT: one instruction more per call and per loop iteration between bursts. A shared library keeps
   // the GOT (its gate may be another module's).
   if (executable(m)) gate_->setDSOLocal(true);
+  // The event clock (hcct/kpath_abi.h, kTickSymbol): the thread's countdown, one instruction away
+  // in an executable's static TLS (`%fs:hcct.kpath.countdown@tpoff`); a shared library's TLS would
+  // be dynamic (a __tls_get_addr call per start), so it keeps the gate.
+  if (executable(m) && event_clock_wanted()) {
+    Type *i64 = Type::getInt64Ty(c);
+    countdown_ = new GlobalVariable(m, i64, false, GlobalValue::InternalLinkage, ConstantInt::get(i64, 0),
+                                    "hcct.kpath.countdown", nullptr, GlobalValue::LocalExecTLSModel);
+    countdown_->setAlignment(Align(8));
+    tick_ = m.getOrInsertFunction(abi::kTickSymbol, i8, i64->getPointerTo());
+    if (auto *fn = dyn_cast<Function>(tick_.getCallee())) {
+      fn->addFnAttr(Attribute::NoUnwind);
+      fn->addFnAttr(Attribute::Cold);
+    }
+  }
   switch_ = m.getOrInsertFunction(abi::kSwitchSymbol, Type::getVoidTy(c), Type::getInt64Ty(c));
   if (auto *fn = dyn_cast<Function>(switch_.getCallee())) {
     fn->addFnAttr(Attribute::NoUnwind);
@@ -225,7 +255,7 @@ BasicBlock *on_edge(Function &f, BasicBlock *from, BasicBlock *to, const Twine &
 }  // namespace
 
 bool PathVersioner::supported(const Function &f) {
-  bool computed_gotos = version_computed_gotos();
+  bool computed_gotos = version_computed_gotos(*f.getParent());
   for (const BasicBlock &bb : f) {
     for (const Instruction &i : bb) {
       if (isa<CallBrInst>(i) || (isa<IndirectBrInst>(i) && !computed_gotos)) return false;
@@ -555,11 +585,90 @@ Value *PathVersioner::gate_open(IRBuilder<> &b) const {
   return b.CreateICmpNE(g, b.getInt8(0));
 }
 
+namespace {
+// `dest` gets from `pred` the values its phis get from `like`.
+void copy_incoming(BasicBlock *dest, BasicBlock *like, BasicBlock *pred) {
+  for (PHINode &phi : dest->phis()) phi.addIncoming(phi.getIncomingValueForBlock(like), pred);
+}
+}  // namespace
+
+// Ends b's block (before its terminator, which goes: it branched to one of the two) with the test
+// that picks the copy at a start point: to `open` in a burst, else to `closed`. `open_likely`: the
+// test of the instrumented copy, which stays unless the burst is over. The time gate: a volatile
+// byte load and a branch. The event clock: the thread's countdown minus one, and a sign test
+// (closed) or a range test (open); only when the period is over, the runtime's tick, which sets the
+// next period and says which it is.
+void PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock *closed, bool open_likely,
+                                   bool ask_runtime) const {
+  MDBuilder md(b.getContext());
+  MDNode *likely = md.createBranchWeights(2000, 1), *unlikely = md.createBranchWeights(1, 2000);
+  BasicBlock *here = b.GetInsertBlock();
+  Instruction *old = b.GetInsertPoint() != here->end() ? &*b.GetInsertPoint() : nullptr;
+  if (!api_.countdown()) {
+    b.CreateCondBr(gate_open(b), open, closed, open_likely ? likely : unlikely);
+    if (old) old->eraseFromParent();
+    return;
+  }
+  Type *i64 = b.getInt64Ty();
+  GlobalVariable *countdown = api_.countdown();
+  Value *n = b.CreateSub(b.CreateLoad(i64, countdown, "kpath.countdown"), b.getInt64(1));
+  b.CreateStore(n, countdown);
+  if (!ask_runtime) {  // f's own body: below zero, f.kpath decides (decide_in_outlined)
+    b.CreateCondBr(b.CreateICmpSGE(n, b.getInt64(0)), closed, open, likely);
+    if (old) old->eraseFromParent();
+    return;
+  }
+  auto in_burst = [&](IRBuilder<> &at, Value *v) {  // v in (kCountdownOpenEnd, -1): unsigned v - low <= high - low
+    constexpr int64_t low = abi::kCountdownOpenEnd + 1, high = -2;
+    return at.CreateICmpULE(at.CreateSub(v, at.getInt64(uint64_t(low))), at.getInt64(uint64_t(high - low)));
+  };
+  Function *f = here->getParent();
+  BasicBlock *other_test = BasicBlock::Create(b.getContext(), here->getName() + ".clock", f);
+  BasicBlock *tick = BasicBlock::Create(b.getContext(), here->getName() + ".tick", f);
+  BasicBlock *usual = open_likely ? open : closed, *other = open_likely ? closed : open;
+  b.CreateCondBr(open_likely ? in_burst(b, n) : b.CreateICmpSGE(n, b.getInt64(0)), usual, other_test, likely);
+  if (old) old->eraseFromParent();
+  IRBuilder<> ob(other_test);
+  ob.SetCurrentDebugLocation(b.getCurrentDebugLocation());
+  // (The word again, not n: a second use of n would keep the first test from folding into one
+  // `decq %fs:countdown; js`, the load, decrement and store becoming three instructions.)
+  Value *again = ob.CreateLoad(i64, countdown, "kpath.countdown");
+  ob.CreateCondBr(open_likely ? ob.CreateICmpSGE(again, ob.getInt64(0)) : in_burst(ob, again), other, tick);
+  IRBuilder<> tb(tick);
+  tb.SetCurrentDebugLocation(b.getCurrentDebugLocation());
+  Value *now_open = tb.CreateCall(api_.tick_fn(), {countdown});
+  tb.CreateCondBr(tb.CreateICmpNE(now_open, tb.getInt8(0)), open, closed, unlikely);
+  copy_incoming(other, here, other_test);
+  copy_incoming(open, here, tick);
+  copy_incoming(closed, here, tick);
+  for (PHINode &phi : other->phis()) phi.removeIncomingValue(here, /*DeletePHIIfEmpty=*/false);  // (no longer its predecessor)
+}
+
+// The event clock in f.kpath, entered from f's body because f's countdown went below zero (f
+// decremented it): still in a burst, or else the runtime's tick decides. So f's own body never
+// calls the tick: a call there that returns into f's body made f keep its arguments in
+// callee-saved registers, with a stack frame, on every call (Lua's lua_pushvalue: 3 pushes, 3
+// pops and 2 moves more than on the time gate).
+BasicBlock *PathVersioner::decide_in_outlined(BasicBlock *open, BasicBlock *closed, const DebugLoc &loc) const {
+  Function &f = *open->getParent();
+  LLVMContext &c = f.getContext();
+  BasicBlock *decide = BasicBlock::Create(c, open->getName() + ".clock", &f);
+  BasicBlock *tick = BasicBlock::Create(c, open->getName() + ".tick", &f);
+  IRBuilder<> b(decide);
+  b.SetCurrentDebugLocation(loc);
+  constexpr int64_t low = abi::kCountdownOpenEnd + 1, high = -2;
+  Value *v = b.CreateLoad(b.getInt64Ty(), api_.countdown(), "kpath.countdown");
+  b.CreateCondBr(b.CreateICmpULE(b.CreateSub(v, b.getInt64(uint64_t(low))), b.getInt64(uint64_t(high - low))), open, tick);
+  IRBuilder<> tb(tick);
+  tb.SetCurrentDebugLocation(loc);
+  Value *now_open = tb.CreateCall(api_.tick_fn(), {api_.countdown()});
+  tb.CreateCondBr(tb.CreateICmpNE(now_open, tb.getInt8(0)), open, closed);
+  return decide;
+}
+
 void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst, uint64_t function_id) {
   Function &f = target();
   LLVMContext &c = f.getContext();
-  MDBuilder md(c);
-  MDNode *likely = md.createBranchWeights(2000, 1), *unlikely = md.createBranchWeights(1, 2000);
   DebugLoc loc;
   if (DISubprogram *sp = f.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
 
@@ -619,8 +728,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);
     count(b, it->second);
-    b.CreateCondBr(gate_open(b), to, leave[to], likely);
-    mid->getTerminator()->eraseFromParent();
+    branch_on_gate(b, to, leave[to], /*open_likely=*/true);
   }
   // Back edges of the uninstrumented copy: the same CFG edges as the DAG's.
   for (const RestartEdge &r : dag.restarts()) {
@@ -632,8 +740,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);
     count(b, it->second);
-    b.CreateCondBr(gate_open(b), join[h], to, unlikely);
-    mid->getTerminator()->eraseFromParent();
+    branch_on_gate(b, join[h], to, /*open_likely=*/false);
   }
 
   // Cut edges into a start point: counted (a forward edge: no gate test, no change of copies). In
@@ -685,12 +792,15 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
   if (!outlined_) {
     count(b, 0);
     // (A versioned build is made for bursting: between bursts, where most calls run, it is closed.)
-    b.CreateCondBr(gate_open(b), entry, copy_of(entry), unlikely);
+    branch_on_gate(b, entry, copy_of(entry), /*open_likely=*/false);
   } else {
     // Called by f with the gate open (f counted the start): the entry, or a join at a header whose
     // live values the buffer holds, stored where this copy keeps them.
     Argument *where = f.getArg(f.arg_size() - 2), *live = f.getArg(f.arg_size() - 1);
-    SwitchInst *dispatch = b.CreateSwitch(where, entry, unsigned(resumes_.size()));
+    // (On the event clock f came here because its countdown went below zero: decide first.)
+    bool clock = api_.countdown() != nullptr;
+    SwitchInst *dispatch =
+        b.CreateSwitch(where, clock ? decide_in_outlined(entry, copy_of(entry), loc) : entry, unsigned(resumes_.size()));
     for (const Resume &r : resumes_) {
       auto *h = cast<BasicBlock>(outline_map_[r.header]);
       auto it = counter_of.find(h);
@@ -719,7 +829,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
         value_of[r.remat[n]] = v;
         if (AllocaInst *slot = slot_of_.lookup(r.remat_outlined[n])) rb.CreateStore(v, slot);
       }
-      rb.CreateBr(join[h]);
+      rb.CreateBr(clock ? decide_in_outlined(join[h], copy_of(h), loc) : join[h]);
       dispatch->addCase(b.getInt64(it->second), resume);
     }
     wire_native(counters, counter_of, cuts);
@@ -741,8 +851,6 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   LLVMContext &c = f_.getContext();
   DebugLoc loc;  // (f's own subprogram: f.kpath has a copy of it)
   if (DISubprogram *sp = f_.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
-  MDBuilder md(c);
-  MDNode *unlikely = md.createBranchWeights(1, 2000);
   auto count = [&](IRBuilder<> &b, unsigned index) { count_start(b, counters, index); };
   auto call_outlined = [&](IRBuilder<> &b, uint64_t where, Value *live) {
     std::vector<Value *> args;
@@ -782,7 +890,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   }
   count(b, 0);
   BasicBlock *instrumented = BasicBlock::Create(c, "kpath.instrumented", &f_);
-  b.CreateCondBr(gate_open(b), instrumented, entry, unlikely);
+  branch_on_gate(b, instrumented, entry, /*open_likely=*/false, /*ask_runtime=*/false);
   IRBuilder<> ib(instrumented);
   ib.SetCurrentDebugLocation(loc);
   call_outlined(ib, 0, Constant::getNullValue(ib.getInt8PtrTy()))->setTailCall();
@@ -824,8 +932,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     IRBuilder<> mb(mid->getTerminator());
     mb.SetCurrentDebugLocation(loc);
     count(mb, it->second);
-    mb.CreateCondBr(gate_open(mb), join->second.block, h, unlikely);
-    mid->getTerminator()->eraseFromParent();
+    branch_on_gate(mb, join->second.block, h, /*open_likely=*/false, /*ask_runtime=*/false);
   }
   // The cut edges into start points, in f's own body (a block of f.kpath that demotion added has
   // no counterpart in f: such a cut is not counted here).

@@ -48,6 +48,9 @@ class VersionApi {
   explicit VersionApi(llvm::Module &m);
   llvm::GlobalVariable *gate() const { return gate_; }
   llvm::FunctionCallee switch_fn() const { return switch_; }
+  // The event clock's countdown (thread-local) and the runtime's tick, or null: the time gate.
+  llvm::GlobalVariable *countdown() const { return countdown_; }
+  llvm::FunctionCallee tick_fn() const { return tick_; }
   // Counters of one function, one per start point (entry first, then the headers), recorded in
   // the table.
   llvm::GlobalVariable *add_function(uint64_t function_id, const std::vector<uint32_t> &start_blocks);
@@ -65,6 +68,8 @@ class VersionApi {
   bool thread_counters_;  // whether the start counters are per thread (an executable; hcct/kpath_abi.h, VersionTable)
   llvm::GlobalVariable *gate_;
   llvm::FunctionCallee switch_;
+  llvm::GlobalVariable *countdown_ = nullptr;
+  llvm::FunctionCallee tick_;
   std::vector<Entry> entries_;
 };
 
@@ -116,6 +121,9 @@ class PathVersioner {
   void demote(llvm::Function &f, const std::vector<llvm::Instruction *> &also);
   static void count_start(llvm::IRBuilder<> &b, llvm::GlobalVariable *counters, unsigned index);
   llvm::Value *gate_open(llvm::IRBuilder<> &b) const;
+  void branch_on_gate(llvm::IRBuilder<> &b, llvm::BasicBlock *open, llvm::BasicBlock *closed, bool open_likely,
+                      bool ask_runtime = true) const;
+  llvm::BasicBlock *decide_in_outlined(llvm::BasicBlock *open, llvm::BasicBlock *closed, const llvm::DebugLoc &loc) const;
   void wire_native(llvm::GlobalVariable *counters, const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of,
                    const std::vector<std::pair<llvm::BasicBlock *, llvm::BasicBlock *>> &cuts);
 

@@ -44,10 +44,11 @@ fs::path work() { return hcct::test::work_directory("tests/kpath/work/burst"); }
 
 // `source` (relative to the source tree) built with the pass; `versions`: -kpath-burst=1; `late`:
 // the pass at its late stage (the optimised CFG, full of phis used across blocks).
+// `env`: more of the pass's switches, as environment variables ("HCCT_KPATH_...=0 ").
 fs::path build(const std::string &source, const std::string &flags, bool versions, const std::string &tag,
-               bool late = false) {
+               bool late = false, const std::string &env = "") {
   fs::path exe = work() / (fs::path(source).stem().string() + "." + tag);
-  run(std::string(versions ? "HCCT_KPATH_BURST=1 " : "HCCT_KPATH_BURST=0 ") +
+  run(env + (versions ? "HCCT_KPATH_BURST=1 " : "HCCT_KPATH_BURST=0 ") +
       (late ? "HCCT_KPATH_STAGE=late " : "HCCT_KPATH_STAGE=early ") + HCCT_CLANG + " -g " + flags +
       " -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/" + source + " -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
       fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
@@ -680,16 +681,21 @@ TEST_CASE("bursting: a computed-goto interpreter (indirectbr) is versioned: same
   fs::path native_exe = build_native(source, "-O2", "-O2");
   std::string native = run(native_exe.string() + " " + args), native_long = run(native_exe.string() + " " + long_args);
   REQUIRE(native.find("checksum ") != std::string::npos);
+  // option: -kpath-burst-indirectbr=1 given; time_gate: -kpath-burst-event-clock=0. Without the
+  // option computed-goto functions are versioned on the event clock (an executable's default) and
+  // not on the time gate, whose bursts would bias their estimates.
   struct Build {
-    bool late, option;
+    bool late, option, time_gate;
   };
-  for (Build b : {Build{true, true}, Build{false, true}, Build{true, false}}) {
-    bool versioned = b.late && b.option;
-    std::string tag = std::string("computed-goto") + (b.late ? "-late" : "-early") + (b.option ? "-indirectbr" : "");
+  for (Build b : {Build{true, true, false}, Build{false, true, false}, Build{true, false, false},
+                  Build{true, false, true}, Build{true, true, true}}) {
+    bool versioned = b.late && (b.option || !b.time_gate);
+    std::string tag = std::string("computed-goto") + (b.late ? "-late" : "-early") + (b.option ? "-indirectbr" : "") +
+                      (b.time_gate ? "-time-gate" : "");
     INFO(tag);
     std::string flags = "-O2";
     if (b.option) flags += std::string(" -Xclang -load -Xclang ") + HCCT_KPATH_PLUGIN + " -mllvm -kpath-burst-indirectbr=1";
-    fs::path exe = build(source, flags, true, tag, b.late);
+    fs::path exe = build(source, flags, true, tag, b.late, b.time_gate ? "HCCT_KPATH_BURST_EVENT_CLOCK=0 " : "");
     an::PathMetadata meta = metadata(exe);
     uint64_t interpreter = 0;
     for (const auto &[id, f] : meta.functions())
@@ -753,10 +759,12 @@ TEST_CASE("bursting: a function's stack frame does not grow with its number of l
 }
 
 // Between bursts every call and loop iteration of a versioned function tests the gate. In an
-// executable (clang's default PIE) the gate is copied into the executable by the linker (a copy
-// relocation; libhcct reaches that copy through its GOT) and read at a fixed distance from the
-// code, not through a GOT entry first (one load more per test); a shared library keeps the GOT
-// entry. The bursts still reach the executable's code: a bursting run changes copies, with the
+// executable (clang's default PIE) on the time gate (-kpath-burst-event-clock=0) the gate is copied
+// into the executable by the linker (a copy relocation; libhcct reaches that copy through its GOT)
+// and read at a fixed distance from the code, not through a GOT entry first (one load more per
+// test); a shared library keeps the GOT entry. On the event clock (an executable's default since
+// session 13) the executable reads no gate at all: its own thread-local countdown instead. The
+// bursts still reach the executable's code either way: a bursting run changes copies, with the
 // native output.
 TEST_CASE("bursting: an executable reads the gate without a GOT load, a shared library through its GOT") {
   auto relocations_of_gate = [](const fs::path &file) {
@@ -766,17 +774,28 @@ TEST_CASE("bursting: an executable reads the gate without a GOT load, a shared l
       if (line.find(hcct::kpath_abi::kGateSymbol) != std::string::npos) out += line + "\n";
     return out;
   };
-  fs::path exe = build("examples/kpath/collatz.c", "-O2", true, "gate-pie", /*late=*/true);
-  std::string relocations = relocations_of_gate(exe);
-  INFO(relocations);
-  CHECK(relocations.find("R_X86_64_COPY") != std::string::npos);
-  CHECK(relocations.find("R_X86_64_GLOB_DAT") == std::string::npos);
   std::string native = run(build_native("examples/kpath/collatz.c", "-O2", "-O2").string() + " 200000");
-  Run bursting = record(exe, "200000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02", "gate-pie.burst");
-  CHECK(bursting.output == native);
-  REQUIRE(bursting.threads.size() == 1);
-  REQUIRE(bursting.threads[0].sampling);
-  CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 0);
+  for (bool event_clock : {false, true}) {
+    INFO((event_clock ? "event clock" : "time gate"));
+    fs::path exe = build("examples/kpath/collatz.c", "-O2", true, event_clock ? "gate-pie-events" : "gate-pie",
+                         /*late=*/true, event_clock ? "" : "HCCT_KPATH_BURST_EVENT_CLOCK=0 ");
+    std::string relocations = relocations_of_gate(exe);
+    INFO(relocations);
+    if (event_clock) {
+      CHECK(relocations.empty());
+      CHECK(run("readelf -sW " + exe.string()).find("hcct.kpath.countdown") != std::string::npos);
+    } else {
+      CHECK(relocations.find("R_X86_64_COPY") != std::string::npos);
+      CHECK(relocations.find("R_X86_64_GLOB_DAT") == std::string::npos);
+    }
+    Run bursting = record(exe, "200000", "k=4:burst=1:burst_interval=0.05:burst_length=0.02:path_burst_starts=1000",
+                          event_clock ? "gate-pie-events.burst" : "gate-pie.burst");
+    CHECK(bursting.output == native);
+    REQUIRE(bursting.threads.size() == 1);
+    REQUIRE(bursting.threads[0].sampling);
+    CHECK(bursting.threads[0].sampling->event_clock == event_clock);
+    CHECK(bursting.threads[0].sampling->joins + bursting.threads[0].sampling->leaves > 0);
+  }
 
   fs::path lib = work() / "libgate_versioned.so";
   run(std::string("HCCT_KPATH_BURST=1 HCCT_KPATH_STAGE=late ") + HCCT_CLANG + " -g -O1 -fPIC -shared -fpass-plugin=" +
@@ -826,4 +845,81 @@ TEST_CASE("bursting: edges cut by overflow are counted at their targets") {
     REQUIRE(all_long.threads.size() == 1);
     CHECK(bursting.threads[0].sampling->starts == all_long.threads[0].sampling->starts);
   }
+}
+
+// A thread that lives wholly between bursts (tests/kpath/programs/burst_short_thread.c: a worker
+// runs and exits before main opens its one burst, burst=manual). Its start counters are its own
+// (per-thread, an executable's), so only its own file can carry them: on the event clock its first
+// path start asks the runtime (the countdown starts at 0), which takes the thread on, and its exit
+// writes its counters; `hcct paths` and `hcct guide` name it as run but not sampled, with its paths
+// (in N). Failed before: on the time gate the worker never reached the runtime, wrote no file, and
+// its paths were in no count and no statement.
+TEST_CASE("bursting: a thread that no burst sampled is counted and named (event clock)") {
+  auto commas = [](uint64_t v) {
+    std::string digits = std::to_string(v), out;
+    for (size_t i = 0; i < digits.size(); ++i) out += (i && (digits.size() - i) % 3 == 0 ? "," : "") + std::string(1, digits[i]);
+    return out;
+  };
+  const std::string source = "tests/kpath/programs/burst_short_thread.c";
+  fs::path exe = build(source, "-O2 -pthread", true, "short-thread-late", /*late=*/true);
+  an::PathMetadata meta = metadata(exe);
+  const std::string args = "100000 5000";
+  std::string native = run(build_native(source, "-O2 -pthread", "-O2").string() + " " + args);
+  Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", "short-thread.exact");
+  Run sampled = record(exe, args, "k=4:path_epsilon=0:burst=manual", "short-thread.sampled");
+  CHECK(exact.output == native);
+  CHECK(sampled.output == native);
+  // The worker's paths, from the exhaustive run's trace: the thread whose 1-grams are fewest.
+  uint64_t worker_paths = UINT64_MAX;
+  for (const auto &t : exact.threads) {
+    uint64_t n = 0;
+    for (const auto &[start, count] : traced_starts(meta, {&t})) n += count;
+    worker_paths = std::min(worker_paths, n);
+  }
+  REQUIRE(worker_paths >= 5000);
+  REQUIRE(sampled.threads.size() == 2);  // (before: main's only)
+  an::PathEstimator estimator(sampled.threads);
+  estimator.resolve(meta);
+  std::vector<uint64_t> pids{sampled.threads[0].profile.meta.pid};
+  an::PathEstimator::Summary summary = estimator.summary(pids);
+  REQUIRE(summary.unsampled_threads.size() == 1);
+  CHECK(summary.unsampled_threads[0].paths == worker_paths);
+  CHECK_FALSE(summary.threads_may_be_missing);
+  std::string text = run(std::string(HCCT_TOOL) + " paths " + sampled.data.string() + " 2>&1");
+  INFO(text);
+  std::string line = "(pid " + std::to_string(pids[0]) + "): no burst sampled it; its " +
+                     commas(worker_paths) + " paths (in N)";
+  CHECK(text.find(line) != std::string::npos);
+  auto js = nlohmann::json::parse(run(std::string(HCCT_TOOL) + " paths --json " + sampled.data.string()));
+  REQUIRE(js["sampled"]["unsampled_threads"].size() == 1);
+  CHECK(js["sampled"]["unsampled_threads"][0]["paths"].get<uint64_t>() == worker_paths);
+  std::string guide = run(std::string(HCCT_TOOL) + " guide " + sampled.data.string() + " 2>&1");
+  CHECK(guide.find(line) != std::string::npos);
+}
+
+// On the event clock f's own body decrements the countdown and, below zero, enters f.kpath, which
+// asks the runtime: f never calls the tick itself. A call there that returns into f's body made f
+// save its arguments in callee-saved registers, with pushes and pops on every call (Lua's
+// lua_pushvalue: 3 pushes more than on the time gate, 5 % more instructions for all of Lua between
+// bursts). A function without loops keeps the time gate's prologue: no more pushes.
+TEST_CASE("bursting: f's own body keeps the time gate's frame on the event clock") {
+  const std::string source = "tests/kpath/programs/burst_leaf.c";
+  auto pushes_of_leaf = [](const fs::path &exe) {
+    std::istringstream lines(run("objdump -d --no-show-raw-insn " + exe.string()));
+    size_t pushes = 0;
+    bool in = false;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("<leaf>:") != std::string::npos) in = true;
+      else if (in && line.empty()) break;
+      else if (in && line.find("push") != std::string::npos) ++pushes;
+    }
+    return pushes;
+  };
+  fs::path events = build(source, "-O2", true, "leaf-events", /*late=*/true);
+  fs::path gate = build(source, "-O2", true, "leaf-gate", /*late=*/true, "HCCT_KPATH_BURST_EVENT_CLOCK=0 ");
+  REQUIRE(run("readelf -sW " + events.string()).find("hcct.kpath.countdown") != std::string::npos);
+  CHECK(pushes_of_leaf(events) == pushes_of_leaf(gate));
+  std::string native = run(build_native(source, "-O2", "-O2").string() + " 100000");
+  Run bursting = record(events, "100000", "k=4:burst=1:path_burst_starts=100", "leaf-events.burst");
+  CHECK(bursting.output == native);
 }

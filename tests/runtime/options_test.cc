@@ -117,7 +117,8 @@ namespace {
 bool same(const Options &a, const Options &b) {
   return a.mode == b.mode && a.key == b.key && a.epsilon == b.epsilon && a.max_mb == b.max_mb &&
          a.verbose == b.verbose && a.path_k == b.path_k && a.path_trace == b.path_trace &&
-         a.path_forest == b.path_forest && a.path_epsilon == b.path_epsilon && a.follow == b.follow && a.exact == b.exact && a.burst == b.burst &&
+         a.path_forest == b.path_forest && a.path_epsilon == b.path_epsilon &&
+         a.path_burst_starts == b.path_burst_starts && a.path_burst_interval == b.path_burst_interval && a.follow == b.follow && a.exact == b.exact && a.burst == b.burst &&
          a.burst_interval_ns == b.burst_interval_ns && a.burst_length_ns == b.burst_length_ns &&
          a.burst_sync == b.burst_sync && a.time == b.time && a.sample_hz == b.sample_hz &&
          a.sample_signal == b.sample_signal && std::strcmp(a.out, b.out) == 0 && std::strcmp(a.log, b.log) == 0;
@@ -190,4 +191,25 @@ TEST_CASE("options: README's option table is the table in hcct/runtime_options.h
   std::vector<std::string> expected;
   for (const auto *option : hcct::runtime_options::kAll) expected.push_back(readme_row(*option));
   CHECK(rows == expected);
+}
+
+// The event clock of path bursts (docs/KPATH.md, "The event clock"): one of path_burst_starts and
+// path_burst_interval given alone sets the other at 1:30; a burst longer than its interval is one
+// clear message.
+TEST_CASE("options: path_burst_starts and path_burst_interval", "[options]") {
+  Options o;
+  char error[512];
+  REQUIRE(parse_options("path_burst_starts=2000", &o, error, sizeof error));
+  CHECK(o.path_burst_starts == 2000);
+  CHECK(o.path_burst_interval == 60000);
+  Options p;
+  REQUIRE(parse_options("path_burst_interval=300", &p, error, sizeof error));
+  CHECK(p.path_burst_starts == 10);
+  CHECK(p.path_burst_interval == 300);
+  Options q;
+  REQUIRE(parse_options("path_burst_interval=7", &q, error, sizeof error));
+  CHECK(q.path_burst_starts == 1);
+  CHECK(error_of("path_burst_starts=5:path_burst_interval=4").find("path_burst_starts (5) must not exceed path_burst_interval (4)") !=
+        std::string::npos);
+  CHECK_FALSE(error_of("path_burst_starts=0").empty());
 }

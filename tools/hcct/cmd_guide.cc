@@ -105,6 +105,12 @@ json to_json(const an::Guide &g, const std::vector<std::string> &dirs) {
     counts["sampled_paths"] = g.sampled_paths;
     counts["joins"] = g.joins;
     counts["leaves"] = g.leaves;
+    counts["clock"] = g.estimate.event_clock ? "path-starts" : "time";
+    json threads = json::array();
+    for (const auto &t : g.estimate.unsampled_threads)
+      threads.push_back({{"pid", t.pid}, {"tid", t.tid}, {"paths", t.paths}, {"starts", t.starts}});
+    counts["unsampled_threads"] = std::move(threads);
+    counts["threads_may_be_missing"] = g.estimate.threads_may_be_missing;
   }
   return {{"format", guide_format::kGuideFormat}, {"version", guide_format::kGuideVersion}, {"k", g.k}, {"profiles", dirs}, {"loop_iterations", g.loop_iterations},
           {"counts", std::move(counts)}, {"loops", std::move(loops)}};
@@ -149,6 +155,7 @@ void print_report(const an::Guide &g, size_t top, const std::string &output, con
               << with_commas(g.sampled_paths) << " of an estimated " << with_commas(g.paths) << " paths sampled; "
               << with_commas(g.joins) << " activations joined and " << with_commas(g.leaves)
               << " left the instrumented code at a loop header\n";
+  if (g.sampled) std::cout << an::unsampled_threads_text(g.estimate, "");
   std::string oracle;
   for (const an::LoopGuide &l : g.loops) {
     if (l.rank > top) break;

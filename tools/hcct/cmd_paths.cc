@@ -247,11 +247,21 @@ std::string guarantee_text(const Recorded &rec) {
 
 std::string ms_text(uint64_t ns) { return share_text(double(ns) / 1e6) + " ms"; }
 
+nlohmann::json unsampled_threads_json(const analysis::PathEstimator::Summary &e) {
+  nlohmann::json threads = nlohmann::json::array();
+  for (const auto &t : e.unsampled_threads)
+    threads.push_back({{"pid", t.pid}, {"tid", t.tid}, {"paths", t.paths}, {"starts", t.starts}});
+  return threads;
+}
+
 // What the counts of a bursting profile are (docs/KPATH.md, "Bursting").
 std::string sampling_text(const Recorded &rec) {
   if (!rec.sampled) return "";
   const auto &e = rec.estimate;
-  std::string text = "# sampled in bursts (burst=1: " + ms_text(e.length_ns) + " every " + ms_text(e.interval_ns) +
+  std::string schedule = e.event_clock ? with_commas(e.length_ns) + " path starts every " + with_commas(e.interval_ns) +
+                                             " per thread (the event clock)"
+                                       : ms_text(e.length_ns) + " every " + ms_text(e.interval_ns);
+  std::string text = "# sampled in bursts (burst=1: " + schedule +
                      "): counts are estimates, each tree's sampled counts times T/S of its root path's start "
                      "(the function entry or a loop header; T = paths started there in the whole run, counted "
                      "exactly; S = those sampled): per-root ratio estimator; N = " +
@@ -260,6 +270,7 @@ std::string sampling_text(const Recorded &rec) {
   if (e.unsampled_paths)
     text += "# " + with_commas(e.unsampled_paths) + " paths (in N) started at " + std::to_string(e.unsampled_starts) +
             " function entries or loop headers that no burst sampled: counted, their sequences unknown\n";
+  text += hcct::analysis::unsampled_threads_text(e, "# ");
   text += "# " + with_commas(rec.joins) + " activations joined and " + with_commas(rec.leaves) +
           " left the instrumented code at a loop header (burst boundaries): sequences across those cuts are not "
           "sampled (each cut loses at most n - 1 sequences of n paths)\n";
@@ -409,7 +420,10 @@ void print_json_report(std::ostream &out, const PathsReport &r, uint32_t k, cons
                                              {"joins", rec.joins},
                                              {"leaves", rec.leaves},
                                              {"fallback_paths", rec.estimate.fallback_paths},
-                                             {"unsampled_paths", rec.estimate.unsampled_paths}}
+                                             {"unsampled_paths", rec.estimate.unsampled_paths},
+                                             {"clock", rec.estimate.event_clock ? "path-starts" : "time"},
+                                             {"unsampled_threads", unsampled_threads_json(rec.estimate)},
+                                             {"threads_may_be_missing", rec.estimate.threads_may_be_missing}}
                                       : json()},
               {"threads", std::move(jt)},
               {"functions", std::move(fs)}},

@@ -39,6 +39,10 @@ inline constexpr uint64_t kPathTraceVersion = 1;
 // KPSC version 2 adds per function a flags word (kStartsPerThread); readers accept 1 (no flags).
 inline constexpr uint64_t kPathSamplingVersion = 2;
 inline constexpr uint64_t kStartsPerThread = 1;  // the counts are the thread's own, not the process's
+// KPSC flags: the path gate followed bursts; the bursts were counted in path starts per thread (the
+// event clock: interval and length are then numbers of starts, not nanoseconds).
+inline constexpr uint64_t kPathSamplingBursting = 1;
+inline constexpr uint64_t kPathSamplingEventClock = 2;
 // The path profile's structure, one enum for every side: the KPTH section's forest code (its
 // value), the runtime's option `forest=ksf|kwf` (option_name), the readers and reports (title).
 enum class PathForest : uint8_t {

@@ -74,6 +74,21 @@ inline constexpr char kRegisterVersionsSymbol[] = "__hcct_path_register_versions
 inline constexpr char kUnregisterVersionsSymbol[] = "__hcct_path_unregister_versions";
 inline constexpr uint64_t kSwitchJoin = 0;
 inline constexpr uint64_t kSwitchLeave = 1;
+// The event clock (an executable's module, -kpath-burst-clock=events, the default there): instead
+// of reading the gate, every start point decrements the thread's countdown, a local-exec TLS word of
+// the module (`subq $1, %fs:hcct.kpath.countdown@tpoff; js`), so that bursts are counted in path
+// starts per thread, not in time, and every start is sampled with one probability whatever its
+// phase runs at (docs/KPATH.md, "The event clock"). Its value says where the thread is:
+//   >= 0: between bursts, that many starts before the next one;
+//   in (kCountdownOpenEnd, -1): in a burst, (value - kCountdownOpenEnd) starts before it ends;
+//   -1 or <= kCountdownOpenEnd after a decrement: the period is over: the code calls
+//   uint8_t __hcct_path_tick(int64_t *countdown), which starts the next period (the runtime sets
+//   the word) and returns 1 if it is a burst. The word starts at 0, so a thread's first start calls
+//   the runtime, which then knows the thread (its counters reach a file even if no burst sampled it).
+inline constexpr char kTickSymbol[] = "__hcct_path_tick";
+inline constexpr int64_t kCountdownOpenEnd = -(int64_t(1) << 62);
+// Whether a countdown (after its decrement) says "in a burst" without asking the runtime.
+constexpr bool countdown_open(int64_t value) { return value > kCountdownOpenEnd && value < -1; }
 // Version 2 adds the per-thread counters (thread_counters, thread_words); the runtime still reads
 // version 1 tables (process-wide counters only).
 inline constexpr uint64_t kVersionTableVersion = 2;

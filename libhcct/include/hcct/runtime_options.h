@@ -65,6 +65,15 @@ inline constexpr Option kForest{"forest", true, "ksf, kwf", "kwf",
 inline constexpr Option kPathEpsilon{"path_epsilon", false, "0, or a number in [1e-6, 0.5]", "1e-4",
                                      "kpath builds, k ≥ 2, `forest=kwf`: bound the forest to k/(2ε) live nodes per thread (64 bytes each), every "
                                      "count at most εN low (docs/KPATH.md, \"Bounded forests\"); 0: the exact forest"};
+inline constexpr Option kPathBurstStarts{"path_burst_starts", false, "a whole number in [1, 2^40]", "1000",
+                                         "kpath builds on the event clock (an executable's, `-kpath-burst=1`): with `burst=1` a "
+                                         "path burst is this many path starts of the thread (docs/KPATH.md, \"The event clock\"); given alone, the "
+                                         "interval is 30 times as many"};
+inline constexpr Option kPathBurstInterval{"path_burst_interval", false, "a whole number in [1, 2^40], at least path_burst_starts",
+                                           "30000",
+                                           "kpath builds on the event clock: a path burst starts every this many path starts of the "
+                                           "thread on average (jittered ±50 %), so one in 30 starts is sampled by default; given alone, "
+                                           "`path_burst_starts` is a 30th of it"};
 inline constexpr Option kPathTrace{"path_trace", true, "0, 1", "0",
                                    "kpath builds: also record the raw path-ID stream (tests, debugging)"};
 
@@ -73,7 +82,7 @@ inline constexpr const Option *kAll[] = {&kMode,  &kEpsilon, &kKey,   &kOut,    
                                          &kExact, &kVerbose, &kLog,   &kFollow,        &kBurst,
                                          &kBurstInterval, &kBurstLength, &kBurstSync, &kTime,
                                          &kSampleHz, &kSampleSignal, &kK, &kForest,
-                                         &kPathEpsilon, &kPathTrace};
+                                         &kPathEpsilon, &kPathBurstStarts, &kPathBurstInterval, &kPathTrace};
 
 }  // namespace hcct::runtime_options
 

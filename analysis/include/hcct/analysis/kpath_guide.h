@@ -108,6 +108,10 @@ struct Guide {
   // estimated N, from `sampled_paths` recorded; activations cut at burst boundaries.
   bool sampled = false;
   uint64_t sampled_paths = 0, joins = 0, leaves = 0;
+  // The estimator's summary of the sampled processes: which threads no burst sampled (their paths in
+  // `paths`, their loops `not-sampled` with exact counts), whether threads may be missing (the time
+  // clock), whether the bursts were counted in path starts.
+  PathEstimator::Summary estimate;
   std::vector<LoopGuide> loops;  // by rank
   std::vector<std::string> warnings;
 };

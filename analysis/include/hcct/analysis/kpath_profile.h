@@ -73,6 +73,9 @@ struct TraceRecord {
 // versioned functions (kpath -kpath-burst=1).
 struct PathSampling {
   bool bursting = false;  // the path gate followed the bursts: the forest holds sampled counts
+  // The bursts were counted in path starts per thread (the event clock): interval_ns and length_ns
+  // are then numbers of path starts.
+  bool event_clock = false;
   uint64_t interval_ns = 0, length_ns = 0;
   // This thread's activations that joined the instrumented copy at a back edge (their window
   // started empty there) and that left it (their window ended there).

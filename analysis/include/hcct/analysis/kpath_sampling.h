@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,8 +50,19 @@ class PathEstimator {
   uint64_t started(uint64_t pid, uint64_t function, uint32_t block) const;
   std::vector<uint64_t> counted_functions(const std::vector<uint64_t> &pids) const;
 
+  // A thread whose own start counters say it ran versioned code but that no burst sampled: its
+  // paths are in N, its start points' counts exact, its sequences unknown.
+  struct UnsampledThread {
+    uint64_t pid = 0, tid = 0, paths = 0;
+    size_t starts = 0;  // start points it ran
+  };
   struct Summary {
     uint64_t interval_ns = 0, length_ns = 0;
+    bool event_clock = false;  // interval and length are path starts per thread, not nanoseconds
+    // The time clock with per-thread counters: a thread whose whole life fell between bursts never
+    // reached the runtime and wrote no file, so nothing counts it.
+    bool threads_may_be_missing = false;
+    std::vector<UnsampledThread> unsampled_threads;
     uint64_t sampled_paths = 0;   // S over all start points with a counter
     uint64_t started_paths = 0;   // T over the same start points
     // Start points that ran but no burst sampled (a function or loop that ran only between
@@ -75,11 +87,12 @@ class PathEstimator {
     std::map<PathLabel, double> ratio;
     size_t fallback_paths = 0, low_counters = 0;
     uint64_t unsampled_paths = 0;
+    uint64_t tid = 0;  // a thread's own counters: its tid
     size_t unsampled_starts = 0;
     void resolve(const PathMetadata &meta);
   };
   struct Process {
-    bool bursting = false;
+    bool bursting = false, event_clock = false;
     uint64_t interval_ns = 0, length_ns = 0, dropped_tables = 0;
     Unit shared;                          // process-wide counters
     std::map<uint64_t, Unit> threads;     // thread_seq -> its per-thread counters
@@ -87,5 +100,11 @@ class PathEstimator {
   };
   std::map<uint64_t, Process> processes_;
 };
+
+// The lines `hcct paths` and `hcct guide` print about threads a sampled profile has no sequences
+// of: each thread no burst sampled (its paths, counted exactly, in N), and on the time clock with
+// per-thread counters that a thread which lived wholly between bursts wrote no file. Each line
+// starts with `prefix`; empty when there is nothing to say.
+std::string unsampled_threads_text(const PathEstimator::Summary &s, const std::string &prefix);
 
 }  // namespace hcct::analysis
