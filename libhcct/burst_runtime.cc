@@ -1020,6 +1020,7 @@ HCCT_NOINST void burst_paths_start() {
 HCCT_NOINST bool burst_paths_active() { return g_paths; }
 
 HCCT_NOINST bool burst_active() { return g_active; }
+HCCT_NOINST bool burst_finished() { return __atomic_load_n(&g_finished, __ATOMIC_ACQUIRE); }
 HCCT_NOINST bool burst_keeps_shadow() { return g_keep_shadow; }
 
 HCCT_NOINST bool burst_may_unwind() {

@@ -55,6 +55,7 @@ bool burst_count_decide();
 // receive the values to open with. False if a resource could not be had.
 bool burst_start(const Options &options, bool exact, unsigned char *gate, unsigned char *hook_gate);
 bool burst_active();
+bool burst_finished();  // the final dump has begun: bursting is over for good
 bool burst_keeps_shadow();
 // Whether a thread without a current shadow stack must rebuild its path from the machine stack
 // (burst_sync=unwind, or auto once GCC-plugin probes were seen: they are silent between bursts).

@@ -339,8 +339,6 @@ HCCT_NOINST void say_upkeep(const ThreadState *s) {
       p.indexed_children());
 }
 
-// `interrupted`: the thread's own event was interrupted (exit or _exit from a signal handler): its
-// tree is written as it stands.
 // The count clock: the enters of the thread's current gap that its countdowns hold and the runtime
 // has not taken yet (count_take). Read in the thread's static TLS, where it is still there: the
 // thread itself, or a live thread stopped by the final dump.
@@ -350,12 +348,18 @@ HCCT_NOINST uint64_t count_gap_enters(const BurstThread &b, bool live) {
     return 0;
   uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
   uint64_t enters = 0;
-  for (uint32_t i = 0; i < n; ++i)
-    if (__atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE))
-      enters += uint64_t(b.count_armed[i] - *static_tls_at<int64_t>(b.count_thread_pointer, g_count_modules.offset[i]));
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!__atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE)) continue;
+    // A live thread may be inside count_set (the dump read between its countdown and its armed
+    // value): such a module's difference is negative or absurd, and is left out, not written.
+    int64_t taken = b.count_armed[i] - *static_tls_at<int64_t>(b.count_thread_pointer, g_count_modules.offset[i]);
+    if (taken > 0 && taken < (int64_t(1) << 62)) enters += uint64_t(taken);
+  }
   return enters;
 }
 
+// `interrupted`: the thread's own event was interrupted (exit or _exit from a signal handler): its
+// tree is written as it stands.
 HCCT_NOINST void write_thread(ThreadState *s, bool live_at_exit, bool interrupted) {
   sampler_exclude(s);  // time=wall: the sampler thread leaves the tree alone from now on
   if (!interrupted) sampler_settle_between(s);
@@ -1249,6 +1253,9 @@ HCCT_NOINST void count_fork_child(BurstThread &b) {
 
 // The thread stops taking count events (the final dump began, or no state can be had).
 HCCT_NOINST void count_disarm(BurstThread *b) {
+  // The enters of the current gap still in the countdowns are the thread's: counted before the
+  // countdowns are overwritten (the final dump would otherwise lose up to a gap per live thread).
+  if (b && read_shared(g_count_clock) && !b->sampling && b->count_thread_pointer) b->skipped += count_take(*b);
   uint32_t n = count_set(0, kCountNoEnter, 0, b ? b->count_armed : nullptr);
   if (b) b->count_known = n;
   t_count_known = n;
@@ -1341,6 +1348,14 @@ __attribute__((constructor(102))) HCCT_NOINST void count_ready() { __atomic_stor
   unsigned char gate = probe_gate_value();
   bool count_clock = gate == kGateProfiling && g_bursting && burst_count_decide();
   ThreadState *s = t_state;
+  if (gate == kGateOff && g_bursting && !burst_finished()) {
+    // The gate closed between the bursts of a closed-gate sync (unwind, or auto on the machine
+    // stack): every enter keeps calling in, to see the next burst open it; a countdown that never
+    // runs out would leave this thread out of every later burst.
+    if (t_count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE))
+      t_count_known = count_set(0, kCountEveryEnter, 1, nullptr);
+    return;
+  }
   if (gate == kGateOff || (count_clock && s == &g_unattached && !(s = attach_thread()))) {
     if (t_count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE)) count_disarm(nullptr);
     return;

@@ -871,6 +871,32 @@ TEST_CASE("count clock: true contexts through split, cold, inlined and tail-call
   }
 }
 
+// A count build run under a closed-gate sync (unwind, or auto on the machine stack) with no exact
+// side: the gate is closed between bursts, and the count probes must keep calling in to see it open
+// again. (A countdown set never to run out there left the thread out of every later burst: the run
+// wrote no profile at all.)
+TEST_CASE("count clock: a count build under a closed-gate sync keeps every burst", "[bursting][e2e][count]") {
+  for (const char *stage : {"early", "late"}) {
+    const std::string exe = plugin_program(std::string("split_inline_") + stage + "_count");
+    for (const char *sync : {"unwind", "auto"}) {
+      INFO(exe << " burst=manual burst_sync=" << sync);
+      auto p = run_profiled({exe, "2000"}, std::string("mode=hcct:key=routine:burst=manual:burst_sync=") + sync);
+      REQUIRE(p.result.status == 0);
+      auto set = ha::read_profiles(p.dir);
+      REQUIRE(set.processes.size() == 1);
+      auto sampled = named_counts(set.processes.at(0).threads.at(0));
+      INFO("sampled:\n" << listing(sampled));
+      CHECK(sampled[{"main", "check_size", "complain"}] == 8);
+      CHECK(sampled[{"main", "check_big", "complain"}] == 8);
+      if (std::string(stage) == "early") {
+        CHECK(sampled[{"main", "outer", "middle", "leaf"}] == 600);
+      } else {
+        CHECK(sampled[{"main", "outer", "leaf"}] == 600);
+      }
+    }
+  }
+}
+
 // Each thread's countdowns are its own (static TLS), armed at its first enter in each module
 // (the countdown starts at 0 in a new thread, and in a module loaded later): each thread's bursts,
 // fraction and estimates are its own, and a dlopen'ed count module is counted in the main thread
