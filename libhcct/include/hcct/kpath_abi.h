@@ -74,7 +74,7 @@ inline constexpr char kRegisterVersionsSymbol[] = "__hcct_path_register_versions
 inline constexpr char kUnregisterVersionsSymbol[] = "__hcct_path_unregister_versions";
 inline constexpr uint64_t kSwitchJoin = 0;
 inline constexpr uint64_t kSwitchLeave = 1;
-// The event clock (an executable's module, -kpath-burst-clock=events, the default there): instead
+// The event clock (an executable's module, -kpath-burst-event-clock=1, the default there): instead
 // of reading the gate, every start point decrements the thread's countdown, a local-exec TLS word of
 // the module (`subq $1, %fs:hcct.kpath.countdown@tpoff; js`), so that bursts are counted in path
 // starts per thread, not in time, and every start is sampled with one probability whatever its
