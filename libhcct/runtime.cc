@@ -824,6 +824,7 @@ __attribute__((constructor(101))) HCCT_NOINST void hcct_start() {
     g_bursting = true;
     if (!burst_start(g_options, g_exact, &gate, &hook_gate)) {
       say("hcct: cannot start the burst timer; profiling is off for this run\n");
+      g_bursting = false;  // no burst will come: count probes need not call in to wait for one
       return;
     }
   }
