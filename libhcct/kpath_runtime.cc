@@ -330,9 +330,13 @@ class ThreadCounters {
 // largest) (docs/FORMAT.md).
 HCCT_NOINST bool write_sampling(ByteBuffer &out, const KpathThreadState &k) {
   out.append_varint(fmt::kPathSamplingVersion);
-  out.append_varint((burst_paths_active() ? fmt::kPathSamplingBursting : 0) |
-                    (__atomic_load_n(&g_path_event_clock, __ATOMIC_RELAXED) ? fmt::kPathSamplingEventClock : 0));
-  if (__atomic_load_n(&g_path_event_clock, __ATOMIC_RELAXED)) {  // (counted in path starts)
+  bool bursting = burst_paths_active();
+  bool event_clock = __atomic_load_n(&g_path_event_clock, __ATOMIC_RELAXED);
+  out.append_varint((bursting ? fmt::kPathSamplingBursting : 0) | (event_clock ? fmt::kPathSamplingEventClock : 0));
+  if (!bursting) {  // no schedule ran (docs/FORMAT.md: 0 without bursting)
+    out.append_varint(0);
+    out.append_varint(0);
+  } else if (event_clock) {  // (counted in path starts)
     const Options &o = runtime_options();
     out.append_varint(o.path_burst_interval);
     out.append_varint(o.path_burst_starts);

@@ -869,6 +869,14 @@ TEST_CASE("bursting: a thread that no burst sampled is counted and named (event 
   Run sampled = record(exe, args, "k=4:path_epsilon=0:burst=manual", "short-thread.sampled");
   CHECK(exact.output == native);
   CHECK(sampled.output == native);
+  // Without bursting no schedule ran: KPSC says so (docs/FORMAT.md; it wrote the event clock's
+  // default schedule before).
+  for (const auto &t : exact.threads) {
+    REQUIRE(t.sampling);
+    CHECK_FALSE(t.sampling->bursting);
+    CHECK(t.sampling->interval_ns == 0);
+    CHECK(t.sampling->length_ns == 0);
+  }
   // The worker's paths, from the exhaustive run's trace: the thread whose 1-grams are fewest.
   uint64_t worker_paths = UINT64_MAX;
   for (const auto &t : exact.threads) {
