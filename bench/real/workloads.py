@@ -26,6 +26,17 @@ class Unavailable(Exception):
     """A workload that cannot be had here (no source, no tool): skipped with this message."""
 
 
+def publish_dir(tmp, final):
+    """Renames a finished directory into place; if another session published it first, theirs is
+    kept (the two are made the same way) and ours removed."""
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        if not os.path.isdir(final):
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def fetch_source(package):
     """The unpacked upstream tree of a Debian source package (cached by debian-source.sh)."""
     proc = subprocess.run([os.path.join(ROOT, "scripts", "debian-source.sh"), package],
@@ -229,11 +240,11 @@ class Workload:
         tag = hashlib.sha256(self.input_identity().encode()).hexdigest()[:12]
         d = os.path.join(CACHE, self.name, "inputs-" + tag)
         if not os.path.isdir(d):
-            tmp = d + ".tmp"
+            tmp = f"{d}.tmp{os.getpid()}"  # two sessions generating at once do not collide
             shutil.rmtree(tmp, ignore_errors=True)
             os.makedirs(tmp)
             self.make_inputs(tmp)
-            os.rename(tmp, d)
+            publish_dir(tmp, d)
         return d
 
     def make_inputs(self, d):
@@ -397,17 +408,18 @@ class Sqlite(Workload):
         if not shutil.which("tclsh"):
             raise Unavailable("tclsh not found (apt-get install tcl): needed to make sqlite3's amalgamation")
         src = fetch_source(self.package)
-        work = amal + ".work"
+        work = f"{amal}.work{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(src, work, symlinks=True)
         log = os.path.join(os.path.dirname(amal), "amalgamation.log")
         print(f"  making sqlite3's amalgamation (log {log})", file=sys.stderr)
         run_logged(["./configure", "--disable-tcl"], log, cwd=work)
         run_logged(["make", "-j2", "sqlite3.c", "shell.c"], log, cwd=work)
-        os.makedirs(amal + ".tmp", exist_ok=True)
+        tmp = f"{amal}.tmp{os.getpid()}"
+        os.makedirs(tmp, exist_ok=True)
         for f in ("sqlite3.c", "sqlite3.h", "shell.c"):
-            shutil.copy(os.path.join(work, f), os.path.join(amal + ".tmp", f))
-        os.rename(amal + ".tmp", amal)
+            shutil.copy(os.path.join(work, f), os.path.join(tmp, f))
+        publish_dir(tmp, amal)
         shutil.rmtree(work, ignore_errors=True)
         return amal
 
