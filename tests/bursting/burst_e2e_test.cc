@@ -983,6 +983,32 @@ TEST_CASE("count clock: a forked child counts its own calls", "[bursting][e2e][c
   CHECK(parent_events == 4 * rounds + 1);
 }
 
+// A dlclose of a count module (tests/bursting/programs/count_unload.c). The runtime looks the
+// unloaded units up holding its units lock; there, the program's own dladdr raises a signal whose
+// handler makes the run's first count event (before the fix, deciding the clock spun on that lock
+// for ever: killed by the program's alarm), and loads a library that glibc maps where the module
+// was and gives its static TLS and module id (before the fix, the module, found mapped by its
+// descriptor's address, stayed live: its countdown and exit gate were written into that library's
+// TLS, whose sum came out 539 instead of 0).
+TEST_CASE("count clock: a dlclose, a signal handler's first count event and a library loaded into the module's TLS",
+          "[bursting][e2e][count]") {
+  const std::string exe = plugin_program("count_unload");
+  for (const char *how : {"signal", "quiet"}) {
+    INFO(how);
+    auto p = run_profiled({exe, kPrograms + "/libcount_lib.so", kPrograms + "/libcount_unload_tls.so", "2000000", how},
+                          "mode=hcct:burst=1");
+    REQUIRE(p.result.status == 0);
+    const unsigned long handler = std::string(how) == "signal" ? 45 : 0;
+    CHECK(p.result.out == "handler " + std::to_string(handler) + " work " +
+                              std::to_string(1999999000000ul + handler) + " tls 0\n");
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = set.processes.at(0).threads.at(0);
+    CHECK(meta(t, "burst_sync") == "count");
+    CHECK(std::stoull(meta(t, "bursts")) >= 10);
+    CHECK(t.meta.unmatched_exits == 0);
+  }
+}
+
 // A program built with clock=count runs unchanged without the runtime (the module's stub finds no
 // __hcct_enter_count and parks the countdown at INT64_MAX), with it and mode=off, and exhaustively
 // (mode=cct: every thread's every event delivered, a dlopen'ed module's too).
