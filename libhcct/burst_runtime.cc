@@ -52,6 +52,7 @@ bool g_all_events = false;  // every event reaches the runtime (gate always open
 bool g_event_clock = false;  // each thread schedules its own bursts by counting its enter events
 uint64_t g_interval_ns = 0, g_length_ns = 0;  // the timer's schedule (time clock, path gate)
 uint64_t g_call_interval_ns = 0, g_call_length_ns = 0;  // the event clock's (Options::kEventClock*)
+bool g_schedule_given = false;  // burst_interval or burst_length given (else each clock's default)
 bool g_open = false;
 bool g_paths = false;  // the path gate follows the bursts (burst_paths_start)
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
@@ -1013,6 +1014,7 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   g_length_ns = o.burst_length_ns;
   g_call_interval_ns = o.burst_schedule_given() ? o.burst_interval_ns : Options::kEventClockIntervalNs;
   g_call_length_ns = o.burst_schedule_given() ? o.burst_length_ns : Options::kEventClockLengthNs;
+  g_schedule_given = o.burst_schedule_given();
   // auto with a unit already registered that cannot be unwound right (static links run the units'
   // constructors first): the shadow stack from the start, as with burst_sync=shadow.
   units_lock();
@@ -1328,6 +1330,10 @@ HCCT_NOINST std::optional<bool> burst_count_decide() {
       g_gate_flips = false;
       __atomic_store_n(&g_auto_shadow, true, __ATOMIC_RELAXED);
       __atomic_store_n(&g_auto_machine, false, __ATOMIC_RELAXED);
+      if (!g_schedule_given) {  // the count clock's own default (no thread has scheduled yet)
+        g_call_interval_ns = Options::kCountClockIntervalNs;
+        g_call_length_ns = Options::kCountClockLengthNs;
+      }
       unlock();
       __atomic_store_n(&g_count_clock, true, __ATOMIC_RELEASE);
     }

@@ -827,6 +827,9 @@ TEST_CASE("count clock: phases with different in-burst slowdowns are each counte
       CHECK(meta(t, "burst_sync") == "count");
       CHECK(meta(t, "burst_clock") == "events");
       CHECK(meta(t, "sampled_fraction_basis") == "events");
+      // The count clock's own default schedule (session 14), not the event clock's 0.1 / 0.01 ms.
+      CHECK(meta(t, "burst_interval_ns") == "100000");
+      CHECK(meta(t, "burst_length_ns") == "2000");
       CHECK(std::stoull(meta(t, "unwind_frames")) + std::stoull(meta(t, "unwind_frames_reused")) > 0);
       CHECK(std::stoull(meta(t, "events")) == dense + sparse + 3);  // main, dense, sparse
       double f = std::stod(meta(t, "sampled_fraction"));
@@ -855,7 +858,9 @@ TEST_CASE("count clock: true contexts through split, cold, inlined and tail-call
       if (program == "split_inline") argv.push_back("20000");
       if (program == "machine_frames") argv.push_back("5000");
       INFO(exe);
-      auto p = run_profiled(argv, "mode=hcct:exact=1:key=routine:burst=1");
+      // Bursts of 0.01 ms (f = 10 %): these short runs need many bursts, and the count clock's
+      // default (2 %) gives a fifth as many on deep stacks (a burst's length has floors in calls).
+      auto p = run_profiled(argv, "mode=hcct:exact=1:key=routine:burst=1:burst_interval=0.1:burst_length=0.01");
       REQUIRE(p.result.status == 0);
       auto set = ha::read_profiles(p.dir);
       auto exact_set = ha::read_profiles(p.dir / "exact");
@@ -995,8 +1000,9 @@ TEST_CASE("count clock: a dlclose, a signal handler's first count event and a li
   const std::string exe = plugin_program("count_unload");
   for (const char *how : {"signal", "quiet"}) {
     INFO(how);
+    const bool quiet = std::string(how) == "quiet";  // (and a schedule given: the count clock keeps it)
     auto p = run_profiled({exe, kPrograms + "/libcount_lib.so", kPrograms + "/libcount_unload_tls.so", "2000000", how},
-                          "mode=hcct:burst=1");
+                          quiet ? "mode=hcct:burst=1:burst_interval=0.2:burst_length=0.02" : "mode=hcct:burst=1");
     REQUIRE(p.result.status == 0);
     const unsigned long handler = std::string(how) == "signal" ? 45 : 0;
     CHECK(p.result.out == "handler " + std::to_string(handler) + " work " +
@@ -1004,6 +1010,8 @@ TEST_CASE("count clock: a dlclose, a signal handler's first count event and a li
     auto set = ha::read_profiles(p.dir);
     const auto &t = set.processes.at(0).threads.at(0);
     CHECK(meta(t, "burst_sync") == "count");
+    CHECK(meta(t, "burst_interval_ns") == (quiet ? "200000" : "100000"));
+    CHECK(meta(t, "burst_length_ns") == (quiet ? "20000" : "2000"));
     CHECK(std::stoull(meta(t, "bursts")) >= 10);
     CHECK(t.meta.unmatched_exits == 0);
   }
