@@ -829,7 +829,7 @@ TEST_CASE("count clock: phases with different in-burst slowdowns are each counte
       CHECK(meta(t, "sampled_fraction_basis") == "events");
       // The count clock's own default schedule (session 14), not the event clock's 0.1 / 0.01 ms.
       CHECK(meta(t, "burst_interval_ns") == "100000");
-      CHECK(meta(t, "burst_length_ns") == "2000");
+      CHECK(meta(t, "burst_length_ns") == "5000");
       CHECK(std::stoull(meta(t, "unwind_frames")) + std::stoull(meta(t, "unwind_frames_reused")) > 0);
       CHECK(std::stoull(meta(t, "events")) == dense + sparse + 3);  // main, dense, sparse
       double f = std::stod(meta(t, "sampled_fraction"));
@@ -859,7 +859,7 @@ TEST_CASE("count clock: true contexts through split, cold, inlined and tail-call
       if (program == "machine_frames") argv.push_back("5000");
       INFO(exe);
       // Bursts of 0.01 ms (f = 10 %): these short runs need many bursts, and the count clock's
-      // default (2 %) gives a fifth as many on deep stacks (a burst's length has floors in calls).
+      // default (5 %) gives half as many on deep stacks (a burst's length has floors in calls).
       auto p = run_profiled(argv, "mode=hcct:exact=1:key=routine:burst=1:burst_interval=0.1:burst_length=0.01");
       REQUIRE(p.result.status == 0);
       auto set = ha::read_profiles(p.dir);
@@ -1011,7 +1011,7 @@ TEST_CASE("count clock: a dlclose, a signal handler's first count event and a li
     const auto &t = set.processes.at(0).threads.at(0);
     CHECK(meta(t, "burst_sync") == "count");
     CHECK(meta(t, "burst_interval_ns") == (quiet ? "200000" : "100000"));
-    CHECK(meta(t, "burst_length_ns") == (quiet ? "20000" : "2000"));
+    CHECK(meta(t, "burst_length_ns") == (quiet ? "20000" : "5000"));
     CHECK(std::stoull(meta(t, "bursts")) >= 10);
     CHECK(t.meta.unmatched_exits == 0);
   }
