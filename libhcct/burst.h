@@ -181,12 +181,18 @@ struct BurstThread {
     if (!sampling) {
       if (gap_left) return skip();
       join();
-      sampling = true;
-      burst_left = burst_events;
-      burst_started_ns = now();
+      begin_burst(now());
     }
     sample();
     if (--burst_left == 0) end_burst(now());
+  }
+
+  // A burst's first enter (either clock), once the profile's path is the thread's (join): the
+  // burst samples burst_events enters from here, its time counted from `now_ns`.
+  void begin_burst(uint64_t now_ns) {
+    sampling = true;
+    burst_left = burst_events;
+    burst_started_ns = now_ns;
   }
 
   // After a burst's last enter (either clock: the event clock's clock_enter, the count clock's

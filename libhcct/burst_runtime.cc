@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 
+#include "dump.h"
 #include "hcct/hcct.h"
 #include "hcct/unit_abi.h"
 #include "static_tls.h"
@@ -33,6 +35,8 @@ unsigned char g_burst_events_seen = 0;
 uint32_t g_shadow_generation = 0;
 bool g_count_clock = false;
 CountModules g_count_modules;
+int g_count_writers = 0;
+int g_count_unloading = 0;
 
 namespace {
 
@@ -48,6 +52,7 @@ bool g_all_events = false;  // every event reaches the runtime (gate always open
 bool g_event_clock = false;  // each thread schedules its own bursts by counting its enter events
 uint64_t g_interval_ns = 0, g_length_ns = 0;  // the timer's schedule (time clock, path gate)
 uint64_t g_call_interval_ns = 0, g_call_length_ns = 0;  // the event clock's (Options::kEventClock*)
+bool g_schedule_given = false;  // burst_interval or burst_length given (else each clock's default)
 bool g_open = false;
 bool g_paths = false;  // the path gate follows the bursts (burst_paths_start)
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
@@ -603,11 +608,53 @@ HCCT_NOINST bool counts(const unit_abi::Unit *u) {
   return u->version >= 2 && u->version <= unit_abi::kVersion && (u->flags & unit_abi::kCountClock) && u->count_tls;
 }
 
+// The loaded object that holds a count unit's descriptor (dl_iterate_phdr; its PT_LOAD segments):
+// its TLS module id, load address and a hash of its path. (Not the object's TLS block: glibc gives
+// dl_iterate_phdr no address for it in a thread that has not used it since the load.)
+struct ObjectName {
+  uintptr_t address;
+  size_t modid = 0;
+  uintptr_t load_address = 0;
+  uint64_t path_hash = 0;
+  bool operator==(const ObjectName &) const = default;
+};
+
+HCCT_NOINST uint64_t path_hash(const char *path) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const char *c = path ? path : ""; *c; ++c) h = (h ^ uint8_t(*c)) * 1099511628211ull;
+  return h;
+}
+
+HCCT_NOINST int find_object(dl_phdr_info *info, size_t, void *arg) {
+  auto *name = static_cast<ObjectName *>(arg);
+  uintptr_t relative = name->address - info->dlpi_addr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && relative - ph.p_vaddr < ph.p_memsz) {
+      name->modid = info->dlpi_tls_modid;
+      name->load_address = info->dlpi_addr;
+      name->path_hash = path_hash(info->dlpi_name);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// Under the module list's lock (dump.h: every dl_iterate_phdr of the runtime; fork).
+HCCT_NOINST ObjectName object_holding(const void *address) {
+  ObjectName name{reinterpret_cast<uintptr_t>(address)};
+  lock_module_list();
+  dl_iterate_phdr(find_object, &name);
+  unlock_module_list();
+  return name;
+}
+
 // A count unit's module, once (its units share the module's countdown). Caller holds the units lock.
 // Static TLS: the distance from the registering thread's pointer holds for every thread (as for
 // kpath's per-thread counters).
 HCCT_NOINST void add_count_module(const unit_abi::Unit *u) {
-  intptr_t offset = static_tls_offset(u->count_tls());
+  int64_t *countdown = u->count_tls();
+  intptr_t offset = static_tls_offset(countdown);
   uint32_t n = g_count_modules.count;
   for (uint32_t i = 0; i < n; ++i)
     if (g_count_modules.offset[i] == offset && g_count_modules.live[i]) return;
@@ -616,11 +663,16 @@ HCCT_NOINST void add_count_module(const unit_abi::Unit *u) {
     g_gate_units = true;
     return;
   }
+  ObjectName object = object_holding(u);
   g_count_modules.offset[n] = offset;
   g_count_modules.unit[n] = u;
+  g_count_modules.tls_modid[n] = object.modid;
+  g_count_modules.load_address[n] = object.load_address;
+  g_count_modules.path_hash[n] = object.path_hash;
   g_count_modules.live[n] = true;
   __atomic_store_n(&g_count_modules.count, n + 1, __ATOMIC_RELEASE);
 }
+
 
 // The sorted copy of a unit's sites, made by the first thread that needs it (mmap'd: the event
 // path allocates nothing from the program). A thread that finds another one sorting treats the
@@ -962,6 +1014,7 @@ HCCT_NOINST bool burst_start(const Options &o, bool exact, unsigned char *gate,
   g_length_ns = o.burst_length_ns;
   g_call_interval_ns = o.burst_schedule_given() ? o.burst_interval_ns : Options::kEventClockIntervalNs;
   g_call_length_ns = o.burst_schedule_given() ? o.burst_length_ns : Options::kEventClockLengthNs;
+  g_schedule_given = o.burst_schedule_given();
   // auto with a unit already registered that cannot be unwound right (static links run the units'
   // constructors first): the shadow stack from the start, as with burst_sync=shadow.
   units_lock();
@@ -1118,11 +1171,20 @@ HCCT_NOINST void burst_forget_unloaded_units() {
     Dl_info info;
     if (u && !dladdr(u, &info)) __atomic_store_n(&g_units[i].unit, nullptr, __ATOMIC_RELEASE);
   }
-  // A count module unloaded: its countdowns are no longer read (another module's TLS may take
-  // their place).
+  // A count module unloaded: its countdowns are no longer written or read (another library's TLS
+  // may take their place). Not told by its descriptor's address alone: a library loaded meanwhile
+  // (in the dlclose's destructors, or by another thread once the unload was over) may be mapped
+  // where the module was and take its TLS module id and offset. Live: the object that holds the
+  // descriptor is the one that did at the registration (module id, load address, path), and the
+  // module's own code still finds its countdown at the offset the runtime writes.
+  uintptr_t tp = own_thread_pointer();
   for (uint32_t i = 0; i < g_count_modules.count; ++i) {
-    Dl_info info;
-    if (g_count_modules.live[i] && !dladdr(g_count_modules.unit[i], &info))
+    if (!g_count_modules.live[i]) continue;
+    const auto *u = static_cast<const unit_abi::Unit *>(g_count_modules.unit[i]);
+    ObjectName registered{reinterpret_cast<uintptr_t>(u), g_count_modules.tls_modid[i],
+                          g_count_modules.load_address[i], g_count_modules.path_hash[i]};
+    if (!(object_holding(u) == registered) ||
+        reinterpret_cast<uintptr_t>(u->count_tls()) != tp + uintptr_t(g_count_modules.offset[i]))
       __atomic_store_n(&g_count_modules.live[i], false, __ATOMIC_RELEASE);
   }
   units_unlock();
@@ -1133,6 +1195,16 @@ HCCT_NOINST void burst_forget_unloaded_units() {
     if (auto *fresh = static_cast<RuleSlot *>(map_pages(kRuleSlots * sizeof(RuleSlot))))
       __atomic_store_n(&g_rules, fresh, __ATOMIC_RELEASE);
   }
+}
+
+HCCT_NOINST void count_unload_begin() {
+  __atomic_add_fetch(&g_count_unloading, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&g_count_writers, __ATOMIC_SEQ_CST) > 0) sched_yield();
+}
+HCCT_NOINST void count_unload_end() { __atomic_sub_fetch(&g_count_unloading, 1, __ATOMIC_SEQ_CST); }
+HCCT_NOINST void count_writes_fork_child() {
+  __atomic_store_n(&g_count_writers, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_count_unloading, 0, __ATOMIC_RELAXED);
 }
 
 HCCT_NOINST size_t burst_unit_count() { return __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE); }
@@ -1231,9 +1303,11 @@ HCCT_NOINST double burst_time_fraction() {
 
 HCCT_NOINST bool burst_event_clock() { return g_event_clock; }
 
-HCCT_NOINST bool burst_count_decide() {
+HCCT_NOINST std::optional<bool> burst_count_decide() {
   if (__atomic_load_n(&g_count_decided, __ATOMIC_ACQUIRE)) return g_count_clock;
-  units_lock();
+  // Not units_lock(): a signal handler's first count event may interrupt the lock's holder on the
+  // same thread (a dlopen's unit registration, a dlclose), which would never release it.
+  if (__atomic_exchange_n(&g_units_lock, 1, __ATOMIC_ACQUIRE)) return std::nullopt;
   if (!g_count_decided) {
     // Every unit registered so far counts, and can be unwound right (its site table); nothing was
     // processed yet on another clock.
@@ -1256,6 +1330,10 @@ HCCT_NOINST bool burst_count_decide() {
       g_gate_flips = false;
       __atomic_store_n(&g_auto_shadow, true, __ATOMIC_RELAXED);
       __atomic_store_n(&g_auto_machine, false, __ATOMIC_RELAXED);
+      if (!g_schedule_given) {  // the count clock's own default (no thread has scheduled yet)
+        g_call_interval_ns = Options::kCountClockIntervalNs;
+        g_call_length_ns = Options::kCountClockLengthNs;
+      }
       unlock();
       __atomic_store_n(&g_count_clock, true, __ATOMIC_RELEASE);
     }

@@ -2,8 +2,11 @@
 #ifndef HCCT_RT_BURST_RUNTIME_H
 #define HCCT_RT_BURST_RUNTIME_H
 
+#include <optional>
+
 #include "burst.h"
 #include "options.h"
+#include "static_tls.h"
 
 namespace hcct::rt {
 
@@ -40,7 +43,14 @@ extern unsigned char g_hook_gate __attribute__((visibility("hidden")));
 struct CountModules {
   static constexpr uint32_t kMax = kMaxCountModules;
   intptr_t offset[kMax];
-  const void *unit[kMax];  // its first unit's descriptor (dlclose: still mapped?)
+  const void *unit[kMax];  // its first unit's descriptor
+  // The loaded object that held the descriptor at the registration, as dl_iterate_phdr names it:
+  // TLS module id, load address, a hash of its path. A dlclose'd module is told apart from a
+  // library loaded after it at the same address, TLS offset and module id
+  // (burst_forget_unloaded_units), so that its countdown is never written in that library's TLS.
+  size_t tls_modid[kMax];
+  uintptr_t load_address[kMax];
+  uint64_t path_hash[kMax];
   bool live[kMax];
   uint32_t count;
 };
@@ -48,8 +58,54 @@ extern CountModules g_count_modules __attribute__((visibility("hidden")));
 // Set once the count clock is chosen (burst_count_decide): count-probe events take it.
 extern bool g_count_clock __attribute__((visibility("hidden")));
 // At the first count-probe event: whether the count clock serves this run (burst=1 on a timer, not
-// unwind, every plugin unit registered so far counts and has its site table).
-bool burst_count_decide();
+// unwind, every plugin unit registered so far counts and has its site table). Empty when it cannot
+// be decided now without waiting (the units lock is held, perhaps by the code a signal handler
+// interrupted): the event is then left out, and the probe, its countdown still negative, calls in
+// again at its next enter.
+std::optional<bool> burst_count_decide();
+
+// Every live count module from module `from` on: `visit(i, countdown)` with module i's countdown in
+// the thread whose pointer is `thread_pointer` (its exit gate at unit_abi::kExitGateOffset from it).
+// Returns the modules' number. The one walk of the modules, rare enough (a gap's share, a burst's
+// start and end) to look them up each time.
+template <typename Visit>
+[[gnu::always_inline]] inline uint32_t for_each_count_module(uintptr_t thread_pointer, uint32_t from,
+                                                             const Visit &visit) {
+  uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = from; i < n; ++i)
+    if (__atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE))
+      visit(i, static_tls_at<int64_t>(thread_pointer, g_count_modules.offset[i]));
+  return n;
+}
+
+// A write into the calling thread's count-module TLS (the countdowns and exit gates), against a
+// dlclose that unloads a module meanwhile: its static TLS goes back to glibc, which may give it to
+// the next library loaded, and a write there would change that library's data. A Dekker pair of
+// sequentially consistent words: the dlclose (count_unload_begin) announces itself and waits for
+// the writes under way; a write that begins after it sees it and is put off (allowed() false; the
+// caller leaves a negative countdown, which calls in again). Signal-safe: nothing waits here.
+extern int g_count_writers __attribute__((visibility("hidden")));
+extern int g_count_unloading __attribute__((visibility("hidden")));
+class CountWrite {
+ public:
+  CountWrite() {
+    __atomic_add_fetch(&g_count_writers, 1, __ATOMIC_SEQ_CST);
+    allowed_ = __atomic_load_n(&g_count_unloading, __ATOMIC_SEQ_CST) == 0;
+  }
+  ~CountWrite() { __atomic_sub_fetch(&g_count_writers, 1, __ATOMIC_RELEASE); }
+  CountWrite(const CountWrite &) = delete;
+  CountWrite &operator=(const CountWrite &) = delete;
+  bool allowed() const { return allowed_; }
+
+ private:
+  bool allowed_;
+};
+// Around a dlclose (runtime.cc): no count-module write runs from begin until end, when the modules
+// it unloaded are no longer live (burst_forget_unloaded_units). A forked child starts with no write
+// under way (count_writes_fork_child).
+void count_unload_begin();
+void count_unload_end();
+void count_writes_fork_child();
 
 // Configures bursting and starts the schedule (the timer thread for burst=1); *gate and *hook_gate
 // receive the values to open with. False if a resource could not be had.

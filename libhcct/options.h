@@ -63,6 +63,13 @@ struct Options {
   // gate of kpath bursting) keep burst_interval_ns / burst_length_ns.
   static constexpr uint64_t kEventClockIntervalNs = 100000;
   static constexpr uint64_t kEventClockLengthNs = 10000;
+  // The count clock's (plugin builds with clock=count; docs/BURSTING.md, "The count clock's
+  // schedule"): as many windows as the event clock's, with shorter bursts. Its bursts cost
+  // f·(s − 1) of native, s the in-burst slowdown, and the error of a window grows slowly as its
+  // burst gets shorter (session 14, bench/real: f = 5 % is the least that keeps zstd's threads
+  // within issue 16's bounds at φ = 1e-4; 3.3 % and 2 % do not; docs/BENCHMARKS.md).
+  static constexpr uint64_t kCountClockIntervalNs = 100000;
+  static constexpr uint64_t kCountClockLengthNs = 5000;
   // Which of burst_interval and burst_length were given. One given alone sets the other at the
   // defaults' ratio (kBurstRatio: a burst every ten burst lengths, the same sampled fraction), so
   // `burst_interval=0.1` alone is a valid schedule on either clock.

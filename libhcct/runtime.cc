@@ -346,15 +346,13 @@ HCCT_NOINST uint64_t count_gap_enters(const BurstThread &b, bool live) {
   if (!read_shared(g_count_clock) || b.sampling || !b.count_thread_pointer ||
       !(live || b.count_thread_pointer == own_thread_pointer()))
     return 0;
-  uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
   uint64_t enters = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!__atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE)) continue;
+  for_each_count_module(b.count_thread_pointer, 0, [&](uint32_t i, const int64_t *countdown) {
     // A live thread may be inside count_set (the dump read between its countdown and its armed
     // value): such a module's difference is negative or absurd, and is left out, not written.
-    int64_t taken = b.count_armed[i] - *static_tls_at<int64_t>(b.count_thread_pointer, g_count_modules.offset[i]);
+    int64_t taken = b.count_armed[i] - *countdown;
     if (taken > 0 && taken < (int64_t(1) << 62)) enters += uint64_t(taken);
-  }
+  });
   return enters;
 }
 
@@ -573,6 +571,7 @@ void count_fork_child(BurstThread &b);
 
 HCCT_NOINST void on_fork_child() {
   g_process = {current_tid(), g_forking_pid};
+  count_writes_fork_child();  // the writes and dlcloses of the parent's other threads are not the child's
   t_leaving_after_fork = false;
   ThreadState *self = t_state;
   for (ThreadState *s = g_threads; s;) {
@@ -1194,42 +1193,48 @@ constexpr int64_t kCountNoEnter = INT64_MAX;
 // none), where it may have no ThreadState (mode=empty).
 __thread uint32_t t_count_known __attribute__((tls_model("initial-exec"))) = 0;
 
-// Rare enough to look up the modules each time: every module's countdown and exit gate of the
-// calling thread, from module `from` on. `armed` (the thread's BurstThread::count_armed) records the
-// countdowns written.
-HCCT_NOINST uint32_t count_set(uint32_t from, int64_t countdown, unsigned char exit_gate, int64_t *armed) {
-  uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
-  uintptr_t tp = own_thread_pointer();
-  for (uint32_t i = from; i < n; ++i) {
-    if (!__atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE)) continue;
-    intptr_t offset = g_count_modules.offset[i];
-    *static_tls_at<int64_t>(tp, offset) = countdown;
-    __atomic_store_n(static_tls_at<unsigned char>(tp, offset + intptr_t(hcct::unit_abi::kExitGateOffset)), exit_gate,
+// Every module's countdown and exit gate of the calling thread, from module `from` on. `armed` (the
+// thread's BurstThread::count_armed) records the countdowns written, and `late` receives the enters
+// made since they were last armed or taken: each countdown is exchanged, not overwritten, so that
+// the enters a signal handler makes on this thread while the runtime is between its read
+// (count_take) and this write are not lost. Put off while a dlclose may be unloading a module
+// (CountWrite): returns `from`, so that the caller's count of modules armed stays short and the
+// write is made again (a countdown left negative also calls in again).
+HCCT_NOINST uint32_t count_set(uint32_t from, int64_t countdown, unsigned char exit_gate, int64_t *armed,
+                               uint64_t *late = nullptr) {
+  CountWrite write;
+  if (!write.allowed()) return from;
+  return for_each_count_module(own_thread_pointer(), from, [&](uint32_t i, int64_t *module_countdown) {
+    int64_t was = __atomic_exchange_n(module_countdown, countdown, __ATOMIC_RELAXED);
+    __atomic_store_n(reinterpret_cast<unsigned char *>(module_countdown) + hcct::unit_abi::kExitGateOffset, exit_gate,
                      __ATOMIC_RELAXED);
-    if (armed) armed[i] = countdown;
-  }
-  return n;
+    if (armed) {
+      if (late) *late += uint64_t(armed[i] - was);
+      armed[i] = countdown;
+    }
+  });
 }
 
 // The enters the thread made in its count modules since the runtime last armed them (the one that
-// called in included), and the countdowns taken as the new base.
+// called in included), and the countdowns taken as the new base. Put off (0, nothing taken) while a
+// dlclose may be unloading a module: the enters stay in the countdowns for the next take.
 HCCT_NOINST uint64_t count_take(BurstThread &b) {
-  uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
-  uintptr_t tp = own_thread_pointer();
+  CountWrite write;
+  if (!write.allowed()) return 0;
   uint64_t enters = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!__atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE)) continue;
-    int64_t now = *static_tls_at<int64_t>(tp, g_count_modules.offset[i]);
+  for_each_count_module(own_thread_pointer(), 0, [&](uint32_t i, int64_t *countdown) {
+    int64_t now = *countdown;
     enters += uint64_t(b.count_armed[i] - now);
     b.count_armed[i] = now;
-  }
+  });
   return enters;
 }
 
 // The rest of a gap: each module's countdown gets an equal share of the enters left, so that the
 // first one to run out calls in before the gap is over by more than the modules' number (the
 // thread's enters may go to any of them); the runtime then shares out what is left again.
-HCCT_NOINST void count_arm_gap(BurstThread &b) {
+// `after_burst`: the countdowns still hold the burst's enters (its calls, not the gap's).
+HCCT_NOINST void count_arm_gap(BurstThread &b, bool after_burst) {
   uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
   if (g_exact) {  // the exact side needs every event: every enter calls in, every exit gate stays open
     count_take(b);  // (the burst's enters: not the gap's)
@@ -1237,10 +1242,12 @@ HCCT_NOINST void count_arm_gap(BurstThread &b) {
     return;
   }
   uint32_t live = 0;
-  for (uint32_t i = 0; i < n; ++i) live += __atomic_load_n(&g_count_modules.live[i], __ATOMIC_ACQUIRE);
+  for_each_count_module(0, 0, [&](uint32_t, int64_t *) { ++live; });
   uint64_t share = live > 1 ? b.gap_left / live : b.gap_left;
   if (share > uint64_t(kCountNoEnter)) share = uint64_t(kCountNoEnter);
-  b.count_known = count_set(0, int64_t(share), 0, b.count_armed);
+  uint64_t late = 0;
+  b.count_known = count_set(0, int64_t(share), 0, b.count_armed, &late);
+  if (!after_burst) b.skipped += late;  // (a signal handler's, since count_take: the gap's)
 }
 
 // A forked child's events start at the fork: the parent's part of the current gap, still in the
@@ -1256,8 +1263,10 @@ HCCT_NOINST void count_fork_child(BurstThread &b) {
 HCCT_NOINST void count_disarm(BurstThread *b) {
   // The enters of the current gap still in the countdowns are the thread's: counted before the
   // countdowns are overwritten (the final dump would otherwise lose up to a gap per live thread).
-  if (b && read_shared(g_count_clock) && !b->sampling && b->count_thread_pointer) b->skipped += count_take(*b);
-  uint32_t n = count_set(0, kCountNoEnter, 0, b ? b->count_armed : nullptr);
+  bool in_gap = b && read_shared(g_count_clock) && !b->sampling && b->count_thread_pointer;
+  uint64_t late = 0;
+  uint32_t n = count_set(0, kCountNoEnter, 0, b ? b->count_armed : nullptr, &late);
+  if (in_gap) b->skipped += late;
   if (b) b->count_known = n;
   t_count_known = n;
 }
@@ -1284,7 +1293,7 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
     uint64_t enters = count_take(b);  // this one included
     if (enters <= b.gap_left) {
       b.gap_left -= enters;
-      count_arm_gap(b);
+      count_arm_gap(b, false);
       return event_end(s);
     }
     // The gap is over at this enter; enters past its end in other modules were skipped too.
@@ -1294,11 +1303,12 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
     bool excluded_own = false;
     size_t n = burst_unwind(b.shadow, fn, sp, false, &excluded_own, &b.unwind_memo);
     b.join(s->profile, 0, b.shadow.path(), n, true);
-    b.sampling = true;
-    b.burst_left = b.burst_events;
-    b.burst_started_ns = burst_now_ns();
-    if (!g_exact || b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE))
-      b.count_known = count_set(0, kCountEveryEnter, 1, b.count_armed);
+    b.begin_burst(burst_now_ns());
+    if (!g_exact || b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE)) {
+      uint64_t late = 0;  // (a signal handler's, since count_take: the gap's)
+      b.count_known = count_set(0, kCountEveryEnter, 1, b.count_armed, &late);
+      b.skipped += late;
+    }
   } else if (HCCT_UNLIKELY(b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE))) {
     b.count_known = count_set(b.count_known, kCountEveryEnter, 1, b.count_armed);  // a module loaded meanwhile
   }
@@ -1310,7 +1320,7 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
   }
   if (--b.burst_left == 0) {
     b.end_burst(burst_now_ns());
-    count_arm_gap(b);
+    count_arm_gap(b, true);
   }
   event_end(s);
 }
@@ -1347,7 +1357,12 @@ __attribute__((constructor(102))) HCCT_NOINST void count_ready() { __atomic_stor
 [[gnu::noinline]] HCCT_NOINST void count_enter_unusual(uintptr_t fn, uintptr_t site, uintptr_t sp) {
   if (!__atomic_load_n(&g_count_ready, __ATOMIC_ACQUIRE)) return;
   unsigned char gate = probe_gate_value();
-  bool count_clock = gate == kGateProfiling && g_bursting && burst_count_decide();
+  bool count_clock = false;
+  if (gate == kGateProfiling && g_bursting) {
+    std::optional<bool> decided = burst_count_decide();
+    if (!decided) return;  // (the countdown stays negative: the next enter calls in again)
+    count_clock = *decided;
+  }
   ThreadState *s = t_state;
   if (gate == kGateOff && g_bursting && !burst_finished()) {
     // The gate closed between the bursts of a closed-gate sync (unwind, or auto on the machine
@@ -1502,10 +1517,12 @@ HCCT_EXPORT int dlclose(void *handle) {
   bool profiling = __atomic_load_n(&g_profiling, __ATOMIC_ACQUIRE) &&
                    !__atomic_load_n(&g_finished, __ATOMIC_ACQUIRE);
   if (profiling) remember_modules_before_unload();
+  count_unload_begin();  // no thread writes a count module's TLS until its unload is known
   int result = real_dlclose(handle);
   // Code loaded later at the unloaded addresses is a different routine (docs/RUNTIME.md, "Reused
   // addresses"). The calling thread catches up now; the others at their next event.
-  if (result == 0) burst_forget_unloaded_units();  // their site tables (hcct/unit_abi.h)
+  if (result == 0) burst_forget_unloaded_units();  // their site tables and countdowns (hcct/unit_abi.h)
+  count_unload_end();
   if (profiling && result == 0 && retire_unloaded_modules()) {
     kick_threads();
     if (ThreadState *s = event_begin(/*attach=*/false)) {

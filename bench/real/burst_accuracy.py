@@ -3,7 +3,7 @@
 
   bench/real/burst_accuracy.py [--build DIR] [--only lua,sqlite] [--flavours finstr,plugin-early]
                                [--phi 1e-3,1e-4] [--options EXTRA] [--size short|full]
-                               [--exact-run same|separate] [--runs N]
+                               [--exact-run same|separate] [--runs N] [--schedules I:L,...]
 
 For each workload (bench/real/workloads.py), build flavour and φ, one run under libhcct with
 HCCT_OPTIONS=mode=hcct:exact=1:epsilon=φ/5:burst=1[:EXTRA]: the sampled (φ,ε)-HCCT and the exact
@@ -53,7 +53,10 @@ def run_profiled(argv, stdin_path, options, out, tools):
         raise RuntimeError(f"run failed ({proc.returncode}): {proc.stderr[-500:]!r}")
 
 
-def measure(workload, flavour, phi, args, tools):
+EXACT_RUNS = {}  # (workload, flavour) -> directory of its exact run (--exact-run separate), kept till exit
+
+
+def measure(workload, flavour, phi, args, tools, extra=""):
     binary = workload.build(flavour)
     argv, stdin_path = workload.argv(binary, args.size)
     work = tempfile.mkdtemp(prefix=f"hcct-burstacc-{workload.name}-")
@@ -61,12 +64,15 @@ def measure(workload, flavour, phi, args, tools):
         out = os.path.join(work, "d")
         separate = args.exact_run == "separate"
         options = f"mode=hcct:{'' if separate else 'exact=1:'}epsilon={phi / 5!r}:burst=1" + \
-            (":" + args.options if args.options else "")
+            "".join(":" + o for o in (args.options, extra) if o)
         run_profiled(argv, stdin_path, options, out, tools)
         exact = os.path.join(out, "exact")
         if separate:
-            exact = os.path.join(work, "exact")
-            run_profiled(argv, stdin_path, "mode=cct", exact, tools)
+            key = (workload.name, flavour.name)
+            if key not in EXACT_RUNS:
+                EXACT_RUNS[key] = tempfile.mkdtemp(prefix=f"hcct-burstacc-exact-{workload.name}-")
+                run_profiled(argv, stdin_path, "mode=cct", os.path.join(EXACT_RUNS[key], "d"), tools)
+            exact = os.path.join(EXACT_RUNS[key], "d")
         first = compare(tools, out, exact, phi)
         total = sum(c["reference"]["calls"] for c in first)
         rows = []
@@ -105,6 +111,8 @@ def main():
                          "second run (the sampled run as users run it: closed gate with plugin probes and "
                          "burst_sync=unwind|auto)")
     ap.add_argument("--runs", type=int, default=1, help="measurements per workload, build and phi (the spread)")
+    ap.add_argument("--schedules", default="default",
+                    help="burst schedules I:L (burst_interval:burst_length, ms), comma-separated; default: none given")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     tools = {"runtime": os.path.join(build, "libhcct", "libhcct.so"),
@@ -115,26 +123,35 @@ def main():
           f"{'avg err':>8} {'max err':>8} {'hot':>5} {'exact hot':>9} {'FN':>4}")
     for name in [n for n in args.only.split(",") if n]:
         for fl in [f for f in args.flavours.split(",") if f]:
-            for phi in [float(p) for p in args.phi.split(",") if p]:
-                errors, negatives, coverages = [], [], []
-                for _ in range(args.runs):
-                    try:
-                        rows = measure(workloads.WORKLOADS[name], all_flavours[fl], phi, args, tools)
-                    except (workloads.Unavailable, RuntimeError) as e:
-                        print(f"{name:8} {fl:13} {phi:6g} skipped: {e}")
-                        break
-                    for r in rows:
-                        print(f"{name:8} {fl:13} {phi:6g} {r['thread']:>6} {r['calls']:>13,} {r['scale']:7.2f} "
-                              f"{100 * r['coverage']:8.1f}% {r['avg_error']:7.2f}% {r['max_error']:7.1f}% "
-                              f"{r['hot']:>5} {r['exact_hot']:>9} {r['false_negatives']:>4}", flush=True)
-                    if rows:  # the worst thread of the run
-                        errors.append(max(r["avg_error"] for r in rows))
-                        negatives.append(max(r["false_negatives"] for r in rows))
-                        coverages.append(min(r["coverage"] for r in rows))
-                if len(errors) > 1:
-                    print(f"{name:8} {fl:13} {phi:6g} {len(errors)} runs: avg error mean {sum(errors) / len(errors):.2f}% "
-                          f"(range {min(errors):.2f}–{max(errors):.2f}%), false negatives {min(negatives)}–"
-                          f"{max(negatives)}, coverage ≥ {100 * min(coverages):.1f}%", flush=True)
+            for schedule in [x for x in args.schedules.split(",") if x]:
+                extra = ""
+                if schedule != "default":
+                    interval, length = schedule.split(":")
+                    extra = f"burst_interval={interval}:burst_length={length}"
+                    print(f"# {name} {fl}: {extra}", flush=True)
+                for phi in [float(p) for p in args.phi.split(",") if p]:
+                    errors, negatives, coverages = [], [], []
+                    for _ in range(args.runs):
+                        try:
+                            rows = measure(workloads.WORKLOADS[name], all_flavours[fl], phi, args, tools, extra)
+                        except (workloads.Unavailable, RuntimeError) as e:
+                            print(f"{name:8} {fl:13} {phi:6g} skipped: {e}")
+                            break
+                        for r in rows:
+                            print(f"{name:8} {fl:13} {phi:6g} {r['thread']:>6} {r['calls']:>13,} {r['scale']:7.2f} "
+                                  f"{100 * r['coverage']:8.1f}% {r['avg_error']:7.2f}% {r['max_error']:7.1f}% "
+                                  f"{r['hot']:>5} {r['exact_hot']:>9} {r['false_negatives']:>4}", flush=True)
+                        if rows:  # the worst thread of the run
+                            errors.append(max(r["avg_error"] for r in rows))
+                            negatives.append(max(r["false_negatives"] for r in rows))
+                            coverages.append(min(r["coverage"] for r in rows))
+                    if len(errors) > 1:
+                        print(f"{name:8} {fl:13} {phi:6g} {len(errors)} runs: avg error mean "
+                              f"{sum(errors) / len(errors):.2f}% (range {min(errors):.2f}–{max(errors):.2f}%), "
+                              f"false negatives {min(negatives)}–{max(negatives)}, coverage ≥ "
+                              f"{100 * min(coverages):.1f}%", flush=True)
+    for directory in EXACT_RUNS.values():
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -827,6 +827,9 @@ TEST_CASE("count clock: phases with different in-burst slowdowns are each counte
       CHECK(meta(t, "burst_sync") == "count");
       CHECK(meta(t, "burst_clock") == "events");
       CHECK(meta(t, "sampled_fraction_basis") == "events");
+      // The count clock's own default schedule (session 14), not the event clock's 0.1 / 0.01 ms.
+      CHECK(meta(t, "burst_interval_ns") == "100000");
+      CHECK(meta(t, "burst_length_ns") == "5000");
       CHECK(std::stoull(meta(t, "unwind_frames")) + std::stoull(meta(t, "unwind_frames_reused")) > 0);
       CHECK(std::stoull(meta(t, "events")) == dense + sparse + 3);  // main, dense, sparse
       double f = std::stod(meta(t, "sampled_fraction"));
@@ -855,7 +858,9 @@ TEST_CASE("count clock: true contexts through split, cold, inlined and tail-call
       if (program == "split_inline") argv.push_back("20000");
       if (program == "machine_frames") argv.push_back("5000");
       INFO(exe);
-      auto p = run_profiled(argv, "mode=hcct:exact=1:key=routine:burst=1");
+      // Bursts of 0.01 ms (f = 10 %): these short runs need many bursts, and the count clock's
+      // default (5 %) gives half as many on deep stacks (a burst's length has floors in calls).
+      auto p = run_profiled(argv, "mode=hcct:exact=1:key=routine:burst=1:burst_interval=0.1:burst_length=0.01");
       REQUIRE(p.result.status == 0);
       auto set = ha::read_profiles(p.dir);
       auto exact_set = ha::read_profiles(p.dir / "exact");
@@ -981,6 +986,35 @@ TEST_CASE("count clock: a forked child counts its own calls", "[bursting][e2e][c
   }
   CHECK(child_events == 2 * rounds);
   CHECK(parent_events == 4 * rounds + 1);
+}
+
+// A dlclose of a count module (tests/bursting/programs/count_unload.c). The runtime looks the
+// unloaded units up holding its units lock; there, the program's own dladdr raises a signal whose
+// handler makes the run's first count event (before the fix, deciding the clock spun on that lock
+// for ever: killed by the program's alarm), and loads a library that glibc maps where the module
+// was and gives its static TLS and module id (before the fix, the module, found mapped by its
+// descriptor's address, stayed live: its countdown and exit gate were written into that library's
+// TLS, whose sum came out 539 instead of 0).
+TEST_CASE("count clock: a dlclose, a signal handler's first count event and a library loaded into the module's TLS",
+          "[bursting][e2e][count]") {
+  const std::string exe = plugin_program("count_unload");
+  for (const char *how : {"signal", "quiet"}) {
+    INFO(how);
+    const bool quiet = std::string(how) == "quiet";  // (and a schedule given: the count clock keeps it)
+    auto p = run_profiled({exe, kPrograms + "/libcount_lib.so", kPrograms + "/libcount_unload_tls.so", "2000000", how},
+                          quiet ? "mode=hcct:burst=1:burst_interval=0.2:burst_length=0.02" : "mode=hcct:burst=1");
+    REQUIRE(p.result.status == 0);
+    const unsigned long handler = std::string(how) == "signal" ? 45 : 0;
+    CHECK(p.result.out == "handler " + std::to_string(handler) + " work " +
+                              std::to_string(1999999000000ul + handler) + " tls 0\n");
+    auto set = ha::read_profiles(p.dir);
+    const auto &t = set.processes.at(0).threads.at(0);
+    CHECK(meta(t, "burst_sync") == "count");
+    CHECK(meta(t, "burst_interval_ns") == (quiet ? "200000" : "100000"));
+    CHECK(meta(t, "burst_length_ns") == (quiet ? "20000" : "5000"));
+    CHECK(std::stoull(meta(t, "bursts")) >= 10);
+    CHECK(t.meta.unmatched_exits == 0);
+  }
 }
 
 // A program built with clock=count runs unchanged without the runtime (the module's stub finds no
