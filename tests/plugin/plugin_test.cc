@@ -192,6 +192,12 @@ TEST_CASE("bad plugin arguments are compile errors", "[plugin][args]") {
   expect_compile_error({"stage=middle"}, "expected 'early' (before inlining) or 'late'");
   expect_compile_error({"stage"}, "expected 'early' (before inlining) or 'late'");
   expect_compile_error({"stage=late", "stage=early"}, "given twice");
+  expect_compile_error({"unwind-table=maybe"}, "expected 'yes' (a site table per unit) or 'no'");
+  expect_compile_error({"unwind-table"}, "expected 'yes' (a site table per unit) or 'no'");
+  expect_compile_error({"unwind-table=yes", "unwind-table=no"}, "given twice");
+  expect_compile_error({"clock=tick"}, "expected 'gate' (test the gate at both probes) or 'count'");
+  expect_compile_error({"clock"}, "expected 'gate' (test the gate at both probes) or 'count'");
+  expect_compile_error({"clock=gate", "clock=count"}, "given twice");
   std::string dir = work_dir("bad_args_list");
   expect_compile_error({"list=" + dir + "/a", "list=" + dir + "/b"}, "given twice");
 }
