@@ -59,9 +59,9 @@ namespace hcct::rt {
 struct KsfNode {
   uint64_t path;  // kEndPath in the sentinel only
   uint64_t count;
-  // Children of succ(this), or kEnd. guess[b] is the child whose site chose slot b that the runtime
-  // last looked up from this window; the other slot, while no child of its own is there, keeps the
-  // one a newer child displaced (PathProfiler::set_guess).
+  // Children of succ(this), or kEnd: two that the runtime looked up from this window, each in its
+  // site's slot where it can be; once both are taken, the two that counted most, mostly
+  // (PathProfiler::set_guess).
   KsfNode *guess[2];
   KsfNode *first_child;  // kEnd if none
   union {
