@@ -83,7 +83,7 @@ HCCT_NOINST void PathTrace::release() {
 
 // ---- PathProfiler
 
-KsfNode g_path_end = {kEndPath, 0, {&g_path_end, &g_path_end}, &g_path_end, {&g_path_end}, {nullptr}, 0, 0, 0, 0};
+KsfNode g_path_end = {kEndPath, 0, {&g_path_end, &g_path_end}, &g_path_end, {&g_path_end}, {nullptr}, 0, 0, 0, 0, 0};
 
 HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, uint64_t token, KsfNode **root_cache, Forest forest,
                                     double epsilon, uint64_t *live_token) {
@@ -210,7 +210,7 @@ HCCT_NOINST KsfNode *PathProfiler::fresh_node() {
   } else if (HCCT_UNLIKELY(!(n = fresh_node()))) {
     return nullptr;
   }
-  *n = KsfNode{id, 0, {kEnd, kEnd}, kEnd, {kEnd}, {nullptr}, 0, 0, 0, epoch_};
+  *n = KsfNode{id, 0, {kEnd, kEnd}, kEnd, {kEnd}, {nullptr}, 0, 0, 0, 0, epoch_};
   if (++nodes_ > nodes_peak_) nodes_peak_ = nodes_;
   return n;
 }
@@ -266,11 +266,27 @@ HCCT_NOINST KsfNode *PathProfiler::step_to_child(KsfNode *parent, uint64_t id, M
 }
 
 // Two hot next windows that chose one slot then both stay inline: the fast path tries their slot
-// first and the other second.
+// first and the other second. A window with more next windows than guesses (a lexer's state after
+// a delimiter, a compiler's symbol-chain walk) keeps the two that counted most: a rare one no
+// longer displaces a hot one at every lookup, which then missed in turn (tcc at k = 8: 14.8 M of
+// its 16.1 M runtime calls were such lookups; docs/BENCHMARKS.md, "Session 14"). Counts only grow,
+// so a child that is hot now but was rare before would never get in by count alone: after
+// kGuessRefusals lookups that displaced nothing, the next one displaces the weaker guess anyway.
+// Guesses never change what is counted, only which items the fast path takes.
 HCCT_NOINST void PathProfiler::set_guess(KsfNode *window, KsfNode *found, unsigned slot) {
   found->slot = slot;
   KsfNode *&home = window->guess[slot], *&spare = window->guess[slot ^ 1];
   if (home == found) return;
+  if (home != kEnd && spare != kEnd && spare != found) {
+    KsfNode *&weaker = home->count <= spare->count ? home : spare;
+    if (found->count < weaker->count && window->refusals < kGuessRefusals) {
+      ++window->refusals;
+      return;
+    }
+    window->refusals = 0;
+    weaker = found;
+    return;
+  }
   if (home != kEnd && home->slot == slot && (spare == kEnd || spare->slot == slot)) spare = home;
   home = found;
 }

@@ -59,9 +59,9 @@ namespace hcct::rt {
 struct KsfNode {
   uint64_t path;  // kEndPath in the sentinel only
   uint64_t count;
-  // Children of succ(this), or kEnd. guess[b] is the child whose site chose slot b that the runtime
-  // last looked up from this window; the other slot, while no child of its own is there, keeps the
-  // one a newer child displaced (PathProfiler::set_guess).
+  // Children of succ(this), or kEnd: two that the runtime looked up from this window, each in its
+  // site's slot where it can be; once both are taken, the two that counted most, mostly
+  // (PathProfiler::set_guess).
   KsfNode *guess[2];
   KsfNode *first_child;  // kEnd if none
   union {
@@ -73,7 +73,10 @@ struct KsfNode {
     KsfNode *top;   // k-SF: the upper node τ that goes with a lower-slab node; null in the upper slab
   };
   uint16_t depth;  // the root is 0 (k <= 256)
-  uint8_t slot;    // the guess slot of this node's label (its site's choice), once it was a guess
+  uint8_t slot : 1;  // the guess slot of this node's label (its site's choice), once it was a guess
+  // As a window: children found since its guesses last changed that were too rare to displace one
+  // (PathProfiler::set_guess).
+  uint8_t refusals : 7;
   uint8_t mark;    // bounded kWF: kMarkVictim from its eviction until its reuse (free or in quarantine), else 0
   // Bounded kWF: the epoch (sweeps so far) in which this node was last created or evicted. A frame
   // whose owner says epoch e may keep its window n after later sweeps iff stamp(n) <= e: n was
@@ -377,9 +380,12 @@ class PathProfiler {
   template <typename Make>
   KsfNode *step_to_child(KsfNode *parent, uint64_t id, Make make);
   KsfNode *make_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned = false);
-  // After a lookup from `window` found `found`, whose site chose `slot`: it takes that slot, and the
-  // child it displaces moves to the other slot if that one holds nothing that belongs there.
+  // After a lookup from `window` found `found`, whose site chose `slot`: with a free guess it takes
+  // that slot, and the child it displaces moves to the other slot if that one holds nothing that
+  // belongs there. With both guesses taken, it displaces the one with the smaller count only if it
+  // counted as many, or after kGuessRefusals lookups that did not displace one.
   static void set_guess(KsfNode *window, KsfNode *found, unsigned slot);
+  static constexpr unsigned kGuessRefusals = 4;
   // k-SF (Algorithm 4): the next window after `window`, and a child of a node (creating its τ).
   KsfNode *slab_child(KsfNode *window, uint64_t function, uint64_t id);
   KsfNode *make_slab_child(KsfNode *parent, uint64_t function, uint64_t id, bool scanned = false);
