@@ -417,6 +417,10 @@ HCCT_EXPORT void __hcct_path_switch(uint64_t kind) {
 
 namespace {
 
+// The event clock's generator of a thread that has no path state (next_period); 0 until seeded. A
+// forked child starts it again (hcct_kpath_fork_child), so that it does not draw its parent's gaps.
+__thread uint64_t t_clock_random = 0;
+
 // The event clock's periods (hcct/kpath_abi.h). Not bursting (burst=0, or before the runtime
 // started bursting): open, asking again after a million starts. burst=manual: every start asks, and
 // the thread follows the gate that hcct_burst() opens and closes (deterministic tests). burst=1: a
@@ -439,8 +443,10 @@ HCCT_NOINST bool next_period(int64_t *countdown, KpathThreadState *k) {
   }
   uint64_t length = o.path_burst_starts;
   uint64_t gap = o.path_burst_interval - length;  // (options: length <= interval)
-  uint64_t fallback_random = reinterpret_cast<uintptr_t>(countdown) ^ uintptr_t(__builtin_thread_pointer());
-  uint64_t &x = k ? k->clock_random : fallback_random;
+  // (Without a thread state, e.g. its memory could not be had: the thread's own generator, kept
+  // across periods, so that its gaps still differ; a local one reseeded at every call drew every
+  // gap at one length.)
+  uint64_t &x = k ? k->clock_random : t_clock_random;
   // Seeded by the time as well: runs of a deterministic program without address randomisation
   // (setarch -R) draw other gaps, so that they are independent samples.
   if (!x) {
@@ -619,6 +625,7 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
 // (Per-thread counters: the forking thread's own, the child's only thread.)
 HCCT_NOINST void hcct_kpath_fork_child(ThreadState *thread) {
   if (thread) hcct_kpath_release(*thread);
+  t_clock_random = 0;
   uintptr_t self = reinterpret_cast<uintptr_t>(__builtin_thread_pointer());
   size_t count = __atomic_load_n(&g_version_table_count, __ATOMIC_ACQUIRE);
   for (size_t i = 0; i < count && i < kMaxVersionTables; ++i) {

@@ -10,6 +10,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/CFG.h"
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
@@ -572,10 +573,10 @@ void PathVersioner::drop_tables() {
 // counters[index] + 1, a plain load, add and store: a start point's exact count, kept in both
 // copies. Per thread in an executable (VersionApi::move_counters_to_tls); elsewhere process-wide and
 // racy between threads, as -fprofile-instr-generate's counters are.
-void PathVersioner::count_start(IRBuilder<> &b, GlobalVariable *counters, unsigned index) {
+StoreInst *PathVersioner::count_start(IRBuilder<> &b, GlobalVariable *counters, unsigned index) {
   Type *i64 = b.getInt64Ty();
   Value *p = b.CreateConstInBoundsGEP2_64(counters->getValueType(), counters, 0, index);
-  b.CreateStore(b.CreateAdd(b.CreateLoad(i64, p, "kpath.start.count"), b.getInt64(1)), p);
+  return b.CreateStore(b.CreateAdd(b.CreateLoad(i64, p, "kpath.start.count"), b.getInt64(1)), p);
 }
 
 // The shared gate, read volatile (the burst thread flips it): true while a burst is open.
@@ -586,6 +587,12 @@ Value *PathVersioner::gate_open(IRBuilder<> &b) const {
 }
 
 namespace {
+// abi::countdown_open(v) in IR: one subtraction and an unsigned compare.
+Value *countdown_in_burst(IRBuilder<> &b, Value *v) {
+  return b.CreateICmpULE(b.CreateSub(v, b.getInt64(uint64_t(abi::kCountdownBurstLow))),
+                         b.getInt64(abi::kCountdownBurstSpan));
+}
+
 // `dest` gets from `pred` the values its phis get from `like`.
 void copy_incoming(BasicBlock *dest, BasicBlock *like, BasicBlock *pred) {
   for (PHINode &phi : dest->phis()) phi.addIncoming(phi.getIncomingValueForBlock(like), pred);
@@ -618,10 +625,7 @@ void PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock 
     if (old) old->eraseFromParent();
     return;
   }
-  auto in_burst = [&](IRBuilder<> &at, Value *v) {  // v in (kCountdownOpenEnd, -1): unsigned v - low <= high - low
-    constexpr int64_t low = abi::kCountdownOpenEnd + 1, high = -2;
-    return at.CreateICmpULE(at.CreateSub(v, at.getInt64(uint64_t(low))), at.getInt64(uint64_t(high - low)));
-  };
+  auto in_burst = [](IRBuilder<> &at, Value *v) { return countdown_in_burst(at, v); };
   Function *f = here->getParent();
   BasicBlock *other_test = BasicBlock::Create(b.getContext(), here->getName() + ".clock", f);
   BasicBlock *tick = BasicBlock::Create(b.getContext(), here->getName() + ".tick", f);
@@ -656,9 +660,8 @@ BasicBlock *PathVersioner::decide_in_outlined(BasicBlock *open, BasicBlock *clos
   BasicBlock *tick = BasicBlock::Create(c, open->getName() + ".tick", &f);
   IRBuilder<> b(decide);
   b.SetCurrentDebugLocation(loc);
-  constexpr int64_t low = abi::kCountdownOpenEnd + 1, high = -2;
   Value *v = b.CreateLoad(b.getInt64Ty(), api_.countdown(), "kpath.countdown");
-  b.CreateCondBr(b.CreateICmpULE(b.CreateSub(v, b.getInt64(uint64_t(low))), b.getInt64(uint64_t(high - low))), open, tick);
+  b.CreateCondBr(countdown_in_burst(b, v), open, tick);
   IRBuilder<> tb(tick);
   tb.SetCurrentDebugLocation(loc);
   Value *now_open = tb.CreateCall(api_.tick_fn(), {api_.countdown()});
@@ -902,6 +905,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     std::vector<PHINode *> phis;  // per live value, for the header's phis; else null
   };
   DenseMap<BasicBlock *, Join> join_of;
+  DenseMap<BasicBlock *, std::vector<StoreInst *>> back_edge_counts;  // header -> its back edges' counter stores
   SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
   FindFunctionBackedges(f_, back_edges);
   for (auto &[from_c, to_c] : back_edges) {
@@ -931,8 +935,9 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
       if (PHINode *in = join->second.phis[n]) in->addIncoming(cast<PHINode>(r->live[n])->getIncomingValueForBlock(mid), mid);
     IRBuilder<> mb(mid->getTerminator());
     mb.SetCurrentDebugLocation(loc);
-    count(mb, it->second);
+    StoreInst *counted = count_start(mb, counters, it->second);
     branch_on_gate(mb, join->second.block, h, /*open_likely=*/false, /*ask_runtime=*/false);
+    back_edge_counts[h].push_back(counted);
   }
   // The cut edges into start points, in f's own body (a block of f.kpath that demotion added has
   // no counterpart in f: such a cut is not counted here).
@@ -948,6 +953,110 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     b.SetCurrentDebugLocation(loc);
     count(b, it->second);
   }
+  if (api_.countdown()) keep_clock_in_registers(back_edge_counts);
+}
+
+namespace {
+// Whether a loop's body can call code that reaches the countdown or the start counters: any call
+// but an intrinsic (memcpy and its kind go to libc, which calls nothing of the program).
+bool calls_out(const Loop &l) {
+  for (const BasicBlock *bb : l.blocks())
+    for (const Instruction &i : *bb)
+      if (const auto *call = dyn_cast<CallBase>(&i); call && !isa<IntrinsicInst>(call)) return true;
+  return false;
+}
+}  // namespace
+
+// The event clock in f's own body: in an innermost loop that calls nothing, the countdown lives in a
+// register, and the header's start counter is not incremented per iteration but advanced at the
+// loop's exits by what the countdown went down by in the loop (every decrement in such a loop is a
+// back edge into its header). Each iteration then costs `dec %reg; js`, no memory read-modify-write
+// (the two `addq $1, %fs:starts+8i` / `decq %fs:countdown` carried a store-forwarding dependency from
+// one iteration to the next, ~5 cycles: zstd's match finder, sqlite's VDBE loops; what LLVM's
+// InstrProfiling calls counter promotion). The countdown is written back at every exit, the join
+// into f.kpath (a burst begins) among them, so T(s) and the schedule stay exact. Nothing else reads
+// the countdown or these counters while the loop runs, since it calls nothing; a signal handler that
+// runs versioned code meanwhile has its own decrements of the countdown overwritten at the loop's
+// exit (its start counters are its own increments, kept): the schedule shifts by a few starts.
+void PathVersioner::keep_clock_in_registers(const DenseMap<BasicBlock *, std::vector<StoreInst *>> &back_edge_counts) {
+  if (back_edge_counts.empty()) return;
+  GlobalVariable *countdown = api_.countdown();
+  DominatorTree dt(f_);
+  LoopInfo loops(dt);
+  LLVMContext &c = f_.getContext();
+  Type *i64 = Type::getInt64Ty(c);
+  IRBuilder<> entry_builder(&*f_.getEntryBlock().getFirstInsertionPt());
+  std::vector<AllocaInst *> slots;
+  for (Loop *l : loops.getLoopsInPreorder()) {
+    BasicBlock *h = l->getHeader();
+    auto counted = back_edge_counts.find(h);
+    if (!l->isInnermost() || counted == back_edge_counts.end() || calls_out(*l)) continue;
+    // Every countdown access in the loop must be one of the header's own back-edge tests, and every
+    // edge in and out must get a block of its own.
+    size_t accesses = 0;
+    for (BasicBlock *bb : l->blocks())
+      for (Instruction &i : *bb)
+        if (getLoadStorePointerOperand(&i) == countdown) ++accesses;
+    if (accesses != 2 * counted->second.size()) continue;
+    bool splittable_edges = true;
+    for (BasicBlock *p : predecessors(h))
+      if (!l->contains(p)) splittable_edges &= splittable(p) && !isa<CallBrInst>(p->getTerminator());
+    SmallVector<Loop::Edge, 8> exits;
+    l->getExitEdges(exits);
+    for (auto &[from, to] : exits)
+      splittable_edges &= splittable(from) && !isa<CallBrInst>(from->getTerminator()) && !to->isEHPad();
+    if (!splittable_edges) continue;
+
+    AllocaInst *now = entry_builder.CreateAlloca(i64, nullptr, "kpath.countdown.reg");
+    AllocaInst *at_entry = entry_builder.CreateAlloca(i64, nullptr, "kpath.countdown.entered");
+    // (Only `now` becomes a register. `at_entry` stays a stack slot, written once per entry into
+    // the loop and read at its exits: promoted, it let loop strength reduction rewrite the countdown
+    // as at_entry plus a second induction variable, `add; mov; add; jns` per iteration instead of
+    // `dec; jns`.)
+    slots.push_back(now);
+    for (BasicBlock *bb : l->blocks())
+      for (Instruction &i : *bb)
+        if (getLoadStorePointerOperand(&i) == countdown) {
+          if (auto *load = dyn_cast<LoadInst>(&i)) load->setOperand(load->getPointerOperandIndex(), now);
+          else cast<StoreInst>(i).setOperand(cast<StoreInst>(i).getPointerOperandIndex(), now);
+        }
+    // The per-iteration counts go: the exits add what the countdown went down by.
+    Value *counter = counted->second.front()->getPointerOperand();
+    for (StoreInst *store : counted->second) {
+      auto *add = cast<Instruction>(store->getValueOperand());
+      auto *load = cast<Instruction>(add->getOperand(0));
+      store->eraseFromParent();
+      add->eraseFromParent();
+      load->eraseFromParent();
+    }
+    std::vector<BasicBlock *> outside;
+    for (BasicBlock *p : predecessors(h))
+      if (!l->contains(p) && std::find(outside.begin(), outside.end(), p) == outside.end()) outside.push_back(p);
+    for (BasicBlock *p : outside) {
+      BasicBlock *in = on_edge(f_, p, h, h->getName() + ".kpath.enter");
+      IRBuilder<> b(in->getTerminator());
+      b.SetCurrentDebugLocation(h->getFirstNonPHI()->getDebugLoc());
+      Value *v = b.CreateLoad(i64, countdown, "kpath.countdown");
+      b.CreateStore(v, now);
+      b.CreateStore(v, at_entry);
+    }
+    std::vector<std::pair<BasicBlock *, BasicBlock *>> exit_edges;
+    for (auto &[from, to] : exits)
+      if (std::find(exit_edges.begin(), exit_edges.end(), std::make_pair(const_cast<BasicBlock *>(from), const_cast<BasicBlock *>(to))) == exit_edges.end())
+        exit_edges.push_back({const_cast<BasicBlock *>(from), const_cast<BasicBlock *>(to)});
+    for (auto &[from, to] : exit_edges) {
+      BasicBlock *out = on_edge(f_, from, to, h->getName() + ".kpath.exit");
+      IRBuilder<> b(out->getTerminator());
+      b.SetCurrentDebugLocation(from->getTerminator()->getDebugLoc());
+      Value *v = b.CreateLoad(i64, now, "kpath.countdown.now");
+      b.CreateStore(v, countdown);
+      Value *iterations = b.CreateSub(b.CreateLoad(i64, at_entry, "kpath.countdown.entered"), v);
+      b.CreateStore(b.CreateAdd(b.CreateLoad(i64, counter, "kpath.start.count"), iterations), counter);
+    }
+  }
+  if (slots.empty()) return;
+  DominatorTree promoted(f_);
+  PromoteMemToReg(slots, promoted);
 }
 
 }  // namespace hcct::kpath

@@ -119,13 +119,14 @@ class PathVersioner {
   void find_resumes();
   void outline();
   void demote(llvm::Function &f, const std::vector<llvm::Instruction *> &also);
-  static void count_start(llvm::IRBuilder<> &b, llvm::GlobalVariable *counters, unsigned index);
+  static llvm::StoreInst *count_start(llvm::IRBuilder<> &b, llvm::GlobalVariable *counters, unsigned index);
   llvm::Value *gate_open(llvm::IRBuilder<> &b) const;
   void branch_on_gate(llvm::IRBuilder<> &b, llvm::BasicBlock *open, llvm::BasicBlock *closed, bool open_likely,
                       bool ask_runtime = true) const;
   llvm::BasicBlock *decide_in_outlined(llvm::BasicBlock *open, llvm::BasicBlock *closed, const llvm::DebugLoc &loc) const;
   void wire_native(llvm::GlobalVariable *counters, const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of,
                    const std::vector<std::pair<llvm::BasicBlock *, llvm::BasicBlock *>> &cuts);
+  void keep_clock_in_registers(const llvm::DenseMap<llvm::BasicBlock *, std::vector<llvm::StoreInst *>> &back_edge_counts);
 
   llvm::Function &f_;
   VersionApi &api_;

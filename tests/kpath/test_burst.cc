@@ -931,3 +931,65 @@ TEST_CASE("bursting: f's own body keeps the time gate's frame on the event clock
   Run bursting = record(events, "100000", "k=4:burst=1:path_burst_starts=100", "leaf-events.burst");
   CHECK(bursting.output == native);
 }
+
+// On the event clock, f's own body keeps the countdown in a register in an innermost loop that
+// calls nothing, and advances the header's start counter at the loop's exits by what the countdown
+// went down by (PathVersioner::keep_clock_in_registers): no memory read-modify-write per iteration.
+// A loop with a call keeps both in memory (the callee may run versioned code). The start counters
+// stay exact: in a bursting run with short bursts (joins and leaves inside both loops), every start's
+// count equals the 1-grams of an exhaustive traced run of the same input, and the output is native's.
+TEST_CASE("bursting: a call-free loop keeps the event clock in a register, its counters exact") {
+  const std::string source = "tests/kpath/programs/burst_tight_loop.c", args = "200000";
+  fs::path exe = build(source, "-O2", true, "tight-late", /*late=*/true);
+  // The instructions of `function`'s loops (from the target of a backward jump to the jump) that
+  // address thread-local memory (%fs:): the countdown and the per-thread start counters.
+  auto tls_accesses_in_loops = [&](const std::string &function) {
+    std::istringstream lines(run("objdump -d --no-show-raw-insn " + exe.string()));
+    std::vector<std::pair<uint64_t, std::string>> body;
+    bool in = false;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("<" + function + ">:") != std::string::npos) in = true;
+      else if (in && line.empty()) break;
+      else if (in && line.find(':') != std::string::npos) body.push_back({std::stoull(line, nullptr, 16), line});
+    }
+    REQUIRE_FALSE(body.empty());
+    size_t loops = 0, accesses = 0;
+    for (const auto &[at, text] : body) {
+      // A conditional jump: "addr:\tjne    11f0 <scan+0x40>".
+      size_t jump = text.find("\tj");
+      if (jump == std::string::npos || text.compare(jump, 4, "\tjmp") == 0) continue;
+      size_t operand = text.find_first_not_of(' ', text.find(' ', jump));
+      uint64_t target = std::stoull(text.substr(operand), nullptr, 16);
+      if (target >= at) continue;
+      ++loops;
+      for (const auto &[at2, text2] : body)
+        if (at2 >= target && at2 <= at && text2.find("%fs:") != std::string::npos) ++accesses;
+    }
+    INFO(function << ": " << loops << " backward branches");
+    CHECK(loops > 0);
+    return accesses;
+  };
+  CHECK(tls_accesses_in_loops("scan") == 0);
+  CHECK(tls_accesses_in_loops("scan_calling") > 0);
+
+  an::PathMetadata meta = metadata(exe);
+  std::string native = run(build_native(source, "-O2", "-O2").string() + " " + args);
+  Run exact = record(exe, args, "k=4:path_epsilon=0:path_trace=1", "tight.exact");
+  Run bursting = record(exe, args, "k=4:burst=1:path_burst_starts=100:path_burst_interval=700", "tight.burst");
+  CHECK(exact.output == native);
+  CHECK(bursting.output == native);
+  REQUIRE(exact.threads.size() == 1);
+  REQUIRE(bursting.threads.size() == 1);
+  REQUIRE(bursting.threads[0].sampling);
+  CHECK(bursting.threads[0].sampling->event_clock);
+  CHECK(bursting.threads[0].sampling->joins > 100);
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> started;
+  for (const auto &[seq, count] : oracle(exact, 4))
+    if (seq.size() == 1) started[start_of(meta, seq.front())] += count;
+  REQUIRE(started.size() >= 4);
+  for (const auto &[start, count] : bursting.threads[0].sampling->starts) {
+    INFO("function " << start.first << " block " << start.second);
+    CHECK(count == started[start]);
+  }
+  for (const auto &[start, count] : started) CHECK(bursting.threads[0].sampling->starts.count(start));
+}

@@ -87,8 +87,17 @@ inline constexpr uint64_t kSwitchLeave = 1;
 //   the runtime, which then knows the thread (its counters reach a file even if no burst sampled it).
 inline constexpr char kTickSymbol[] = "__hcct_path_tick";
 inline constexpr int64_t kCountdownOpenEnd = -(int64_t(1) << 62);
-// Whether a countdown (after its decrement) says "in a burst" without asking the runtime.
-constexpr bool countdown_open(int64_t value) { return value > kCountdownOpenEnd && value < -1; }
+// Whether a countdown (after its decrement) says "in a burst" without asking the runtime:
+// kCountdownOpenEnd < value < -1, which the pass emits as one unsigned compare (the one definition:
+// kpath/src/PathVersioner.cpp builds its test from these constants).
+inline constexpr int64_t kCountdownBurstLow = kCountdownOpenEnd + 1;
+inline constexpr uint64_t kCountdownBurstSpan = uint64_t(int64_t(-2) - kCountdownBurstLow);
+constexpr bool countdown_open(int64_t value) {
+  return uint64_t(value) - uint64_t(kCountdownBurstLow) <= kCountdownBurstSpan;
+}
+static_assert(countdown_open(kCountdownOpenEnd + 1) && countdown_open(-2));
+static_assert(!countdown_open(kCountdownOpenEnd) && !countdown_open(-1) && !countdown_open(0) &&
+              !countdown_open(INT64_MIN) && !countdown_open(INT64_MAX));
 // Version 2 adds the per-thread counters (thread_counters, thread_words); the runtime still reads
 // version 1 tables (process-wide counters only).
 inline constexpr uint64_t kVersionTableVersion = 2;
