@@ -587,13 +587,22 @@ struct UnitRecord {
 constexpr uint32_t kMaxUnits = 1u << 16;
 UnitRecord g_units[kMaxUnits];
 uint32_t g_unit_count = 0;
-int g_units_lock = 0;
+// The holder's thread pointer, 0 when free: a signal handler can tell that its own thread holds it.
+uintptr_t g_units_lock = 0;
 bool g_units_fallback = false;  // a registered unit cannot be unwound right (or did not fit)
 
+HCCT_NOINST bool units_try_lock() {
+  uintptr_t free = 0;
+  return __atomic_compare_exchange_n(&g_units_lock, &free, own_thread_pointer(), false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED);
+}
 HCCT_NOINST void units_lock() {
-  while (__atomic_exchange_n(&g_units_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+  while (!units_try_lock()) sched_yield();
 }
 HCCT_NOINST void units_unlock() { __atomic_store_n(&g_units_lock, 0, __ATOMIC_RELEASE); }
+// Held by the calling thread: an event in a signal handler that interrupted the holder (a dlopen's
+// unit registration, a dlclose), which would wait for ever on the lock.
+HCCT_NOINST bool units_held_here() { return __atomic_load_n(&g_units_lock, __ATOMIC_RELAXED) == own_thread_pointer(); }
 
 // Whether the machine stack gives the unit's functions right: with its site table (inlined
 // functions of stage=early, `.cold` pieces of either stage).
@@ -1151,8 +1160,12 @@ HCCT_NOINST SampleSite burst_sample_site(const BurstThread &b) {
 HCCT_NOINST void burst_plugin_probe_seen() {
   if (g_plugin_seen) return;
   // The first plugin event of the process: the units linked in have registered by now. Objects
-  // built before unit descriptors send events without having registered anything.
-  units_lock();
+  // built before unit descriptors send events without having registered anything. A signal
+  // handler's event on the lock holder's own thread leaves the choice to a later event.
+  if (!units_try_lock()) {
+    if (units_held_here()) return;
+    units_lock();
+  }
   if (g_sync == BurstSync::kAuto && g_active && !g_auto_shadow && !g_auto_machine) {
     if (!__atomic_load_n(&g_unit_count, __ATOMIC_RELAXED) || g_units_fallback)
       switch_to_shadow_locked();
@@ -1307,7 +1320,7 @@ HCCT_NOINST std::optional<bool> burst_count_decide() {
   if (__atomic_load_n(&g_count_decided, __ATOMIC_ACQUIRE)) return g_count_clock;
   // Not units_lock(): a signal handler's first count event may interrupt the lock's holder on the
   // same thread (a dlopen's unit registration, a dlclose), which would never release it.
-  if (__atomic_exchange_n(&g_units_lock, 1, __ATOMIC_ACQUIRE)) return std::nullopt;
+  if (!units_try_lock()) return std::nullopt;
   if (!g_count_decided) {
     // Every unit registered so far counts, and can be unwound right (its site table); nothing was
     // processed yet on another clock.

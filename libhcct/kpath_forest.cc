@@ -627,6 +627,7 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
       totals[i] = t;
       bool stays = u == pinned || t > theta || word(u->guess[1]) != 0 || u->first_child != kEnd;
       u->guess[0] = u->guess[1] = kEnd;
+      u->refusals = 0;
       add_total(u->link, t);  // (whether u stays or its count moves there, the link's total is the same)
       if (stays) add_refs(u->link, kLinkRef);
       else evict(u, t);
@@ -661,6 +662,7 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
       uint64_t t = total(u);
       bool stays = u == pinned || t > theta || word(u->guess[1]) != 0 || u->first_child != kEnd;
       u->guess[0] = u->guess[1] = kEnd;
+      u->refusals = 0;
       if (stays) continue;
       add_refs(u->link, -kLinkRef);
       evict(u, t);
@@ -672,6 +674,7 @@ HCCT_NOINST void PathProfiler::sweep(KsfNode *pinned) {
       auto *root = reinterpret_cast<KsfNode *>(roots_.slots()[i].value);
       tidy(root);
       root->guess[0] = root->guess[1] = kEnd;
+      root->refusals = 0;
     }
   non_roots_ -= victims;
   nodes_ -= victims;

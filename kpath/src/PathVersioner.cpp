@@ -957,12 +957,18 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
 }
 
 namespace {
-// Whether a loop's body can call code that reaches the countdown or the start counters: any call
-// but an intrinsic (memcpy and its kind go to libc, which calls nothing of the program).
-bool calls_out(const Loop &l) {
+// Whether a loop's counts must stay in memory: its body can call code that reaches the countdown or
+// the start counters — any call, memcpy/memmove/memset included (they may lower to a call of the
+// program's own, instrumented definition), but for other intrinsics — or it may wait on another
+// thread (an atomic or volatile access: a spin-wait can run while the final dump reads the
+// counters, which would miss the loop's iterations so far).
+bool keeps_counts_in_memory(const Loop &l) {
   for (const BasicBlock *bb : l.blocks())
-    for (const Instruction &i : *bb)
-      if (const auto *call = dyn_cast<CallBase>(&i); call && !isa<IntrinsicInst>(call)) return true;
+    for (const Instruction &i : *bb) {
+      if (const auto *call = dyn_cast<CallBase>(&i); call && (!isa<IntrinsicInst>(call) || isa<AnyMemIntrinsic>(call)))
+        return true;
+      if (i.isAtomic() || i.isVolatile()) return true;
+    }
   return false;
 }
 }  // namespace
@@ -990,7 +996,7 @@ void PathVersioner::keep_clock_in_registers(const DenseMap<BasicBlock *, std::ve
   for (Loop *l : loops.getLoopsInPreorder()) {
     BasicBlock *h = l->getHeader();
     auto counted = back_edge_counts.find(h);
-    if (!l->isInnermost() || counted == back_edge_counts.end() || calls_out(*l)) continue;
+    if (!l->isInnermost() || counted == back_edge_counts.end() || keeps_counts_in_memory(*l)) continue;
     // Every countdown access in the loop must be one of the header's own back-edge tests, and every
     // edge in and out must get a block of its own.
     size_t accesses = 0;

@@ -41,9 +41,11 @@ inline constexpr Option kBurst{"burst", true, "0, 1, manual", "0",
                                "static bursting: exhaustive profiling only in short bursts (docs/BURSTING.md)"};
 inline constexpr Option kBurstInterval{"burst_interval", false, "milliseconds in [0.001, 86400000]", "2",
                                        "a burst starts every `burst_interval`; on the event clock (`burst=1` with the shadow stack) "
-                                       "with neither this nor `burst_length` given: 0.1; one given alone sets the other at 10:1"};
+                                       "or the count clock (plugin `clock=count` builds) with neither this nor `burst_length` given: 0.1; "
+                                       "one given alone sets the other at 10:1 on every clock"};
 inline constexpr Option kBurstLength{"burst_length", false, "milliseconds in [0.001, 86400000]", "0.2",
-                                     "each burst lasts `burst_length` (at most the interval); on the event clock with neither given: 0.01"};
+                                     "each burst lasts `burst_length` (at most the interval); with neither given: 0.01 on the event "
+                                     "clock, 0.005 on the count clock"};
 inline constexpr Option kBurstSync{"burst_sync", true, "auto, shadow, unwind", "shadow",
                                    "how a burst recovers the current context (shadow stack or machine stack); plugin builds "
                                    "with `clock=count` burst on the count clock with `shadow` or `auto` (docs/BURSTING.md, "
