@@ -117,6 +117,8 @@ HCCT_NOINST void lock() {
   while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) raw_syscall(SYS_sched_yield);
 }
 HCCT_NOINST void unlock() { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
+// For a caller that must not wait (a signal handler may have interrupted the holder on its thread).
+HCCT_NOINST bool try_lock() { return !__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE); }
 
 // Program threads read the clock through the vDSO; the timer thread (and phase changes, which it
 // makes) with the system call.
@@ -634,19 +636,27 @@ HCCT_NOINST uint64_t path_hash(const char *path) {
   return h;
 }
 
-HCCT_NOINST int find_object(dl_phdr_info *info, size_t, void *arg) {
-  auto *name = static_cast<ObjectName *>(arg);
-  uintptr_t relative = name->address - info->dlpi_addr;
+// Whether `address` lies in one of the object's PT_LOAD segments (with `flags` among its p_flags).
+HCCT_NOINST bool object_holds(const dl_phdr_info *info, uintptr_t address, ElfW(Word) flags = 0) {
+  uintptr_t relative = address - info->dlpi_addr;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr) &ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_LOAD && relative - ph.p_vaddr < ph.p_memsz) {
-      name->modid = info->dlpi_tls_modid;
-      name->load_address = info->dlpi_addr;
-      name->path_hash = path_hash(info->dlpi_name);
-      return 1;
-    }
+    if (ph.p_type == PT_LOAD && (ph.p_flags & flags) == flags && relative - ph.p_vaddr < ph.p_memsz) return true;
   }
-  return 0;
+  return false;
+}
+
+HCCT_NOINST void name_object(const dl_phdr_info *info, ObjectName *name) {
+  name->modid = info->dlpi_tls_modid;
+  name->load_address = info->dlpi_addr;
+  name->path_hash = path_hash(info->dlpi_name);
+}
+
+HCCT_NOINST int find_object(dl_phdr_info *info, size_t, void *arg) {
+  auto *name = static_cast<ObjectName *>(arg);
+  if (!object_holds(info, name->address)) return 0;
+  name_object(info, name);
+  return 1;
 }
 
 // Under the module list's lock (dump.h: every dl_iterate_phdr of the runtime; fork).
@@ -664,15 +674,27 @@ HCCT_NOINST ObjectName object_holding(const void *address) {
 HCCT_NOINST void add_count_module(const unit_abi::Unit *u) {
   int64_t *countdown = u->count_tls();
   intptr_t offset = static_tls_offset(countdown);
+  ObjectName object = object_holding(u);
   uint32_t n = g_count_modules.count;
-  for (uint32_t i = 0; i < n; ++i)
-    if (g_count_modules.offset[i] == offset && g_count_modules.live[i]) return;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (g_count_modules.offset[i] != offset || !g_count_modules.live[i] ||
+        g_count_modules.tls_modid[i] != object.modid || g_count_modules.load_address[i] != object.load_address ||
+        g_count_modules.path_hash[i] != object.path_hash)
+      continue;  // another module, or an unloaded one whose TLS this module was given
+    if (g_count_modules.unit[i] != u) return;  // another unit of the same module: one countdown
+    // The same descriptor registers again: a unit registers once per load, so this is a new load of
+    // the module at its old place (a dlopen between another thread's dlclose and its forget step),
+    // whose countdowns glibc has just zeroed in every thread. The entry is the unloaded module's:
+    // threads hold its countdowns' old values (count_armed), which would turn the new load's
+    // enters into garbage. A new entry, armed by each thread as a module loaded meanwhile.
+    __atomic_store_n(&g_count_modules.live[i], false, __ATOMIC_RELEASE);
+    break;
+  }
   if (n == CountModules::kMax) {
     // Its countdown is never armed: each of its enters would call in. Counted modules must be all.
     g_gate_units = true;
     return;
   }
-  ObjectName object = object_holding(u);
   g_count_modules.offset[n] = offset;
   g_count_modules.unit[n] = u;
   g_count_modules.tls_modid[n] = object.modid;
@@ -1176,30 +1198,65 @@ HCCT_NOINST void burst_plugin_probe_seen() {
   __atomic_store_n(&g_plugin_seen, 1, __ATOMIC_RELAXED);
 }
 
+// Whether count module i is still the one registered, from inside dl_iterate_phdr: the object that
+// holds its descriptor is the one that did at the registration (module id, load address, path),
+// and the module's own code (count_tls) finds its countdown at the offset the runtime writes. The
+// call into the module is made in the callback, where glibc's write lock on the list of objects
+// keeps the object mapped: another thread's dlclose unmaps and unlinks it under that lock, so an
+// object found listed cannot be unmapped before the callback returns (glibc's dl-close.c). Called
+// after the check, the module's code could have been unmapped meanwhile (issue 16, session 15: two
+// threads in dlclose at once). The descriptor's pointer must lie in the object's executable
+// segments: an object still being loaded (listed before its relocation) holds link-time values.
+struct CountModuleCheck {
+  ObjectName registered;
+  uintptr_t countdown;  // where the runtime writes the calling thread's countdown
+  bool live = false;
+};
+
+HCCT_NOINST int check_count_module(dl_phdr_info *info, size_t, void *arg) {
+  auto *check = static_cast<CountModuleCheck *>(arg);
+  if (!object_holds(info, check->registered.address)) return 0;
+  ObjectName found{check->registered.address};
+  name_object(info, &found);
+  if (found == check->registered) {
+    const auto *u = reinterpret_cast<const unit_abi::Unit *>(check->registered.address);
+    auto count_tls = u->count_tls;
+    check->live = object_holds(info, reinterpret_cast<uintptr_t>(count_tls), PF_X) &&
+                  reinterpret_cast<uintptr_t>(count_tls()) == check->countdown;
+  }
+  return 1;
+}
+
+HCCT_NOINST bool count_module_live(uint32_t i, uintptr_t thread_pointer) {
+  CountModuleCheck check{{reinterpret_cast<uintptr_t>(g_count_modules.unit[i]), g_count_modules.tls_modid[i],
+                          g_count_modules.load_address[i], g_count_modules.path_hash[i]},
+                         thread_pointer + uintptr_t(g_count_modules.offset[i])};
+  lock_module_list();
+  dl_iterate_phdr(check_count_module, &check);
+  unlock_module_list();
+  return check.live;
+}
+
 HCCT_NOINST void burst_forget_unloaded_units() {
-  units_lock();
-  uint32_t n = g_unit_count;
+  // Not under the units lock: dladdr waits for glibc's loader lock, which a dlopen holds while its
+  // constructors register units (and so wait for the units lock): the two would wait for each
+  // other (session 15). The records only ever lose their unit here; appends need no care.
+  uint32_t n = __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < n; ++i) {
-    const unit_abi::Unit *u = g_units[i].unit;
+    const unit_abi::Unit *u = __atomic_load_n(&g_units[i].unit, __ATOMIC_ACQUIRE);
     Dl_info info;
     if (u && !dladdr(u, &info)) __atomic_store_n(&g_units[i].unit, nullptr, __ATOMIC_RELEASE);
   }
   // A count module unloaded: its countdowns are no longer written or read (another library's TLS
   // may take their place). Not told by its descriptor's address alone: a library loaded meanwhile
   // (in the dlclose's destructors, or by another thread once the unload was over) may be mapped
-  // where the module was and take its TLS module id and offset. Live: the object that holds the
-  // descriptor is the one that did at the registration (module id, load address, path), and the
-  // module's own code still finds its countdown at the offset the runtime writes.
+  // where the module was and take its TLS module id and offset (count_module_live). Under the units
+  // lock, which only dl_iterate_phdr's lock is taken under (never glibc's loader lock).
+  units_lock();
   uintptr_t tp = own_thread_pointer();
-  for (uint32_t i = 0; i < g_count_modules.count; ++i) {
-    if (!g_count_modules.live[i]) continue;
-    const auto *u = static_cast<const unit_abi::Unit *>(g_count_modules.unit[i]);
-    ObjectName registered{reinterpret_cast<uintptr_t>(u), g_count_modules.tls_modid[i],
-                          g_count_modules.load_address[i], g_count_modules.path_hash[i]};
-    if (!(object_holding(u) == registered) ||
-        reinterpret_cast<uintptr_t>(u->count_tls()) != tp + uintptr_t(g_count_modules.offset[i]))
+  for (uint32_t i = 0; i < g_count_modules.count; ++i)
+    if (g_count_modules.live[i] && !count_module_live(i, tp))
       __atomic_store_n(&g_count_modules.live[i], false, __ATOMIC_RELEASE);
-  }
   units_unlock();
   new_walk_generation();  // kept walks may name the unloaded code
   // The rules of unloaded code must not serve code loaded at the same addresses later: a fresh
@@ -1318,22 +1375,27 @@ HCCT_NOINST bool burst_event_clock() { return g_event_clock; }
 
 HCCT_NOINST std::optional<bool> burst_count_decide() {
   if (__atomic_load_n(&g_count_decided, __ATOMIC_ACQUIRE)) return g_count_clock;
-  // Not units_lock(): a signal handler's first count event may interrupt the lock's holder on the
-  // same thread (a dlopen's unit registration, a dlclose), which would never release it.
+  // Not units_lock() nor lock(): a signal handler's first count event may interrupt the holder of
+  // either on the same thread (a dlopen's unit registration, a dlclose; a fork's prepare handler,
+  // the dump's time fraction), which would never release it. Left undecided, the event's countdown
+  // stays negative and its next enter calls in again.
   if (!units_try_lock()) return std::nullopt;
   if (!g_count_decided) {
     // Every unit registered so far counts, and can be unwound right (its site table); nothing was
     // processed yet on another clock.
     bool chosen = g_count_possible && g_active && g_count_modules.count && !g_gate_units && !g_units_fallback &&
                   !__atomic_load_n(&g_burst_events_seen, __ATOMIC_ACQUIRE);
-    if (chosen && !g_functions) {
-      g_functions = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
-      g_others = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
-      g_rules = static_cast<RuleSlot *>(map_pages(kRuleSlots * sizeof(RuleSlot)));  // (optional)
+    if (chosen) {  // (kept for the next attempt when the lock below is busy)
+      if (!g_functions) g_functions = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
+      if (!g_others) g_others = static_cast<uintptr_t *>(map_pages(kFunctionSlots * sizeof(uintptr_t)));
+      if (!g_rules) g_rules = static_cast<RuleSlot *>(map_pages(kRuleSlots * sizeof(RuleSlot)));  // (optional)
       chosen = g_functions && g_others;
     }
+    if (chosen && !try_lock()) {
+      units_unlock();
+      return std::nullopt;
+    }
     if (chosen) {
-      lock();
       // The event clock's estimator and schedule (the dump's burst_clock=events), each thread's own;
       // a time-clock timer (auto) stops at its next wake-up, and its burst, if one is open, ends.
       if (g_open) g_burst_ns += monotonic_ns() - g_opened_ns;

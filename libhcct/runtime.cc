@@ -1197,13 +1197,10 @@ __thread uint32_t t_count_known __attribute__((tls_model("initial-exec"))) = 0;
 // thread's BurstThread::count_armed) records the countdowns written, and `late` receives the enters
 // made since they were last armed or taken: each countdown is exchanged, not overwritten, so that
 // the enters a signal handler makes on this thread while the runtime is between its read
-// (count_take) and this write are not lost. Put off while a dlclose may be unloading a module
-// (CountWrite): returns `from`, so that the caller's count of modules armed stays short and the
-// write is made again (a countdown left negative also calls in again).
-HCCT_NOINST uint32_t count_set(uint32_t from, int64_t countdown, unsigned char exit_gate, int64_t *armed,
-                               uint64_t *late = nullptr) {
-  CountWrite write;
-  if (!write.allowed()) return from;
+// (count_take) and this write are not lost. Under the caller's permit (`write` allowed).
+[[gnu::always_inline]] inline uint32_t count_write(const CountWrite &write, uint32_t from, int64_t countdown,
+                                                   unsigned char exit_gate, int64_t *armed, uint64_t *late) {
+  (void)write;
   return for_each_count_module(own_thread_pointer(), from, [&](uint32_t i, int64_t *module_countdown) {
     int64_t was = __atomic_exchange_n(module_countdown, countdown, __ATOMIC_RELAXED);
     __atomic_store_n(reinterpret_cast<unsigned char *>(module_countdown) + hcct::unit_abi::kExitGateOffset, exit_gate,
@@ -1215,12 +1212,20 @@ HCCT_NOINST uint32_t count_set(uint32_t from, int64_t countdown, unsigned char e
   });
 }
 
-// The enters the thread made in its count modules since the runtime last armed them (the one that
-// called in included), and the countdowns taken as the new base. Put off (0, nothing taken) while a
-// dlclose may be unloading a module: the enters stay in the countdowns for the next take.
-HCCT_NOINST uint64_t count_take(BurstThread &b) {
+// count_write under a permit of its own. Put off while a dlclose may be unloading a module
+// (CountWrite): returns `from`, so that the caller's count of modules armed stays short and the
+// write is made again (a countdown left negative also calls in again).
+HCCT_NOINST uint32_t count_set(uint32_t from, int64_t countdown, unsigned char exit_gate, int64_t *armed,
+                               uint64_t *late = nullptr) {
   CountWrite write;
-  if (!write.allowed()) return 0;
+  if (!write.allowed()) return from;
+  return count_write(write, from, countdown, exit_gate, armed, late);
+}
+
+// The enters the thread made in its count modules since the runtime last armed them (the one that
+// called in included), and the countdowns taken as the new base. Under the caller's permit.
+[[gnu::always_inline]] inline uint64_t count_read(const CountWrite &write, BurstThread &b) {
+  (void)write;
   uint64_t enters = 0;
   for_each_count_module(own_thread_pointer(), 0, [&](uint32_t i, int64_t *countdown) {
     int64_t now = *countdown;
@@ -1230,15 +1235,27 @@ HCCT_NOINST uint64_t count_take(BurstThread &b) {
   return enters;
 }
 
+// count_read under a permit of its own. Put off (0, nothing taken) while a dlclose may be unloading
+// a module: the enters stay in the countdowns for the next take.
+HCCT_NOINST uint64_t count_take(BurstThread &b) {
+  CountWrite write;
+  if (!write.allowed()) return 0;
+  return count_read(write, b);
+}
+
 // The rest of a gap: each module's countdown gets an equal share of the enters left, so that the
 // first one to run out calls in before the gap is over by more than the modules' number (the
 // thread's enters may go to any of them); the runtime then shares out what is left again.
-// `after_burst`: the countdowns still hold the burst's enters (its calls, not the gap's).
-HCCT_NOINST void count_arm_gap(BurstThread &b, bool after_burst) {
+// `after_burst`: the countdowns still hold the burst's enters (its calls, not the gap's), so the
+// caller must hold a permit that was allowed (count_end_burst): put off, the next take would count
+// them again as the gap's. Otherwise a put-off arming leaves the gap's enters in the countdowns
+// for the next take.
+HCCT_NOINST void count_arm_gap(BurstThread &b, bool after_burst, const CountWrite &write) {
+  if (!write.allowed()) return;
   uint32_t n = __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE);
   if (g_exact) {  // the exact side needs every event: every enter calls in, every exit gate stays open
-    count_take(b);  // (the burst's enters: not the gap's)
-    if (b.count_known != n) b.count_known = count_set(b.count_known, kCountEveryEnter, 1, b.count_armed);
+    count_read(write, b);  // (the burst's enters: not the gap's)
+    if (b.count_known != n) b.count_known = count_write(write, b.count_known, kCountEveryEnter, 1, b.count_armed, nullptr);
     return;
   }
   uint32_t live = 0;
@@ -1246,8 +1263,22 @@ HCCT_NOINST void count_arm_gap(BurstThread &b, bool after_burst) {
   uint64_t share = live > 1 ? b.gap_left / live : b.gap_left;
   if (share > uint64_t(kCountNoEnter)) share = uint64_t(kCountNoEnter);
   uint64_t late = 0;
-  b.count_known = count_set(0, int64_t(share), 0, b.count_armed, &late);
+  b.count_known = count_write(write, 0, int64_t(share), 0, b.count_armed, &late);
   if (!after_burst) b.skipped += late;  // (a signal handler's, since count_take: the gap's)
+}
+
+// A burst's last enter: the burst ends and the gap after it is armed, both under one permit. Put
+// off by a dlclose, the burst takes the next enter too (its countdowns, still negative, call in)
+// rather than end with the countdowns holding its enters, which the gap's next take would count
+// again (session 15: `events` over-counted by the bursts that ended during a dlclose).
+HCCT_NOINST void count_end_burst(BurstThread &b) {
+  CountWrite write;
+  if (HCCT_UNLIKELY(!write.allowed())) {
+    b.burst_left = 1;
+    return;
+  }
+  b.end_burst(burst_now_ns());
+  count_arm_gap(b, true, write);
 }
 
 // A forked child's events start at the fork: the parent's part of the current gap, still in the
@@ -1293,22 +1324,31 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
     uint64_t enters = count_take(b);  // this one included
     if (enters <= b.gap_left) {
       b.gap_left -= enters;
-      count_arm_gap(b, false);
+      count_arm_gap(b, false, CountWrite());
       return event_end(s);
     }
     // The gap is over at this enter; enters past its end in other modules were skipped too.
     b.skipped += enters - 1 - b.gap_left;
     b.gap_left = 0;
+    // Every countdown negative and every exit gate open before the burst begins. Put off by a
+    // dlclose (CountWrite), there is no burst: one begun with the other modules' countdowns still
+    // counting their gap shares and every exit gate closed would see none of its exits and lose
+    // those modules' enters from `events` until a slow enter re-armed them (session 15). This
+    // enter is the gap's, and the next one (the countdown is still negative) tries again.
+    if (!g_exact || b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE)) {
+      uint64_t late = 0;  // (a signal handler's, since count_take: the gap's)
+      b.count_known = count_set(0, kCountEveryEnter, 1, b.count_armed, &late);
+      b.skipped += late;
+      if (HCCT_UNLIKELY(!b.count_known)) {  // (count_set returns its `from` when put off)
+        ++b.skipped;
+        return event_end(s);
+      }
+    }
     b.shadow_current = false;
     bool excluded_own = false;
     size_t n = burst_unwind(b.shadow, fn, sp, false, &excluded_own, &b.unwind_memo);
     b.join(s->profile, 0, b.shadow.path(), n, true);
     b.begin_burst(burst_now_ns());
-    if (!g_exact || b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE)) {
-      uint64_t late = 0;  // (a signal handler's, since count_take: the gap's)
-      b.count_known = count_set(0, kCountEveryEnter, 1, b.count_armed, &late);
-      b.skipped += late;
-    }
   } else if (HCCT_UNLIKELY(b.count_known != __atomic_load_n(&g_count_modules.count, __ATOMIC_ACQUIRE))) {
     b.count_known = count_set(b.count_known, kCountEveryEnter, 1, b.count_armed);  // a module loaded meanwhile
   }
@@ -1318,10 +1358,7 @@ HCCT_NOINST void count_disarm(BurstThread *b) {
     burst_learn(fn);
     s->profile.enter(fn, site, sp);
   }
-  if (--b.burst_left == 0) {
-    b.end_burst(burst_now_ns());
-    count_arm_gap(b, true);
-  }
+  if (--b.burst_left == 0) count_end_burst(b);
   event_end(s);
 }
 

@@ -4,21 +4,24 @@
 //
 // Built with clock=count. main and the signal handler are not instrumented; work() is. main loads
 // COUNT_LIB (a count module: its countdown is static TLS), then unloads it. The runtime's dlclose
-// looks the unloaded units up with dladdr while it holds its units lock, and this program's dladdr
-// (exported: the runtime calls it) does two things there, once:
-//  - raises SIGUSR1, whose handler calls work(): the run's first count event, which decides the
-//    clock, interrupting the holder of the units lock on the same thread (before the fix: the
-//    decision spun on that lock for ever);
-//  - loads TLS_LIB (not instrumented, an initial-exec TLS array) before the runtime has looked:
-//    glibc gives it the static TLS the count module had, and maps it where the module was (before
-//    the fix: the module, found "still mapped" by its address, stayed live, and its countdown and
-//    exit gate were written into TLS_LIB's array).
+// looks the unloaded units up with dladdr, then, holding its units lock, checks the count modules
+// with dl_iterate_phdr; this program's dladdr and dl_iterate_phdr (exported: the runtime calls
+// them) do two things there, once:
+//  - dladdr loads TLS_LIB (not instrumented, an initial-exec TLS array) before the runtime has
+//    looked: glibc gives it the static TLS the count module had, and maps it where the module was
+//    (before the fix: the module, found "still mapped" by its address, stayed live, and its
+//    countdown and exit gate were written into TLS_LIB's array);
+//  - the next dl_iterate_phdr raises SIGUSR1, whose handler calls work(): the run's first count
+//    event, which decides the clock, interrupting the holder of the units lock on the same thread
+//    (before the fix: the decision spun on that lock for ever). (Until session 15 the runtime
+//    called dladdr under the units lock, and dladdr raised the signal.)
 // (`quiet`: without the signal, main's first call of work() decides the clock.)
 // Then main calls work() CALLS times (bursts: the countdowns are written) and prints the handler's
 // sum, work's and the sum of TLS_LIB's array in this thread, which must be 0. A run that hangs is
 // ended by SIGALRM after 60 s.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +29,7 @@
 #include <unistd.h>
 
 static volatile unsigned long sink;
-static volatile int armed;
+static volatile int armed, signal_armed;
 static int with_signal = 1;
 static volatile unsigned long in_handler;
 static const char *tls_lib_path;
@@ -48,10 +51,21 @@ __attribute__((no_instrument_function)) int dladdr(const void *address, Dl_info 
   if (!real) real = (int (*)(const void *, Dl_info *))dlsym(RTLD_NEXT, "dladdr");
   if (armed) {
     armed = 0;
-    if (with_signal) raise(SIGUSR1);
     tls_lib = dlopen(tls_lib_path, RTLD_NOW);
+    signal_armed = with_signal;
   }
   return real(address, info);
+}
+
+__attribute__((no_instrument_function)) int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *),
+                                                            void *data) {
+  static int (*real)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+  if (!real) real = (int (*)(int (*)(struct dl_phdr_info *, size_t, void *), void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
+  if (signal_armed) {
+    signal_armed = 0;
+    raise(SIGUSR1);
+  }
+  return real(callback, data);
 }
 
 __attribute__((no_instrument_function)) int main(int argc, char **argv) {
