@@ -506,7 +506,8 @@ def rows_of(configs):
         row = {"config": c.label, "problem": c.problem}
         if c.wall:
             row.update(wall_s=round(statistics.median(c.wall), 3), cpu_s=round(med[c.label], 4),
-                       peak_rss_mb=round(max(c.rss_kb) / 1024, 1), runs=len(c.wall), slow=c.slow)
+                       peak_rss_mb=round(max(c.rss_kb) / 1024, 1), runs=len(c.wall), slow=c.slow,
+                       cpu_rounds=[round(x, 4) for x in c.cpu])  # (the spread behind the median)
             for base in ("native", "finstr empty"):
                 if med.get(base):
                     row["cpu_x_" + base.replace(" ", "_")] = round(med[c.label] / med[base], 3)
