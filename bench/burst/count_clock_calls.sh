@@ -26,7 +26,7 @@ configs=(
   "gate off|gate|mode=off"
   "gate burst auto (time clock)|gate|mode=hcct:burst=1:burst_sync=auto"
   "count off|count|mode=off"
-  "count burst (default, f = 10 %)|count|mode=hcct:burst=1"
+  "count burst (default, f = 5 %)|count|mode=hcct:burst=1"
   "count burst f = 3.3 %|count|mode=hcct:burst=1:burst_interval=0.3:burst_length=0.01"
 )
 declare -A times
