@@ -1031,35 +1031,46 @@ const ha::ThreadProfile *thread_calling(const ha::ProfileSet &set, const std::st
   return nullptr;
 }
 
-TEST_CASE("count clock: two threads in dlclose at once, each unloading a count module", "[bursting][e2e][count]") {
-  const std::string exe = plugin_program("count_races");
-  auto p = run_profiled({exe, "close2", kPrograms + "/libcount_lib.so", kPrograms + "/libcount_race_lib.so", "100000"},
-                        "mode=hcct:burst=1");
+// One of count_races' scenarios (its arguments after the program) under the count clock's bursting,
+// run to a clean exit, with its profiles.
+struct CountRace {
+  Profiled run;
+  ha::ProfileSet set;
+};
+
+CountRace run_count_race(std::vector<std::string> args) {
+  args.insert(args.begin(), plugin_program("count_races"));
+  auto p = run_profiled(args, "mode=hcct:burst=1");
   INFO(p.result.err);
   REQUIRE(p.result.status == 0);
-  CHECK(p.result.out == "close2 raced work " + std::to_string(2 * 4999950000ul) + "\n");
-  auto set = ha::read_profiles(p.dir);
-  const ha::ThreadProfile *t = thread_calling(set, "work");
+  return {p, ha::read_profiles(p.dir)};
+}
+
+// The thread of the race with a context under `root`, profiled on the count clock.
+const ha::ThreadProfile &count_thread(const CountRace &race, const std::string &root) {
+  const ha::ThreadProfile *t = thread_calling(race.set, root);
   REQUIRE(t);
   CHECK(meta(*t, "burst_sync") == "count");
-  CHECK(t->meta.unmatched_exits == 0);
+  return *t;
+}
+
+TEST_CASE("count clock: two threads in dlclose at once, each unloading a count module", "[bursting][e2e][count]") {
+  auto race = run_count_race({"close2", kPrograms + "/libcount_lib.so", kPrograms + "/libcount_race_lib.so", "100000"});
+  INFO(race.run.result.err);
+  CHECK(race.run.result.out == "close2 raced work " + std::to_string(2 * 4999950000ul) + "\n");
+  CHECK(count_thread(race, "work").meta.unmatched_exits == 0);
 }
 
 TEST_CASE("count clock: a dlopen of the module between a dlclose and its forget step", "[bursting][e2e][count]") {
-  const std::string exe = plugin_program("count_races");
   const uint64_t calls = 100000;
-  auto p = run_profiled({exe, "reopen", kPrograms + "/libcount_lib.so", std::to_string(calls)}, "mode=hcct:burst=1");
-  INFO(p.result.err);
-  REQUIRE(p.result.status == 0);
+  auto race = run_count_race({"reopen", kPrograms + "/libcount_lib.so", std::to_string(calls)});
+  INFO(race.run.result.err);
   // lib_run twice, work once, lib_sum; the new load's lib_leaf sum.
   const uint64_t events = 2 * (3 * calls + 1) + calls + 2, sum = calls * calls;
-  CHECK(p.result.out == "reopen events " + std::to_string(events) + " sum " + std::to_string(sum) + "\n");
-  auto set = ha::read_profiles(p.dir);
-  const ha::ThreadProfile *t = thread_calling(set, "lib_run");
-  REQUIRE(t);
-  CHECK(meta(*t, "burst_sync") == "count");
-  CHECK(meta(*t, "events") == std::to_string(events));  // every enter (both loads'), each counted once
-  CHECK(t->meta.unmatched_exits == 0);
+  CHECK(race.run.result.out == "reopen events " + std::to_string(events) + " sum " + std::to_string(sum) + "\n");
+  const ha::ThreadProfile &t = count_thread(race, "lib_run");
+  CHECK(meta(t, "events") == std::to_string(events));  // every enter (both loads'), each counted once
+  CHECK(t.meta.unmatched_exits == 0);
 }
 
 // A stress test: a thread dlopens and dlcloses a library as fast as it can while main's calls open
@@ -1067,20 +1078,15 @@ TEST_CASE("count clock: a dlopen of the module between a dlclose and its forget 
 // writes off ended with its countdowns still holding its enters, which the gap's next take counted
 // again (before session 15: `events` too high in 5 of 5 runs, by 2,291 to 28,998).
 TEST_CASE("count clock: bursts ending while a dlclose holds the count writes off", "[bursting][e2e][count]") {
-  const std::string exe = plugin_program("count_races");
-  auto p = run_profiled({exe, "burst", kPrograms + "/libcount_lib.so", kPrograms + "/libcount_unload_tls.so", "1.5"},
-                        "mode=hcct:burst=1");
-  INFO(p.result.err);
-  REQUIRE(p.result.status == 0);
+  auto race = run_count_race({"burst", kPrograms + "/libcount_lib.so", kPrograms + "/libcount_unload_tls.so", "1.5"});
+  const std::string &out = race.run.result.out;
+  INFO(race.run.result.err);
   const std::string prefix = "burst events ";
-  REQUIRE(p.result.out.rfind(prefix, 0) == 0);
-  const std::string enters = p.result.out.substr(prefix.size(), p.result.out.size() - prefix.size() - 1);
-  auto set = ha::read_profiles(p.dir);
-  const ha::ThreadProfile *t = thread_calling(set, "work");
-  REQUIRE(t);
-  CHECK(meta(*t, "burst_sync") == "count");
-  CHECK(std::stoull(meta(*t, "bursts")) >= 100);
-  CHECK(meta(*t, "events") == enters);  // exact: every enter counted once, in a burst or a gap
+  REQUIRE(out.rfind(prefix, 0) == 0);
+  const std::string enters = out.substr(prefix.size(), out.size() - prefix.size() - 1);
+  const ha::ThreadProfile &t = count_thread(race, "work");
+  CHECK(std::stoull(meta(t, "bursts")) >= 100);
+  CHECK(meta(t, "events") == enters);  // exact: every enter counted once, in a burst or a gap
 }
 
 // A burst must not begin before its countdowns and exit gates are written: at the runtime's clock
@@ -1089,17 +1095,10 @@ TEST_CASE("count clock: bursts ending while a dlclose holds the count writes off
 // left the burst with its exits unseen and `events` wrong (2,202,581 and 2,202,559 for 2,202,200).
 TEST_CASE("count clock: a burst begins with its exit gates open, even while a dlclose holds the writes off",
           "[bursting][e2e][count]") {
-  const std::string exe = plugin_program("count_races");
-  auto p = run_profiled({exe, "gates", kPrograms + "/libcount_lib.so", kPrograms + "/libcount_unload_tls.so"},
-                        "mode=hcct:burst=1");
-  INFO(p.result.err);
-  REQUIRE(p.result.status == 0);
-  CHECK(p.result.out == "gates armed events 2200000\n");  // (no burst started with a closed gate)
-  auto set = ha::read_profiles(p.dir);
-  const ha::ThreadProfile *t = thread_calling(set, "work");
-  REQUIRE(t);
-  CHECK(meta(*t, "burst_sync") == "count");
-  CHECK(meta(*t, "events") == "2200000");
+  auto race = run_count_race({"gates", kPrograms + "/libcount_lib.so", kPrograms + "/libcount_unload_tls.so"});
+  INFO(race.run.result.err);
+  CHECK(race.run.result.out == "gates armed events 2200000\n");  // (no burst started with a closed gate)
+  CHECK(meta(count_thread(race, "work"), "events") == "2200000");
 }
 
 // Guards the clock's decision against a signal handler's first count event while the runtime holds
@@ -1108,17 +1107,12 @@ TEST_CASE("count clock: a burst begins with its exit gates open, even while a dl
 // handlers block signals (its registry lock) until the lock is released again.
 TEST_CASE("count clock: the first count event in a signal handler during a fork's prepare handlers",
           "[bursting][e2e][count]") {
-  const std::string exe = plugin_program("count_races");
-  auto p = run_profiled({exe, "fork", "2000000"}, "mode=hcct:burst=1");
-  INFO(p.result.err);
-  REQUIRE(p.result.status == 0);
-  CHECK(p.result.out == "fork handler 45 child 0 work " + std::to_string(1999999000000ul + 45) + "\n");
-  auto set = ha::read_profiles(p.dir);
-  const ha::ThreadProfile *t = thread_calling(set, "work");
-  REQUIRE(t);
-  CHECK(meta(*t, "burst_sync") == "count");
-  CHECK(std::stoull(meta(*t, "bursts")) >= 10);
-  CHECK(t->meta.unmatched_exits == 0);
+  auto race = run_count_race({"fork", "2000000"});
+  INFO(race.run.result.err);
+  CHECK(race.run.result.out == "fork handler 45 child 0 work " + std::to_string(1999999000000ul + 45) + "\n");
+  const ha::ThreadProfile &t = count_thread(race, "work");
+  CHECK(std::stoull(meta(t, "bursts")) >= 10);
+  CHECK(t.meta.unmatched_exits == 0);
 }
 
 // A program built with clock=count runs unchanged without the runtime (the module's stub finds no
