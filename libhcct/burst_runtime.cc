@@ -1267,14 +1267,35 @@ HCCT_NOINST void burst_forget_unloaded_units() {
   }
 }
 
+namespace {
+// The calling thread's own dlcloses under way, of g_count_unloading's (more than one when a
+// destructor dlcloses). A forked child's one thread is the forking thread, inside its dlcloses
+// still when a destructor forked: those are the child's, and return there.
+__thread int t_count_unloading __attribute__((tls_model("initial-exec"))) = 0;
+
+// Both counts change as one for the thread's signal handlers: a handler that forked between the
+// two changes would start the child one off, its writes refused for ever (or allowed during its
+// dlclose). A dlclose is rare and slow: the two mask changes cost nothing beside it.
+HCCT_NOINST void count_unloading_add(int delta) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  __atomic_add_fetch(&g_count_unloading, delta, __ATOMIC_SEQ_CST);
+  t_count_unloading += delta;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+}  // namespace
+
 HCCT_NOINST void count_unload_begin() {
-  __atomic_add_fetch(&g_count_unloading, 1, __ATOMIC_SEQ_CST);
+  count_unloading_add(1);
   while (__atomic_load_n(&g_count_writers, __ATOMIC_SEQ_CST) > 0) sched_yield();
 }
-HCCT_NOINST void count_unload_end() { __atomic_sub_fetch(&g_count_unloading, 1, __ATOMIC_SEQ_CST); }
+HCCT_NOINST void count_unload_end() { count_unloading_add(-1); }
 HCCT_NOINST void count_writes_fork_child() {
   __atomic_store_n(&g_count_writers, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&g_count_unloading, 0, __ATOMIC_RELAXED);
+  // The other threads' dlcloses are not the child's; the forking thread's own are (a fork from a
+  // destructor: before session 16 reset to 0 here, the count ended at -1 when that dlclose returned).
+  __atomic_store_n(&g_count_unloading, t_count_unloading, __ATOMIC_RELAXED);
 }
 
 HCCT_NOINST size_t burst_unit_count() { return __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE); }

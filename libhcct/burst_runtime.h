@@ -102,7 +102,8 @@ class CountWrite {
 };
 // Around a dlclose (runtime.cc): no count-module write runs from begin until end, when the modules
 // it unloaded are no longer live (burst_forget_unloaded_units). A forked child starts with no write
-// under way (count_writes_fork_child).
+// under way, and with the forking thread's own dlcloses under way (a destructor that forked) but
+// no other thread's (count_writes_fork_child).
 void count_unload_begin();
 void count_unload_end();
 void count_writes_fork_child();
