@@ -37,6 +37,8 @@ bool g_count_clock = false;
 CountModules g_count_modules;
 int g_count_writers = 0;
 int g_count_unloading = 0;
+// dlcloses begun and ended (count_unloading_add): while it stays the same, no object was unloaded.
+uint64_t g_count_unload_events = 0;
 
 namespace {
 
@@ -674,8 +676,20 @@ HCCT_NOINST ObjectName object_holding(const void *address) {
 HCCT_NOINST void add_count_module(const unit_abi::Unit *u) {
   int64_t *countdown = u->count_tls();
   intptr_t offset = static_tls_offset(countdown);
-  ObjectName object = object_holding(u);
   uint32_t n = g_count_modules.count;
+  // Another unit of a module named since the last dlclose: the static TLS of loaded modules never
+  // overlaps, so the offset names the module without walking the loaded objects again (one walk
+  // per module, not per unit). The same descriptor again is a new load (below): walked.
+  const uint64_t unload_events = __atomic_load_n(&g_count_unload_events, __ATOMIC_SEQ_CST);
+  for (uint32_t i = 0; i < n; ++i)
+    if (g_count_modules.offset[i] == offset && g_count_modules.live[i] &&
+        g_count_modules.named_at[i] == unload_events && g_count_modules.unit[i] != u)
+      return;
+  // Read after the count, so that a dlclose beginning between the two is seen by one of them. An
+  // entry named while a dlclose is under way is never joined so: that dlclose may unload its object
+  // before it changes the count again.
+  const bool no_dlclose = __atomic_load_n(&g_count_unloading, __ATOMIC_SEQ_CST) == 0;
+  ObjectName object = object_holding(u);
   for (uint32_t i = 0; i < n; ++i) {
     if (g_count_modules.offset[i] != offset || !g_count_modules.live[i] ||
         g_count_modules.tls_modid[i] != object.modid || g_count_modules.load_address[i] != object.load_address ||
@@ -700,6 +714,7 @@ HCCT_NOINST void add_count_module(const unit_abi::Unit *u) {
   g_count_modules.tls_modid[n] = object.modid;
   g_count_modules.load_address[n] = object.load_address;
   g_count_modules.path_hash[n] = object.path_hash;
+  g_count_modules.named_at[n] = no_dlclose ? unload_events : CountModules::kNamedDuringDlclose;
   g_count_modules.live[n] = true;
   __atomic_store_n(&g_count_modules.count, n + 1, __ATOMIC_RELEASE);
 }
@@ -1281,6 +1296,7 @@ HCCT_NOINST void count_unloading_add(int delta) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   __atomic_add_fetch(&g_count_unloading, delta, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&g_count_unload_events, 1, __ATOMIC_SEQ_CST);
   t_count_unloading += delta;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }

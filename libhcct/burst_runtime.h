@@ -51,6 +51,10 @@ struct CountModules {
   size_t tls_modid[kMax];
   uintptr_t load_address[kMax];
   uint64_t path_hash[kMax];
+  // The dlclose count (begun and ended) when the object was named, or kNamedDuringDlclose: while
+  // it is unchanged, the object is still loaded and the offset still the module's.
+  static constexpr uint64_t kNamedDuringDlclose = ~uint64_t(0);
+  uint64_t named_at[kMax];
   bool live[kMax];
   uint32_t count;
 };
