@@ -37,6 +37,8 @@ bool g_count_clock = false;
 CountModules g_count_modules;
 int g_count_writers = 0;
 int g_count_unloading = 0;
+// dlcloses begun and ended (count_unloading_add): while it stays the same, no object was unloaded.
+uint64_t g_count_unload_events = 0;
 
 namespace {
 
@@ -674,8 +676,20 @@ HCCT_NOINST ObjectName object_holding(const void *address) {
 HCCT_NOINST void add_count_module(const unit_abi::Unit *u) {
   int64_t *countdown = u->count_tls();
   intptr_t offset = static_tls_offset(countdown);
-  ObjectName object = object_holding(u);
   uint32_t n = g_count_modules.count;
+  // Another unit of a module named since the last dlclose: the static TLS of loaded modules never
+  // overlaps, so the offset names the module without walking the loaded objects again (one walk
+  // per module, not per unit). The same descriptor again is a new load (below): walked.
+  const uint64_t unload_events = __atomic_load_n(&g_count_unload_events, __ATOMIC_SEQ_CST);
+  for (uint32_t i = 0; i < n; ++i)
+    if (g_count_modules.offset[i] == offset && g_count_modules.live[i] &&
+        g_count_modules.named_at[i] == unload_events && g_count_modules.unit[i] != u)
+      return;
+  // Read after the count, so that a dlclose beginning between the two is seen by one of them. An
+  // entry named while a dlclose is under way is never joined so: that dlclose may unload its object
+  // before it changes the count again.
+  const bool no_dlclose = __atomic_load_n(&g_count_unloading, __ATOMIC_SEQ_CST) == 0;
+  ObjectName object = object_holding(u);
   for (uint32_t i = 0; i < n; ++i) {
     if (g_count_modules.offset[i] != offset || !g_count_modules.live[i] ||
         g_count_modules.tls_modid[i] != object.modid || g_count_modules.load_address[i] != object.load_address ||
@@ -700,6 +714,7 @@ HCCT_NOINST void add_count_module(const unit_abi::Unit *u) {
   g_count_modules.tls_modid[n] = object.modid;
   g_count_modules.load_address[n] = object.load_address;
   g_count_modules.path_hash[n] = object.path_hash;
+  g_count_modules.named_at[n] = no_dlclose ? unload_events : CountModules::kNamedDuringDlclose;
   g_count_modules.live[n] = true;
   __atomic_store_n(&g_count_modules.count, n + 1, __ATOMIC_RELEASE);
 }
@@ -1267,14 +1282,36 @@ HCCT_NOINST void burst_forget_unloaded_units() {
   }
 }
 
+namespace {
+// The calling thread's own dlcloses under way, of g_count_unloading's (more than one when a
+// destructor dlcloses). A forked child's one thread is the forking thread, inside its dlcloses
+// still when a destructor forked: those are the child's, and return there.
+__thread int t_count_unloading __attribute__((tls_model("initial-exec"))) = 0;
+
+// Both counts change as one for the thread's signal handlers: a handler that forked between the
+// two changes would start the child one off, its writes refused for ever (or allowed during its
+// dlclose). A dlclose is rare and slow: the two mask changes cost nothing beside it.
+HCCT_NOINST void count_unloading_add(int delta) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  __atomic_add_fetch(&g_count_unloading, delta, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&g_count_unload_events, 1, __ATOMIC_SEQ_CST);
+  t_count_unloading += delta;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+}  // namespace
+
 HCCT_NOINST void count_unload_begin() {
-  __atomic_add_fetch(&g_count_unloading, 1, __ATOMIC_SEQ_CST);
+  count_unloading_add(1);
   while (__atomic_load_n(&g_count_writers, __ATOMIC_SEQ_CST) > 0) sched_yield();
 }
-HCCT_NOINST void count_unload_end() { __atomic_sub_fetch(&g_count_unloading, 1, __ATOMIC_SEQ_CST); }
+HCCT_NOINST void count_unload_end() { count_unloading_add(-1); }
 HCCT_NOINST void count_writes_fork_child() {
   __atomic_store_n(&g_count_writers, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&g_count_unloading, 0, __ATOMIC_RELAXED);
+  // The other threads' dlcloses are not the child's; the forking thread's own are (a fork from a
+  // destructor: before session 16 reset to 0 here, the count ended at -1 when that dlclose returned).
+  __atomic_store_n(&g_count_unloading, t_count_unloading, __ATOMIC_RELAXED);
 }
 
 HCCT_NOINST size_t burst_unit_count() { return __atomic_load_n(&g_unit_count, __ATOMIC_ACQUIRE); }

@@ -51,6 +51,10 @@ struct CountModules {
   size_t tls_modid[kMax];
   uintptr_t load_address[kMax];
   uint64_t path_hash[kMax];
+  // The dlclose count (begun and ended) when the object was named, or kNamedDuringDlclose: while
+  // it is unchanged, the object is still loaded and the offset still the module's.
+  static constexpr uint64_t kNamedDuringDlclose = ~uint64_t(0);
+  uint64_t named_at[kMax];
   bool live[kMax];
   uint32_t count;
 };
@@ -102,7 +106,8 @@ class CountWrite {
 };
 // Around a dlclose (runtime.cc): no count-module write runs from begin until end, when the modules
 // it unloaded are no longer live (burst_forget_unloaded_units). A forked child starts with no write
-// under way (count_writes_fork_child).
+// under way, and with the forking thread's own dlcloses under way (a destructor that forked) but
+// no other thread's (count_writes_fork_child).
 void count_unload_begin();
 void count_unload_end();
 void count_writes_fork_child();

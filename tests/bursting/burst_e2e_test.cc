@@ -988,6 +988,45 @@ TEST_CASE("count clock: a forked child counts its own calls", "[bursting][e2e][c
   CHECK(parent_events == 4 * rounds + 1);
 }
 
+// A fork from a count module's destructor (programs/count_fork_dlclose.c): the child's one thread
+// is inside the dlclose interposer when it begins, and its dlclose returns in the child. Each
+// process then makes `rounds` calls of step (each calling leaf) and both must sample them on the
+// count clock. Before session 16 the child's hold-off count (the dlcloses under way) was reset to
+// 0 by the fork and ended at -1, its count writes refused for ever: no burst in the child, and
+// either no call sampled or every call (a burst under way at the fork never ended), in 3 of 3 runs.
+TEST_CASE("count clock: a child forked inside a dlclose keeps sampling", "[bursting][e2e][count]") {
+  const std::string exe = plugin_program("count_fork_dlclose");
+  const uint64_t rounds = 1000000;
+  auto p = run_profiled({exe, kPrograms + "/libcount_fork_lib.so", std::to_string(rounds)}, "mode=hcct:burst=1");
+  INFO(p.result.err);
+  REQUIRE(p.result.status == 0);
+  CHECK(p.result.out == "child 0\n");
+  auto set = ha::read_profiles(p.dir);
+  REQUIRE(set.processes.size() == 2);
+  int children = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    REQUIRE(set.processes.at(i).threads.size() == 1);
+    const auto &t = set.processes.at(i).threads.at(0);
+    const bool child = t.meta.ppid == set.processes.at(1 - i).threads.at(0).meta.pid;
+    children += child;
+    uint64_t steps = 0;
+    for (auto &[path, count] : named_counts(t))
+      if (path.back() == "step") steps += count;
+    INFO((child ? "child" : "parent") << " pid " << t.meta.pid << " events " << meta(t, "events") << " bursts "
+                                      << meta(t, "bursts") << " calls " << t.meta.calls << " steps " << steps);
+    CHECK(meta(t, "burst_sync") == "count");
+    CHECK(std::stoull(meta(t, "bursts")) > 0);
+    CHECK(t.meta.calls > 0);
+    CHECK(steps > 0);
+    CHECK(t.meta.unmatched_exits == 0);
+    // Sampled, not every call (a burst that never ends takes them all), and in proportion.
+    const double f = std::stod(meta(t, "sampled_fraction"));
+    CHECK(f < 0.5);
+    CHECK(std::fabs(double(steps) / f / double(rounds) - 1) <= 0.10);
+  }
+  CHECK(children == 1);
+}
+
 // A dlclose of a count module (tests/bursting/programs/count_unload.c). The runtime looks the
 // unloaded units up holding its units lock; there, the program's own dladdr raises a signal whose
 // handler makes the run's first count event (before the fix, deciding the clock spun on that lock
