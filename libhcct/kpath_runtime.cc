@@ -13,6 +13,7 @@
 #include "burst_runtime.h"
 #include "dump.h"
 #include "hcct/format.h"
+#include "hcct/kpath_saving_entries.h"
 #include "kpath_forest.h"
 #include "messages.h"
 #include "options.h"
@@ -548,6 +549,20 @@ HCCT_EXPORT void __hcct_path_counted(const uint64_t *table, uint64_t *tls, uint6
   }
   event_end(s);
 }
+
+#if defined(__x86_64__)
+// The preserve_most entries (hcct/kpath_saving_entries.h), calling hidden aliases of the C ones.
+extern "C" {
+void hcct_path_slow_entry(PathFrame *, uint64_t, uint64_t, uint64_t)
+    __attribute__((alias("__hcct_path_slow"), visibility("hidden")));
+void hcct_path_counters_entry(const uint64_t *, uint64_t *) __attribute__((alias("__hcct_path_counters"), visibility("hidden")));
+void hcct_path_counted_entry(const uint64_t *, uint64_t *, uint64_t, PathFrame *, uint64_t, uint64_t)
+    __attribute__((alias("__hcct_path_counted"), visibility("hidden")));
+}
+HCCT_KPATH_SAVING_ENTRY(__hcct_path_slow_pm, hcct_path_slow_entry);
+HCCT_KPATH_SAVING_ENTRY(__hcct_path_counters_pm, hcct_path_counters_entry);
+HCCT_KPATH_SAVING_ENTRY(__hcct_path_counted_pm, hcct_path_counted_entry);
+#endif
 
 HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) {
   KpathThreadState *k = thread.kpath;

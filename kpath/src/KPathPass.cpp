@@ -28,6 +28,8 @@
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/Scalar/SimplifyCFG.h"
+#include "llvm/Transforms/InstCombine/InstCombine.h"
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -241,10 +243,13 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   OsrPointInserter osr(m, {options_.late, options_.opt_level});
   osr.resolve();
   if (!path_profile_enabled()) return osr.insert() ? PreservedAnalyses::none() : PreservedAnalyses::all();
-  RuntimeApi api = RuntimeApi::declare(m, fast_path(), counter_paths(), g_counter_words);
+  const bool version_api_wanted = versions();
+  // (Not with versions: the versioner's copies are built around the inlined probes.)
+  RuntimeApi api = RuntimeApi::declare(m, fast_path(), counter_paths(), g_counter_words,
+                                       options_.defer_step_inlining && !version_api_wanted);
   MetadataBuilder meta(m);
   std::optional<VersionApi> version_api;
-  if (versions()) version_api.emplace(m);
+  if (version_api_wanted) version_api.emplace(m);
   bool changed = false;
   // Every function's DAG first, so that the module's counter block goes to the functions with the
   // fewest paths first: in a large module (SQLite's amalgamation: 2 399 functions, 950 k paths
@@ -336,18 +341,47 @@ PreservedAnalyses KPathPass::run(Module &m, ModuleAnalysisManager &) {
   return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }
 
+PreservedAnalyses KPathInlineStepsPass::run(Module &m, ModuleAnalysisManager &mam) {
+  FunctionAnalysisManager &fam = mam.getResult<FunctionAnalysisManagerModuleProxy>(m).getManager();
+  // What the optimiser does to the inlined steps when they are there from the start, in two cheap
+  // passes on the changed functions only: the window is a constant null at an activation's first
+  // sites and the site's constants decide branches (without this, zstd_lazy.c kept 424 loads
+  // through a null window that can never run), and Lua's dispatch loop needs the combining (+10 %
+  // instructions in luaV_execute without it; docs/BENCHMARKS.md, "Session 16: the step inlined at
+  // the end").
+  FunctionPassManager cleanup;
+  cleanup.addPass(InstCombinePass());
+  cleanup.addPass(SimplifyCFGPass());
+  bool changed = false;
+  for (Function &f : m) {
+    if (f.isDeclaration() || !inline_steps(f)) continue;
+    changed = true;
+    fam.invalidate(f, PreservedAnalyses::none());
+    fam.invalidate(f, cleanup.run(f, fam));
+  }
+  // (At -O0 nothing else removes them.)
+  for (Function &f : make_early_inc_range(m))
+    if (is_step(f) && f.use_empty()) {
+      f.eraseFromParent();
+      changed = true;
+    }
+  return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+}
+
 }  // namespace hcct::kpath
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
   using hcct::kpath::KPathOptions;
   using hcct::kpath::KPathPass;
+  using hcct::kpath::KPathInlineStepsPass;
   return {LLVM_PLUGIN_API_VERSION, "hcct-kpath", "0.1", [](PassBuilder &pb) {
             pb.registerPipelineStartEPCallback([](ModulePassManager &mpm, OptimizationLevel level) {
               if (!stage_is_late())
-                mpm.addPass(KPathPass(KPathOptions{false, g_max_paths, int(level.getSpeedupLevel())}));
+                mpm.addPass(KPathPass(KPathOptions{false, g_max_paths, int(level.getSpeedupLevel()), true}));
             });
             pb.registerOptimizerLastEPCallback([](ModulePassManager &mpm, OptimizationLevel level) {
               if (stage_is_late()) mpm.addPass(KPathPass(KPathOptions{true, g_max_paths, int(level.getSpeedupLevel())}));
+              else mpm.addPass(KPathInlineStepsPass());
             });
             pb.registerPipelineParsingCallback(
                 [](StringRef name, ModulePassManager &mpm, ArrayRef<PassBuilder::PipelineElement>) {

@@ -3,6 +3,8 @@
 #include <functional>
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Analysis/ValueTracking.h"
 
 #include "llvm/Analysis/BlockFrequencyInfo.h"
 #include "llvm/Analysis/BranchProbabilityInfo.h"
@@ -25,6 +27,8 @@ using namespace llvm;
 
 namespace {
 
+constexpr char kStepAttribute[] = "hcct-kpath-step";
+
 // The guess slot of an ID whose loop-body part is `body` (PathInstrumenter::emit_path): the parity
 // of the one bits among its low 16, as an i64 0 or 1. The parity of an i8 (x86-64: test + setnp);
 // on an i64 masked to 8 bits LLVM 14 sometimes emits a whole software popcount.
@@ -32,6 +36,12 @@ Value *guess_slot(IRBuilder<> &b, Value *body) {
   Value *folded = b.CreateTrunc(b.CreateXor(body, b.CreateLShr(body, 8)), b.getInt8Ty());
   Function *ctpop = Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(), Intrinsic::ctpop, {b.getInt8Ty()});
   return b.CreateZExt(b.CreateAnd(b.CreateCall(ctpop, {folded}), b.getInt8(1)), b.getInt64Ty(), "kpath.guess.slot");
+}
+
+// A call of a runtime entry in the entry's convention (RuntimeApi::declare).
+void call_runtime(IRBuilder<> &b, FunctionCallee entry, ArrayRef<Value *> args) {
+  CallInst *call = b.CreateCall(entry, args);
+  if (auto *f = dyn_cast<Function>(entry.getCallee()->stripPointerCasts())) call->setCallingConv(f->getCallingConv());
 }
 
 // The inline fast path (libhcct/kpath_forest.h, path_fast_step, is its C++ twin). The window `w`
@@ -70,7 +80,9 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
   auto *fty = FunctionType::get(Type::getVoidTy(c), {ptr, i64p->getPointerTo(), i64p, i64, i64, i64, i64, i64}, false);
   Function *f = Function::Create(fty, GlobalValue::InternalLinkage, name, m);
   f->addFnAttr(Attribute::NoUnwind);
-  f->addFnAttr(Attribute::AlwaysInline);
+  // Deferred, the optimiser sees one call per site, and inline_steps() inlines them at its end.
+  f->addFnAttr(api.defer_inlining ? Attribute::NoInline : Attribute::AlwaysInline);
+  f->addFnAttr(kStepAttribute);
   Argument *frame_arg = f->getArg(0), *w_slot = f->getArg(1), *owner_slot = f->getArg(2), *fn = f->getArg(3),
            *id = f->getArg(4), *body_arg = f->getArg(5), *counter_offset = f->getArg(6),
            *counter_use = f->getArg(7);
@@ -121,7 +133,7 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
       lb.CreateCondBr(lb.CreateIsNull(counters), cold, count_bb, unlikely);
       array->addIncoming(counters, loop_free);
       lb.SetInsertPoint(cold);
-      lb.CreateCall(api.counted, {ConstantExpr::getBitCast(api.counter_table, i64p), tls, counter_offset, frame_arg, fn, id});
+      call_runtime(lb, api.counted, {ConstantExpr::getBitCast(api.counter_table, i64p), tls, counter_offset, frame_arg, fn, id});
       lb.CreateBr(done);
       b.SetInsertPoint(rest);
     }
@@ -236,7 +248,7 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
       Value *state = fb.CreateLoad(i64, tls_word(abi::kCountersStateWord), "kpath.counters.state");
       fb.CreateCondBr(fb.CreateICmpEQ(state, ConstantInt::get(i64, abi::kCountersUnset)), arm, root_first, unlikely);
       fb.SetInsertPoint(arm);
-      fb.CreateCall(api.arm_counters, {ConstantExpr::getBitCast(api.counter_table, i64p), tls});
+      call_runtime(fb, api.arm_counters, {ConstantExpr::getBitCast(api.counter_table, i64p), tls});
       Value *armed = load_array(fb, abi::kCountersAllWord, "kpath.counters.armed");
       fb.CreateCondBr(fb.CreateIsNull(armed), root_first, count_bb);
       array->addIncoming(armed, arm);
@@ -258,7 +270,7 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
   Value *frame_owner = word_ptr(sb, sb.CreateBitCast(frame_arg, i64p), abi::kFrameOwnerWord);
   sb.CreateStore(w, frame_node);
   sb.CreateStore(owner, frame_owner);
-  sb.CreateCall(slow, {frame_arg, fn, id, slow_slot});
+  call_runtime(sb, slow, {frame_arg, fn, id, slow_slot});
   sb.CreateStore(sb.CreateLoad(i64p, frame_node, "kpath.w.after"), w_slot);
   sb.CreateStore(sb.CreateLoad(i64, frame_owner, "kpath.owner.after"), owner_slot);
   sb.CreateBr(done);
@@ -268,7 +280,8 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
 
 }  // namespace
 
-RuntimeApi RuntimeApi::declare(Module &m, bool fast_path, uint64_t max_counter_paths, uint64_t max_counter_words) {
+RuntimeApi RuntimeApi::declare(Module &m, bool fast_path, uint64_t max_counter_paths, uint64_t max_counter_words,
+                               bool defer_inlining) {
   LLVMContext &c = m.getContext();
   Type *void_ty = Type::getVoidTy(c);
   Type *ptr = Type::getInt8PtrTy(c);
@@ -277,7 +290,22 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path, uint64_t max_counter_p
   // and adds no exception edges.
   AttributeList attrs = AttributeList().addFnAttribute(c, Attribute::NoUnwind);
   RuntimeApi api;
-  api.slow = m.getOrInsertFunction(abi::kSlowSymbol, attrs, void_ty, ptr, i64, i64, i64);
+  api.defer_inlining = defer_inlining;
+  // On x86-64 the sites call the runtime's preserve_most entries (hcct/kpath_abi.h,
+  // kSlowSavingSymbol): no spill or reload around a call, fewer values for the register
+  // allocator to keep apart, so a smaller and faster-to-compile probe. Elsewhere the C entries.
+  const bool saving = Triple(m.getTargetTriple()).getArch() == Triple::x86_64;
+  auto declare_entry = [&](const char *c_symbol, const char *saving_symbol, FunctionType *type) {
+    FunctionCallee entry = m.getOrInsertFunction(saving ? saving_symbol : c_symbol, type, attrs);
+    if (auto *f = dyn_cast<Function>(entry.getCallee()); f && saving) {
+      f->setCallingConv(CallingConv::PreserveMost);
+      // Through the GOT, bound at load time: glibc's lazy-binding resolver, which a PLT call runs
+      // on its first call, keeps only the C convention's argument registers (it clobbers r10).
+      f->addFnAttr(Attribute::NonLazyBind);
+    }
+    return entry;
+  };
+  api.slow = declare_entry(abi::kSlowSymbol, abi::kSlowSavingSymbol, FunctionType::get(void_ty, {ptr, i64, i64, i64}, false));
   api.token = m.getGlobalVariable(abi::kTokenSymbol);
   if (!api.token) {
     api.token = new GlobalVariable(m, i64, false, GlobalValue::ExternalLinkage, nullptr, abi::kTokenSymbol, nullptr,
@@ -297,9 +325,10 @@ RuntimeApi RuntimeApi::declare(Module &m, bool fast_path, uint64_t max_counter_p
     // Placeholders of the right kinds; finish_counters() replaces them once the sizes are known.
     api.max_counter_paths = max_counter_paths;
     api.max_counter_words = max_counter_words;
-    api.arm_counters = m.getOrInsertFunction(abi::kCountersSymbol, attrs, void_ty, i64->getPointerTo(), i64->getPointerTo());
-    api.counted = m.getOrInsertFunction(abi::kCountedSymbol, attrs, void_ty, i64->getPointerTo(), i64->getPointerTo(),
-                                        i64, ptr, i64, i64);
+    Type *i64p = i64->getPointerTo();
+    api.arm_counters = declare_entry(abi::kCountersSymbol, abi::kCountersSavingSymbol, FunctionType::get(void_ty, {i64p, i64p}, false));
+    api.counted = declare_entry(abi::kCountedSymbol, abi::kCountedSavingSymbol,
+                                FunctionType::get(void_ty, {i64p, i64p, i64, ptr, i64, i64}, false));
     auto *words_ty = ArrayType::get(i64, abi::kCountersTlsWords);
     api.counter_block = new GlobalVariable(m, words_ty, false, GlobalValue::InternalLinkage,
                                            ConstantAggregateZero::get(words_ty), "hcct.kpath.counters", nullptr,
@@ -575,11 +604,40 @@ void PathInstrumenter::run(bool promote) {
   for (size_t i = 0; i < probes.size(); ++i)
     if (where[i] == Placement::kDispatch) dispatch[probes[i].to].push_back(probes[i]);
   for (auto &[to, list] : dispatch) dispatch_at(to, list);
-  for (CallInst *call : steps_) {
-    InlineFunctionInfo info;
-    if (!InlineFunction(*call, info).isSuccess()) report_fatal_error("hcct kpath: cannot inline the path step in " + f_.getName());
-  }
+  if (!api_.defer_inlining)
+    for (CallInst *call : steps_) {
+      InlineFunctionInfo info;
+      if (!InlineFunction(*call, info).isSuccess()) report_fatal_error("hcct kpath: cannot inline the path step in " + f_.getName());
+    }
   if (promote) promote_register();
+}
+
+bool is_step(const Function &f) { return f.hasFnAttribute(kStepAttribute); }
+
+bool inline_steps(Function &f) {
+  // The calls, and the window and owner slots they name (allocas of this function, moved into its
+  // entry block when the optimiser inlined an instrumented function here).
+  std::vector<CallInst *> calls;
+  for (BasicBlock &bb : f)
+    for (Instruction &i : bb)
+      if (auto *call = dyn_cast<CallInst>(&i))
+        if (Function *callee = call->getCalledFunction(); callee && is_step(*callee)) calls.push_back(call);
+  if (calls.empty()) return false;
+  SmallSetVector<AllocaInst *, 8> slots;
+  for (CallInst *call : calls) {
+    for (unsigned arg : {1u, 2u})
+      if (auto *a = dyn_cast<AllocaInst>(getUnderlyingObject(call->getArgOperand(arg)))) slots.insert(a);
+    InlineFunctionInfo info;
+    if (!InlineFunction(*call, info).isSuccess()) report_fatal_error("hcct kpath: cannot inline the path step in " + f.getName());
+  }
+  std::vector<AllocaInst *> promotable;
+  for (AllocaInst *a : slots)
+    if (isAllocaPromotable(a)) promotable.push_back(a);
+  if (!promotable.empty()) {
+    DominatorTree dt(f);
+    PromoteMemToReg(promotable, dt);
+  }
+  return true;
 }
 
 }  // namespace hcct::kpath

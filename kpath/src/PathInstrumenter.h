@@ -50,8 +50,11 @@ struct RuntimeApi {
   // `fast_path` false: no inline fast path, every item calls the runtime. Functions with at most
   // `max_counter_paths` paths get counter arrays while the block stays within `max_counter_words`
   // (0: none).
+  // `defer_inlining`: the sites call the step through the optimiser, and inline_steps() inlines
+  // them at its end (docs/KPATH.md, "Compile time"); otherwise each site is inlined when emitted.
+  bool defer_inlining = false;
   static RuntimeApi declare(llvm::Module &m, bool fast_path, uint64_t max_counter_paths = abi::kMaxCounterPaths,
-                            uint64_t max_counter_words = abi::kMaxCounterWords);
+                            uint64_t max_counter_words = abi::kMaxCounterWords, bool defer_inlining = false);
   // The offset of a function's counters in the module's arrays, or 0 when it gets none (too many
   // paths, the arrays full, or no fast path).
   uint64_t allocate_counters(uint64_t function_id, uint64_t paths);
@@ -66,6 +69,12 @@ enum class CounterUse : uint64_t {
   kBlpp = 1,    // a function with loops: its first item of an activation while the state has kCountersAll (k = 1)
   kEveryK = 2,  // a function without loops (one item per activation): while the state has kCountersLoopFree
 };
+
+// Inlines every call of a step in `f` (RuntimeApi::defer_inlining) and promotes the window and
+// owner slots they leave in memory; true if it changed `f`.
+bool inline_steps(llvm::Function &f);
+// Whether `f` is one of the steps RuntimeApi::declare builds.
+bool is_step(const llvm::Function &f);
 
 inline constexpr unsigned kFrameWords = 2;  // struct hcct_path_frame: {node, owner}
 

@@ -14,6 +14,8 @@
 #include <random>
 #include <vector>
 
+#include "hcct/kpath_saving_entries.h"
+
 extern "C" void f();
 
 namespace {
@@ -54,6 +56,13 @@ void __hcct_path_slow(uint64_t *frame, uint64_t function, uint64_t id, uint64_t 
   std::printf("P %" PRIu64 "\n", id);
 }
 }
+
+// The entries the pass calls on x86-64 (hcct/kpath_saving_entries.h).
+#if defined(__x86_64__)
+HCCT_KPATH_SAVING_ENTRY(__hcct_path_slow_pm, __hcct_path_slow);
+HCCT_KPATH_SAVING_ENTRY(__hcct_path_counters_pm, __hcct_path_counters);
+HCCT_KPATH_SAVING_ENTRY(__hcct_path_counted_pm, __hcct_path_counted);
+#endif
 
 int main(int argc, char **argv) {
   if (argc != 3) return 2;

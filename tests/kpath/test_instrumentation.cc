@@ -7,6 +7,7 @@
 
 #include "support/command.h"
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -72,9 +73,11 @@ std::vector<Run> parse_runs(const std::string &out) {
 void check_program(const fs::path &ir_file, const std::string &pass, uint64_t max_paths, uint64_t seed,
                    bool single_path_probes = true) {
   fs::path dir = ir_file.parent_path();
-  std::string stem = ir_file.stem().string();
-  fs::path bc = dir / (stem + "." + pass + ".bc"), exe = dir / (stem + "." + pass + ".exe");
-  run(std::string(HCCT_OPT) + " -load " + HCCT_KPATH_PLUGIN + " -load-pass-plugin " + HCCT_KPATH_PLUGIN + " -passes=" + pass +
+  std::string stem = ir_file.stem().string(), tag = pass;
+  for (char &c : tag)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  fs::path bc = dir / (stem + "." + tag + ".bc"), exe = dir / (stem + "." + tag + ".exe");
+  run(std::string(HCCT_OPT) + " -load " + HCCT_KPATH_PLUGIN + " -load-pass-plugin " + HCCT_KPATH_PLUGIN + " -passes='" + pass + "'" +
       " -kpath-max-paths=" + std::to_string(max_paths) + " -kpath-single-path-probes=" + (single_path_probes ? "1 " : "0 ") +
       ir_file.string() + " -o " + bc.string() + " 2>&1");
   run(std::string(HCCT_CLANGXX) + " -O1 " + bc.string() + " " + HCCT_EXEC_HARNESS + " -o " + exe.string() + " 2>&1");
@@ -123,6 +126,46 @@ TEST_CASE("instrumentation: decoded path streams replay the executed blocks (ear
     // The overflow fallback: a tiny limit forces cut edges; IDs must still be exact.
     if (seed % 3 == 0) check_program(ir, "kpath", 16 + seed, seed);
   }
+}
+
+#if defined(__x86_64__)
+constexpr bool kX86_64 = true;
+#else
+constexpr bool kX86_64 = false;
+#endif
+
+// clang's way (the plugin's pipeline callbacks): instrumented at PipelineStart, each site a call of
+// the step through the optimiser, the steps inlined at OptimizerLast (docs/KPATH.md, "Compile time").
+TEST_CASE("instrumentation: steps inlined at the end of the optimiser replay the executed blocks") {
+  fs::path dir = work_dir();
+  for (uint64_t seed = 200; seed < 216; ++seed) {
+    kpath_test::GenOptions o;
+    o.blocks = 5 + int(seed % 12);
+    fs::path ir = dir / ("deferred" + std::to_string(seed) + ".ll");
+    // On x86-64 the sites then call the preserve_most entries (the harness's trampolines).
+    std::ofstream(ir) << (kX86_64 ? "target triple = \"x86_64-pc-linux-gnu\"\n" : "")
+                      << kpath_test::CfgGenerator(seed * 17, o).module();
+    INFO("seed " << seed << " file " << ir);
+    check_program(ir, "default<O2>", uint64_t(1) << 62, seed);
+    check_program(ir, "default<O0>", uint64_t(1) << 62, seed);
+  }
+  // No step is left, and the runtime's cold entries are called with preserve_most (x86-64).
+  if (!kX86_64) return;
+  fs::path ir = dir / "deferred200.ll";
+  fs::path out = dir / "deferred200.o2.ll";
+  run(std::string(HCCT_OPT) + " -S -load-pass-plugin " + HCCT_KPATH_PLUGIN + " -passes='default<O2>' " + ir.string() + " -o " +
+      out.string() + " 2>&1");
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic err;
+  auto m = llvm::parseIRFile(out.string(), err, ctx);
+  REQUIRE(m);
+  for (const llvm::Function &fn : *m) CHECK_FALSE(fn.getName().startswith("hcct.kpath.step"));
+  const llvm::Function *slow = m->getFunction("__hcct_path_slow_pm");
+  REQUIRE(slow);
+  CHECK(slow->getCallingConv() == llvm::CallingConv::PreserveMost);
+  CHECK_FALSE(slow->use_empty());
+  for (const llvm::User *u : slow->users())
+    if (auto *call = llvm::dyn_cast<llvm::CallInst>(u)) CHECK(call->getCallingConv() == llvm::CallingConv::PreserveMost);
 }
 
 TEST_CASE("instrumentation: late stage instruments the optimised CFG correctly") {

@@ -146,6 +146,14 @@ inline constexpr char kCountersSymbol[] = "__hcct_path_counters";  // void (cons
 // pointer is now set, else takes it as the activation's first item in `frame` (a PathFrame, which
 // it resets: the activation has no other item).
 inline constexpr char kCountedSymbol[] = "__hcct_path_counted";  // void (table, tls, offset, frame, fn, id)
+// The same three entries with LLVM's preserve_most convention (x86-64: the callee keeps every
+// general-purpose register but r11), which the pass calls there: a site then spills and reloads
+// nothing around its cold runtime calls, so each site is smaller and cheaper to compile
+// (docs/KPATH.md, "Compile time"). The runtime's trampolines save the registers the C convention
+// lets the C entries clobber.
+inline constexpr char kSlowSavingSymbol[] = "__hcct_path_slow_pm";
+inline constexpr char kCountersSavingSymbol[] = "__hcct_path_counters_pm";
+inline constexpr char kCountedSavingSymbol[] = "__hcct_path_counted_pm";
 inline constexpr unsigned kCountersTlsWords = 3;
 inline constexpr unsigned kCountersAllWord = 0;
 inline constexpr unsigned kCountersLoopFreeWord = 1;
