@@ -2,7 +2,7 @@
 """Compile time, measured in interleaved rounds (issue 24's "compile time with the pass ≤ 1.4× native").
 
   bench/real/compile_rounds.py [--build BUILD] [--only lua,sqlite] [--rounds 3]
-                               [--flavours clang-native,kpath-early]
+                               [--flavours clang-native,kpath-early] [--compare-build OLD]
 
 run.py --paths divides the CPU seconds of two cached builds, each made once, possibly minutes or
 sessions apart. On this machine (a shared 2-vCPU VM) the same process takes about 1 or about 1.5
@@ -10,7 +10,9 @@ times its CPU time depending on when it runs (docs/BENCHMARKS.md, session 15), s
 flavour can be off by half. Here every flavour of a workload is rebuilt from its source ROUNDS
 times round-robin in a scratch directory (the cache is not touched), and the table gives each
 build's CPU seconds (user + sys of the compilers and linker, wait4), the median, and the median's
-ratio to the first flavour's.
+ratio to the first flavour's. --compare-build OLD adds, for every flavour that loads a plugin,
+the same flavour with OLD's plugins (named "<flavour>@old"), in the same rounds: an A/B of two
+versions of a pass.
 """
 import argparse
 import os
@@ -42,15 +44,26 @@ def main():
     ap.add_argument("--flavours", default="clang-native,kpath-early",
                     help="comma-separated flavours of run.py's suites; the first is the baseline "
                     "(default: %(default)s)")
+    ap.add_argument("--compare-build", help="another hcct build dir: each plugin flavour also built with its plugins")
     args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    known = {**workloads.flavours(os.path.join(build, "gcc-plugin", "hcct_plugin.so")),
-             **workloads.path_flavours(os.path.join(build, "kpath", "kpath.so"), os.path.join(build, "libhcct"))}
+
+    def known_in(build):
+        build = os.path.abspath(build)
+        return {**workloads.flavours(os.path.join(build, "gcc-plugin", "hcct_plugin.so")),
+                **workloads.path_flavours(os.path.join(build, "kpath", "kpath.so"), os.path.join(build, "libhcct"))}
+
+    known = known_in(args.build)
     names = [f for f in args.flavours.split(",") if f]
     unknown = [f for f in names if f not in known]
     if unknown or not names:
         sys.exit(f"compile_rounds.py: unknown flavour(s) {', '.join(unknown) or '(none)'} "
                  f"(known: {', '.join(sorted(known))})")
+    if args.compare_build:
+        old = known_in(args.compare_build)
+        for f in list(names):
+            if known[f].plugin:
+                known[f + "@old"] = old[f]
+                names.append(f + "@old")
     for plugin in {known[f].plugin for f in names if known[f].plugin}:
         if not os.path.exists(plugin):
             sys.exit(f"compile_rounds.py: {plugin} not found: build it first")
