@@ -278,6 +278,12 @@ Function *build_step(Module &m, FunctionCallee slow, GlobalVariable *token, Glob
   return f;
 }
 
+void inline_step(CallInst &call) {
+  InlineFunctionInfo info;
+  if (!InlineFunction(call, info).isSuccess())
+    report_fatal_error("hcct kpath: cannot inline the path step in " + call.getFunction()->getName());
+}
+
 }  // namespace
 
 RuntimeApi RuntimeApi::declare(Module &m, bool fast_path, uint64_t max_counter_paths, uint64_t max_counter_words,
@@ -605,10 +611,7 @@ void PathInstrumenter::run(bool promote) {
     if (where[i] == Placement::kDispatch) dispatch[probes[i].to].push_back(probes[i]);
   for (auto &[to, list] : dispatch) dispatch_at(to, list);
   if (!api_.defer_inlining)
-    for (CallInst *call : steps_) {
-      InlineFunctionInfo info;
-      if (!InlineFunction(*call, info).isSuccess()) report_fatal_error("hcct kpath: cannot inline the path step in " + f_.getName());
-    }
+    for (CallInst *call : steps_) inline_step(*call);
   if (promote) promote_register();
 }
 
@@ -623,12 +626,11 @@ bool inline_steps(Function &f) {
       if (auto *call = dyn_cast<CallInst>(&i))
         if (Function *callee = call->getCalledFunction(); callee && is_step(*callee)) calls.push_back(call);
   if (calls.empty()) return false;
-  SmallSetVector<AllocaInst *, 8> slots;
+  SmallSetVector<AllocaInst *, 8> slots;  // (the frame is passed on to the runtime: not promotable)
   for (CallInst *call : calls) {
-    for (unsigned arg : {1u, 2u})
-      if (auto *a = dyn_cast<AllocaInst>(getUnderlyingObject(call->getArgOperand(arg)))) slots.insert(a);
-    InlineFunctionInfo info;
-    if (!InlineFunction(*call, info).isSuccess()) report_fatal_error("hcct kpath: cannot inline the path step in " + f.getName());
+    for (Value *arg : call->args())
+      if (auto *a = dyn_cast<AllocaInst>(getUnderlyingObject(arg))) slots.insert(a);
+    inline_step(*call);
   }
   std::vector<AllocaInst *> promotable;
   for (AllocaInst *a : slots)
