@@ -9,12 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile unsigned long sink;
-__attribute__((noinline)) void leaf(long i) { sink += (unsigned long)i; }
-__attribute__((noinline)) void step(long i) {
-  leaf(i);
-  sink ^= 1;
-}
+#include "step_leaf.h"
 
 int main(int argc, char **argv) {
   long rounds = argc > 1 ? atol(argv[1]) : 300000;
