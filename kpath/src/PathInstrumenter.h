@@ -7,7 +7,8 @@
 // path_graph.h chord_increments): every path's increments still sum to its ID.
 // `r` lives in an alloca that is promoted to SSA at the end. `step` is the inline fast path
 // (follow the window's successor list, count) with a call to __hcct_path_slow on a miss; it is
-// built once per module as an internal function and inlined at every site.
+// built once per module as an internal function and inlined at every site: at once, or at the end
+// of clang's optimiser (RuntimeApi::defer_inlining, KPathInlineStepsPass).
 #pragma once
 
 #include "hcct/kpath_abi.h"
@@ -32,7 +33,7 @@ struct RuntimeApi {
   llvm::GlobalVariable *token;    // __thread uint64_t __hcct_path_token (initial-exec)
   llvm::GlobalVariable *roots;    // __thread void *__hcct_path_roots_v4[kRootCacheSize] (initial-exec)
   llvm::GlobalVariable *blpp;     // __thread uint64_t __hcct_path_blpp (initial-exec): k = 1, try the roots on a miss
-  llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site
+  llvm::Function *step = nullptr; // internal: the fast path + slow call, inlined at every site (at once or deferred)
   // internal: the slow call alone (the frame's two words, the call, their reloads), inlined at the
   // exits before noreturn calls: a path that ends there ends its activation at most once, and
   // mostly never (error paths), so the fast path's code there would only cost compile time and
