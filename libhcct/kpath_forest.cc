@@ -85,8 +85,17 @@ HCCT_NOINST void PathTrace::release() {
 
 KsfNode g_path_end = {kEndPath, 0, {&g_path_end, &g_path_end}, &g_path_end, {&g_path_end}, {nullptr}, 0, 0, 0, 0, 0};
 
+namespace {
+// Live-node budgets of every bounded profiler, in nodes: a thread's first budget is always granted
+// (the guarantee needs it); growth only within the process's share (grow_budget).
+uint64_t g_bounded_budget_total = 0;
+}  // namespace
+
+HCCT_NOINST uint64_t bounded_budget_total() { return __atomic_load_n(&g_bounded_budget_total, __ATOMIC_RELAXED); }
+HCCT_NOINST void reset_bounded_budget_total() { __atomic_store_n(&g_bounded_budget_total, 0, __ATOMIC_RELAXED); }
+
 HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, uint64_t token, KsfNode **root_cache, Forest forest,
-                                    double epsilon, uint64_t *live_token) {
+                                    double epsilon, uint64_t *live_token, uint32_t grow) {
   k_ = k < 1 ? 1 : k;
   forest_ = forest;
   root_cache_ = root_cache;
@@ -95,7 +104,9 @@ HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, uint64_t token, KsfN
   live_token_ = live_token;
   bool boundable = k_ > 1 && forest == Forest::kWindow && epsilon > 0;
   epsilon_ = boundable ? epsilon : 0;
-  budget_ = boundable ? budget_for(k_, epsilon) : 0;
+  budget_ = floor_budget_ = boundable ? budget_for(k_, epsilon) : 0;
+  grow_ = grow < 1 ? 1 : grow;
+  if (budget_) __atomic_add_fetch(&g_bounded_budget_total, budget_, __ATOMIC_RELAXED);
   return roots_.init(1024);
 }
 
@@ -106,7 +117,20 @@ HCCT_NOINST uint64_t PathProfiler::budget_for(uint32_t k, double epsilon) {
   return uint64_t(nodes < floor ? floor : nodes > 1e15 ? 1e15 : nodes);
 }
 
+HCCT_NOINST bool PathProfiler::grow_budget() {
+  if (grow_ <= 1 || budget_ + floor_budget_ > uint64_t(grow_) * floor_budget_) return false;
+  uint64_t limit = uint64_t(grow_) * floor_budget_;
+  if (__atomic_add_fetch(&g_bounded_budget_total, floor_budget_, __ATOMIC_RELAXED) > limit) {
+    __atomic_sub_fetch(&g_bounded_budget_total, floor_budget_, __ATOMIC_RELAXED);
+    return false;
+  }
+  budget_ += floor_budget_;
+  return true;
+}
+
 HCCT_NOINST void PathProfiler::destroy() {
+  if (budget_) __atomic_sub_fetch(&g_bounded_budget_total, budget_, __ATOMIC_RELAXED);
+  budget_ = floor_budget_ = 0;
   release_scratch();
   release_recycled();
   arena_.release();
@@ -230,7 +254,7 @@ HCCT_NOINST KsfNode *PathProfiler::child(KsfNode *window, uint64_t function, uin
   return step_to_child(parent, id, [&] {
     // Bounded: room for the new node and its chain of links (at most k nodes) first. The window
     // stays, and with it `parent` (itself or its link) and the chain's nodes (its suffixes).
-    if (budget_ && non_roots_ + k_ > budget_) sweep(window);
+    if (budget_ && non_roots_ + k_ > budget_ && !grow_budget()) sweep(window);
     return make_child(parent, function, id, /*scanned=*/true);
   });
 }

@@ -239,6 +239,11 @@ class PathTrace {
   uint64_t lost_ = 0;
 };
 
+// The bounded forests' budgets, summed over the process (PathProfiler::grow_budget). A forked child
+// has only the forking thread, whose profiler it releases: it starts again from zero.
+uint64_t bounded_budget_total();
+void reset_bounded_budget_total();
+
 class PathProfiler {
  public:
   // The structure for k >= 2.
@@ -252,8 +257,11 @@ class PathProfiler {
   // `live_token`: the thread's __hcct_path_token, which a sweep moves to the new epoch's token
   // (null in tests: they pass token() to the fast path themselves). Tokens of different profilers
   // must differ by at least 2^32 (an epoch lives in the low 32 bits).
+  // `grow` (bounded kWF): the budget may grow, budget_for(k, ε) nodes at a time, while the budgets
+  // of every bounded profiler of the process together stay within grow · budget_for(k, ε)
+  // (docs/KPATH.md, "Growing budgets"); 1 keeps the budget fixed.
   bool init(uint32_t k, bool trace, uint64_t token = 2, KsfNode **root_cache = nullptr,
-            Forest forest = Forest::kWindow, double epsilon = 0, uint64_t *live_token = nullptr);
+            Forest forest = Forest::kWindow, double epsilon = 0, uint64_t *live_token = nullptr, uint32_t grow = 1);
   void destroy();
   // The non-root node budget of a bounded kWF: kBudgetPerK · k / ε (docs/KPATH.md, "Bounded
   // forests": why k / ε, and the measurement that chose the factor).
@@ -352,7 +360,9 @@ class PathProfiler {
   // error_bound(n) times; error_bound(n) = delta() + (n − 1) · cuts() + n · lost(), and
   // delta() <= εN unless a sweep found too little under εN to free (forced_sweeps()).
   double epsilon() const { return epsilon_; }
+  // The live node budget now: budget_for(k, ε), times how often it grew (grown()).
   uint64_t budget() const { return budget_; }
+  uint64_t grown() const { return floor_budget_ ? budget_ / floor_budget_ - 1 : 0; }
   uint64_t delta() const { return delta_; }
   uint64_t cuts() const { return cuts_; }
   uint64_t error_bound(uint32_t n) const {
@@ -405,6 +415,9 @@ class PathProfiler {
     return frame->node->stamp <= uint32_t((frame->owner - token_) >> 1);
   }
   void sweep(KsfNode *pinned);
+  // Raises the budget by one floor (budget_for) if the process's budgets leave room; the forest
+  // then makes nodes instead of sweeping, and sweeps less often from then on.
+  bool grow_budget();
   bool reserve_scratch(size_t entries);
   void release_scratch();
   // Room in recycled_ for `victims` more, after moving the unused free nodes to its front.
@@ -447,7 +460,8 @@ class PathProfiler {
   // arrays of scratch_capacity_ words), the evicted nodes (recycled_, below; the last sweep's
   // victims, at most 3/4 of the budget, wait in quarantine there until the next sweep).
   double epsilon_ = 0;
-  uint64_t budget_ = 0;
+  uint64_t budget_ = 0, floor_budget_ = 0;
+  uint32_t grow_ = 1;
   uint64_t *live_token_ = nullptr;
   uint32_t epoch_ = 0;
   uint64_t non_roots_ = 0, nodes_peak_ = 0;

@@ -91,7 +91,7 @@ HCCT_NOINST KpathThreadState *create_state(ThreadState *s) {
   const Options &o = runtime_options();
   PathForest forest = o.path_forest;
   if (!k->profiler.init(o.path_k, o.path_trace, token, __hcct_path_roots_v4, forest, o.path_epsilon,
-                        &__hcct_path_token)) {
+                        &__hcct_path_token, o.path_grow)) {
     k->profiler.destroy();
     unmap_pages(mem, sizeof(KpathThreadState));
     report_memory_exhausted();
@@ -574,9 +574,10 @@ HCCT_NOINST bool hcct_kpath_write_sections(DumpFile &file, ThreadState &thread) 
     char bound[256] = "";
     if (p.bounded())
       snprintf(bound, sizeof bound,
-               " epsilon=%g budget=%llu nodes_peak=%llu sweeps=%llu forced=%llu evicted=%llu cuts=%llu "
+               " epsilon=%g budget=%llu grown=%llu nodes_peak=%llu sweeps=%llu forced=%llu evicted=%llu cuts=%llu "
                "error_bound(k)=%llu",
-               p.epsilon(), (unsigned long long)p.budget(), (unsigned long long)p.nodes_peak(),
+               p.epsilon(), (unsigned long long)p.budget(), (unsigned long long)p.grown(),
+               (unsigned long long)p.nodes_peak(),
                (unsigned long long)p.sweeps(), (unsigned long long)p.forced_sweeps(), (unsigned long long)p.evicted(),
                (unsigned long long)p.cuts(), (unsigned long long)p.error_bound(p.k()));
     say("hcct kpath: thread %d: k=%u forest=%s paths=%llu slow=%llu enters=%llu nodes=%llu "
@@ -640,6 +641,7 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
 // (Per-thread counters: the forking thread's own, the child's only thread.)
 HCCT_NOINST void hcct_kpath_fork_child(ThreadState *thread) {
   if (thread) hcct_kpath_release(*thread);
+  reset_bounded_budget_total();  // the parent's other threads' budgets are not the child's
   t_clock_random = 0;
   uintptr_t self = reinterpret_cast<uintptr_t>(__builtin_thread_pointer());
   size_t count = __atomic_load_n(&g_version_table_count, __ATOMIC_ACQUIRE);

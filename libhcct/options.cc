@@ -184,6 +184,11 @@ HCCT_NOINST bool parse_options(const char *text, Options *o, char *error, size_t
       // Below 1e-6 the budget (k/ε nodes of 64 bytes) would exceed 16 GB per thread at k = 256.
       if (!parse_double(value, &o->path_epsilon) || !(o->path_epsilon == 0 || (o->path_epsilon >= 1e-6 && o->path_epsilon <= 0.5)))
         return fail_value(error, error_size, spec::kPathEpsilon, key, value);
+    } else if (key.is(spec::kPathGrow.name)) {
+      uint64_t grow = 0;
+      if (!parse_u64(value, &grow) || grow < 1 || grow > 64)
+        return fail_value(error, error_size, spec::kPathGrow, key, value);
+      o->path_grow = uint32_t(grow);
     } else if (key.is(spec::kPathBurstStarts.name)) {
       if (!parse_u64(value, &o->path_burst_starts) || o->path_burst_starts == 0 ||
           o->path_burst_starts > (uint64_t(1) << 40))

@@ -41,6 +41,7 @@ struct Options {
   PathForest path_forest = PathForest::kWindow;  // kpath: forest=ksf|kwf
   // kpath: the bounded kWF's ε (docs/KPATH.md, "Bounded forests"); 0 = the exact forest.
   double path_epsilon = 1e-4;
+  uint32_t path_grow = 4;  // bounded forests: all threads' budgets within path_grow · k/(2ε) nodes
   // kpath, the event clock of path bursts (docs/KPATH.md, "The event clock"): a burst is this many
   // path starts of the thread, and one starts every path_burst_interval starts on average. One in
   // 30 starts, not the time gate's one in 10 of the time: the instrumented copy is slower, so 10 %

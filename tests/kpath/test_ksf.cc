@@ -594,20 +594,23 @@ struct BoundedResult {
   uint64_t sweeps = 0, forced = 0, cuts = 0, evicted = 0, bound = 0 /* delta */, items = 0, budget = 0;
   uint64_t one_pass = 0;  // sweeps whose threshold came from the previous one's ranks
   uint64_t scratch_maps = 0;
+  uint64_t grown = 0;  // times the budget grew by a floor (path_grow)
 };
 
 BoundedResult check_bounded(uint32_t k, double epsilon, const std::function<void(StreamDriver &)> &script,
-                            bool fast_path = true) {
-  INFO("bounded kWF, k = " << k << ", epsilon = " << epsilon << ", fast path " << fast_path);
+                            bool fast_path = true, uint32_t grow = 1) {
+  INFO("bounded kWF, k = " << k << ", epsilon = " << epsilon << ", fast path " << fast_path << ", grow " << grow);
   rt::PathProfiler p;
   std::vector<rt::KsfNode *> roots(rt::kRootCacheSize);
-  REQUIRE(p.init(k, /*trace=*/false, 2, roots.data(), Forest::kWindow, epsilon));
+  REQUIRE(p.init(k, /*trace=*/false, 2, roots.data(), Forest::kWindow, epsilon, nullptr, grow));
   REQUIRE(p.bounded());
   StreamDriver d(p, fast_path, roots.data());
   script(d);
   KsfForest f = snapshot(p);
   BoundedResult r{p.sweeps(), p.forced_sweeps(), p.cuts(), p.evicted(), p.delta(), d.length(), p.budget(),
-                  p.one_pass_sweeps(), p.scratch_maps()};
+                  p.one_pass_sweeps(), p.scratch_maps(), p.grown()};
+  REQUIRE(p.budget() == (1 + r.grown) * rt::PathProfiler::budget_for(k, epsilon));
+  REQUIRE(r.grown < grow);
   uint64_t roots_used = p.roots().size();
   uint64_t peak = p.nodes_peak();
   p.destroy();
@@ -763,6 +766,82 @@ TEST_CASE("bounded kWF: several profilers (threads) and a window moved between t
     CHECK(sum == f.paths);
     p->destroy();
   }
+}
+
+TEST_CASE("bounded kWF: a growing budget (path_grow) makes nodes instead of sweeping, and keeps the guarantee") {
+  for (uint32_t k : {4u, 8u, 16u}) {
+    double epsilon = 0.01;
+    uint64_t floor = rt::PathProfiler::budget_for(k, epsilon);
+    // A loop whose body is P distinct paths, P = 2·floor/k: its exact forest holds P·(k − 1)
+    // non-root nodes, more than one floor and less than two, so the budget grows once and never
+    // sweeps, and the counts are exact (the bound is 0).
+    auto mid = [&](StreamDriver &d) {
+      const uint64_t period = 2 * floor / k;
+      d.call(1);
+      for (uint64_t i = 0; i < 30 * period; ++i) d.emit(i % period);
+    };
+    BoundedResult fixed = check_bounded(k, epsilon, mid);
+    CHECK(fixed.sweeps > 0);
+    BoundedResult grown = check_bounded(k, epsilon, mid, true, 4);
+    CHECK(grown.grown == 1);
+    CHECK(grown.sweeps == 0);
+    CHECK(grown.bound == 0);
+    // Streams that need more than four floors: it grows to four and then sweeps, with the
+    // guarantee and the memory bound of the grown budget (check_bounded checks both).
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      std::mt19937_64 rng(seed + 10 * k);
+      BoundedResult r = check_bounded(
+          k, 0.002,
+          [&](StreamDriver &d) {
+            d.call(100);
+            for (int step = 0; step < 40000; ++step) {
+              uint64_t x = rng() % 100;
+              if (x < 4 && d.depth() < 60) d.call(100 + rng() % 3);
+              else if (x < 8 && d.depth() > 1) d.ret();
+              else d.emit(rng() % 14);
+            }
+          },
+          true, 4);
+      CHECK(r.grown == 3);
+      CHECK(r.sweeps > 0);
+    }
+  }
+}
+
+TEST_CASE("bounded kWF: the budgets of all profilers (threads) share one allowance of path_grow floors") {
+  REQUIRE(rt::bounded_budget_total() == 0);  // every earlier test destroyed its profilers
+  const uint32_t k = 4;
+  const double epsilon = 0.05;
+  const uint64_t floor = rt::PathProfiler::budget_for(k, epsilon);
+  rt::PathProfiler a, b;
+  std::vector<rt::KsfNode *> roots_a(rt::kRootCacheSize), roots_b(rt::kRootCacheSize);
+  // Three floors for the process: each profiler's first is granted, one more is left to share.
+  REQUIRE(a.init(k, false, uint64_t(1) << 32, roots_a.data(), Forest::kWindow, epsilon, nullptr, 3));
+  REQUIRE(b.init(k, false, uint64_t(2) << 32, roots_b.data(), Forest::kWindow, epsilon, nullptr, 3));
+  CHECK(rt::bounded_budget_total() == 2 * floor);
+  StreamDriver da(a, true, roots_a.data()), db(b, true, roots_b.data());
+  auto noise = [](StreamDriver &d, uint64_t seed, int items) {
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < items; ++i) d.emit(rng() % 12);
+  };
+  da.call(1);
+  db.call(1);
+  noise(da, 1, 20000);
+  CHECK(a.grown() == 1);  // the shared floor
+  CHECK(a.sweeps() > 0);  // and then it swept
+  noise(db, 2, 20000);
+  CHECK(b.grown() == 0);  // nothing was left
+  CHECK(b.sweeps() > 0);
+  CHECK(rt::bounded_budget_total() == 3 * floor);
+  // A thread that ends gives its budget back: the other may grow into it.
+  a.destroy();
+  CHECK(rt::bounded_budget_total() == floor);
+  uint64_t sweeps = b.sweeps();
+  noise(db, 3, 20000);
+  CHECK(b.grown() == 2);
+  CHECK(b.sweeps() > sweeps);
+  b.destroy();
+  CHECK(rt::bounded_budget_total() == 0);
 }
 
 TEST_CASE("bounded kWF: path_epsilon = 0 and the k-SF stay exact") {

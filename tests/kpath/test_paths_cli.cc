@@ -422,7 +422,7 @@ TEST_CASE("paths and guide: --help explains the output and gives examples", "[kp
 
 // ---- Bounded forests (path_epsilon; docs/KPATH.md, "Bounded forests"): a loop whose every fourth
 // iteration takes one of eight pseudo-random paths, so at k = 8 the windows outnumber a small
-// budget and the runtime sweeps. The program is deterministic: a run with path_epsilon=0 is the
+// budget, kept fixed (path_grow=1), and the runtime sweeps. The program is deterministic: a run with path_epsilon=0 is the
 // oracle of the same stream.
 
 namespace {
@@ -484,7 +484,7 @@ std::map<std::vector<std::string>, std::pair<uint64_t, uint64_t>> sequences_of(c
 }  // namespace
 
 TEST_CASE("paths and guide: a bounded forest shows its error bounds, --phi leaves out no hot sequence", "[kpath][cli]") {
-  fs::path bounded = record_noisy("noisy-bounded", "k=8:path_epsilon=0.05");
+  fs::path bounded = record_noisy("noisy-bounded", "k=8:path_epsilon=0.05:path_grow=1");
   fs::path exact = record_noisy("noisy-exact", "k=8:path_epsilon=0");
   json b = paths_json(bounded, "--min-share 0"), e = paths_json(exact, "--min-share 0");
   REQUIRE(b["bounded"] == true);

@@ -132,9 +132,9 @@ TEST_CASE("real: Lua's k-IPF (exact kWF, BLPP) equals n-gram counting of a trace
   const std::string traced_options = "k=16:path_trace=1:path_epsilon=0.0000";
   const std::string exact_options = "k=8:path_trace=0:path_epsilon=0.00000";
   const std::string blpp_options = "k=1:path_trace=0:path_epsilon=0.00000";
-  // The short input's exact kWF at k = 16 has 123 k nodes, just above the default ε's budget
-  // (k/(2ε) = 80 k live nodes): ε = 5·10^-4 (16 k, an eighth of the exact forest) makes it sweep
-  // (13 sweeps), still below φ = 10^-3.
+  // The short input's exact kWF at k = 16 has 123 k nodes, below the default ε's budget once grown
+  // (k/(2ε) = 80 k live nodes, up to 4 × 80 k with the default path_grow): ε = 5·10^-4 (16 k,
+  // grown to 64 k, half the exact forest) makes it sweep, still below φ = 10^-3.
   const std::string bounded_options = "k=16:path_trace=0:path_epsilon=0.0005";
   for (const std::string *o : {&exact_options, &blpp_options, &bounded_options})
     REQUIRE(o->size() == traced_options.size());

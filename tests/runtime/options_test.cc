@@ -117,7 +117,7 @@ namespace {
 bool same(const Options &a, const Options &b) {
   return a.mode == b.mode && a.key == b.key && a.epsilon == b.epsilon && a.max_mb == b.max_mb &&
          a.verbose == b.verbose && a.path_k == b.path_k && a.path_trace == b.path_trace &&
-         a.path_forest == b.path_forest && a.path_epsilon == b.path_epsilon &&
+         a.path_forest == b.path_forest && a.path_epsilon == b.path_epsilon && a.path_grow == b.path_grow &&
          a.path_burst_starts == b.path_burst_starts && a.path_burst_interval == b.path_burst_interval && a.follow == b.follow && a.exact == b.exact && a.burst == b.burst &&
          a.burst_interval_ns == b.burst_interval_ns && a.burst_length_ns == b.burst_length_ns &&
          a.burst_sync == b.burst_sync && a.time == b.time && a.sample_hz == b.sample_hz &&

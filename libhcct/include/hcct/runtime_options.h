@@ -65,8 +65,13 @@ inline constexpr Option kK{"k", false, "a whole number in [1, 256]", "8",
 inline constexpr Option kForest{"forest", true, "ksf, kwf", "kwf",
                                 "kpath builds: the run-time forest (k-window forest, or the thesis's k-slab forest)"};
 inline constexpr Option kPathEpsilon{"path_epsilon", false, "0, or a number in [1e-6, 0.5]", "1e-4",
-                                     "kpath builds, k ≥ 2, `forest=kwf`: bound the forest to k/(2ε) live nodes per thread (64 bytes each), every "
-                                     "count at most εN low (docs/KPATH.md, \"Bounded forests\"); 0: the exact forest"};
+                                     "kpath builds, k ≥ 2, `forest=kwf`: bound the forest to k/(2ε) live nodes per thread (64 bytes each; "
+                                     "`path_grow` more while memory allows), every count at most εN low (docs/KPATH.md, "
+                                     "\"Bounded forests\"); 0: the exact forest"};
+inline constexpr Option kPathGrow{"path_grow", false, "a whole number in [1, 64]", "4",
+                                  "kpath builds, bounded forests: a thread's forest may grow past k/(2ε) nodes, k/(2ε) at a "
+                                  "time, while all threads' budgets together stay within this many times k/(2ε) "
+                                  "(docs/KPATH.md, \"Growing budgets\"); 1: a fixed budget"};
 inline constexpr Option kPathBurstStarts{"path_burst_starts", false, "a whole number in [1, 2^40]", "1000",
                                          "kpath builds on the event clock (an executable's, `-kpath-burst=1`): with `burst=1` a "
                                          "path burst is this many path starts of the thread (docs/KPATH.md, \"The event clock\"); given alone, the "
@@ -84,7 +89,7 @@ inline constexpr const Option *kAll[] = {&kMode,  &kEpsilon, &kKey,   &kOut,    
                                          &kExact, &kVerbose, &kLog,   &kFollow,        &kBurst,
                                          &kBurstInterval, &kBurstLength, &kBurstSync, &kTime,
                                          &kSampleHz, &kSampleSignal, &kK, &kForest,
-                                         &kPathEpsilon, &kPathBurstStarts, &kPathBurstInterval, &kPathTrace};
+                                         &kPathEpsilon, &kPathGrow, &kPathBurstStarts, &kPathBurstInterval, &kPathTrace};
 
 }  // namespace hcct::runtime_options
 
