@@ -56,7 +56,8 @@ verbose=1 lines, the items, the share that called the runtime and the forest's n
 issue 24's targets are checked against instr-gen (CPU) and native (RSS, compile time).
 
 The kWF rows run the defaults, i.e. a bounded forest (path_epsilon=1e-4; issue 25, docs/KPATH.md,
-"Bounded forests"); "kpath k=16 kwf exact" runs path_epsilon=0. The first timed run of each keeps
+"Bounded forests"), whose budget grows with path_grow (default 4; "kpath k=8|16 kwf fixed" run
+path_grow=1); "kpath k=16 kwf exact" runs path_epsilon=0. The first timed run of each keeps
 its profile, and issue 25's accuracy is measured from them: `hcct paths --json --phi F` of both,
 F = 1e-3 and 1e-4; a sequence at or above F·N in the exact profile is a false negative when the
 bounded one lacks it; the error is |bounded − exact| / exact, averaged over those sequences.
@@ -158,6 +159,11 @@ def path_configs(workload):
             label = f"kpath k={k}" + (f" {forest}" if forest else " (BLPP)")
             options = f"k={k}" + (f":forest={forest}" if forest else "") + ":verbose=1"
             c.append(Config(label, "kpath-early", options, preload=False))
+    # The bounded kWF with its budget fixed at k/(2ε) (path_grow=1), what the default was before
+    # budgets grew (docs/KPATH.md, "Growing budgets").
+    for k in (8, 16):
+        c.append(Config(f"kpath k={k} kwf fixed", "kpath-early", f"k={k}:forest=kwf:path_grow=1:verbose=1",
+                        preload=False))
     # Issue 25: the bounded default against the exact forest, on runs that differ in nothing but
     # path_epsilon — the same length of HCCT_OPTIONS (the stack's start moves with the environment),
     # no address randomisation, and for Lua a fixed string-hash seed — so that their profiles can
