@@ -117,8 +117,10 @@ HCCT_NOINST uint64_t PathProfiler::budget_for(uint32_t k, double epsilon) {
   return uint64_t(nodes < floor ? floor : nodes > 1e15 ? 1e15 : nodes);
 }
 
+// On node creation only, when a sweep is due: one atomic add (and a subtraction when refused).
 HCCT_NOINST bool PathProfiler::grow_budget() {
-  if (grow_ <= 1 || budget_ + floor_budget_ > uint64_t(grow_) * floor_budget_) return false;
+  if (grow_ <= 1) return false;
+  // (The sum includes this thread's budget, so it also keeps a single thread within grow_ floors.)
   uint64_t limit = uint64_t(grow_) * floor_budget_;
   if (__atomic_add_fetch(&g_bounded_budget_total, floor_budget_, __ATOMIC_RELAXED) > limit) {
     __atomic_sub_fetch(&g_bounded_budget_total, floor_budget_, __ATOMIC_RELAXED);

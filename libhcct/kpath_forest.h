@@ -360,7 +360,7 @@ class PathProfiler {
   // error_bound(n) times; error_bound(n) = delta() + (n − 1) · cuts() + n · lost(), and
   // delta() <= εN unless a sweep found too little under εN to free (forced_sweeps()).
   double epsilon() const { return epsilon_; }
-  // The live node budget now: budget_for(k, ε), times how often it grew (grown()).
+  // The live node budget now: budget_for(k, ε) times one plus the times it grew (grown()).
   uint64_t budget() const { return budget_; }
   uint64_t grown() const { return floor_budget_ ? budget_ / floor_budget_ - 1 : 0; }
   uint64_t delta() const { return delta_; }
@@ -373,8 +373,8 @@ class PathProfiler {
   // Sweeps that took their threshold from the previous sweep's ranks (one pass over the nodes).
   uint64_t one_pass_sweeps() const { return one_pass_; }
   uint64_t evicted() const { return evicted_; }
-  // Times a sweep's scratch was mapped: once per thread, unless a failed sweep let the nodes
-  // outgrow the budget (a sweep does not map and unmap it each time).
+  // Times a sweep's scratch was mapped: once per thread, unless the budget grew after a sweep or a
+  // failed sweep let the nodes outgrow it (a sweep does not map and unmap it each time).
   uint64_t scratch_maps() const { return scratch_maps_; }
   uint64_t nodes_peak() const { return nodes_peak_; }
   bool bounded() const { return budget_ != 0; }
