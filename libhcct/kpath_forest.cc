@@ -92,7 +92,6 @@ uint64_t g_bounded_budget_total = 0;
 }  // namespace
 
 HCCT_NOINST uint64_t bounded_budget_total() { return __atomic_load_n(&g_bounded_budget_total, __ATOMIC_RELAXED); }
-HCCT_NOINST void reset_bounded_budget_total() { __atomic_store_n(&g_bounded_budget_total, 0, __ATOMIC_RELAXED); }
 
 HCCT_NOINST bool PathProfiler::init(uint32_t k, bool trace, uint64_t token, KsfNode **root_cache, Forest forest,
                                     double epsilon, uint64_t *live_token, uint32_t grow) {

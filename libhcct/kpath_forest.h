@@ -239,10 +239,10 @@ class PathTrace {
   uint64_t lost_ = 0;
 };
 
-// The bounded forests' budgets, summed over the process (PathProfiler::grow_budget). A forked child
-// has only the forking thread, whose profiler it releases: it starts again from zero.
+// The bounded forests' budgets, summed over the process (PathProfiler::grow_budget). Every
+// profiler's destroy() gives its budget back, also those of a parent's other threads that a forked
+// child frees (runtime.cc, on_fork_child).
 uint64_t bounded_budget_total();
-void reset_bounded_budget_total();
 
 class PathProfiler {
  public:

@@ -641,7 +641,6 @@ HCCT_NOINST void hcct_kpath_release(ThreadState &thread) {
 // (Per-thread counters: the forking thread's own, the child's only thread.)
 HCCT_NOINST void hcct_kpath_fork_child(ThreadState *thread) {
   if (thread) hcct_kpath_release(*thread);
-  reset_bounded_budget_total();  // the parent's other threads' budgets are not the child's
   t_clock_random = 0;
   uintptr_t self = reinterpret_cast<uintptr_t>(__builtin_thread_pointer());
   size_t count = __atomic_load_n(&g_version_table_count, __ATOMIC_ACQUIRE);

@@ -448,6 +448,38 @@ TEST_CASE("e2e: bounded kWF under threads, recursion and a profiling timer keeps
   }
 }
 
+// Growing budgets (path_grow; docs/KPATH.md, "Growing budgets") across a fork: three threads of
+// the parent hold a floor each (k = 4, ε = 0.01: 200 nodes) while main forks; the child's loop needs
+// about 300 nodes. With path_grow=2 the allowance is two floors, all of it the child's (the
+// parent's other threads are gone there and gave theirs back), so the child's forest grows once
+// and never sweeps; with path_grow=1 it sweeps. The parent's forests stay at one floor.
+TEST_CASE("e2e: a forked child's bounded forest grows into the allowance its parent's threads held") {
+  fs::path exe = work() / "grow-fork";
+  run(std::string(HCCT_CLANG) + " -g -O2 -pthread -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR +
+      "/tests/kpath/programs/grow_fork.c -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," +
+      fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+  auto child_line = [&](const std::string &grow) {
+    fs::path out = work() / ("grow-fork-" + grow + ".data");
+    fs::remove_all(out);
+    std::string text = run("HCCT_OPTIONS='k=4:path_epsilon=0.01:verbose=1:path_grow=" + grow + ":out=" + out.string() +
+                           "' " + exe.string() + " 100 2>&1");
+    INFO(text);
+    size_t at = text.find("child ");
+    REQUIRE(at != std::string::npos);
+    std::string pid = text.substr(at + 6, text.find(':', at) - at - 6);
+    size_t line = text.find("hcct kpath: thread " + pid + ":");
+    REQUIRE(line != std::string::npos);
+    CHECK(text.find("parent ") != std::string::npos);
+    CHECK(text.find("child exited 0") != std::string::npos);
+    return text.substr(line, text.find('\n', line) - line);
+  };
+  std::string grown = child_line("2"), fixed = child_line("1");
+  CHECK(grown.find(" budget=400 grown=1 ") != std::string::npos);
+  CHECK(grown.find(" sweeps=0 ") != std::string::npos);
+  CHECK(fixed.find(" budget=200 grown=0 ") != std::string::npos);
+  CHECK(fixed.find(" sweeps=0 ") == std::string::npos);
+}
+
 TEST_CASE("e2e: k-IPF from the k-SF and from the kWF equals n-gram counting of the same run's stream") {
   for (const Example &e : kExamples) {
     fs::path exe = build(e, "-O2", "O2");
