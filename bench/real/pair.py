@@ -11,7 +11,7 @@ be a minute apart; on this machine (a shared 2-vCPU VM) the same run takes about
 its CPU time depending on when it runs (docs/BENCHMARKS.md, session 15). Here the option sets run
 back to back, in alternating order, and each later set is divided by the first set's run of the
 same round: the median of those ratios (and their range) is the figure, beside each set's median
-CPU seconds (user + sys of the program, wait4). The build is run.py's (cached; built if missing).
+CPU seconds (user + sys of the program, wait4) and its largest peak RSS (ru_maxrss). The build is run.py's (cached; built if missing).
 The program's output is checked identical across option sets on the first round.
 """
 import argparse
@@ -27,7 +27,8 @@ import workloads
 
 
 def run_once(workload, binary, size, options):
-    """(CPU seconds, sha256 of stdout) of one run with HCCT_OPTIONS=options (profile discarded)."""
+    """(CPU seconds, peak RSS MB, sha256 of stdout) of one run with HCCT_OPTIONS=options (profile
+    discarded)."""
     scratch = tempfile.mkdtemp(prefix=f"hcct-pair-{workload.name}-")
     try:
         argv, stdin = workload.argv(binary, size)
@@ -41,7 +42,7 @@ def run_once(workload, binary, size, options):
             sys.exit(f"pair.py: {workload.name} with HCCT_OPTIONS={options} exited with status {status}")
         with open(out, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
-        return usage.ru_utime + usage.ru_stime, digest
+        return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, digest
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -70,23 +71,25 @@ def main():
         print(f"pair.py: {args.only} skipped: {e}")
         return 0
     times = {o: [] for o in args.options}
+    rss = {o: 0.0 for o in args.options}
     digests = {}
     for r in range(args.rounds):
         for options in args.options if r % 2 == 0 else args.options[::-1]:
-            seconds, digest = run_once(workload, binary, args.size, options)
+            seconds, peak, digest = run_once(workload, binary, args.size, options)
             times[options].append(seconds)
+            rss[options] = max(rss[options], peak)
             digests.setdefault(options, digest)
     if len(set(digests.values())) != 1:
         print("pair.py: OUTPUT DIFFERS between option sets:", digests)
     base = args.options[0]
     print(f"{args.only} ({args.size} input, {args.flavour}), {args.rounds} rounds in alternating order; "
           f"load average {os.getloadavg()[0]:.1f}")
-    print(f"| HCCT_OPTIONS | median CPU s | × `{base}`, median of pairs | range | runs |")
-    print("|---|---|---|---|---|")
+    print(f"| HCCT_OPTIONS | median CPU s | × `{base}`, median of pairs | range | peak RSS MB | runs |")
+    print("|---|---|---|---|---|---|")
     for options in args.options:
         ratios = [x / y for x, y in zip(times[options], times[base])]
         print(f"| `{options}` | {statistics.median(times[options]):.3f} | {statistics.median(ratios):.3f} | "
-              f"{min(ratios):.3f}–{max(ratios):.3f} | {' '.join(f'{t:.2f}' for t in times[options])} |")
+              f"{min(ratios):.3f}–{max(ratios):.3f} | {rss[options]:.1f} | {' '.join(f'{t:.2f}' for t in times[options])} |")
     return 0
 
 
