@@ -48,6 +48,18 @@ TEST_CASE("options: every bad value is named", "[options]") {
   CHECK(error_of("colour=red").find("unknown option 'colour'") == 0);
   CHECK(error_of("mode") == "option 'mode' has no value (expected key=value)");
   CHECK(error_of("out=") == "out='' must be a directory path");
+  CHECK(error_of("path_grow=0") == "path_grow='0' must be a whole number in [1, 64]");
+  CHECK(error_of("path_grow=65") == "path_grow='65' must be a whole number in [1, 64]");
+  CHECK(error_of("path_grow=2.5") == "path_grow='2.5' must be a whole number in [1, 64]");
+}
+
+TEST_CASE("options: path_grow's bounds are accepted", "[options]") {
+  Options o;
+  char error[256];
+  REQUIRE(parse_options("path_grow=1", &o, error, sizeof error));
+  CHECK(o.path_grow == 1);
+  REQUIRE(parse_options("path_grow=64", &o, error, sizeof error));
+  CHECK(o.path_grow == 64);
 }
 
 // Found by tests/fuzz/fuzz_options (corpus: options/regress-newline-*): the message quoted the bad
