@@ -2,9 +2,13 @@
 """Paired runs: one build of a workload under two or more HCCT_OPTIONS, A then B, B then A, ...
 
   bench/real/pair.py --only tcc [--rounds 8] [--size full|short] [--flavour kpath-early]
-                     [--build BUILD] OPTIONS_A OPTIONS_B [OPTIONS_C ...]
+                     [--build BUILD] [--native] OPTIONS_A OPTIONS_B [OPTIONS_C ...]
 
   e.g. bench/real/pair.py --only lua --rounds 8 k=16:path_grow=1 k=16:path_grow=4
+       bench/real/pair.py --only zstd --native --flavour kpath-burst-late-seeded k=8:burst=1
+
+--native puts the clang-native build of the same sources first in every round, as the baseline
+(shown as `(native)`), so that each option set's figure is its CPU × native.
 
 run.py's rounds run every configuration once per round, so two configurations of one round can
 be a minute apart; on this machine (a shared 2-vCPU VM) the same run takes about 1 or 1.5 times
@@ -54,10 +58,12 @@ def main():
     ap.add_argument("--size", choices=("full", "short"), default="full")
     ap.add_argument("--flavour", default="kpath-early", help="run.py --paths flavour (default kpath-early)")
     ap.add_argument("--build", default=os.path.join(workloads.ROOT, "build"), help="hcct build dir")
+    ap.add_argument("--native", action="store_true",
+                    help="the clang-native build as the baseline (the first set of every round)")
     ap.add_argument("options", nargs="+", help="HCCT_OPTIONS of each set; the first is the baseline")
     args = ap.parse_args()
-    if len(args.options) < 2:
-        sys.exit("pair.py: give at least two option sets")
+    if len(args.options) < (1 if args.native else 2):
+        sys.exit("pair.py: give at least two option sets (one with --native)")
     if args.only not in workloads.WORKLOADS:
         sys.exit(f"pair.py: unknown workload {args.only} (one of {', '.join(workloads.WORKLOADS)})")
     flavours = workloads.path_flavours(os.path.join(args.build, "kpath", "kpath.so"),
@@ -67,15 +73,22 @@ def main():
     workload = workloads.WORKLOADS[args.only]
     try:
         binary = workload.build(flavours[args.flavour])
+        native = workload.build(flavours["clang-native"]) if args.native else None
     except workloads.Unavailable as e:
         print(f"pair.py: {args.only} skipped: {e}")
         return 0
+    NATIVE = "(native)"
+    if args.native:
+        args.options.insert(0, NATIVE)
     times = {o: [] for o in args.options}
     rss = {o: 0.0 for o in args.options}
     digests = {}
     for r in range(args.rounds):
         for options in args.options if r % 2 == 0 else args.options[::-1]:
-            seconds, peak, digest = run_once(workload, binary, args.size, options)
+            if options == NATIVE:
+                seconds, peak, digest = run_once(workload, native, args.size, "")
+            else:
+                seconds, peak, digest = run_once(workload, binary, args.size, options)
             times[options].append(seconds)
             rss[options] = max(rss[options], peak)
             digests.setdefault(options, digest)
