@@ -83,8 +83,12 @@ def main():
                 if len(s) == 2:
                     signed_1grams[names[s[0]]].append(e)
             every = [e for v in errors.values() for e in v]
+            missing = sum(1 for s in hot if s not in got)
             print(f"{interval} ms / {length} ms, path_burst_starts:interval={starts}, run {r + 1}: {len(hot)} hot sequences, "
-                  f"average error {100 * statistics.mean(every):.1f} %", flush=True)
+                  f"{missing} missing (not shown at φ/10), average error {100 * statistics.mean(every):.1f} %, "
+                  f"max {100 * max(every):.1f} %", flush=True)
+            for s in sorted(hot, key=lambda s: (got.get(s, 0) - hot[s]) / hot[s])[:2]:
+                print(f"  worst: {names[s[0]]}, {len(s) - 1} paths, exact {hot[s]:.0f}, estimate {got.get(s, 0):.0f}")
             for name, v in sorted(errors.items(), key=lambda x: -len(x[1]))[:4]:
                 ones = signed_1grams.get(name) or [0.0]
                 print(f"  {name}: {len(v)} hot, average {100 * statistics.mean(v):.1f} %; hot 1-grams signed "
