@@ -206,17 +206,17 @@ TEST_CASE("options: README's option table is the table in hcct/runtime_options.h
 }
 
 // The event clock of path bursts (docs/KPATH.md, "The event clock"): one of path_burst_starts and
-// path_burst_interval given alone sets the other at 1:30; a burst longer than its interval is one
+// path_burst_interval given alone sets the other at 1:100; a burst longer than its interval is one
 // clear message.
 TEST_CASE("options: path_burst_starts and path_burst_interval", "[options]") {
   Options o;
   char error[512];
   REQUIRE(parse_options("path_burst_starts=2000", &o, error, sizeof error));
   CHECK(o.path_burst_starts == 2000);
-  CHECK(o.path_burst_interval == 60000);
+  CHECK(o.path_burst_interval == 200000);
   Options p;
   REQUIRE(parse_options("path_burst_interval=300", &p, error, sizeof error));
-  CHECK(p.path_burst_starts == 10);
+  CHECK(p.path_burst_starts == 3);
   CHECK(p.path_burst_interval == 300);
   Options q;
   REQUIRE(parse_options("path_burst_interval=7", &q, error, sizeof error));

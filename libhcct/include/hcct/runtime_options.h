@@ -75,12 +75,12 @@ inline constexpr Option kPathGrow{"path_grow", false, "a whole number in [1, 64]
 inline constexpr Option kPathBurstStarts{"path_burst_starts", false, "a whole number in [1, 2^40]", "1000",
                                          "kpath builds on the event clock (an executable's, `-kpath-burst=1`): with `burst=1` a "
                                          "path burst is this many path starts of the thread (docs/KPATH.md, \"The event clock\"); given alone, the "
-                                         "interval is 30 times as many"};
+                                         "interval is 100 times as many"};
 inline constexpr Option kPathBurstInterval{"path_burst_interval", false, "a whole number in [1, 2^40], at least path_burst_starts",
-                                           "30000",
+                                           "100000",
                                            "kpath builds on the event clock: a path burst starts every this many path starts of the "
-                                           "thread on average (jittered ±50 %), so one in 30 starts is sampled by default; given alone, "
-                                           "`path_burst_starts` is a 30th of it"};
+                                           "thread on average (jittered ±50 %), so one in 100 starts is sampled by default; given alone, "
+                                           "`path_burst_starts` is a 100th of it"};
 inline constexpr Option kPathTrace{"path_trace", true, "0, 1", "0",
                                    "kpath builds: also record the raw path-ID stream (tests, debugging)"};
 
