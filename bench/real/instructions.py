@@ -9,9 +9,10 @@
 Timing on this machine (a shared 2-vCPU VM) varies by ±30 % between runs of one binary
 (docs/BENCHMARKS.md, session 15); callgrind's counts do not. For each option set, the workload's
 build of FLAVOUR (bench/real/workloads.py, run.py --paths' flavours; built if missing) runs under
-`valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes` with HCCT_OPTIONS set; the option set `native` runs the
-clang-native build instead. Prints instructions (Ir), I1 misses, D1 and last-level read misses, D1 write
-misses and mispredicted branches (valgrind's simple predictor model), summed over the program's threads (valgrind serialises them), and each set's ratio of
+`valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes` with HCCT_OPTIONS set; the option set
+`native` runs the clang-native build instead. Prints instructions (Ir), I1 misses, D1 and
+last-level read misses, D1 write misses and mispredicted branches (valgrind's simple predictor
+model), summed over the program's threads (valgrind serialises them), and each set's ratio of
 instructions to the first set's. The binaries are copied with their debug info stripped (valgrind
 14's reader gives up on clang 14's DWARF 5 of some of them); their symbols stay.
 """
@@ -31,8 +32,8 @@ def callgrind(argv, stdin, options, scratch):
     env = dict(os.environ, HCCT_OPTIONS=f"{options}:out={scratch}/profile")
     out = os.path.join(scratch, "callgrind.out")
     with open(stdin) if stdin else open(os.devnull) as fin:
-        proc = subprocess.run(["valgrind", "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes", f"--callgrind-out-file={out}",
-                               *argv], stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--cache-sim=yes", "--branch-sim=yes",
+                               f"--callgrind-out-file={out}", *argv], stdin=fin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                               cwd=scratch)
     if proc.returncode != 0:
         sys.exit(f"instructions.py: {' '.join(argv)} with HCCT_OPTIONS={options} failed: "
