@@ -258,10 +258,11 @@ TEST_CASE("bursting: hcct paths and hcct guide say the profile is sampled, and b
 }
 
 // The case study (docs/KPATH.md, "The masked convolution case study") from a profile sampled in
-// bursts on the timer (10 % of the time, as burst=1's defaults, in bursts of 0.1 ms every 1 ms:
-// about 300 bursts in filter_conv's loop, whose iterations come in long runs of one path, so the
-// sample's error is that of a few hundred draws): the same loops with the same thresholds and the
-// same recommendations as from the exact profile. Three of its loops run rows * cols * passes
+// bursts. The executable is on the event clock (docs/KPATH.md, "The event clock"), so its bursts are
+// the path_burst_* defaults (one start in 100, in bursts of 1 000: a few dozen in filter_conv's loop,
+// whose iterations come in long runs of one path); the time schedule given below is the time gate's,
+// unused here since session 13. Expected: the same loops with the same thresholds and the same
+// recommendations as from the exact profile. Three of its loops run rows * cols * passes
 // iterations each (exact counts within 40 of each other): their order is a tie that no sample can
 // break, so ranks are compared where the exact counts differ by more than the estimates' 10 %.
 TEST_CASE("bursting: masked convolution gives the same guidance from a bursting profile as from an exact one") {
@@ -275,10 +276,9 @@ TEST_CASE("bursting: masked convolution gives the same guidance from a bursting 
     return nlohmann::json::parse(in);
   };
   auto exact = guide("k=10", "conv.exact");
-  // The bursts come from the timer thread: on a machine loaded enough to keep it from running for
-  // the whole of filter_conv's loop (seen with two busy loops beside ctest -j2), no burst falls
-  // into it and the guide rightly lists it as not sampled. What is tested is the guidance from
-  // bursts that did sample the two long-running loops: up to five runs, each independent.
+  // What is tested is the guidance from bursts that sampled the two long-running loops: up to five
+  // runs, each independent (on the time gate, which this test used before session 13, a starved
+  // timer thread could miss filter_conv's loop; the event clock needs no thread to be scheduled).
   nlohmann::json sampled;
   for (int attempt = 0; attempt < 5; ++attempt) {
     sampled = guide("k=10:burst=1:burst_interval=1:burst_length=0.1", "conv.sampled");
