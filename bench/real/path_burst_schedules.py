@@ -2,7 +2,7 @@
 """Where a bursting path profile's estimate errs: per function, under several burst schedules.
 
   bench/real/path_burst_schedules.py [--build BUILD] [--workload lua] [--flavour kpath-burst-goto-seeded]
-                                     [--schedules 2:0.2,0.2:0.02,20:2] [--starts 1000:30000] [--runs 1]
+                                     [--schedules 2:0.2,0.2:0.02,20:2] [--starts 1000:100000] [--runs 1]
                                      [--size full|short]
 
 One exhaustive run (burst=0) and one bursting run per schedule (burst_interval:burst_length, ms)
@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--workload", default="lua", choices=sorted(workloads.WORKLOADS))
     ap.add_argument("--flavour", default="kpath-burst-goto-seeded")
     ap.add_argument("--schedules", default="2:0.2,0.2:0.02,20:2")
-    ap.add_argument("--starts", default="1000:30000",
+    ap.add_argument("--starts", default="1000:100000",
                     help="path_burst_starts:path_burst_interval pairs, comma-separated")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--size", default="full", choices=("full", "short"))
@@ -64,7 +64,7 @@ def main():
         exact = os.path.join(tmp, "exact")
         # (every run's options have the same length: 8.000 / 0.200 ms, 12 digits of starts)
         record(argv, "k=8:burst=0:path_epsilon=0:burst_interval=2.000:burst_length=0.200"
-                     ":path_burst_starts=000000001000:path_burst_interval=000000030000", exact, stdin)
+                     ":path_burst_starts=000000001000:path_burst_interval=000000100000", exact, stdin)
         want, n, names = sequences(hcct, exact, phi)
         hot = {s: c for s, c in want.items() if c >= phi * n}
         runs = [(schedule, starts, r) for schedule in args.schedules.split(",") for starts in args.starts.split(",")
