@@ -993,3 +993,75 @@ TEST_CASE("bursting: a call-free loop keeps the event clock in a register, its c
   }
   for (const auto &[start, count] : started) CHECK(bursting.threads[0].sampling->starts.count(start));
 }
+
+// The way back (PathVersioner::choose_way_back, return_to_native, wire_way_back): once a burst is
+// over, an activation that joined f.kpath returns to f's own body at the next iteration of one of
+// f's outermost loops, instead of running f.kpath's slower uninstrumented copy until it returns.
+// `work` has two outermost loops (the first with an inner loop), runs 80 000 iterations per call, and
+// each iteration calls `note`, which records its return address: with one path start in 10 sampled, most iterations must run in
+// `work`'s own body (before the way back, every activation that a burst joined stayed in
+// `work.kpath` to its end: 0.2 % of the iterations ran in `work`'s body on this input, against 85 %). On the event clock
+// and on the time gate, with bursts short enough to join and leave both loops many times and with
+// burst=manual (no burst ever opens: every start asks the runtime, f.kpath sends each activation
+// straight back), the output is native's and every start counter equals the 1-grams of an
+// exhaustive traced run.
+TEST_CASE("bursting: after a burst an activation goes back to f's own body at its outermost loop") {
+  const std::string source = "tests/kpath/programs/burst_way_back.c", args = "20 80000";
+  std::string native = run(build_native(source, "-O2", "-O2").string() + " " + args + " 2>/dev/null");
+  struct Config {
+    const char *tag, *env, *options;
+    bool event_clock;
+  };
+  for (const Config &config : {Config{"wayback-events", "", "burst=1:path_burst_starts=100:path_burst_interval=1000", true},
+                               Config{"wayback-manual", "", "burst=manual", true},
+                               Config{"wayback-gate", "HCCT_KPATH_BURST_EVENT_CLOCK=0 ",
+                                      "burst=1:burst_interval=0.05:burst_length=0.02", false}}) {
+    INFO(config.tag);
+    fs::path exe = build(source, "-O2", true, config.tag, /*late=*/true, config.env);
+    // work's and work.kpath's addresses and sizes (nm -S: "addr size t name").
+    std::map<std::string, std::pair<uint64_t, uint64_t>> symbols;
+    std::istringstream nm(run("nm -S --defined-only " + exe.string()));
+    for (std::string line; std::getline(nm, line);) {
+      std::istringstream fields(line);
+      std::string addr, size, kind, name;
+      if (fields >> addr >> size >> kind >> name && (name == "work" || name == "work.kpath"))
+        symbols[name] = {std::stoull(addr, nullptr, 16), std::stoull(size, nullptr, 16)};
+    }
+    REQUIRE(symbols.size() == 2);
+    an::PathMetadata meta = metadata(exe);
+    fs::path sites = work() / (std::string(config.tag) + ".sites");
+    Run exact = record(exe, args + " " + sites.string(), "k=4:path_epsilon=0:path_trace=1", std::string(config.tag) + ".exact");
+    Run bursting = record(exe, args + " " + sites.string(), "k=4:" + std::string(config.options), std::string(config.tag) + ".burst");
+    CHECK(exact.output == native);
+    CHECK(bursting.output == native);
+    // Where the iterations ran.
+    uint64_t in_work = 0, in_copies = 0;
+    std::ifstream lines(sites);
+    for (std::string word; lines >> word;) {
+      int64_t offset = 0;
+      uint64_t calls = 0;
+      lines >> offset >> calls;
+      uint64_t at = symbols["work"].first + offset;
+      for (const auto &[name, range] : symbols)
+        if (at >= range.first && at < range.first + range.second) (name == "work" ? in_work : in_copies) += calls;
+    }
+    INFO(in_work << " iterations in work's body, " << in_copies << " in work.kpath");
+    CHECK(in_work + in_copies == 1600062 + 800036);  // (every iteration of both loops: n = 80000 + r % 8, then n / 2 rounded up)
+    REQUIRE(bursting.threads.size() == 1);
+    REQUIRE(bursting.threads[0].sampling);
+    CHECK(bursting.threads[0].sampling->event_clock == config.event_clock);
+    if (std::string(config.tag) == "wayback-events") {
+      CHECK(bursting.threads[0].sampling->joins > 100);
+      CHECK(in_work > 0.7 * double(in_work + in_copies));
+    }
+    std::map<std::pair<uint64_t, uint32_t>, uint64_t> started;
+    for (const auto &[seq, count] : oracle(exact, 4))
+      if (seq.size() == 1) started[start_of(meta, seq.front())] += count;
+    REQUIRE(started.size() >= 4);
+    for (const auto &[start, count] : bursting.threads[0].sampling->starts) {
+      INFO("function " << start.first << " block " << start.second);
+      CHECK(count == started[start]);
+    }
+    for (const auto &[start, count] : started) CHECK(bursting.threads[0].sampling->starts.count(start));
+  }
+}
