@@ -2,7 +2,7 @@
 """Instructions and cache misses of one workload under several HCCT_OPTIONS, by callgrind.
 
   bench/real/instructions.py [--size full|short] [--flavour kpath-burst-late-seeded] [--build BUILD]
-                             WORKLOAD OPTIONS [OPTIONS ...]
+                             [--binary BUILT] WORKLOAD OPTIONS [OPTIONS ...]
 
   e.g. bench/real/instructions.py lua native k=8:burst=1 k=8:burst=1:path_burst_interval=30000
 
@@ -55,6 +55,8 @@ def main():
     ap.add_argument("--size", choices=("full", "short"), default="full")
     ap.add_argument("--flavour", default="kpath-burst-late-seeded", help="run.py --paths flavour")
     ap.add_argument("--build", default=os.path.join(workloads.ROOT, "build"), help="hcct build dir")
+    ap.add_argument("--binary", help="run this build of the workload instead of FLAVOUR's (e.g. one the cache "
+                                     "keeps from an earlier plugin, to compare two plugins on one input)")
     args = ap.parse_args()
     if not shutil.which("valgrind"):
         print("instructions.py: skipped: valgrind is not installed")
@@ -64,7 +66,9 @@ def main():
     workload = workloads.WORKLOADS[args.workload]
     try:
         built = {"native": workload.build(flavours["clang-native"])}
-        if any(o != "native" for o in args.options):
+        if args.binary:
+            built["profiled"] = args.binary
+        elif any(o != "native" for o in args.options):
             built["profiled"] = workload.build(flavours[args.flavour])
     except workloads.Unavailable as e:
         print(f"instructions.py: {args.workload} skipped: {e}")
@@ -74,7 +78,7 @@ def main():
         for key, binary in built.items():
             stripped[key] = os.path.join(tmp, f"{key}-{os.path.basename(binary)}")
             subprocess.run(["objcopy", "--strip-debug", binary, stripped[key]], check=True)
-        print(f"{args.workload} ({args.size} input, {args.flavour}), callgrind --cache-sim=yes")
+        print(f"{args.workload} ({args.size} input, {args.binary or args.flavour}), callgrind --cache-sim=yes")
         print("| HCCT_OPTIONS | instructions | × first | I1 misses | D1 read misses | LL read misses | D1 write misses "
               "| mispredicted branches (conditional + indirect) |")
         print("|---|---|---|---|---|---|---|---|")
