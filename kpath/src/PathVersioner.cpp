@@ -492,12 +492,8 @@ void PathVersioner::find_resumes() {
 //     there: if h reaches the join too, both are in one cycle already);
 //   - it enters no natural loop sideways: every loop around h whose header is not h contains the
 //     join (all of h0's latches), whose header then still dominates h;
-//   - every natural loop around h calls something already: the join's call of f.kpath becomes part
-//     of each (its cold edge back into h is theirs), and a loop that called nothing lets the code
-//     generator keep its values in caller-saved registers, which a call in it would change (zstd's
-//     match finder ran 2.8 % more instructions between bursts with way backs into such loops; and an
-//     innermost loop that calls nothing may keep its countdown in a register, keep_clock_in_registers,
-//     which its header would have to reload).
+//   - h's loop, if h heads one, is not one whose countdown keep_clock_in_registers may keep in a
+//     register (an innermost loop that calls nothing: its header would have to reload it).
 // Irreducible regions stay what they were (SQLite's sqlite3VdbeExec has one at the late stage: its
 // dispatch loop's headers are way backs from its joins). Of the values live into h, the return
 // passes h's phis and those f's own value may not equal: a value whose definition dominates h0 and
@@ -517,9 +513,8 @@ void PathVersioner::choose_way_back() {
         if (reach.insert(s).second) work.push_back(s);
   }
   for (Resume &h : resumes_) {
-    bool call_free = false;
-    for (Loop *l = loops.getLoopFor(h.header); l; l = l->getParentLoop()) call_free |= !keeps_counts_in_memory(*l);
-    if (call_free) continue;
+    if (Loop *l = loops.getLoopFor(h.header); l && l->getHeader() == h.header && l->isInnermost() && !keeps_counts_in_memory(*l))
+      continue;
     for (unsigned n = 0; n < resumes_.size(); ++n) {
       const BasicBlock *join = resumes_[n].header;
       const DenseSet<const BasicBlock *> &reach = reach_of[n];
