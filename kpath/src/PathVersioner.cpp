@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 
 #include "PassSwitch.h"
 #include "hcct/kpath_abi.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/SCCIterator.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Analysis/CFG.h"
@@ -482,56 +480,28 @@ void PathVersioner::find_resumes() {
   }
 }
 
-// Where f takes back an activation that joined f.kpath (the way back: once the burst is over,
-// f.kpath stores the values live into a header it reaches and returns "resume at h"; f's call site
-// goes on at h, wire_way_back). The new edge, from the join's call of f.kpath to h, must leave f's
-// loops what they are: the code generator's loop-based work (blocks' frequencies, which spill
-// placement and block layout follow; MachineLICM) is what makes f's own body faster than f.kpath's,
-// whose entry switch enters every loop sideways. So h is a way back from the join at h0 when
-//   - f.kpath can get there: h is reachable from h0 (then the edge closes no cycle that was not
-//     there: if h reaches the join too, both are in one cycle already);
-//   - it enters no natural loop sideways: every loop around h whose header is not h contains the
-//     join (all of h0's latches), whose header then still dominates h;
-//   - h's loop, if h heads one, is not one whose countdown keep_clock_in_registers may keep in a
-//     register (an innermost loop that calls nothing: its header would have to reload it).
-// Irreducible regions stay what they were (SQLite's sqlite3VdbeExec has one at the late stage: its
-// dispatch loop's headers are way backs from its joins). Of the values live into h, the return
-// passes h's phis and those f's own value may not equal: a value whose definition dominates h0 and
-// is not reachable from it is the one f.kpath was given or computed, and f still has it.
+// The headers where f takes an activation back from f.kpath once a burst is over (the way back:
+// f.kpath stores the values live into the header and returns "resume at h", wire_way_back): those
+// of f's outermost loops. An edge from f.kpath's call site into the header of an inner loop would
+// enter the loops around it other than through their headers, and an f whose loops are irreducible
+// loses what the code generator does for loops (their blocks' frequencies, which spill placement and
+// block layout follow; MachineLICM). Into an outermost loop's header, every new edge is either a back
+// edge (a call made inside that loop) or an entry from code that runs before the loop (f.kpath's
+// activation can only go forward from where it was called), so f's loop nest stays what it was.
+// Not: a loop that keep_clock_in_registers may give the countdown in a register (an innermost loop
+// that calls nothing: its header would also have to reload the countdown), a function whose own
+// loops are irreducible.
 void PathVersioner::choose_way_back() {
   DominatorTree dt(f_);
-  LoopInfo loops(dt);
   SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
   FindFunctionBackedges(f_, back_edges);
-  std::vector<DenseSet<const BasicBlock *>> reach_of;  // per join: the blocks f.kpath can reach from it
-  for (const Resume &j : resumes_) {
-    DenseSet<const BasicBlock *> &reach = reach_of.emplace_back();
-    reach.insert(j.header);
-    SmallVector<const BasicBlock *, 64> work{j.header};
-    while (!work.empty())
-      for (const BasicBlock *s : successors(work.pop_back_val()))
-        if (reach.insert(s).second) work.push_back(s);
-  }
-  for (Resume &h : resumes_) {
-    if (Loop *l = loops.getLoopFor(h.header); l && l->getHeader() == h.header && l->isInnermost() && !keeps_counts_in_memory(*l))
-      continue;
-    for (unsigned n = 0; n < resumes_.size(); ++n) {
-      const BasicBlock *join = resumes_[n].header;
-      const DenseSet<const BasicBlock *> &reach = reach_of[n];
-      if (!reach.count(h.header)) continue;
-      bool sideways = false;
-      for (Loop *l = loops.getLoopFor(h.header); l && !sideways; l = l->getParentLoop())
-        if (l->getHeader() != h.header)
-          for (auto &[from, to] : back_edges)
-            if (to == join && !l->contains(from)) sideways = true;
-      if (sideways) continue;
-      std::vector<bool> passed;  // live, then remat
-      for (Instruction *v : h.live)
-        passed.push_back(v->getParent() == h.header || !dt.properlyDominates(v->getParent(), join) || reach.count(v->getParent()));
-      for (Instruction *v : h.remat) passed.push_back(!dt.properlyDominates(v->getParent(), join) || reach.count(v->getParent()));
-      h.callers.push_back(const_cast<BasicBlock *>(join));
-      h.passed.push_back(std::move(passed));
-    }
+  for (auto &[from, to] : back_edges)
+    if (!dt.dominates(to, from)) return;
+  LoopInfo loops(dt);
+  for (Resume &r : resumes_) {
+    Loop *l = loops.getLoopFor(r.header);
+    if (!l || l->getHeader() != r.header || l->getParentLoop()) continue;
+    r.way_back = !l->isInnermost() || keeps_counts_in_memory(*l);
   }
 }
 
@@ -893,9 +863,9 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     // A way back needs every value live into the header in a slot here (a cast whose only uses
     // were the lifetime markers demote() dropped has none).
     for (Resume &r : resumes_)
-      for (unsigned n = 0; n < r.live.size() && r.way_back(); ++n) {
+      for (unsigned n = 0; n < r.live.size() && r.way_back; ++n) {
         bool header_phi = isa<PHINode>(r.live[n]) && r.live[n]->getParent() == r.header;
-        if (!(header_phi ? phi_slot_of_ : slot_of_).count(r.outlined[n])) r.callers.clear(), r.passed.clear();
+        r.way_back = (header_phi ? phi_slot_of_ : slot_of_).count(r.outlined[n]);
       }
     DenseMap<BasicBlock *, BasicBlock *> back;  // header -> where f.kpath returns to f there
     return_to_native(leave, closed_gates, counter_of, back);
@@ -941,8 +911,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
         if (AllocaInst *slot = slot_of_.lookup(r.remat_outlined[n])) rb.CreateStore(v, slot);
       }
       // (Should the runtime's tick say the burst is over already: straight back to f, the buffer as f wrote it.)
-      bool own = std::find(r.callers.begin(), r.callers.end(), r.header) != r.callers.end();
-      BasicBlock *closed = own && back.count(h) ? back[h] : copy_of(h);
+      BasicBlock *closed = back.count(h) ? back[h] : copy_of(h);
       rb.CreateBr(clock ? decide_in_outlined(join[h], closed, loc) : join[h]);
       dispatch->addCase(b.getInt64(it->second), resume);
     }
@@ -974,15 +943,11 @@ void PathVersioner::return_to_native(const DenseMap<BasicBlock *, BasicBlock *> 
   DebugLoc loc;
   if (DISubprogram *sp = g.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
   Argument *where = g.getArg(g.arg_size() - 2), *live = g.getArg(g.arg_size() - 1);
-  for (Resume &r : resumes_) {
-    if (!r.way_back()) continue;
+  for (const Resume &r : resumes_) {
+    if (!r.way_back) continue;
     auto *h = cast<BasicBlock>(outline_map_[r.header]);
     auto *next = cast<BasicBlock>(map_[h]);  // the header in the uninstrumented copy
-    if (!next->phis().empty()) {             // (none: demote() took them all before the copy was made)
-      r.callers.clear();
-      r.passed.clear();
-      continue;
-    }
+    if (!next->phis().empty()) continue;     // (none: demote() took them all before the copy was made)
     BasicBlock *to_f = BasicBlock::Create(c, h->getName() + ".kpath.back", &g);
     IRBuilder<> b(to_f);
     b.SetCurrentDebugLocation(loc);
@@ -995,16 +960,13 @@ void PathVersioner::return_to_native(const DenseMap<BasicBlock *, BasicBlock *> 
     b.CreateStore(b.getInt64(counter_of.lookup(h)), b.CreateStructGEP(r.buffer, buffer, 0));
     return_nothing(b);
     back[h] = to_f;
-    // Only to a call that can take it (choose_way_back): made at a join (one that f.kpath began at
-    // the entry, a call made while a burst was open, uses f.kpath's own frame for f's variables,
-    // which its return would free) from which f can go on here.
+    // Only an activation that f handed over at a join: one that f.kpath began at the entry (a call
+    // made while a burst was open) uses f.kpath's own frame for f's variables, which its return
+    // would free.
     BasicBlock *test = BasicBlock::Create(c, h->getName() + ".kpath.back.test", &g);
     IRBuilder<> tb(test);
     tb.SetCurrentDebugLocation(loc);
-    SwitchInst *caller = tb.CreateSwitch(where, next, r.callers.size());
-    for (BasicBlock *join : r.callers)
-      if (auto it = counter_of.find(cast<BasicBlock>(outline_map_[join])); it != counter_of.end())
-        caller->addCase(tb.getInt64(it->second), to_f);
+    tb.CreateCondBr(tb.CreateICmpEQ(where, tb.getInt64(0)), next, to_f);
     std::vector<BasicBlock *> from{leave.lookup(h)};
     if (auto it = closed_gates.find(h); it != closed_gates.end()) from.insert(from.end(), it->second.begin(), it->second.end());
     for (BasicBlock *bb : from) {
@@ -1070,7 +1032,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   // values): at the entry on the event clock (f.kpath's tick may find no burst open: "restart"),
   // at the joins where f has outermost loops to resume at.
   std::vector<OutlinedCall> calls;
-  bool way_back = std::any_of(resumes_.begin(), resumes_.end(), [](const Resume &r) { return r.way_back(); });
+  bool way_back = std::any_of(resumes_.begin(), resumes_.end(), [](const Resume &r) { return r.way_back; });
   if (buffer && api_.countdown())
     calls.push_back({call_outlined(ib, 0, ib.CreateBitCast(buffer, ib.getInt8PtrTy())), nullptr});
   else
@@ -1151,23 +1113,49 @@ void PathVersioner::wire_way_back(const std::vector<OutlinedCall> &calls, Alloca
   LLVMContext &c = f_.getContext();
   DebugLoc loc;
   if (DISubprogram *sp = f_.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
-  for (Resume &r : resumes_)
-    if (r.way_back())
-      // Every phi of the header takes a value from the buffer. (keep_clock_in_registers adds phis
-      // only to the loops it gives the countdown in a register, which are no way back's.)
-      for (PHINode &phi : r.header->phis())
-        if (std::find(r.live.begin(), r.live.end(), &phi) == r.live.end())
-          report_fatal_error("hcct kpath: the way back into " + f_.getName() + " misses a phi of its header");
+  std::vector<Resume *> targets;
+  for (Resume &r : resumes_) {
+    if (!r.way_back) continue;
+    // Every phi of the header takes a value from the buffer. (keep_clock_in_registers adds phis
+    // only to the loops it gives the countdown in a register, which are no way back's.)
+    for (PHINode &phi : r.header->phis())
+      if (std::find(r.live.begin(), r.live.end(), &phi) == r.live.end())
+        report_fatal_error("hcct kpath: the way back into " + f_.getName() + " misses a phi of its header");
+    targets.push_back(&r);
+  }
+  DominatorTree dt(f_);
+  LoopInfo loops(dt);
+  auto outermost = [&](BasicBlock *bb) -> BasicBlock * {
+    Loop *l = loops.getLoopFor(bb);
+    if (!l) return nullptr;
+    while (l->getParentLoop()) l = l->getParentLoop();
+    return l->getHeader();
+  };
   auto index_of = [&](const Resume &r) { return counter_of.lookup(cast<BasicBlock>(outline_map_[r.header])); };
+  // Values f's own static allocas and arguments (and address arithmetic on them) need no phis:
+  // they are the same on every way into a loop. The arithmetic moves up to f's entry, where the
+  // allocas are (the code generator still folds it into the addressing modes of its uses).
+  BasicBlock &top = f_.getEntryBlock();
+  DenseSet<Value *> everywhere;
+  for (Instruction &i : top)
+    if (static_alloca(i)) everywhere.insert(&i);
+  for (Resume *r : targets)
+    for (Instruction *i : r->remat)
+      if (!everywhere.count(i) && std::all_of(i->op_begin(), i->op_end(), [&](Value *op) {
+            return isa<Constant>(op) || isa<Argument>(op) || everywhere.count(op);
+          })) {
+        i->moveBefore(top.getTerminator());
+        everywhere.insert(i);
+      }
 
-  // Per header and set of passed values, one block that takes them from the buffer and goes there.
-  std::map<std::pair<const Resume *, std::vector<bool>>, BasicBlock *> resume_blocks;
-  std::vector<Instruction *> redefined;                                         // in the order first met
+  // Per header, the block that resumes there from inside its loop (`again`) and from before it.
+  DenseMap<BasicBlock *, BasicBlock *> again, enter;
+  std::vector<Instruction *> redefined;                                   // in the order first met
   DenseMap<Instruction *, std::vector<std::pair<BasicBlock *, Value *>>> defs;  // f's value -> (block, value there)
-  auto resume_block = [&](Resume &r, const std::vector<bool> &passed) {
-    BasicBlock *&block = resume_blocks[{&r, passed}];
+  auto resume_block = [&](Resume &r, bool inside) {
+    BasicBlock *&block = (inside ? again : enter)[r.header];
     if (block) return block;
-    block = BasicBlock::Create(c, r.header->getName() + ".kpath.back", &f_);
+    block = BasicBlock::Create(c, r.header->getName() + (inside ? ".kpath.again" : ".kpath.resume"), &f_);
     IRBuilder<> b(block);
     b.SetCurrentDebugLocation(loc);
     Value *live = b.CreateBitCast(buffer, r.buffer->getPointerTo());
@@ -1179,26 +1167,28 @@ void PathVersioner::wire_way_back(const std::vector<OutlinedCall> &calls, Alloca
     };
     for (unsigned n = 0; n < r.live.size(); ++n) {
       Instruction *i = r.live[n];
-      if (!passed[n]) continue;
+      bool header_phi = isa<PHINode>(i) && i->getParent() == r.header;
+      if ((inside && !header_phi) || everywhere.count(i)) continue;
       Value *v = b.CreateLoad(r.buffer->getElementType(n + 1), b.CreateStructGEP(r.buffer, live, n + 1), i->getName() + ".back");
       value_of[i] = v;
-      if (isa<PHINode>(i) && i->getParent() == r.header) cast<PHINode>(i)->addIncoming(v, block);
+      if (header_phi) cast<PHINode>(i)->addIncoming(v, block);
       else redefine(i, v);
     }
-    for (unsigned n = 0; n < r.remat.size(); ++n) {
-      if (!passed[r.live.size() + n]) continue;
-      Instruction *v = r.remat[n]->clone();
+    for (Instruction *i : inside ? std::vector<Instruction *>{} : r.remat) {
+      if (everywhere.count(i)) continue;
+      Instruction *v = i->clone();
       v->setDebugLoc(loc);
-      b.Insert(v, r.remat[n]->getName() + ".back");
+      b.Insert(v, i->getName() + ".back");
       RemapInstruction(v, value_of, RF_NoModuleLevelChanges | RF_IgnoreMissingLocals);
-      value_of[r.remat[n]] = v;
-      redefine(r.remat[n], v);
+      value_of[i] = v;
+      redefine(i, v);
     }
     b.CreateBr(r.header);
     return block;
   };
 
-  // Where each call may resume (choose_way_back); a call at the entry only restarts f.
+  // Where each call may resume: the outermost loops reachable from where f.kpath was called (on
+  // f's CFG before any of these edges exists).
   std::vector<std::vector<std::pair<uint64_t, BasicBlock *>>> cases_of;
   for (const OutlinedCall &call : calls) {
     auto &cases = cases_of.emplace_back();
@@ -1206,9 +1196,14 @@ void PathVersioner::wire_way_back(const std::vector<OutlinedCall> &calls, Alloca
       cases.push_back({kRestartAtEntry, entry});
       continue;
     }
-    for (Resume &r : resumes_)
-      for (unsigned n = 0; n < r.callers.size(); ++n)
-        if (r.callers[n] == call.from) cases.push_back({index_of(r), resume_block(r, r.passed[n])});
+    DenseSet<const BasicBlock *> reach{call.from};
+    SmallVector<const BasicBlock *, 64> work{call.from};
+    while (!work.empty())
+      for (const BasicBlock *s : successors(work.pop_back_val()))
+        if (reach.insert(s).second) work.push_back(s);
+    BasicBlock *region = outermost(call.from);
+    for (Resume *r : targets)
+      if (reach.count(r->header)) cases.push_back({index_of(*r), resume_block(*r, r->header == region)});
   }
   Type *i64 = Type::getInt64Ty(c);
   for (unsigned n = 0; n < calls.size(); ++n) {

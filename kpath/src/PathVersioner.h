@@ -24,9 +24,9 @@
 // gate is open, `f`'s entry tail-calls `f.kpath(args, 0, null)`; a back edge t→h of `f` stores the
 // values live into h in a buffer and returns `f.kpath(args, index of h, buffer)`, which continues
 // the activation at h in its instrumented copy (a join). The way back: when the burst is over and
-// f.kpath reaches a back edge into a header the join can resume at without changing f's loops
-// (choose_way_back), it stores the values live into that header in the buffer and returns "resume
-// at h" (the buffer's first word); f's call site then goes on at h in f's own body. Used where no value that lives across a
+// f.kpath reaches the back edge of one of f's outermost loops, it stores the values live into that
+// header in the buffer and returns "resume at h" (the buffer's first word); f's call site then
+// continues the activation at h in f's own body. Used where no value that lives across a
 // loop is a local variable the optimiser has yet to promote (the late stage, or a function
 // without loops), since passing its address would pin it to memory in `f`.
 #pragma once
@@ -110,16 +110,9 @@ class PathVersioner {
     std::vector<llvm::Instruction *> remat;      // in f, recomputed by f.kpath (operands before users)
     std::vector<llvm::Instruction *> remat_outlined;
     llvm::StructType *buffer = nullptr;          // {resume at, live...}: f.kpath's way back writes the first word
-    // The way back (choose_way_back): the headers (in f) of the joins whose calls of f.kpath may
-    // return to f at this header, and, per such join, which of `live` the return passes (the others
-    // are f's own values at the call: their definitions dominate the join and f.kpath cannot reach
-    // them again). Empty: f.kpath never returns here.
-    std::vector<llvm::BasicBlock *> callers;
-    std::vector<std::vector<bool>> passed;
-    bool way_back() const { return !callers.empty(); }
+    bool way_back = false;                       // whether f.kpath returns to f at this header (choose_way_back)
   };
-  // A call of f.kpath in f that may come back: at the entry (`from` null: on the event clock, a
-  // restart) or at the join of header `from`.
+  // A call of f.kpath in f: at the entry (`from` null) or at the join of header `from`.
   struct OutlinedCall {
     llvm::CallInst *call;
     llvm::BasicBlock *from;

@@ -995,17 +995,17 @@ TEST_CASE("bursting: a call-free loop keeps the event clock in a register, its c
 }
 
 // The way back (PathVersioner::choose_way_back, return_to_native, wire_way_back): once a burst is
-// over, an activation that joined f.kpath returns to f's own body at its next back edge into a
-// header the join can resume at, instead of running f.kpath's slower uninstrumented copy until it
-// returns. `work` has two outermost loops (the first with an inner loop), runs 80 000 iterations per
-// call, and each iteration calls `note`, which records its return address: with one path start in
-// 10 sampled, most iterations must run in `work`'s own body (before the way back, every activation
-// that a burst joined stayed in `work.kpath` to its end: 0.2 % of the iterations ran in `work`'s
-// body on this input, against 85 %). On the event clock and on the time gate, with bursts short
-// enough to join and leave the loops many times, and with burst=manual (no burst ever opens: every
-// start asks the runtime, f.kpath sends each activation straight back), the output is native's and
-// every start counter equals the 1-grams of an exhaustive traced run.
-TEST_CASE("bursting: after a burst an activation goes back to f's own body") {
+// over, an activation that joined f.kpath returns to f's own body at the next iteration of one of
+// f's outermost loops, instead of running f.kpath's slower uninstrumented copy until it returns.
+// `work` has two outermost loops (the first with an inner loop), runs 80 000 iterations per call, and
+// each iteration calls `note`, which records its return address: with one path start in 10 sampled, most iterations must run in
+// `work`'s own body (before the way back, every activation that a burst joined stayed in
+// `work.kpath` to its end: 0.2 % of the iterations ran in `work`'s body on this input, against 85 %). On the event clock
+// and on the time gate, with bursts short enough to join and leave both loops many times and with
+// burst=manual (no burst ever opens: every start asks the runtime, f.kpath sends each activation
+// straight back), the output is native's and every start counter equals the 1-grams of an
+// exhaustive traced run.
+TEST_CASE("bursting: after a burst an activation goes back to f's own body at its outermost loop") {
   const std::string source = "tests/kpath/programs/burst_way_back.c", args = "20 80000";
   std::string native = run(build_native(source, "-O2", "-O2").string() + " " + args + " 2>/dev/null");
   struct Config {
