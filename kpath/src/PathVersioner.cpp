@@ -22,7 +22,6 @@
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm/Transforms/Utils/PromoteMemToReg.h"
-#include "llvm/Transforms/Utils/SSAUpdater.h"
 
 namespace hcct::kpath {
 
@@ -388,23 +387,6 @@ void PathVersioner::demote(Function &f, const std::vector<Instruction *> &also) 
     }
 }
 
-namespace {
-// Whether a loop's counts must stay in memory: its body can call code that reaches the countdown or
-// the start counters — any call, memcpy/memmove/memset included (they may lower to a call of the
-// program's own, instrumented definition), but for other intrinsics — or it may wait on another
-// thread (an atomic or volatile access: a spin-wait can run while the final dump reads the
-// counters, which would miss the loop's iterations so far).
-bool keeps_counts_in_memory(const Loop &l) {
-  for (const BasicBlock *bb : l.blocks())
-    for (const Instruction &i : *bb) {
-      if (const auto *call = dyn_cast<CallBase>(&i); call && (!isa<IntrinsicInst>(call) || isa<AnyMemIntrinsic>(call)))
-        return true;
-      if (i.isAtomic() || i.isVolatile()) return true;
-    }
-  return false;
-}
-}  // namespace
-
 bool PathVersioner::outlinable(const Function &f) {
   if (f.isVarArg()) return false;
   for (const Argument &a : f.args())
@@ -473,35 +455,10 @@ void PathVersioner::find_resumes() {
       (recomputable(*i) ? r.remat : r.live).push_back(i);
       available.insert(i);
     }
-    std::vector<Type *> types{Type::getInt64Ty(f_.getContext())};  // (the way back's "resume at")
+    std::vector<Type *> types;
     for (Instruction *i : r.live) types.push_back(i->getType());
     r.buffer = StructType::get(f_.getContext(), types);
     resumes_.push_back(std::move(r));
-  }
-}
-
-// The headers where f takes an activation back from f.kpath once a burst is over (the way back:
-// f.kpath stores the values live into the header and returns "resume at h", wire_way_back): those
-// of f's outermost loops. An edge from f.kpath's call site into the header of an inner loop would
-// enter the loops around it other than through their headers, and an f whose loops are irreducible
-// loses what the code generator does for loops (their blocks' frequencies, which spill placement and
-// block layout follow; MachineLICM). Into an outermost loop's header, every new edge is either a back
-// edge (a call made inside that loop) or an entry from code that runs before the loop (f.kpath's
-// activation can only go forward from where it was called), so f's loop nest stays what it was.
-// Not: a loop that keep_clock_in_registers may give the countdown in a register (an innermost loop
-// that calls nothing: its header would also have to reload the countdown), a function whose own
-// loops are irreducible.
-void PathVersioner::choose_way_back() {
-  DominatorTree dt(f_);
-  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
-  FindFunctionBackedges(f_, back_edges);
-  for (auto &[from, to] : back_edges)
-    if (!dt.dominates(to, from)) return;
-  LoopInfo loops(dt);
-  for (Resume &r : resumes_) {
-    Loop *l = loops.getLoopFor(r.header);
-    if (!l || l->getHeader() != r.header || l->getParentLoop()) continue;
-    r.way_back = !l->isInnermost() || keeps_counts_in_memory(*l);
   }
 }
 
@@ -543,7 +500,6 @@ bool PathVersioner::prepare() {
   std::vector<Instruction *> also;
   if (outline_ != Outline::kNever && outlinable(f_) && (outline_ == Outline::kAlways || !has_loops(f_))) {
     find_resumes();
-    choose_way_back();
     outline();
     // (Raw pointers: the map's handles follow the replacements demotion makes.)
     for (Resume &r : resumes_)
@@ -631,17 +587,6 @@ Value *PathVersioner::gate_open(IRBuilder<> &b) const {
 }
 
 namespace {
-// The buffer's first word when f.kpath, called at f's entry, found no burst open after all: f runs
-// its own body from the start. (Else 0, f.kpath returned; or the index of the header to resume at.)
-constexpr uint64_t kRestartAtEntry = ~uint64_t(0);
-
-// Returns from f.kpath to f's call site, which resumes rather than return this.
-void return_nothing(IRBuilder<> &b) {
-  Type *type = b.GetInsertBlock()->getParent()->getReturnType();
-  if (type->isVoidTy()) b.CreateRetVoid();
-  else b.CreateRet(PoisonValue::get(type));
-}
-
 // abi::countdown_open(v) in IR: one subtraction and an unsigned compare.
 Value *countdown_in_burst(IRBuilder<> &b, Value *v) {
   return b.CreateICmpULE(b.CreateSub(v, b.getInt64(uint64_t(abi::kCountdownBurstLow))),
@@ -789,7 +734,6 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     branch_on_gate(b, to, leave[to], /*open_likely=*/true);
   }
   // Back edges of the uninstrumented copy: the same CFG edges as the DAG's.
-  DenseMap<BasicBlock *, std::vector<BasicBlock *>> closed_gates;  // header -> the blocks of its tests here
   for (const RestartEdge &r : dag.restarts()) {
     BasicBlock *h = dag.blocks()[r.to];
     auto it = counter_of.find(h);
@@ -799,11 +743,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);
     count(b, it->second);
-    BasicBlock *last = &f.back();
     branch_on_gate(b, join[h], to, /*open_likely=*/false);
-    std::vector<BasicBlock *> &gates = closed_gates[h];
-    gates.push_back(mid);
-    for (auto at = std::next(last->getIterator()); at != f.end(); ++at) gates.push_back(&*at);
   }
 
   // Cut edges into a start point: counted (a forward edge: no gate test, no change of copies). In
@@ -860,28 +800,10 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     // Called by f with the gate open (f counted the start): the entry, or a join at a header whose
     // live values the buffer holds, stored where this copy keeps them.
     Argument *where = f.getArg(f.arg_size() - 2), *live = f.getArg(f.arg_size() - 1);
-    // A way back needs every value live into the header in a slot here (a cast whose only uses
-    // were the lifetime markers demote() dropped has none).
-    for (Resume &r : resumes_)
-      for (unsigned n = 0; n < r.live.size() && r.way_back; ++n) {
-        bool header_phi = isa<PHINode>(r.live[n]) && r.live[n]->getParent() == r.header;
-        r.way_back = (header_phi ? phi_slot_of_ : slot_of_).count(r.outlined[n]);
-      }
-    DenseMap<BasicBlock *, BasicBlock *> back;  // header -> where f.kpath returns to f there
-    return_to_native(leave, closed_gates, counter_of, back);
-    // (On the event clock f came here because its countdown went below zero: decide first. Should
-    // the tick say no burst is open, f starts its own body: a thread's first start, or burst=manual.)
+    // (On the event clock f came here because its countdown went below zero: decide first.)
     bool clock = api_.countdown() != nullptr;
-    BasicBlock *closed_entry = copy_of(entry);
-    if (clock && !resumes_.empty()) {
-      closed_entry = BasicBlock::Create(c, "kpath.restart", &f);
-      IRBuilder<> rb(closed_entry);
-      rb.SetCurrentDebugLocation(loc);
-      rb.CreateStore(rb.getInt64(kRestartAtEntry), rb.CreateBitCast(live, rb.getInt64Ty()->getPointerTo()));
-      return_nothing(rb);
-    }
     SwitchInst *dispatch =
-        b.CreateSwitch(where, clock ? decide_in_outlined(entry, closed_entry, loc) : entry, unsigned(resumes_.size()));
+        b.CreateSwitch(where, clock ? decide_in_outlined(entry, copy_of(entry), loc) : entry, unsigned(resumes_.size()));
     for (const Resume &r : resumes_) {
       auto *h = cast<BasicBlock>(outline_map_[r.header]);
       auto it = counter_of.find(h);
@@ -896,7 +818,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
         // A phi of the header: where its predecessors store (the header copies it to the slot its
         // uses read); any other value: the slot its uses read. None: a cast whose only uses were
         // the lifetime markers demote() dropped (nothing reads it here).
-        Value *v = rb.CreateLoad(r.buffer->getElementType(n + 1), rb.CreateStructGEP(r.buffer, buffer, n + 1));
+        Value *v = rb.CreateLoad(r.buffer->getElementType(n), rb.CreateStructGEP(r.buffer, buffer, n));
         value_of[r.live[n]] = v;
         bool header_phi = isa<PHINode>(r.live[n]) && r.live[n]->getParent() == r.header;
         if (AllocaInst *slot = (header_phi ? phi_slot_of_ : slot_of_).lookup(r.outlined[n])) rb.CreateStore(v, slot);
@@ -910,12 +832,9 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
         value_of[r.remat[n]] = v;
         if (AllocaInst *slot = slot_of_.lookup(r.remat_outlined[n])) rb.CreateStore(v, slot);
       }
-      // (Should the runtime's tick say the burst is over already: straight back to f, the buffer as f wrote it.)
-      BasicBlock *closed = back.count(h) ? back[h] : copy_of(h);
-      rb.CreateBr(clock ? decide_in_outlined(join[h], closed, loc) : join[h]);
+      rb.CreateBr(clock ? decide_in_outlined(join[h], copy_of(h), loc) : join[h]);
       dispatch->addCase(b.getInt64(it->second), resume);
     }
-    // (Last: the way back's phis in f rewrite the operands of the values the resumes above copy.)
     wire_native(counters, counter_of, cuts);
   }
 
@@ -926,57 +845,6 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     if (isAllocaPromotable(a)) promote.push_back(a);
   DominatorTree dt(f);
   PromoteMemToReg(promote, dt);
-}
-
-// f.kpath's half of the way back (choose_way_back's headers): where its instrumented copy leaves a
-// burst on a back edge into such a header, and where its uninstrumented copy would go on to one
-// between bursts, f.kpath stores the values live into the header in the buffer (the header's phis
-// with this back edge's values), the header's index in the buffer's first word, and returns; f's
-// call site takes the activation on from there (wire_way_back). An activation that joined a burst
-// thus runs f.kpath's slower copies only until its outermost loop's next iteration.
-void PathVersioner::return_to_native(const DenseMap<BasicBlock *, BasicBlock *> &leave,
-                                     const DenseMap<BasicBlock *, std::vector<BasicBlock *>> &closed_gates,
-                                     const DenseMap<BasicBlock *, unsigned> &counter_of,
-                                     DenseMap<BasicBlock *, BasicBlock *> &back) {
-  Function &g = *outlined_;
-  LLVMContext &c = g.getContext();
-  DebugLoc loc;
-  if (DISubprogram *sp = g.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
-  Argument *where = g.getArg(g.arg_size() - 2), *live = g.getArg(g.arg_size() - 1);
-  for (const Resume &r : resumes_) {
-    if (!r.way_back) continue;
-    auto *h = cast<BasicBlock>(outline_map_[r.header]);
-    auto *next = cast<BasicBlock>(map_[h]);  // the header in the uninstrumented copy
-    if (!next->phis().empty()) continue;     // (none: demote() took them all before the copy was made)
-    BasicBlock *to_f = BasicBlock::Create(c, h->getName() + ".kpath.back", &g);
-    IRBuilder<> b(to_f);
-    b.SetCurrentDebugLocation(loc);
-    Value *buffer = b.CreateBitCast(live, r.buffer->getPointerTo());
-    for (unsigned n = 0; n < r.live.size(); ++n) {
-      bool header_phi = isa<PHINode>(r.live[n]) && r.live[n]->getParent() == r.header;
-      AllocaInst *slot = (header_phi ? phi_slot_of_ : slot_of_).lookup(r.outlined[n]);
-      b.CreateStore(b.CreateLoad(slot->getAllocatedType(), slot), b.CreateStructGEP(r.buffer, buffer, n + 1));
-    }
-    b.CreateStore(b.getInt64(counter_of.lookup(h)), b.CreateStructGEP(r.buffer, buffer, 0));
-    return_nothing(b);
-    back[h] = to_f;
-    // Only an activation that f handed over at a join: one that f.kpath began at the entry (a call
-    // made while a burst was open) uses f.kpath's own frame for f's variables, which its return
-    // would free.
-    BasicBlock *test = BasicBlock::Create(c, h->getName() + ".kpath.back.test", &g);
-    IRBuilder<> tb(test);
-    tb.SetCurrentDebugLocation(loc);
-    tb.CreateCondBr(tb.CreateICmpEQ(where, tb.getInt64(0)), next, to_f);
-    std::vector<BasicBlock *> from{leave.lookup(h)};
-    if (auto it = closed_gates.find(h); it != closed_gates.end()) from.insert(from.end(), it->second.begin(), it->second.end());
-    for (BasicBlock *bb : from) {
-      Instruction *term = bb->getTerminator();
-      for (unsigned i = 0; i < term->getNumSuccessors(); ++i)
-        if (term->getSuccessor(i) == next) {
-          term->setSuccessor(i, test);
-        }
-    }
-  }
 }
 
 // f's own body between bursts: the start counters and the gate tests at its entry and back edges;
@@ -1028,15 +896,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
   branch_on_gate(b, instrumented, entry, /*open_likely=*/false, /*ask_runtime=*/false);
   IRBuilder<> ib(instrumented);
   ib.SetCurrentDebugLocation(loc);
-  // The calls of f.kpath that may come back (in block order: the IR does not depend on pointer
-  // values): at the entry on the event clock (f.kpath's tick may find no burst open: "restart"),
-  // at the joins where f has outermost loops to resume at.
-  std::vector<OutlinedCall> calls;
-  bool way_back = std::any_of(resumes_.begin(), resumes_.end(), [](const Resume &r) { return r.way_back; });
-  if (buffer && api_.countdown())
-    calls.push_back({call_outlined(ib, 0, ib.CreateBitCast(buffer, ib.getInt8PtrTy())), nullptr});
-  else
-    call_outlined(ib, 0, Constant::getNullValue(ib.getInt8PtrTy()))->setTailCall();  // (f.kpath never comes back)
+  call_outlined(ib, 0, Constant::getNullValue(ib.getInt8PtrTy()))->setTailCall();
 
   // One join per header, shared by its back edges (the header's phis' values come through phis of
   // the join): the stores of the live values once per header, not once per back edge.
@@ -1068,9 +928,8 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
       Value *live = jb.CreateBitCast(buffer, r->buffer->getPointerTo());
       for (unsigned n = 0; n < r->live.size(); ++n)
         jb.CreateStore(join->second.phis[n] ? join->second.phis[n] : static_cast<Value *>(r->live[n]),
-                       jb.CreateStructGEP(r->buffer, live, n + 1));
-      CallInst *call = call_outlined(jb, it->second, jb.CreateBitCast(buffer, jb.getInt8PtrTy()));
-      if (way_back) calls.push_back({call, h});  // (wire_way_back: f.kpath comes back only where a Resume has way_back)
+                       jb.CreateStructGEP(r->buffer, live, n));
+      call_outlined(jb, it->second, jb.CreateBitCast(buffer, jb.getInt8PtrTy()));
     }
     for (unsigned n = 0; n < r->live.size(); ++n)
       if (PHINode *in = join->second.phis[n]) in->addIncoming(cast<PHINode>(r->live[n])->getIncomingValueForBlock(mid), mid);
@@ -1095,149 +954,24 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     count(b, it->second);
   }
   if (api_.countdown()) keep_clock_in_registers(back_edge_counts);
-  wire_way_back(calls, buffer, entry, counter_of);
 }
 
-// f's half of the way back (choose_way_back): after each call of f.kpath, the buffer's first word
-// says whether the activation returned (0: f returns what f.kpath returned) or is to resume at the
-// header of one of f's outermost loops, with the values live into it in the buffer. A call made
-// inside that loop resumes through a back edge that takes only the header's phis from the buffer
-// (every other value live there was defined above the loop, which the activation has not left: f's
-// own value is still right); any other call, through an entry that takes them all, and f's values
-// reach their uses through phis where the two meet (SSAUpdater). f.kpath reaches only the loops
-// its caller could reach, so each call resumes only where it could go: the edges keep f's loop
-// nest. Costs f nothing between bursts but the phis' operands on those edges.
-void PathVersioner::wire_way_back(const std::vector<OutlinedCall> &calls, AllocaInst *buffer, BasicBlock *entry,
-                                  const DenseMap<BasicBlock *, unsigned> &counter_of) {
-  if (calls.empty()) return;
-  LLVMContext &c = f_.getContext();
-  DebugLoc loc;
-  if (DISubprogram *sp = f_.getSubprogram()) loc = DILocation::get(c, sp->getLine(), 0, sp);
-  std::vector<Resume *> targets;
-  for (Resume &r : resumes_) {
-    if (!r.way_back) continue;
-    // Every phi of the header takes a value from the buffer. (keep_clock_in_registers adds phis
-    // only to the loops it gives the countdown in a register, which are no way back's.)
-    for (PHINode &phi : r.header->phis())
-      if (std::find(r.live.begin(), r.live.end(), &phi) == r.live.end())
-        report_fatal_error("hcct kpath: the way back into " + f_.getName() + " misses a phi of its header");
-    targets.push_back(&r);
-  }
-  DominatorTree dt(f_);
-  LoopInfo loops(dt);
-  auto outermost = [&](BasicBlock *bb) -> BasicBlock * {
-    Loop *l = loops.getLoopFor(bb);
-    if (!l) return nullptr;
-    while (l->getParentLoop()) l = l->getParentLoop();
-    return l->getHeader();
-  };
-  auto index_of = [&](const Resume &r) { return counter_of.lookup(cast<BasicBlock>(outline_map_[r.header])); };
-  // Values f's own static allocas and arguments (and address arithmetic on them) need no phis:
-  // they are the same on every way into a loop. The arithmetic moves up to f's entry, where the
-  // allocas are (the code generator still folds it into the addressing modes of its uses).
-  BasicBlock &top = f_.getEntryBlock();
-  DenseSet<Value *> everywhere;
-  for (Instruction &i : top)
-    if (static_alloca(i)) everywhere.insert(&i);
-  for (Resume *r : targets)
-    for (Instruction *i : r->remat)
-      if (!everywhere.count(i) && std::all_of(i->op_begin(), i->op_end(), [&](Value *op) {
-            return isa<Constant>(op) || isa<Argument>(op) || everywhere.count(op);
-          })) {
-        i->moveBefore(top.getTerminator());
-        everywhere.insert(i);
-      }
-
-  // Per header, the block that resumes there from inside its loop (`again`) and from before it.
-  DenseMap<BasicBlock *, BasicBlock *> again, enter;
-  std::vector<Instruction *> redefined;                                   // in the order first met
-  DenseMap<Instruction *, std::vector<std::pair<BasicBlock *, Value *>>> defs;  // f's value -> (block, value there)
-  auto resume_block = [&](Resume &r, bool inside) {
-    BasicBlock *&block = (inside ? again : enter)[r.header];
-    if (block) return block;
-    block = BasicBlock::Create(c, r.header->getName() + (inside ? ".kpath.again" : ".kpath.resume"), &f_);
-    IRBuilder<> b(block);
-    b.SetCurrentDebugLocation(loc);
-    Value *live = b.CreateBitCast(buffer, r.buffer->getPointerTo());
-    ValueToValueMapTy value_of;
-    auto redefine = [&](Instruction *i, Value *v) {
-      auto &list = defs[i];
-      if (list.empty()) redefined.push_back(i);
-      list.push_back({block, v});
-    };
-    for (unsigned n = 0; n < r.live.size(); ++n) {
-      Instruction *i = r.live[n];
-      bool header_phi = isa<PHINode>(i) && i->getParent() == r.header;
-      if ((inside && !header_phi) || everywhere.count(i)) continue;
-      Value *v = b.CreateLoad(r.buffer->getElementType(n + 1), b.CreateStructGEP(r.buffer, live, n + 1), i->getName() + ".back");
-      value_of[i] = v;
-      if (header_phi) cast<PHINode>(i)->addIncoming(v, block);
-      else redefine(i, v);
+namespace {
+// Whether a loop's counts must stay in memory: its body can call code that reaches the countdown or
+// the start counters — any call, memcpy/memmove/memset included (they may lower to a call of the
+// program's own, instrumented definition), but for other intrinsics — or it may wait on another
+// thread (an atomic or volatile access: a spin-wait can run while the final dump reads the
+// counters, which would miss the loop's iterations so far).
+bool keeps_counts_in_memory(const Loop &l) {
+  for (const BasicBlock *bb : l.blocks())
+    for (const Instruction &i : *bb) {
+      if (const auto *call = dyn_cast<CallBase>(&i); call && (!isa<IntrinsicInst>(call) || isa<AnyMemIntrinsic>(call)))
+        return true;
+      if (i.isAtomic() || i.isVolatile()) return true;
     }
-    for (Instruction *i : inside ? std::vector<Instruction *>{} : r.remat) {
-      if (everywhere.count(i)) continue;
-      Instruction *v = i->clone();
-      v->setDebugLoc(loc);
-      b.Insert(v, i->getName() + ".back");
-      RemapInstruction(v, value_of, RF_NoModuleLevelChanges | RF_IgnoreMissingLocals);
-      value_of[i] = v;
-      redefine(i, v);
-    }
-    b.CreateBr(r.header);
-    return block;
-  };
-
-  // Where each call may resume: the outermost loops reachable from where f.kpath was called (on
-  // f's CFG before any of these edges exists).
-  std::vector<std::vector<std::pair<uint64_t, BasicBlock *>>> cases_of;
-  for (const OutlinedCall &call : calls) {
-    auto &cases = cases_of.emplace_back();
-    if (!call.from) {
-      cases.push_back({kRestartAtEntry, entry});
-      continue;
-    }
-    DenseSet<const BasicBlock *> reach{call.from};
-    SmallVector<const BasicBlock *, 64> work{call.from};
-    while (!work.empty())
-      for (const BasicBlock *s : successors(work.pop_back_val()))
-        if (reach.insert(s).second) work.push_back(s);
-    BasicBlock *region = outermost(call.from);
-    for (Resume *r : targets)
-      if (reach.count(r->header)) cases.push_back({index_of(*r), resume_block(*r, r->header == region)});
-  }
-  Type *i64 = Type::getInt64Ty(c);
-  for (unsigned n = 0; n < calls.size(); ++n) {
-    CallInst *call = calls[n].call;
-    if (cases_of[n].empty()) continue;
-    BasicBlock *at = call->getParent();
-    Instruction *ret = call->getNextNode();
-    IRBuilder<> pre(call);
-    Value *word = pre.CreateBitCast(buffer, i64->getPointerTo());
-    pre.CreateStore(pre.getInt64(0), word);
-    call->setTailCall(false);
-    BasicBlock *returned = at->splitBasicBlock(ret, "kpath.returned");
-    at->getTerminator()->eraseFromParent();
-    IRBuilder<> b(at);
-    b.SetCurrentDebugLocation(loc);
-    SwitchInst *resume = b.CreateSwitch(b.CreateLoad(i64, word, "kpath.resume_at"), returned, cases_of[n].size());
-    for (auto &[index, block] : cases_of[n]) resume->addCase(b.getInt64(index), block);
-  }
-
-  // Each value taken from the buffer meets f's own where the ways in join.
-  for (Instruction *i : redefined) {
-    std::vector<Use *> uses;
-    for (Use &u : i->uses()) uses.push_back(&u);
-    SSAUpdater updater;
-    updater.Initialize(i->getType(), i->getName());
-    updater.AddAvailableValue(i->getParent(), i);
-    for (auto &[block, v] : defs[i]) updater.AddAvailableValue(block, v);
-    for (Use *u : uses) {
-      auto *user = cast<Instruction>(u->getUser());
-      if (!isa<PHINode>(user) && user->getParent() == i->getParent()) continue;  // (after i in its block)
-      updater.RewriteUse(*u);
-    }
-  }
+  return false;
 }
+}  // namespace
 
 // The event clock in f's own body: in an innermost loop that calls nothing, the countdown lives in a
 // register, and the header's start counter is not incremented per iteration but advanced at the

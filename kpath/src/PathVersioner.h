@@ -23,10 +23,7 @@
 // code size of the instrumented copy, which an in-function copy shares with every call. When the
 // gate is open, `f`'s entry tail-calls `f.kpath(args, 0, null)`; a back edge t→h of `f` stores the
 // values live into h in a buffer and returns `f.kpath(args, index of h, buffer)`, which continues
-// the activation at h in its instrumented copy (a join). The way back: when the burst is over and
-// f.kpath reaches the back edge of one of f's outermost loops, it stores the values live into that
-// header in the buffer and returns "resume at h" (the buffer's first word); f's call site then
-// continues the activation at h in f's own body. Used where no value that lives across a
+// the activation at h in its instrumented copy (a join). Used where no value that lives across a
 // loop is a local variable the optimiser has yet to promote (the late stage, or a function
 // without loops), since passing its address would pin it to memory in `f`.
 #pragma once
@@ -109,13 +106,7 @@ class PathVersioner {
     std::vector<llvm::Instruction *> outlined;   // the same values in f.kpath, before demotion (the keys of slot_of_)
     std::vector<llvm::Instruction *> remat;      // in f, recomputed by f.kpath (operands before users)
     std::vector<llvm::Instruction *> remat_outlined;
-    llvm::StructType *buffer = nullptr;          // {resume at, live...}: f.kpath's way back writes the first word
-    bool way_back = false;                       // whether f.kpath returns to f at this header (choose_way_back)
-  };
-  // A call of f.kpath in f: at the entry (`from` null) or at the join of header `from`.
-  struct OutlinedCall {
-    llvm::CallInst *call;
-    llvm::BasicBlock *from;
+    llvm::StructType *buffer = nullptr;
   };
   static bool supported(const llvm::Function &f);
   static bool block_address_tables(const llvm::Function &f, std::vector<llvm::GlobalVariable *> &tables);
@@ -126,13 +117,6 @@ class PathVersioner {
   static bool outlinable(const llvm::Function &f);
   static bool has_loops(const llvm::Function &f);
   void find_resumes();
-  void choose_way_back();
-  void wire_way_back(const std::vector<OutlinedCall> &calls, llvm::AllocaInst *buffer, llvm::BasicBlock *entry,
-                     const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of);
-  void return_to_native(const llvm::DenseMap<llvm::BasicBlock *, llvm::BasicBlock *> &leave,
-                        const llvm::DenseMap<llvm::BasicBlock *, std::vector<llvm::BasicBlock *>> &closed_gates,
-                        const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of,
-                        llvm::DenseMap<llvm::BasicBlock *, llvm::BasicBlock *> &back);
   void outline();
   void demote(llvm::Function &f, const std::vector<llvm::Instruction *> &also);
   static llvm::StoreInst *count_start(llvm::IRBuilder<> &b, llvm::GlobalVariable *counters, unsigned index);
