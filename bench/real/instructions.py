@@ -67,6 +67,8 @@ def main():
     try:
         built = {"native": workload.build(flavours["clang-native"])}
         if args.binary:
+            if not os.path.isfile(args.binary):
+                sys.exit(f"instructions.py: --binary {args.binary}: no such file")
             built["profiled"] = args.binary
         elif any(o != "native" for o in args.options):
             built["profiled"] = workload.build(flavours[args.flavour])
