@@ -65,7 +65,9 @@ def main():
                                        os.path.join(args.build, "libhcct"))
     workload = workloads.WORKLOADS[args.workload]
     try:
-        built = {"native": workload.build(flavours["clang-native"])}
+        built = {}
+        if "native" in args.options:
+            built["native"] = workload.build(flavours["clang-native"])
         if args.binary:
             if not os.path.isfile(args.binary):
                 sys.exit(f"instructions.py: --binary {args.binary}: no such file")
