@@ -91,12 +91,18 @@ VersionApi::VersionApi(Module &m) : m_(m), thread_counters_(executable(m) && thr
   // the GOT (its gate may be another module's).
   if (executable(m)) gate_->setDSOLocal(true);
   // The event clock (hcct/kpath_abi.h, kTickSymbol): the thread's countdown, one instruction away
-  // in an executable's static TLS (`%fs:hcct.kpath.countdown@tpoff`); a shared library's TLS would
-  // be dynamic (a __tls_get_addr call per start), so it keeps the gate.
+  // in an executable's static TLS (`%fs:__hcct_kpath_countdown@tpoff`); a shared library's TLS would
+  // be dynamic (a __tls_get_addr call per start), so it keeps the gate. One word for all the
+  // executable's units: linkonce_odr in a COMDAT group, hidden, so the linker keeps one copy.
   if (executable(m) && event_clock_wanted()) {
     Type *i64 = Type::getInt64Ty(c);
-    countdown_ = new GlobalVariable(m, i64, false, GlobalValue::InternalLinkage, ConstantInt::get(i64, 0),
-                                    "hcct.kpath.countdown", nullptr, GlobalValue::LocalExecTLSModel);
+    countdown_ = m.getNamedGlobal(abi::kCountdownSymbol);
+    if (!countdown_)
+      countdown_ = new GlobalVariable(m, i64, false, GlobalValue::LinkOnceODRLinkage, ConstantInt::get(i64, 0),
+                                      abi::kCountdownSymbol, nullptr, GlobalValue::LocalExecTLSModel);
+    countdown_->setVisibility(GlobalValue::HiddenVisibility);
+    countdown_->setDSOLocal(true);
+    countdown_->setComdat(m.getOrInsertComdat(abi::kCountdownSymbol));
     countdown_->setAlignment(Align(8));
     tick_ = m.getOrInsertFunction(abi::kTickSymbol, i8, i64->getPointerTo());
     if (auto *fn = dyn_cast<Function>(tick_.getCallee())) {

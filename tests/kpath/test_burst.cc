@@ -783,7 +783,7 @@ TEST_CASE("bursting: an executable reads the gate without a GOT load, a shared l
     INFO(relocations);
     if (event_clock) {
       CHECK(relocations.empty());
-      CHECK(run("readelf -sW " + exe.string()).find("hcct.kpath.countdown") != std::string::npos);
+      CHECK(run("readelf -sW " + exe.string()).find(hcct::kpath_abi::kCountdownSymbol) != std::string::npos);
     } else {
       CHECK(relocations.find("R_X86_64_COPY") != std::string::npos);
       CHECK(relocations.find("R_X86_64_GLOB_DAT") == std::string::npos);
@@ -925,7 +925,7 @@ TEST_CASE("bursting: f's own body keeps the time gate's frame on the event clock
   };
   fs::path events = build(source, "-O2", true, "leaf-events", /*late=*/true);
   fs::path gate = build(source, "-O2", true, "leaf-gate", /*late=*/true, "HCCT_KPATH_BURST_EVENT_CLOCK=0 ");
-  REQUIRE(run("readelf -sW " + events.string()).find("hcct.kpath.countdown") != std::string::npos);
+  REQUIRE(run("readelf -sW " + events.string()).find(hcct::kpath_abi::kCountdownSymbol) != std::string::npos);
   CHECK(pushes_of_leaf(events) == pushes_of_leaf(gate));
   std::string native = run(build_native(source, "-O2", "-O2").string() + " 100000");
   Run bursting = record(events, "100000", "k=4:burst=1:path_burst_starts=100", "leaf-events.burst");
@@ -992,4 +992,46 @@ TEST_CASE("bursting: a call-free loop keeps the event clock in a register, its c
     CHECK(count == started[start]);
   }
   for (const auto &[start, count] : started) CHECK(bursting.threads[0].sampling->starts.count(start));
+}
+
+// The event clock is one countdown per thread for all of an executable's translation units. With
+// one word per unit (internal linkage), each unit's first start in a thread found its word at 0 and
+// ticked it to -1, which the runtime read as the end of a gap: a burst opened there, whatever the
+// schedule. zstd (-T4, 30 units) entered f.kpath at every unit's first start in every thread, and
+// ZSTD_row_update's two long activations ran wholly in the instrumented copy: 60.8 M of 577 M
+// instructions with no burst scheduled (docs/BENCHMARKS.md, "Session 20"). A schedule whose first
+// burst is 2^40 starts away must sample nothing, in any unit.
+TEST_CASE("bursting: the event clock is one countdown per thread for all of an executable's units") {
+  const std::string main_source = "tests/kpath/programs/burst_two_units.c";
+  const std::string other_source = "tests/kpath/programs/burst_two_units_other.c";
+  fs::path exe = work() / "burst_two_units.late";
+  run(std::string("HCCT_KPATH_BURST=1 HCCT_KPATH_STAGE=late ") + HCCT_CLANG + " -g -O2 -fpass-plugin=" +
+      HCCT_KPATH_PLUGIN + " " + HCCT_SOURCE_DIR + "/" + main_source + " " + HCCT_SOURCE_DIR + "/" + other_source +
+      " -o " + exe.string() + " " + HCCT_RUNTIME + " -Wl,-rpath," + fs::path(HCCT_RUNTIME).parent_path().string() +
+      " 2>&1");
+  std::istringstream symbols(run("readelf -sW " + exe.string()));
+  size_t countdowns = 0;
+  for (std::string line; std::getline(symbols, line);)
+    if (line.find("kpath") != std::string::npos && line.find("countdown") != std::string::npos && line.find(" TLS ") != std::string::npos)
+      ++countdowns;
+  CHECK(countdowns == 1);
+
+  const std::string args = "200000";
+  fs::path native_exe = work() / "burst_two_units.native";
+  run(std::string(HCCT_CLANG) + " -O2 " + HCCT_SOURCE_DIR + "/" + main_source + " " + HCCT_SOURCE_DIR + "/" + other_source +
+      " -o " + native_exe.string() + " 2>&1");
+  std::string native = run(native_exe.string() + " " + args);
+  REQUIRE(native.find("burst_two_units 200000: ") == 0);
+  const std::string never = "k=4:burst=1:path_burst_starts=1:path_burst_interval=1099511627776";
+  for (int round = 0; round < 3; ++round) {  // (each run draws its first period anew)
+    Run closed = record(exe, args, never, "two-units.closed" + std::to_string(round));
+    CHECK(closed.output == native);
+    REQUIRE(closed.threads.size() == 1);
+    REQUIRE(closed.threads[0].sampling);
+    CHECK(closed.threads[0].sampling->event_clock);
+    auto sampled = an::make_k_ipf(closed.threads[0].forest, 1).without_zero_counts().sequences();
+    INFO("round " << round << ": " << sampled.size() << " paths sampled");
+    CHECK(sampled.empty());
+    CHECK(closed.threads[0].sampling->joins == 0);
+  }
 }

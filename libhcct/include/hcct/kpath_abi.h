@@ -76,9 +76,12 @@ inline constexpr uint64_t kSwitchJoin = 0;
 inline constexpr uint64_t kSwitchLeave = 1;
 // The event clock (an executable's module, -kpath-burst-event-clock=1, the default there): instead
 // of reading the gate, every start point decrements the thread's countdown, a local-exec TLS word of
-// the module (`subq $1, %fs:hcct.kpath.countdown@tpoff; js`), so that bursts are counted in path
-// starts per thread, not in time, and every start is sampled with one probability whatever its
-// phase runs at (docs/KPATH.md, "The event clock"). Its value says where the thread is:
+// the executable (`subq $1, %fs:__hcct_kpath_countdown@tpoff; js`), so that bursts are counted in
+// path starts per thread, not in time, and every start is sampled with one probability whatever its
+// phase runs at (docs/KPATH.md, "The event clock"). One word per thread for all of the executable's
+// translation units (hidden, in a COMDAT group of its name): each unit's own word made each unit's
+// first start in a thread look like the end of a gap, opening a burst there. Its value says where
+// the thread is:
 //   >= 0: between bursts, that many starts before the next one;
 //   in (kCountdownOpenEnd, -1): in a burst, (value - kCountdownOpenEnd) starts before it ends;
 //   -1 or <= kCountdownOpenEnd after a decrement: the period is over: the code calls
@@ -86,6 +89,7 @@ inline constexpr uint64_t kSwitchLeave = 1;
 //   the word) and returns 1 if it is a burst. The word starts at 0, so a thread's first start calls
 //   the runtime, which then knows the thread (its counters reach a file even if no burst sampled it).
 inline constexpr char kTickSymbol[] = "__hcct_path_tick";
+inline constexpr char kCountdownSymbol[] = "__hcct_kpath_countdown";
 inline constexpr int64_t kCountdownOpenEnd = -(int64_t(1) << 62);
 // Whether a countdown (after its decrement) says "in a burst" without asking the runtime:
 // kCountdownOpenEnd < value < -1, which the pass emits as one unsigned compare (the one definition:
