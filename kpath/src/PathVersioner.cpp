@@ -611,8 +611,8 @@ void copy_incoming(BasicBlock *dest, BasicBlock *like, BasicBlock *pred) {
 // byte load and a branch. The event clock: the thread's countdown minus one, and a sign test
 // (closed) or a range test (open); only when the period is over, the runtime's tick, which sets the
 // next period and says which it is.
-void PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock *closed, bool open_likely,
-                                   bool ask_runtime) const {
+CallInst *PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock *closed, bool open_likely,
+                                        bool ask_runtime) const {
   MDBuilder md(b.getContext());
   MDNode *likely = md.createBranchWeights(2000, 1), *unlikely = md.createBranchWeights(1, 2000);
   BasicBlock *here = b.GetInsertBlock();
@@ -620,7 +620,7 @@ void PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock 
   if (!api_.countdown()) {
     b.CreateCondBr(gate_open(b), open, closed, open_likely ? likely : unlikely);
     if (old) old->eraseFromParent();
-    return;
+    return nullptr;
   }
   Type *i64 = b.getInt64Ty();
   GlobalVariable *countdown = api_.countdown();
@@ -629,29 +629,47 @@ void PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock 
   if (!ask_runtime) {  // f's own body: below zero, f.kpath decides (decide_in_outlined)
     b.CreateCondBr(b.CreateICmpSGE(n, b.getInt64(0)), closed, open, likely);
     if (old) old->eraseFromParent();
-    return;
+    return nullptr;
+  }
+  Function *f = here->getParent();
+  if (!open_likely) {
+    // The uninstrumented copy: below zero, the tick says whether a burst is open (one that began
+    // elsewhere in the thread: the tick leaves it as it is) or begins. Testing the burst's range
+    // here took two 64-bit constants, which the code generator kept in registers across the loop
+    // (zstd's ZSTD_row_update.kpath: two more loop invariants spilled to the stack); the tick runs
+    // once per burst boundary and loop.
+    BasicBlock *tick = BasicBlock::Create(b.getContext(), here->getName() + ".tick", f);
+    b.CreateCondBr(b.CreateICmpSGE(n, b.getInt64(0)), closed, tick, likely);
+    if (old) old->eraseFromParent();
+    IRBuilder<> tb(tick);
+    tb.SetCurrentDebugLocation(b.getCurrentDebugLocation());
+    CallInst *now_open = tb.CreateCall(api_.tick_fn(), {countdown});
+    tb.CreateCondBr(tb.CreateICmpNE(now_open, tb.getInt8(0)), open, closed, unlikely);
+    copy_incoming(open, here, tick);
+    copy_incoming(closed, here, tick);
+    return now_open;
   }
   auto in_burst = [](IRBuilder<> &at, Value *v) { return countdown_in_burst(at, v); };
-  Function *f = here->getParent();
   BasicBlock *other_test = BasicBlock::Create(b.getContext(), here->getName() + ".clock", f);
   BasicBlock *tick = BasicBlock::Create(b.getContext(), here->getName() + ".tick", f);
-  BasicBlock *usual = open_likely ? open : closed, *other = open_likely ? closed : open;
-  b.CreateCondBr(open_likely ? in_burst(b, n) : b.CreateICmpSGE(n, b.getInt64(0)), usual, other_test, likely);
+  // The instrumented copy: in the burst's range, stay; at or above zero, leave; else the tick.
+  b.CreateCondBr(in_burst(b, n), open, other_test, likely);
   if (old) old->eraseFromParent();
   IRBuilder<> ob(other_test);
   ob.SetCurrentDebugLocation(b.getCurrentDebugLocation());
   // (The word again, not n: a second use of n would keep the first test from folding into one
-  // `decq %fs:countdown; js`, the load, decrement and store becoming three instructions.)
+  // range test on the decremented word.)
   Value *again = ob.CreateLoad(i64, countdown, "kpath.countdown");
-  ob.CreateCondBr(open_likely ? ob.CreateICmpSGE(again, ob.getInt64(0)) : in_burst(ob, again), other, tick);
+  ob.CreateCondBr(ob.CreateICmpSGE(again, ob.getInt64(0)), closed, tick);
   IRBuilder<> tb(tick);
   tb.SetCurrentDebugLocation(b.getCurrentDebugLocation());
-  Value *now_open = tb.CreateCall(api_.tick_fn(), {countdown});
+  CallInst *now_open = tb.CreateCall(api_.tick_fn(), {countdown});
   tb.CreateCondBr(tb.CreateICmpNE(now_open, tb.getInt8(0)), open, closed, unlikely);
-  copy_incoming(other, here, other_test);
+  copy_incoming(closed, here, other_test);
   copy_incoming(open, here, tick);
   copy_incoming(closed, here, tick);
-  for (PHINode &phi : other->phis()) phi.removeIncomingValue(here, /*DeletePHIIfEmpty=*/false);  // (no longer its predecessor)
+  for (PHINode &phi : closed->phis()) phi.removeIncomingValue(here, /*DeletePHIIfEmpty=*/false);  // (no longer its predecessor)
+  return now_open;
 }
 
 // The event clock in f.kpath, entered from f's body because f's countdown went below zero (f
@@ -740,6 +758,7 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     branch_on_gate(b, to, leave[to], /*open_likely=*/true);
   }
   // Back edges of the uninstrumented copy: the same CFG edges as the DAG's.
+  BackEdgeTests copy_tests;  // per header of the uninstrumented copy
   for (const RestartEdge &r : dag.restarts()) {
     BasicBlock *h = dag.blocks()[r.to];
     auto it = counter_of.find(h);
@@ -748,8 +767,9 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     BasicBlock *mid = on_edge(f, copy_of(dag.blocks()[r.from]), to, to->getName() + ".kpath.gate");
     IRBuilder<> b(mid->getTerminator());
     b.SetCurrentDebugLocation(loc);
-    count(b, it->second);
-    branch_on_gate(b, join[h], to, /*open_likely=*/false);
+    StoreInst *counted = count_start(b, counters, it->second);
+    CallInst *tick = branch_on_gate(b, join[h], to, /*open_likely=*/false);
+    copy_tests[to].push_back({counted, tick});
   }
 
   // Cut edges into a start point: counted (a forward edge: no gate test, no change of copies). In
@@ -851,6 +871,10 @@ void PathVersioner::finish(const FunctionDag &dag, const PathInstrumenter &inst,
     if (isAllocaPromotable(a)) promote.push_back(a);
   DominatorTree dt(f);
   PromoteMemToReg(promote, dt);
+  // An activation that a burst caught stays in f.kpath until it returns, its loops running in the
+  // uninstrumented copy once the burst is over: a long loop (zstd's ZSTD_row_update) runs there
+  // for most of its iterations. Its call-free loops keep the clock in a register, as f's do.
+  if (outlined_ && api_.countdown()) keep_clock_in_registers(f, copy_tests);
 }
 
 // f's own body between bursts: the start counters and the gate tests at its entry and back edges;
@@ -911,7 +935,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     std::vector<PHINode *> phis;  // per live value, for the header's phis; else null
   };
   DenseMap<BasicBlock *, Join> join_of;
-  DenseMap<BasicBlock *, std::vector<StoreInst *>> back_edge_counts;  // header -> its back edges' counter stores
+  BackEdgeTests back_edge_tests;
   SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 16> back_edges;
   FindFunctionBackedges(f_, back_edges);
   for (auto &[from_c, to_c] : back_edges) {
@@ -943,7 +967,7 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     mb.SetCurrentDebugLocation(loc);
     StoreInst *counted = count_start(mb, counters, it->second);
     branch_on_gate(mb, join->second.block, h, /*open_likely=*/false, /*ask_runtime=*/false);
-    back_edge_counts[h].push_back(counted);
+    back_edge_tests[h].push_back({counted, nullptr});
   }
   // The cut edges into start points, in f's own body (a block of f.kpath that demotion added has
   // no counterpart in f: such a cut is not counted here).
@@ -959,19 +983,21 @@ void PathVersioner::wire_native(GlobalVariable *counters, const DenseMap<BasicBl
     b.SetCurrentDebugLocation(loc);
     count(b, it->second);
   }
-  if (api_.countdown()) keep_clock_in_registers(back_edge_counts);
+  if (api_.countdown()) keep_clock_in_registers(f_, back_edge_tests);
 }
 
 namespace {
 // Whether a loop's counts must stay in memory: its body can call code that reaches the countdown or
 // the start counters — any call, memcpy/memmove/memset included (they may lower to a call of the
-// program's own, instrumented definition), but for other intrinsics — or it may wait on another
-// thread (an atomic or volatile access: a spin-wait can run while the final dump reads the
-// counters, which would miss the loop's iterations so far).
-bool keeps_counts_in_memory(const Loop &l) {
+// program's own, instrumented definition), but for other intrinsics and the clock's own ticks
+// (`ticks`: the register is written back around them) — or it may wait on another thread (an
+// atomic or volatile access: a spin-wait can run while the final dump reads the counters, which
+// would miss the loop's iterations so far).
+bool keeps_counts_in_memory(const Loop &l, const SmallPtrSetImpl<const CallInst *> &ticks) {
   for (const BasicBlock *bb : l.blocks())
     for (const Instruction &i : *bb) {
-      if (const auto *call = dyn_cast<CallBase>(&i); call && (!isa<IntrinsicInst>(call) || isa<AnyMemIntrinsic>(call)))
+      if (const auto *call = dyn_cast<CallBase>(&i);
+          call && (!isa<IntrinsicInst>(call) || isa<AnyMemIntrinsic>(call)) && !ticks.count(dyn_cast<CallInst>(call)))
         return true;
       if (i.isAtomic() || i.isVolatile()) return true;
     }
@@ -979,37 +1005,46 @@ bool keeps_counts_in_memory(const Loop &l) {
 }
 }  // namespace
 
-// The event clock in f's own body: in an innermost loop that calls nothing, the countdown lives in a
-// register, and the header's start counter is not incremented per iteration but advanced at the
-// loop's exits by what the countdown went down by in the loop (every decrement in such a loop is a
-// back edge into its header). Each iteration then costs `dec %reg; js`, no memory read-modify-write
-// (the two `addq $1, %fs:starts+8i` / `decq %fs:countdown` carried a store-forwarding dependency from
-// one iteration to the next, ~5 cycles: zstd's match finder, sqlite's VDBE loops; what LLVM's
-// InstrProfiling calls counter promotion). The countdown is written back at every exit, the join
-// into f.kpath (a burst begins) among them, so T(s) and the schedule stay exact. Nothing else reads
-// the countdown or these counters while the loop runs, since it calls nothing; a signal handler that
-// runs versioned code meanwhile has its own decrements of the countdown overwritten at the loop's
-// exit (its start counters are its own increments, kept): the schedule shifts by a few starts.
-void PathVersioner::keep_clock_in_registers(const DenseMap<BasicBlock *, std::vector<StoreInst *>> &back_edge_counts) {
-  if (back_edge_counts.empty()) return;
+// The event clock in an innermost loop that calls nothing: the countdown lives in a register from
+// the loop's entry, and the header's start counter is not incremented per iteration but advanced
+// at the loop's exits by what the countdown went down by in the loop (every decrement in such a
+// loop is a back edge into its header). Each iteration then costs `dec %reg; js`, no memory
+// read-modify-write (the two `addq $1, %fs:starts+8i` / `decq %fs:countdown` carried a
+// store-forwarding dependency from one iteration to the next, ~5 cycles: zstd's match finder,
+// sqlite's VDBE loops; what LLVM's InstrProfiling calls counter promotion). The countdown is
+// written back at every exit, the join into the instrumented copy (a burst begins) among them, so
+// T(s) and the schedule stay exact. In f's own body a loop calls nothing at all; in f.kpath's
+// uninstrumented copy its back edges may call the tick, which reads and sets the countdown: the
+// register is written back before the call (and the counter advanced) and read again after it, as
+// at an exit and an entry. Nothing else reads the countdown or these counters while the loop runs;
+// a signal handler that runs versioned code meanwhile has its own decrements of the countdown
+// overwritten at the loop's exit (its start counters are its own increments, kept): the schedule
+// shifts by a few starts.
+void PathVersioner::keep_clock_in_registers(Function &f, const BackEdgeTests &tests) {
+  if (tests.empty()) return;
   GlobalVariable *countdown = api_.countdown();
-  DominatorTree dt(f_);
+  DominatorTree dt(f);
   LoopInfo loops(dt);
-  LLVMContext &c = f_.getContext();
+  LLVMContext &c = f.getContext();
   Type *i64 = Type::getInt64Ty(c);
-  IRBuilder<> entry_builder(&*f_.getEntryBlock().getFirstInsertionPt());
+  IRBuilder<> entry_builder(&*f.getEntryBlock().getFirstInsertionPt());
   std::vector<AllocaInst *> slots;
   for (Loop *l : loops.getLoopsInPreorder()) {
     BasicBlock *h = l->getHeader();
-    auto counted = back_edge_counts.find(h);
-    if (!l->isInnermost() || counted == back_edge_counts.end() || keeps_counts_in_memory(*l)) continue;
-    // Every countdown access in the loop must be one of the header's own back-edge tests, and every
-    // edge in and out must get a block of its own.
+    auto tested = tests.find(h);
+    if (!l->isInnermost() || tested == tests.end()) continue;
+    SmallPtrSet<const CallInst *, 4> ticks;
+    // Every countdown access in the loop must be one of the header's own back-edge tests (a load
+    // and a store), and every edge in and out must get a block of its own.
+    size_t expected = 2 * tested->second.size();
+    for (const BackEdgeTest &t : tested->second)
+      if (t.tick) ticks.insert(t.tick);
+    if (keeps_counts_in_memory(*l, ticks)) continue;
     size_t accesses = 0;
     for (BasicBlock *bb : l->blocks())
       for (Instruction &i : *bb)
         if (getLoadStorePointerOperand(&i) == countdown) ++accesses;
-    if (accesses != 2 * counted->second.size()) continue;
+    if (accesses != expected) continue;
     bool splittable_edges = true;
     for (BasicBlock *p : predecessors(h))
       if (!l->contains(p)) splittable_edges &= splittable(p) && !isa<CallBrInst>(p->getTerminator());
@@ -1033,41 +1068,57 @@ void PathVersioner::keep_clock_in_registers(const DenseMap<BasicBlock *, std::ve
           else cast<StoreInst>(i).setOperand(cast<StoreInst>(i).getPointerOperandIndex(), now);
         }
     // The per-iteration counts go: the exits add what the countdown went down by.
-    Value *counter = counted->second.front()->getPointerOperand();
-    for (StoreInst *store : counted->second) {
-      auto *add = cast<Instruction>(store->getValueOperand());
+    Value *counter = tested->second.front().count->getPointerOperand();
+    for (const BackEdgeTest &t : tested->second) {
+      auto *add = cast<Instruction>(t.count->getValueOperand());
       auto *load = cast<Instruction>(add->getOperand(0));
-      store->eraseFromParent();
+      t.count->eraseFromParent();
       add->eraseFromParent();
       load->eraseFromParent();
+    }
+    // What the loop counted since `at_entry`, written back; `b` then reads the countdown again.
+    auto write_back = [&](IRBuilder<> &b) {
+      Value *v = b.CreateLoad(i64, now, "kpath.countdown.now");
+      b.CreateStore(v, countdown);
+      Value *iterations = b.CreateSub(b.CreateLoad(i64, at_entry, "kpath.countdown.entered"), v);
+      b.CreateStore(b.CreateAdd(b.CreateLoad(i64, counter, "kpath.start.count"), iterations), counter);
+    };
+    auto read_again = [&](IRBuilder<> &b) {
+      Value *v = b.CreateLoad(i64, countdown, "kpath.countdown");
+      b.CreateStore(v, now);
+      b.CreateStore(v, at_entry);
+    };
+    for (const CallInst *tick : ticks) {
+      auto *call = const_cast<CallInst *>(tick);
+      IRBuilder<> before(call);
+      before.SetCurrentDebugLocation(call->getDebugLoc());
+      write_back(before);
+      IRBuilder<> after(call->getNextNode());
+      after.SetCurrentDebugLocation(call->getDebugLoc());
+      read_again(after);
     }
     std::vector<BasicBlock *> outside;
     for (BasicBlock *p : predecessors(h))
       if (!l->contains(p) && std::find(outside.begin(), outside.end(), p) == outside.end()) outside.push_back(p);
     for (BasicBlock *p : outside) {
-      BasicBlock *in = on_edge(f_, p, h, h->getName() + ".kpath.enter");
+      BasicBlock *in = on_edge(f, p, h, h->getName() + ".kpath.enter");
       IRBuilder<> b(in->getTerminator());
       b.SetCurrentDebugLocation(h->getFirstNonPHI()->getDebugLoc());
-      Value *v = b.CreateLoad(i64, countdown, "kpath.countdown");
-      b.CreateStore(v, now);
-      b.CreateStore(v, at_entry);
+      read_again(b);
     }
     std::vector<std::pair<BasicBlock *, BasicBlock *>> exit_edges;
     for (auto &[from, to] : exits)
       if (std::find(exit_edges.begin(), exit_edges.end(), std::make_pair(const_cast<BasicBlock *>(from), const_cast<BasicBlock *>(to))) == exit_edges.end())
         exit_edges.push_back({const_cast<BasicBlock *>(from), const_cast<BasicBlock *>(to)});
     for (auto &[from, to] : exit_edges) {
-      BasicBlock *out = on_edge(f_, from, to, h->getName() + ".kpath.exit");
+      BasicBlock *out = on_edge(f, from, to, h->getName() + ".kpath.exit");
       IRBuilder<> b(out->getTerminator());
       b.SetCurrentDebugLocation(from->getTerminator()->getDebugLoc());
-      Value *v = b.CreateLoad(i64, now, "kpath.countdown.now");
-      b.CreateStore(v, countdown);
-      Value *iterations = b.CreateSub(b.CreateLoad(i64, at_entry, "kpath.countdown.entered"), v);
-      b.CreateStore(b.CreateAdd(b.CreateLoad(i64, counter, "kpath.start.count"), iterations), counter);
+      write_back(b);
     }
   }
   if (slots.empty()) return;
-  DominatorTree promoted(f_);
+  DominatorTree promoted(f);
   PromoteMemToReg(slots, promoted);
 }
 

@@ -121,12 +121,20 @@ class PathVersioner {
   void demote(llvm::Function &f, const std::vector<llvm::Instruction *> &also);
   static llvm::StoreInst *count_start(llvm::IRBuilder<> &b, llvm::GlobalVariable *counters, unsigned index);
   llvm::Value *gate_open(llvm::IRBuilder<> &b) const;
-  void branch_on_gate(llvm::IRBuilder<> &b, llvm::BasicBlock *open, llvm::BasicBlock *closed, bool open_likely,
-                      bool ask_runtime = true) const;
+  // Returns the tick's call, if the test has one.
+  llvm::CallInst *branch_on_gate(llvm::IRBuilder<> &b, llvm::BasicBlock *open, llvm::BasicBlock *closed,
+                                 bool open_likely, bool ask_runtime = true) const;
   llvm::BasicBlock *decide_in_outlined(llvm::BasicBlock *open, llvm::BasicBlock *closed, const llvm::DebugLoc &loc) const;
   void wire_native(llvm::GlobalVariable *counters, const llvm::DenseMap<llvm::BasicBlock *, unsigned> &counter_of,
                    const std::vector<std::pair<llvm::BasicBlock *, llvm::BasicBlock *>> &cuts);
-  void keep_clock_in_registers(const llvm::DenseMap<llvm::BasicBlock *, std::vector<llvm::StoreInst *>> &back_edge_counts);
+  // A back edge's test on the event clock: its start counter's store, and the tick it may call
+  // (null in f's own body, which leaves that to f.kpath).
+  struct BackEdgeTest {
+    llvm::StoreInst *count = nullptr;
+    llvm::CallInst *tick = nullptr;
+  };
+  using BackEdgeTests = llvm::DenseMap<llvm::BasicBlock *, std::vector<BackEdgeTest>>;  // header -> its back edges'
+  void keep_clock_in_registers(llvm::Function &f, const BackEdgeTests &tests);
 
   llvm::Function &f_;
   VersionApi &api_;

@@ -86,7 +86,9 @@ inline constexpr uint64_t kSwitchLeave = 1;
 //   in (kCountdownOpenEnd, -1): in a burst, (value - kCountdownOpenEnd) starts before it ends;
 //   -1 or <= kCountdownOpenEnd after a decrement: the period is over: the code calls
 //   uint8_t __hcct_path_tick(int64_t *countdown), which starts the next period (the runtime sets
-//   the word) and returns 1 if it is a burst. The word starts at 0, so a thread's first start calls
+//   the word) and returns 1 if it is a burst. The uninstrumented copy calls it whenever the word
+//   is below zero (its one test is the sign: no range constants in its loops); the tick then
+//   returns 1 and leaves a word in a burst as it is. The word starts at 0, so a thread's first start calls
 //   the runtime, which then knows the thread (its counters reach a file even if no burst sampled it).
 inline constexpr char kTickSymbol[] = "__hcct_path_tick";
 inline constexpr char kCountdownSymbol[] = "__hcct_kpath_countdown";
