@@ -1048,3 +1048,40 @@ TEST_CASE("bursting: the event clock is one countdown per thread for all of an e
     CHECK(closed.threads[0].sampling->joins == 0);
   }
 }
+
+// The uninstrumented copy's back edges test only the countdown's sign and call the tick below zero
+// (no range constants in its loops): the tick must then say "open" and leave a word that is in a
+// burst begun elsewhere in the thread as it is — resetting it would lengthen that burst. A word of
+// -1 (a gap is over) or at the burst's end starts the next period as before.
+TEST_CASE("bursting: the tick leaves a burst that began elsewhere as it is") {
+  // (Versioned itself, so that the runtime bursts paths: its module registers its versions.)
+  fs::path exe = build("tests/kpath/programs/tick_probe.c", "-O2", true, "late", /*late=*/true);
+  REQUIRE(run("readelf -sW " + exe.string()).find(hcct::kpath_abi::kCountdownSymbol) != std::string::npos);
+  namespace abi = hcct::kpath_abi;
+  const int64_t in_burst[] = {abi::kCountdownOpenEnd + 1, abi::kCountdownOpenEnd + 999, -2};
+  std::string args;
+  for (int64_t v : in_burst) args += " " + std::to_string(v);
+  args += " -1 " + std::to_string(abi::kCountdownOpenEnd);
+  fs::path data = work() / "tick_probe.data";
+  fs::remove_all(data);
+  // Bursts of 5 starts, one every 10 on average: a new period is either.
+  std::istringstream out(run("HCCT_OPTIONS='k=4:burst=1:path_burst_starts=5:path_burst_interval=10:out=" + data.string() +
+                             "' " + exe.string() + args + " 2>&1"));
+  std::vector<std::pair<int, int64_t>> lines;
+  for (int ret; out >> ret;) {
+    int64_t word;
+    out >> word;
+    lines.push_back({ret, word});
+  }
+  REQUIRE(lines.size() == 5);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("word " << in_burst[i]);
+    CHECK(lines[i].first == 1);
+    CHECK(lines[i].second == in_burst[i]);
+  }
+  for (size_t i = 3; i < 5; ++i) {  // a new period: a burst of at most 5 starts, or a gap of at most 15
+    INFO("line " << i << ": " << lines[i].first << " " << lines[i].second);
+    if (lines[i].first) CHECK((abi::countdown_open(lines[i].second - 1) && lines[i].second - abi::kCountdownOpenEnd <= 5));
+    else CHECK((lines[i].second >= 0 && lines[i].second < 15));
+  }
+}
