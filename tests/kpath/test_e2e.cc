@@ -354,6 +354,43 @@ TEST_CASE("e2e: BLPP counter arrays count every path without calling the runtime
   }
 }
 
+// Counter arrays are sparse virtual memory: the runtime reads only the pages that
+// /proc/self/pagemap says were touched when it folds them (kpath_runtime.cc, touched_pages). A
+// module of 20 functions of 2^16 paths each (a 10 MB array per thread), of which the run touches a
+// few pages of three functions, far apart: every count is still found, at k = 1 and k = 4.
+TEST_CASE("e2e: sparse counter arrays: the fold finds every count on the pages a run touched") {
+  fs::path source = work() / "sparse_counters.c";
+  {
+    std::ofstream out(source);
+    for (int f = 0; f < 20; ++f) {
+      out << "__attribute__((noinline)) unsigned wide_" << f << "(unsigned x) {\n  unsigned s = " << f << ";\n";
+      for (int bit = 0; bit < 16; ++bit) out << "  if (x & " << (1u << bit) << "u) s += " << (bit + 1) * (f + 3) << "u;\n";
+      out << "  return s;\n}\n";
+    }
+    out << "#include <stdio.h>\n#include <stdlib.h>\nint main(int argc, char **argv) {\n"
+           "  unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 1000, sum = 0;\n"
+           "  for (unsigned i = 0; i < n; ++i) {\n"
+           "    unsigned x = (i * 2654435761u >> 7) & 0x3Fu, hi = (i % 3) << 14;\n"
+           "    sum += wide_0(x | hi) + wide_9(x << 3 | hi) + wide_19(x | 0x8000u);\n  }\n"
+           "  printf(\"%u\\n\", sum);\n  return 0;\n}\n";
+  }
+  fs::path exe = work() / "sparse_counters";
+  run(std::string(HCCT_CLANG) + " -O1 -fpass-plugin=" + HCCT_KPATH_PLUGIN + " " + source.string() + " -o " + exe.string() + " " +
+      HCCT_RUNTIME + " -Wl,-rpath," + fs::path(HCCT_RUNTIME).parent_path().string() + " 2>&1");
+  Recorded traced = record_all(exe, "5000", "k=4:path_trace=1");  // tracing turns the arrays off
+  REQUIRE(traced.slow == traced.paths);
+  auto streams = traced_streams(traced);
+  for (uint32_t k : {1u, 4u}) {
+    INFO("k = " << k);
+    Recorded fast = record_all(exe, "5000", "k=" + std::to_string(k));
+    CHECK(fast.paths == traced.paths);
+    CHECK(fast.slow < fast.paths / 4);  // (the wide functions counted in their arrays)
+    auto got = forest_sequences(fast, k), want = an::count_ngrams(streams, k).sequences();
+    INFO(first_differences(got, want));
+    CHECK(got == want);
+  }
+}
+
 // A library with counter arrays, loaded with dlopen and unloaded before the profiles are written
 // (tests/kpath/programs/dl_counted_*.c): the runtime folds the arrays with its own copy of the
 // library's table and leaves the library's thread-local words alone once it is gone. Each thread's
