@@ -609,8 +609,8 @@ void copy_incoming(BasicBlock *dest, BasicBlock *like, BasicBlock *pred) {
 // that picks the copy at a start point: to `open` in a burst, else to `closed`. `open_likely`: the
 // test of the instrumented copy, which stays unless the burst is over. The time gate: a volatile
 // byte load and a branch. The event clock: the thread's countdown minus one, and a sign test
-// (closed) or a range test (open); only when the period is over, the runtime's tick, which sets the
-// next period and says which it is.
+// (closed) or a range test (open); when the period is over (closed: below zero), the runtime's
+// tick, which sets the next period and says which it is.
 CallInst *PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicBlock *closed, bool open_likely,
                                         bool ask_runtime) const {
   MDBuilder md(b.getContext());
@@ -631,29 +631,28 @@ CallInst *PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicB
     if (old) old->eraseFromParent();
     return nullptr;
   }
+  // Only when the period is over, or (the uninstrumented copy) below zero: the runtime's tick.
   Function *f = here->getParent();
+  BasicBlock *tick = BasicBlock::Create(b.getContext(), here->getName() + ".tick", f);
+  IRBuilder<> tb(tick);
+  tb.SetCurrentDebugLocation(b.getCurrentDebugLocation());
+  CallInst *now_open = tb.CreateCall(api_.tick_fn(), {countdown});
+  tb.CreateCondBr(tb.CreateICmpNE(now_open, tb.getInt8(0)), open, closed, unlikely);
+  copy_incoming(open, here, tick);
+  copy_incoming(closed, here, tick);
   if (!open_likely) {
     // The uninstrumented copy: below zero, the tick says whether a burst is open (one that began
     // elsewhere in the thread: the tick leaves it as it is) or begins. Testing the burst's range
     // here took two 64-bit constants, which the code generator kept in registers across the loop
     // (zstd's ZSTD_row_update.kpath: two more loop invariants spilled to the stack); the tick runs
     // once per burst boundary and loop.
-    BasicBlock *tick = BasicBlock::Create(b.getContext(), here->getName() + ".tick", f);
     b.CreateCondBr(b.CreateICmpSGE(n, b.getInt64(0)), closed, tick, likely);
     if (old) old->eraseFromParent();
-    IRBuilder<> tb(tick);
-    tb.SetCurrentDebugLocation(b.getCurrentDebugLocation());
-    CallInst *now_open = tb.CreateCall(api_.tick_fn(), {countdown});
-    tb.CreateCondBr(tb.CreateICmpNE(now_open, tb.getInt8(0)), open, closed, unlikely);
-    copy_incoming(open, here, tick);
-    copy_incoming(closed, here, tick);
     return now_open;
   }
-  auto in_burst = [](IRBuilder<> &at, Value *v) { return countdown_in_burst(at, v); };
-  BasicBlock *other_test = BasicBlock::Create(b.getContext(), here->getName() + ".clock", f);
-  BasicBlock *tick = BasicBlock::Create(b.getContext(), here->getName() + ".tick", f);
   // The instrumented copy: in the burst's range, stay; at or above zero, leave; else the tick.
-  b.CreateCondBr(in_burst(b, n), open, other_test, likely);
+  BasicBlock *other_test = BasicBlock::Create(b.getContext(), here->getName() + ".clock", f);
+  b.CreateCondBr(countdown_in_burst(b, n), open, other_test, likely);
   if (old) old->eraseFromParent();
   IRBuilder<> ob(other_test);
   ob.SetCurrentDebugLocation(b.getCurrentDebugLocation());
@@ -661,13 +660,7 @@ CallInst *PathVersioner::branch_on_gate(IRBuilder<> &b, BasicBlock *open, BasicB
   // range test on the decremented word.)
   Value *again = ob.CreateLoad(i64, countdown, "kpath.countdown");
   ob.CreateCondBr(ob.CreateICmpSGE(again, ob.getInt64(0)), closed, tick);
-  IRBuilder<> tb(tick);
-  tb.SetCurrentDebugLocation(b.getCurrentDebugLocation());
-  CallInst *now_open = tb.CreateCall(api_.tick_fn(), {countdown});
-  tb.CreateCondBr(tb.CreateICmpNE(now_open, tb.getInt8(0)), open, closed, unlikely);
   copy_incoming(closed, here, other_test);
-  copy_incoming(open, here, tick);
-  copy_incoming(closed, here, tick);
   for (PHINode &phi : closed->phis()) phi.removeIncomingValue(here, /*DeletePHIIfEmpty=*/false);  // (no longer its predecessor)
   return now_open;
 }
