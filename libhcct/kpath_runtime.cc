@@ -532,8 +532,9 @@ HCCT_NOINST bool next_period(int64_t *countdown, KpathThreadState *k) {
 }  // namespace
 
 // A thread's path starts reached the end of a period of the event clock (hcct/kpath_abi.h), or its
-// first start, or an uninstrumented copy's start found the countdown below zero: the runtime takes the thread on (its exit writes its file, with its start counters,
-// even if no burst sampled it) and sets the next period. Once per burst and per gap: a call.
+// first start, or an uninstrumented copy's start found the countdown below zero: the runtime takes
+// the thread on (its exit writes its file, with its start counters, even if no burst sampled it)
+// and sets the next period. Once per burst and per gap: a call.
 HCCT_EXPORT uint8_t __hcct_path_tick(int64_t *countdown) {
   // The uninstrumented copy asks below zero, also in a burst that began elsewhere in the thread
   // (hcct/kpath_abi.h): it is left as it is.
