@@ -2,7 +2,7 @@
 """Instructions and cache misses of one workload under several HCCT_OPTIONS, by callgrind.
 
   bench/real/instructions.py [--size full|short] [--flavour kpath-burst-late-seeded] [--build BUILD]
-                             [--binary BUILT] WORKLOAD OPTIONS [OPTIONS ...]
+                             [--binary BUILT] [--keep DIR] WORKLOAD OPTIONS [OPTIONS ...]
 
   e.g. bench/real/instructions.py lua native k=8:burst=1 k=8:burst=1:path_burst_interval=30000
 
@@ -19,6 +19,7 @@ instructions to the first set's. The binaries are copied with their debug info s
 import argparse
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,8 @@ def main():
     ap.add_argument("--size", choices=("full", "short"), default="full")
     ap.add_argument("--flavour", default="kpath-burst-late-seeded", help="run.py --paths flavour")
     ap.add_argument("--build", default=os.path.join(workloads.ROOT, "build"), help="hcct build dir")
+    ap.add_argument("--keep", metavar="DIR", help="copy each set's callgrind output files to DIR (for "
+                                                  "callgrind_annotate; named by set)")
     ap.add_argument("--binary", help="run this build of the workload instead of FLAVOUR's (e.g. one the cache "
                                      "keeps from an earlier plugin, to compare two plugins on one input)")
     args = ap.parse_args()
@@ -87,10 +90,15 @@ def main():
               "| mispredicted branches (conditional + indirect) |")
         print("|---|---|---|---|---|---|---|---|")
         first = None
-        for options in args.options:
+        for index, options in enumerate(args.options):
             argv, stdin = workload.argv(stripped["native" if options == "native" else "profiled"], args.size)
             scratch = tempfile.mkdtemp(dir=tmp)
             e = callgrind(argv, stdin, "" if options == "native" else options, scratch)
+            if args.keep:
+                os.makedirs(args.keep, exist_ok=True)
+                label = re.sub(r"[^A-Za-z0-9_.=-]+", "_", options)[:80]
+                for path in glob.glob(os.path.join(scratch, "callgrind.out*")):
+                    shutil.copy(path, os.path.join(args.keep, f"{args.workload}.{index}.{label}.{os.path.basename(path)}"))
             first = first or e["Ir"]
             print(f"| `{options}` | {e['Ir'] / 1e6:,.1f} M | {e['Ir'] / first:.3f} | {e['I1mr'] / 1e6:.2f} M | "
                   f"{e['D1mr'] / 1e6:.2f} M | {e['DLmr'] / 1e6:.2f} M | {e['D1mw'] / 1e6:.2f} M | "
