@@ -28,6 +28,7 @@ extern "C" unsigned char __hcct_path_gate;  // kpath_runtime.cc
 namespace hcct::rt {
 
 bool g_path_versions_registered = false;
+bool g_path_gate_read = false;
 uint64_t g_burst_epoch = 0;
 unsigned char g_burst_between = 0;
 unsigned char g_hook_gate = 0;
@@ -57,6 +58,7 @@ uint64_t g_call_interval_ns = 0, g_call_length_ns = 0;  // the event clock's (Op
 bool g_schedule_given = false;  // burst_interval or burst_length given (else each clock's default)
 bool g_open = false;
 bool g_paths = false;  // the path gate follows the bursts (burst_paths_start)
+bool g_path_timer = false;  // on the event clock, the timer runs for the path gate (burst_paths_start)
 uint64_t g_start_ns = 0, g_opened_ns = 0, g_burst_ns = 0;
 unsigned char g_plugin_seen = 0;
 // burst_sync=auto. Until the first plugin event the gate stays open and shadow stacks are kept
@@ -184,7 +186,7 @@ HCCT_NOINST int timer_main(void *arg) {
     open = !open;
     lock();
     // (auto switched to the event clock: no timer needed, unless the path gate follows it)
-    bool done = g_finished || (g_event_clock && !g_paths);
+    bool done = g_finished || (g_event_clock && !g_path_timer);
     if (!done) set_phase_locked(open);
     unlock();
     if (done) return 0;  // glibc's clone() ends the thread (the exit system call)
@@ -1108,7 +1110,12 @@ HCCT_NOINST void burst_paths_start() {
     g_paths = true;
     __atomic_store_n(&__hcct_path_gate, (unsigned char)g_open, __ATOMIC_RELEASE);  // (closed until a burst)
   }
-  bool own_timer = start && g_kind == Burst::kTimer && g_event_clock;
+  // On the event clock the calls' bursts need no timer, and versions on the event clock read no
+  // gate: the timer starts once a module whose versions read it registers (a shared library's, a
+  // time-gate build's), at the latest when it is dlopen'ed.
+  bool own_timer = g_paths && !g_finished && !g_path_timer && g_kind == Burst::kTimer && g_event_clock &&
+                   __atomic_load_n(&g_path_gate_read, __ATOMIC_ACQUIRE);
+  if (own_timer) g_path_timer = true;
   unlock();
   if (own_timer) {
     uint64_t x = monotonic_ns() * 0x9E3779B97F4A7C15ull;
@@ -1497,7 +1504,7 @@ HCCT_NOINST void burst_fork_parent() {
 HCCT_NOINST void burst_fork_child() {
   if (!g_active) return;
   unlock();
-  if (g_kind == Burst::kTimer && (!g_event_clock || g_paths) && !g_finished) start_timer(0);
+  if (g_kind == Burst::kTimer && (!g_event_clock || g_path_timer) && !g_finished) start_timer(0);
 }
 
 }  // namespace hcct::rt

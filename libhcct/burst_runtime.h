@@ -172,6 +172,9 @@ uint64_t burst_call_length_ns();
 // when a module registers and by burst_start when one did before.
 void burst_paths_start();
 extern bool g_path_versions_registered __attribute__((visibility("hidden")));
+// Whether a registered module's versions read the path gate (not only the event clock's countdown):
+// then the gate needs the timer on the event clock too.
+extern bool g_path_gate_read __attribute__((visibility("hidden")));
 // Whether the path gate follows bursts.
 bool burst_paths_active();
 // The final dump: no burst opens again, events between bursts stop.

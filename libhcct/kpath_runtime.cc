@@ -326,7 +326,7 @@ HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
   auto *functions = reinterpret_cast<abi::VersionFunction *>(table + 1);
   auto *counters = reinterpret_cast<uint64_t *>(functions + t->functions);
   auto *blocks = reinterpret_cast<uint32_t *>(counters + starts);
-  *table = abi::VersionTable{t->version, t->functions, functions, nullptr, 0};  // (only process-wide tables are copied)
+  *table = abi::VersionTable{t->version, t->functions, functions, nullptr, 0, 0};  // (only process-wide tables are copied)
   for (uint64_t i = 0; i < t->functions; ++i) {
     const abi::VersionFunction &f = t->function[i];
     functions[i] = abi::VersionFunction{f.function_id, f.starts, counters, blocks};
@@ -558,6 +558,8 @@ HCCT_EXPORT void __hcct_path_register_versions(const void *table) {
   if (per_thread(*t))
     g_thread_counter_offsets[i] = static_tls_offset(t->thread_counters());
   __atomic_store_n(&g_version_tables[i], t, __ATOMIC_RELEASE);
+  // (A table before version 3 says nothing of its clock: its code may read the gate.)
+  if (t->version < 3 || !(t->flags & abi::kVersionEventClock)) __atomic_store_n(&g_path_gate_read, true, __ATOMIC_RELEASE);
   __atomic_store_n(&g_path_versions_registered, true, __ATOMIC_RELEASE);
   burst_paths_start();  // (nothing until the runtime has started bursting; burst_start calls it then)
 }

@@ -188,7 +188,7 @@ void VersionApi::emit_table() {
                                    ConstantArray::get(array_type, functions), "hcct.kpath.version_functions");
   auto *counters_fn_type = FunctionType::get(i64->getPointerTo(), false)->getPointerTo();
   auto *table_type =
-      StructType::create(c, {i64, i64, fn_type->getPointerTo(), counters_fn_type, i64}, "hcct.kpath.version_table");
+      StructType::create(c, {i64, i64, fn_type->getPointerTo(), counters_fn_type, i64, i64}, "hcct.kpath.version_table");
   Constant *zero = ConstantInt::get(i64, 0);
   auto *table = new GlobalVariable(
       m_, table_type, true, GlobalValue::PrivateLinkage,
@@ -196,7 +196,8 @@ void VersionApi::emit_table() {
                                        ConstantExpr::getInBoundsGetElementPtr(array_type, array, ArrayRef<Constant *>{zero, zero}),
                                        thread_counters ? static_cast<Constant *>(thread_counters)
                                                        : ConstantPointerNull::get(counters_fn_type),
-                                       ConstantInt::get(i64, thread_words)}),
+                                       ConstantInt::get(i64, thread_words),
+                                       ConstantInt::get(i64, countdown_ ? abi::kVersionEventClock : 0)}),
       "hcct.kpath.version_table");
   auto make_caller = [&](const char *name, const char *callee) {
     auto *fty = FunctionType::get(Type::getVoidTy(c), false);

@@ -1085,3 +1085,23 @@ TEST_CASE("bursting: the tick leaves a burst that began elsewhere as it is") {
     else CHECK((lines[i].second >= 0 && lines[i].second < 15));
   }
 }
+
+TEST_CASE("bursting: an executable on the event clock runs no timer thread, one on the time gate does") {
+  // The runtime's timer thread flips the path gate for modules that read it. Versions on the event
+  // clock never do (their VersionTable says so): no thread woke twice per burst interval for them.
+  const std::string source = "tests/kpath/programs/burst_quiet.c";
+  fs::path clock = build(source, "-O2", true, "quiet-clock", /*late=*/true);
+  fs::path gate = build(source, "-O2", true, "quiet-gate", /*late=*/true, "HCCT_KPATH_BURST_EVENT_CLOCK=0 ");
+  REQUIRE(run("readelf -sW " + clock.string()).find(hcct::kpath_abi::kCountdownSymbol) != std::string::npos);
+  REQUIRE(run("readelf -sW " + gate.string()).find(hcct::kpath_abi::kCountdownSymbol) == std::string::npos);
+  std::string native = run(build_native(source, "-O2", "quiet").string());
+  REQUIRE(native.find("threads 1") != std::string::npos);
+  Run on_clock = record(clock, "", "k=4:burst=1", "quiet.clock");
+  Run on_gate = record(gate, "", "k=4:burst=1", "quiet.gate");
+  CHECK(on_clock.output == native);
+  CHECK(on_gate.output.find("threads 2") != std::string::npos);
+  REQUIRE(on_clock.threads.size() == 1);
+  REQUIRE(on_clock.threads[0].sampling);
+  CHECK(on_clock.threads[0].sampling->event_clock);
+}
+

@@ -104,9 +104,14 @@ constexpr bool countdown_open(int64_t value) {
 static_assert(countdown_open(kCountdownOpenEnd + 1) && countdown_open(-2));
 static_assert(!countdown_open(kCountdownOpenEnd) && !countdown_open(-1) && !countdown_open(0) &&
               !countdown_open(INT64_MIN) && !countdown_open(INT64_MAX));
-// Version 2 adds the per-thread counters (thread_counters, thread_words); the runtime still reads
-// version 1 tables (process-wide counters only).
-inline constexpr uint64_t kVersionTableVersion = 2;
+// Version 2 adds the per-thread counters (thread_counters, thread_words); version 3 the flags. The
+// runtime still reads version 1 tables (process-wide counters only) and takes a table before version
+// 3 as one whose code reads the gate.
+inline constexpr uint64_t kVersionTableVersion = 3;
+// VersionTable::flags: the module's versions follow the event clock (its countdown) and never read
+// __hcct_path_gate, so the runtime needs no timer for them: a program whose every versioned module
+// is on the event clock runs no thread of the runtime's.
+inline constexpr uint64_t kVersionEventClock = 1;
 
 // One versioned function: its counters, one per start point of its Ball-Larus paths: the entry
 // (DAG block 0) and each loop header reached by a back edge (its DAG block index).
@@ -129,6 +134,7 @@ struct VersionTable {
   const VersionFunction *function;
   uint64_t *(*thread_counters)();  // null: process-wide counters (VersionFunction::counters)
   uint64_t thread_words;
+  uint64_t flags;                  // version 3: kVersionEventClock
 };
 
 // BLPP counter arrays (issue 24: BLPP as real path profilers do it). A function with at most
