@@ -326,7 +326,8 @@ HCCT_NOINST const abi::VersionTable *copy_table(const abi::VersionTable *t) {
   auto *functions = reinterpret_cast<abi::VersionFunction *>(table + 1);
   auto *counters = reinterpret_cast<uint64_t *>(functions + t->functions);
   auto *blocks = reinterpret_cast<uint32_t *>(counters + starts);
-  *table = abi::VersionTable{t->version, t->functions, functions, nullptr, 0, 0};  // (only process-wide tables are copied)
+  // (Only process-wide tables are copied; a version 3 table's flags go with it.)
+  *table = abi::VersionTable{t->version, t->functions, functions, nullptr, 0, t->version >= 3 ? t->flags : 0};
   for (uint64_t i = 0; i < t->functions; ++i) {
     const abi::VersionFunction &f = t->function[i];
     functions[i] = abi::VersionFunction{f.function_id, f.starts, counters, blocks};
