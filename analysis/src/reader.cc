@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "byte_cursor.h"
+#include "hcct/analysis/text.h"
 #include "hcct/format.h"
 #include "hcct/meta_keys.h"
 
@@ -26,13 +27,6 @@ namespace {
 constexpr size_t kMinModuleBytes = 27;
 constexpr size_t kMinNodeBytes = 5;
 constexpr size_t kSectionHeaderBytes = 16;
-
-std::string hex(uint64_t v) {
-  char buf[19];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, 16);
-  (void)ec;
-  return "0x" + std::string(buf, end);
-}
 
 std::string tag_name(uint32_t tag) {
   std::string s;
