@@ -1,4 +1,4 @@
-// Fuzz harness: the kpath pass's guidance-file parser (kpath/src/OsrPointInserter.cpp
+// Fuzz harness: the kpath pass's guidance-file parser (kpath/src/GuidanceFile.cpp
 // parse_guidance: llvm::json behind a pre-check of the raw text; docs/GUIDE.md "OSR points"), what
 // clang reads from HCCT_GUIDE when it compiles a program with OSR points.
 //
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "OsrPointInserter.h"
+#include "GuidanceFile.h"
 #include "fuzz_util.h"
 
 using hcct::fuzz::require;

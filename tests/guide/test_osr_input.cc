@@ -1,4 +1,4 @@
-// Hostile guidance files for the kpath plugin's OSR points (kpath/src/OsrPointInserter.cpp,
+// Hostile guidance files for the kpath plugin's OSR points (kpath/src/GuidanceFile.cpp,
 // docs/GUIDE.md "OSR points"): clang with HCCT_GUIDE (or -mllvm -hcct-guide) naming a missing,
 // non-regular, truncated, deeply nested, mistyped or out-of-range guidance file must stop with a
 // compile error naming the file and the problem: never a crash of clang (no stack dump), never a
