@@ -19,7 +19,7 @@ LEVEL(2, f3)
 LEVEL(1, f2)
 
 volatile int sink;
-__attribute__((noinline)) void after() { sink++; }
+__attribute__((noinline)) void after() { sink = sink + 1; }
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 100;

@@ -4,15 +4,15 @@
 #include <stdio.h>
 
 volatile int sink;
-extern "C" __attribute__((noinline)) void in_key_destructor() { sink++; }
-extern "C" __attribute__((noinline)) void in_thread_local_destructor() { sink++; }
+extern "C" __attribute__((noinline)) void in_key_destructor() { sink = sink + 1; }
+extern "C" __attribute__((noinline)) void in_thread_local_destructor() { sink = sink + 1; }
 
 static pthread_key_t key;
 static void key_destructor(void *) { in_key_destructor(); }
 
 struct Tracked {
   ~Tracked() { in_thread_local_destructor(); }
-  void touch() { sink++; }
+  void touch() { sink = sink + 1; }
 };
 thread_local Tracked tracked;
 
